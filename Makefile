@@ -1,0 +1,154 @@
+# heapbpf: eBPF-assisted heap profiler for jemalloc processes.
+#
+#   make            build build/heapbpf
+#   make demo       install what is missing, build, profile the example service
+#   make test       install what is missing, build, run unit + integration tests
+#   make V=1 ...    show the commands
+
+BUILD      ?= build
+ARCH       ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+CC         ?= gcc
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+PROTOC_C   ?= protoc-c
+LIBDIR     ?= /usr/lib/$(shell gcc -print-multiarch)
+PPROF_PROTO ?= /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
+
+CFLAGS     ?= -g -O2
+CFLAGS     += -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE
+CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf -Iuser -MMD -MP
+LDLIBS     += -lbpf -lelf -ldw -lz -lprotobuf-c -lm
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -Ibpf -I$(BUILD)
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+USER_SRCS  := $(wildcard user/*.c)
+USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+LIB_OBJS   := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS)) $(BUILD)/proto/profile.pb-c.o
+UNIT_SRCS  := $(wildcard tests/unit/*.c)
+UNIT_OBJS  := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(UNIT_SRCS))
+ITEST_SRCS := $(wildcard tests/integration/*.c) $(wildcard tests/lib/*.c)
+ITEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(ITEST_SRCS))
+
+JEMALLOC_A     := $(LIBDIR)/libjemalloc.a
+JEMALLOC_PIC_A := $(LIBDIR)/libjemalloc_pic.a
+EXAMPLES := $(BUILD)/examples/alloc-service-static $(BUILD)/examples/alloc-service-shared
+
+.DELETE_ON_ERROR:
+.PHONY: all deps demo test unit integration examples clean format-check _demo _test
+
+all: $(BUILD)/heapbpf
+
+# ---- set-up -----------------------------------------------------------------
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+# demo/test install first, then re-enter make so nothing is evaluated before
+# the tools exist.
+demo: deps
+	$(Q)$(MAKE) --no-print-directory _demo
+test: deps
+	$(Q)$(MAKE) --no-print-directory _test
+
+_demo: $(BUILD)/heapbpf $(EXAMPLES)
+	$(Q)scripts/demo.sh $(BUILD)
+
+_test: $(BUILD)/heapbpf $(EXAMPLES) $(BUILD)/tests/unit_tests $(BUILD)/tests/integration_tests
+	$(Q)scripts/run-tests.sh $(BUILD)
+
+unit: $(BUILD)/tests/unit_tests
+	$(BUILD)/tests/unit_tests
+integration: $(BUILD)/heapbpf $(EXAMPLES) $(BUILD)/tests/integration_tests
+	$(BUILD)/tests/integration_tests --jobs 1
+
+# ---- BPF --------------------------------------------------------------------
+
+$(BUILD)/heapbpf.bpf.o: bpf/heapbpf.bpf.c | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/heapbpf.skel.h: $(BUILD)/heapbpf.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name heapbpf_bpf > $@
+
+# ---- pprof protobuf (generated from the profile.proto Debian ships) ----------
+
+$(BUILD)/proto/profile.pb-c.c $(BUILD)/proto/profile.pb-c.h &: $(PPROF_PROTO)
+	$(call msg,PROTOC,$@)
+	$(Q)mkdir -p $(BUILD)/proto
+	$(Q)$(PROTOC_C) --proto_path=$(dir $(PPROF_PROTO)) --c_out=$(BUILD)/proto $(PPROF_PROTO)
+
+$(BUILD)/proto/profile.pb-c.o: $(BUILD)/proto/profile.pb-c.c
+	$(call msg,CC,$@)
+	$(Q)$(CC) -g -O2 -Wall -I$(BUILD)/proto -c $< -o $@
+
+# ---- user space -------------------------------------------------------------
+
+$(USER_OBJS): $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h
+
+$(BUILD)/user/%.o: user/%.c | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/heapbpf: $(USER_OBJS) $(BUILD)/proto/profile.pb-c.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# ---- examples ---------------------------------------------------------------
+
+# A shared libjemalloc with its symbol table (Debian's libjemalloc.so.2 is
+# stripped), linked from Debian's own PIC archive.
+$(BUILD)/jemalloc/libjemalloc.so.2: $(JEMALLOC_PIC_A) | $(BUILD)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -Wl,-soname,libjemalloc.so.2 -o $@ \
+		-Wl,--whole-archive $< -Wl,--no-whole-archive -lpthread -lm -ldl
+
+$(BUILD)/examples/alloc-service-static: examples/alloc-service.c $(JEMALLOC_A) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -g -O2 -Wall -Wextra -Werror -pthread -MMD -MP $< $(JEMALLOC_A) -lm -ldl -o $@
+
+$(BUILD)/examples/alloc-service-shared: examples/alloc-service.c $(BUILD)/jemalloc/libjemalloc.so.2
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -g -O2 -Wall -Wextra -Werror -pthread $< -L$(BUILD)/jemalloc \
+		-l:libjemalloc.so.2 -Wl,-rpath,'$$ORIGIN/../jemalloc' -lm -o $@
+
+examples: $(EXAMPLES)
+
+# ---- tests ------------------------------------------------------------------
+
+$(BUILD)/tests/%.o: tests/%.c $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/lib $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/unit_tests: $(UNIT_OBJS) $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -lcriterion -o $@
+
+$(BUILD)/tests/integration_tests: $(ITEST_OBJS) $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -lcriterion -o $@
+
+# ---- misc -------------------------------------------------------------------
+
+$(BUILD):
+	$(Q)mkdir -p $@
+
+format-check:
+	$(Q)clang-format --dry-run --Werror bpf/*.c bpf/*.h user/*.c user/*.h
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(wildcard $(BUILD)/*.d $(BUILD)/user/*.d $(BUILD)/tests/*/*.d $(BUILD)/examples/*.d)

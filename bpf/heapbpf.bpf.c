@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * heapbpf's kernel side: two uprobes on jemalloc's sampling slow path.
+ *
+ * prof_malloc_sample_object() runs once per sampled allocation, after
+ * jemalloc has unwound the stack itself (libgcc DWARF unwinder) and stored
+ * it in tctx->gctx->bt. We read that backtrace instead of calling
+ * bpf_get_stack(), which needs frame pointers. prof_free_sampled_object()
+ * runs once per free of a sampled object. No uretprobes: a uretprobe on a
+ * function on the stack while jemalloc unwinds breaks jemalloc's unwinder.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "heapbpf.h"
+#include "heapbpf_args.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile struct heapbpf_layout layout = {};
+
+struct heapbpf_counters counters = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); /* resized by user space before load */
+} events SEC(".maps");
+
+static __always_inline void count(__u64 *c)
+{
+	__sync_fetch_and_add(c, 1);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(heapbpf_alloc)
+{
+	struct heapbpf_alloc_event *e;
+	__u64 gctx = 0, vec = 0;
+	__u32 len = 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	long err = 0;
+
+	count(&counters.alloc_hits);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(&counters.alloc_drops);
+		return 0;
+	}
+	e->type = HEAPBPF_EV_ALLOC;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->ts = bpf_ktime_get_ns();
+	e->ptr = heapbpf_arg(ctx, layout.alloc_ptr_arg);
+	e->size = heapbpf_arg(ctx, layout.alloc_size_arg);
+	e->usize = heapbpf_arg(ctx, layout.alloc_usize_arg);
+	e->tctx = heapbpf_arg(ctx, layout.alloc_tctx_arg);
+	e->flags = 0;
+	e->nframes = 0;
+	e->bt_len = 0;
+
+	/* tctx->gctx->bt: the backtrace jemalloc already took for this sample */
+	err |= bpf_probe_read_user(&gctx, sizeof(gctx), (void *)(e->tctx + layout.tctx_gctx_off));
+	if (!err) {
+		__u64 bt = gctx + layout.gctx_bt_off;
+
+		err |= bpf_probe_read_user(&vec, sizeof(vec), (void *)(bt + layout.bt_vec_off));
+		err |= bpf_probe_read_user(&len, sizeof(len), (void *)(bt + layout.bt_len_off));
+	}
+	if (!err) {
+		e->bt_len = len;
+		len = heapbpf_clamp_frames(len);
+		if (len < e->bt_len)
+			e->flags |= HEAPBPF_F_TRUNCATED;
+		if (len && bpf_probe_read_user(e->frames, len * sizeof(__u64), (void *)vec))
+			err = -1;
+		else
+			e->nframes = len;
+	}
+	if (err) {
+		e->flags |= HEAPBPF_F_READ_FAULT;
+		count(&counters.read_faults);
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(heapbpf_free)
+{
+	struct heapbpf_free_event *e;
+	__u64 id = bpf_get_current_pid_tgid();
+
+	count(&counters.free_hits);
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(&counters.free_drops);
+		return 0;
+	}
+	e->type = HEAPBPF_EV_FREE;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->flags = 0;
+	e->ts = bpf_ktime_get_ns();
+	e->ptr = heapbpf_arg(ctx, layout.free_ptr_arg);
+	e->usize = heapbpf_arg(ctx, layout.free_usize_arg);
+	e->tctx = heapbpf_arg(ctx, layout.free_tctx_arg);
+	e->alloc_time_ns = 0;
+	e->alloc_size = 0;
+	if (layout.free_info_arg != HEAPBPF_ARG_NONE) {
+		__u64 info = heapbpf_arg(ctx, layout.free_info_arg);
+		long err = 0;
+
+		err |= bpf_probe_read_user(&e->tctx, sizeof(e->tctx),
+					   (void *)(info + layout.info_tctx_off));
+		err |= bpf_probe_read_user(&e->alloc_size, sizeof(e->alloc_size),
+					   (void *)(info + layout.info_size_off));
+		if (layout.info_has_time)
+			err |= bpf_probe_read_user(&e->alloc_time_ns, sizeof(e->alloc_time_ns),
+						   (void *)(info + layout.info_time_off));
+		if (err) {
+			e->flags |= HEAPBPF_F_READ_FAULT;
+			count(&counters.read_faults);
+		}
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one header shared by the BPF program and the user-space collector:
+ * plain __u32/__u64 types, no includes, so it compiles on both sides.
+ */
+#ifndef __HEAPBPF_H
+#define __HEAPBPF_H
+
+/* jemalloc's PROF_BT_MAX (all 5.x versions). */
+#define HEAPBPF_MAX_FRAMES 128
+
+/* An argument index that the jemalloc version does not pass. */
+#define HEAPBPF_ARG_NONE 0xff
+
+enum heapbpf_event_type {
+	HEAPBPF_EV_ALLOC = 1,
+	HEAPBPF_EV_FREE = 2,
+};
+
+/*
+ * Where jemalloc keeps what the probes read, for one jemalloc version.
+ * Argument indices are 0-based (x86-64 SysV: rdi, rsi, rdx, rcx, r8, r9).
+ * Filled by user/layout.c, handed to BPF through .rodata.
+ */
+struct heapbpf_layout {
+	/* prof_malloc_sample_object(...) */
+	__u8 alloc_ptr_arg;
+	__u8 alloc_size_arg;
+	__u8 alloc_usize_arg;
+	__u8 alloc_tctx_arg;
+	/* prof_free_sampled_object(...) */
+	__u8 free_ptr_arg;
+	__u8 free_usize_arg;
+	__u8 free_info_arg; /* prof_info_t *, or NONE where the tctx is passed */
+	__u8 free_tctx_arg; /* prof_tctx_t *, or NONE where prof_info_t is passed */
+	/* offsets inside jemalloc's structs */
+	__u32 tctx_gctx_off;   /* prof_tctx_t.gctx */
+	__u32 gctx_bt_off;     /* prof_gctx_t.bt */
+	__u32 bt_vec_off;      /* prof_bt_t.vec */
+	__u32 bt_len_off;      /* prof_bt_t.len */
+	__u32 info_time_off;   /* prof_info_t.alloc_time (nstime_t, ns) */
+	__u32 info_tctx_off;   /* prof_info_t.alloc_tctx */
+	__u32 info_size_off;   /* prof_info_t.alloc_size */
+	__u32 info_has_time;   /* 1 when prof_info_t carries alloc_time */
+};
+
+/* One sampled allocation, as prof_malloc_sample_object saw it. */
+struct heapbpf_alloc_event {
+	__u32 type; /* HEAPBPF_EV_ALLOC */
+	__u32 pid;
+	__u32 tid;
+	__u32 nframes; /* frames[] entries filled, <= HEAPBPF_MAX_FRAMES */
+	__u64 ts;      /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
+	__u64 ptr;
+	__u64 size;  /* requested size; 0 where the version does not pass it */
+	__u64 usize; /* usable size: what jemalloc counts */
+	__u64 tctx;
+	__u32 bt_len; /* jemalloc's bt.len before clamping */
+	__u32 flags;  /* HEAPBPF_F_* */
+	__u64 frames[HEAPBPF_MAX_FRAMES]; /* return addresses, leaf first */
+};
+
+/* The free of a sampled object, as prof_free_sampled_object saw it. */
+struct heapbpf_free_event {
+	__u32 type; /* HEAPBPF_EV_FREE */
+	__u32 pid;
+	__u32 tid;
+	__u32 flags; /* HEAPBPF_F_* */
+	__u64 ts;
+	__u64 ptr;   /* 0 where the version does not pass it (5.3.0) */
+	__u64 usize;
+	__u64 tctx;
+	__u64 alloc_time_ns; /* jemalloc's alloc_time (CLOCK_MONOTONIC_COARSE); 0 if unknown */
+	__u64 alloc_size;    /* prof_info_t.alloc_size; 0 if unknown */
+};
+
+/* flags */
+#define HEAPBPF_F_READ_FAULT 0x1 /* a bpf_probe_read_user of jemalloc memory failed */
+#define HEAPBPF_F_TRUNCATED  0x2 /* bt.len was larger than HEAPBPF_MAX_FRAMES */
+
+/* Counters the BPF side keeps in .bss; printed by the collector at exit. */
+struct heapbpf_counters {
+	__u64 alloc_hits;
+	__u64 free_hits;
+	__u64 alloc_drops; /* ring buffer full */
+	__u64 free_drops;
+	__u64 read_faults;
+};
+
+_Static_assert(sizeof(struct heapbpf_layout) == 8 + 8 * 4, "layout size");
+_Static_assert(sizeof(struct heapbpf_alloc_event) == 64 + 8 * HEAPBPF_MAX_FRAMES, "alloc event size");
+_Static_assert(sizeof(struct heapbpf_free_event) == 64, "free event size");
+
+#endif /* __HEAPBPF_H */

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages heapbpf needs to build, run its demo and its tests.
+# Idempotent: only packages that are missing are installed. Must run as root.
+set -euo pipefail
+
+PKGS=(
+	make gcc clang llvm pkg-config binutils
+	libbpf-dev bpftool linux-libc-dev
+	libelf-dev libdw-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev
+	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler golang-github-google-pprof-dev
+	libjemalloc-dev libjemalloc2 libcriterion-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "heapbpf: missing packages: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+
+echo "heapbpf: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
