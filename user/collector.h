@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The collector: consumes ring-buffer events, deduplicates raw stacks
+ * (jemalloc's backtraces, untrimmed) and keeps per stack the sampled and
+ * unbiased allocation totals and what is still in use. Frees are matched to
+ * stacks through jemalloc's tctx, as jemalloc itself counts them.
+ */
+#ifndef __HEAPBPF_COLLECTOR_H
+#define __HEAPBPF_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hb_stack {
+	uint64_t *frames; /* raw return addresses, leaf first */
+	uint32_t nframes;
+	uint32_t flags;	     /* HEAPBPF_F_* seen on any sample of this stack */
+	uint64_t samples;    /* sampled allocations */
+	uint64_t bytes;	     /* their usable bytes */
+	double alloc_objects; /* unbiased estimates */
+	double alloc_space;
+	int64_t inuse_samples; /* sampled, not freed yet */
+	int64_t inuse_bytes;
+	double inuse_objects;
+	double inuse_space;
+};
+
+struct collector_stats {
+	uint64_t allocs, frees;
+	uint64_t alloc_bytes;	    /* sampled usable bytes */
+	uint64_t frees_matched;	    /* frees of samples heapbpf saw allocated */
+	uint64_t frees_unmatched;   /* frees of objects sampled before heapbpf attached */
+	uint64_t frees_unmatched_bytes;
+	uint64_t read_faults, truncated, malformed;
+	uint64_t first_ts, last_ts; /* CLOCK_MONOTONIC ns of first and last event */
+};
+
+struct collector;
+
+/* period: jemalloc's R in bytes. */
+int collector__new(uint64_t period, struct collector **out);
+void collector__free(struct collector *c);
+/*
+ * Objects whose jemalloc alloc_time (CLOCK_MONOTONIC_COARSE) is older than
+ * this were sampled before heapbpf attached; their frees are not subtracted.
+ */
+void collector__set_attach_time(struct collector *c, uint64_t coarse_ns);
+/* Ring-buffer callback: ctx is the collector, data one event. Returns 0 or -ENOMEM. */
+int collector__event(void *ctx, void *data, size_t len);
+
+uint64_t collector__period(const struct collector *c);
+size_t collector__nstacks(const struct collector *c);
+const struct hb_stack *collector__stack(const struct collector *c, size_t i);
+const struct collector_stats *collector__stats(const struct collector *c);
+
+#endif /* __HEAPBPF_COLLECTOR_H */

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/types.h>
+#include <bpf/libbpf.h>
+
+#include "heapbpf.h"
+
+#include "heapbpf.skel.h"
+#include "probes.h"
+
+struct probes {
+	struct heapbpf_bpf *skel;
+	struct bpf_link *alloc_link;
+	struct bpf_link *free_link;
+	struct ring_buffer *rb;
+};
+
+static size_t round_pow2_pages(size_t bytes)
+{
+	size_t v = 4096;
+
+	/* BPF ring buffers are a power-of-two number of pages */
+	while (v < bytes && v < ((size_t)1 << 30))
+		v <<= 1;
+	return v;
+}
+
+int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes, struct probes **out)
+{
+	struct probes *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	p->skel = heapbpf_bpf__open();
+	if (!p->skel) {
+		err = -errno;
+		goto fail;
+	}
+	p->skel->rodata->layout = *layout;
+	err = bpf_map__set_max_entries(p->skel->maps.events, round_pow2_pages(ringbuf_bytes));
+	if (err)
+		goto fail;
+	err = heapbpf_bpf__load(p->skel);
+	if (err)
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	probes__free(p);
+	return err;
+}
+
+int probes__attach(struct probes *p, const struct jemalloc_target *t)
+{
+	int err;
+
+	/* by file offset, on the object as we see it, filtered to the target's pid */
+	p->alloc_link = bpf_program__attach_uprobe(p->skel->progs.heapbpf_alloc, false, t->pid,
+						   t->open_path, t->alloc_off);
+	if (!p->alloc_link) {
+		err = -errno;
+		goto fail;
+	}
+	p->free_link = bpf_program__attach_uprobe(p->skel->progs.heapbpf_free, false, t->pid,
+						  t->open_path, t->free_off);
+	if (!p->free_link) {
+		err = -errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	probes__detach(p);
+	return err;
+}
+
+int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct ring_buffer **rb)
+{
+	if (!p->rb) {
+		p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), fn, ctx, NULL);
+		if (!p->rb)
+			return -errno;
+	}
+	*rb = p->rb;
+	return 0;
+}
+
+void probes__detach(struct probes *p)
+{
+	bpf_link__destroy(p->alloc_link);
+	bpf_link__destroy(p->free_link);
+	p->alloc_link = NULL;
+	p->free_link = NULL;
+}
+
+void probes__counters(const struct probes *p, struct heapbpf_counters *c)
+{
+	/* .bss is memory-mapped: read each counter once */
+	volatile struct heapbpf_counters *src = &p->skel->bss->counters;
+
+	c->alloc_hits = src->alloc_hits;
+	c->free_hits = src->free_hits;
+	c->alloc_drops = src->alloc_drops;
+	c->free_drops = src->free_drops;
+	c->read_faults = src->read_faults;
+}
+
+void probes__free(struct probes *p)
+{
+	if (!p)
+		return;
+	ring_buffer__free(p->rb);
+	probes__detach(p);
+	heapbpf_bpf__destroy(p->skel);
+	free(p);
+}

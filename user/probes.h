@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The BPF side's lifecycle: open, configure, load, attach, read counters, destroy. */
+#ifndef __HEAPBPF_PROBES_H
+#define __HEAPBPF_PROBES_H
+
+#include <stddef.h>
+
+#include "heapbpf.h"
+#include "target.h"
+
+struct probes;
+struct ring_buffer;
+
+typedef int (*probes_event_fn)(void *ctx, void *data, size_t len);
+
+/* Opens and loads the BPF object with the target's layout and a ring buffer of ringbuf_bytes. */
+int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes, struct probes **out);
+/* Attaches both uprobes to the target's jemalloc, for its pid only. */
+int probes__attach(struct probes *p, const struct jemalloc_target *t);
+/* A ring buffer delivering events to fn; owned by p. */
+int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct ring_buffer **rb);
+/* Detaches the uprobes (the ring buffer stays readable). */
+void probes__detach(struct probes *p);
+/* Copies the BPF-side counters. */
+void probes__counters(const struct probes *p, struct heapbpf_counters *c);
+void probes__free(struct probes *p);
+
+#endif /* __HEAPBPF_PROBES_H */

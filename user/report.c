@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/types.h>
+
+#include "heapbpf.h"
+#include "report.h"
+#include "u64map.h"
+
+#define NO_STACK_KEY UINT64_MAX
+
+struct builder {
+	const struct jemalloc_target *t;
+	struct symbolizer *s;
+	struct hb_profile *p;
+	size_t cap_locs, cap_samples;
+	bool *loc_is_je;
+	struct u64map loc_by_addr;
+	int32_t *map_by_obj; /* symbolizer object -> hb mapping index + 1 */
+	struct u64map sample_by_hash;
+	double (*acc)[HB_NVALUES]; /* unrounded sums per sample */
+};
+
+size_t hb_trim_count(const bool *is_jemalloc, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && is_jemalloc[i])
+		i++;
+	return i;
+}
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+static int mapping_for(struct builder *b, int obj, uint32_t *out)
+{
+	const struct sym_object *so = symbolizer__object(b->s, obj);
+	struct hb_mapping *m, *nv;
+
+	*out = 0;
+	if (!so)
+		return 0;
+	if (b->map_by_obj[obj]) {
+		*out = b->map_by_obj[obj];
+		return 0;
+	}
+	nv = realloc(b->p->mappings, (b->p->nmappings + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	b->p->mappings = nv;
+	m = &nv[b->p->nmappings];
+	memset(m, 0, sizeof(*m));
+	m->start = so->start;
+	m->limit = so->limit;
+	m->file_offset = so->file_offset;
+	m->path = xstrdup(so->path);
+	m->build_id = xstrdup(so->build_id);
+	if (!m->path || (so->build_id && !m->build_id)) {
+		free(m->path);
+		free(m->build_id);
+		return -ENOMEM;
+	}
+	b->p->nmappings++;
+	b->map_by_obj[obj] = b->p->nmappings;
+	*out = b->p->nmappings;
+	return 0;
+}
+
+static bool frame_is_jemalloc(struct builder *b, const struct sym_result *r)
+{
+	const struct sym_object *so = symbolizer__object(b->s, r->object);
+
+	/* a shared libjemalloc: all of it is jemalloc */
+	if (so && !b->t->is_main_exe && strcmp(so->path, b->t->path) == 0)
+		return true;
+	return r->nlines && r->lines[0].function &&
+	       jemalloc_target__is_jemalloc_func(b->t, r->lines[0].function);
+}
+
+/* The location for a raw frame address, created on first sight. */
+static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
+{
+	uint64_t key = addr ? addr : NO_STACK_KEY;
+	struct sym_result r;
+	struct hb_location *l;
+	char name[512];
+	int err;
+
+	if (u64map_get(&b->loc_by_addr, key, idx) == 0)
+		return 0;
+	if (b->p->nlocations == b->cap_locs) {
+		size_t ncap = b->cap_locs ? b->cap_locs * 2 : 256;
+		struct hb_location *nl = realloc(b->p->locations, ncap * sizeof(*nl));
+		bool *nj;
+
+		if (!nl)
+			return -ENOMEM;
+		b->p->locations = nl;
+		nj = realloc(b->loc_is_je, ncap * sizeof(*nj));
+		if (!nj)
+			return -ENOMEM;
+		b->loc_is_je = nj;
+		b->cap_locs = ncap;
+	}
+	l = &b->p->locations[b->p->nlocations];
+	memset(l, 0, sizeof(*l));
+	l->address = addr;
+	if (addr)
+		symbolizer__lookup(b->s, addr, true, &r);
+	else
+		memset(&r, 0, sizeof(r)), r.object = -1;
+	err = mapping_for(b, r.object, &l->mapping);
+	if (err)
+		return err;
+	l->nlines = r.nlines ? r.nlines : 1;
+	l->lines = calloc(l->nlines, sizeof(*l->lines));
+	if (!l->lines)
+		return -ENOMEM;
+	if (!r.nlines) {
+		const struct sym_object *so = symbolizer__object(b->s, r.object);
+
+		/* unnamed: object+offset, so frames still group and can be resolved offline */
+		if (!addr)
+			snprintf(name, sizeof(name), "[no stack]");
+		else if (so)
+			snprintf(name, sizeof(name), "%s+0x%" PRIx64, base_name(so->path),
+				 addr - so->start + so->file_offset);
+		else
+			snprintf(name, sizeof(name), "0x%" PRIx64, addr);
+		l->lines[0].function = strdup(name);
+		l->lines[0].system_name = l->lines[0].function;
+		if (!l->lines[0].function)
+			return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < r.nlines; i++) {
+		struct hb_line *hl = &l->lines[i];
+
+		hl->function = strdup(r.lines[i].function ? r.lines[i].function : "??");
+		hl->system_name = hl->function;
+		hl->file = xstrdup(r.lines[i].file);
+		hl->line = r.lines[i].line;
+		if (!hl->function || (r.lines[i].file && !hl->file))
+			return -ENOMEM;
+	}
+	b->loc_is_je[b->p->nlocations] = addr && frame_is_jemalloc(b, &r);
+	*idx = b->p->nlocations++;
+	return u64map_put(&b->loc_by_addr, key, *idx);
+}
+
+static uint64_t hash_locs(const uint32_t *v, uint32_t n)
+{
+	uint64_t h = 0x6a09e667f3bcc908ULL ^ n;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = u64map_hash(h ^ v[i]) + i;
+	return h ? h : 1;
+}
+
+/* Adds one trimmed stack's values, merging with an identical stack. */
+static int add_sample(struct builder *b, uint32_t *locs, uint32_t n, const double v[HB_NVALUES])
+{
+	uint64_t h = hash_locs(locs, n);
+	struct hb_sample *smp;
+	uint32_t idx;
+
+	for (;; h = h + 1 ? h + 1 : 1) {
+		if (u64map_get(&b->sample_by_hash, h, &idx))
+			break;
+		smp = &b->p->samples[idx];
+		if (smp->nlocs == n && memcmp(smp->locs, locs, n * sizeof(*locs)) == 0) {
+			for (int k = 0; k < HB_NVALUES; k++)
+				b->acc[idx][k] += v[k];
+			free(locs);
+			return 0;
+		}
+	}
+	if (b->p->nsamples == b->cap_samples) {
+		size_t ncap = b->cap_samples ? b->cap_samples * 2 : 256;
+		struct hb_sample *ns = realloc(b->p->samples, ncap * sizeof(*ns));
+		double(*na)[HB_NVALUES];
+
+		if (!ns)
+			goto nomem;
+		b->p->samples = ns;
+		na = realloc(b->acc, ncap * sizeof(*na));
+		if (!na)
+			goto nomem;
+		b->acc = na;
+		b->cap_samples = ncap;
+	}
+	idx = b->p->nsamples;
+	smp = &b->p->samples[idx];
+	memset(smp, 0, sizeof(*smp));
+	smp->locs = locs;
+	smp->nlocs = n;
+	memcpy(b->acc[idx], v, sizeof(b->acc[idx]));
+	b->p->nsamples++;
+	return u64map_put(&b->sample_by_hash, h, idx);
+nomem:
+	free(locs);
+	return -ENOMEM;
+}
+
+static int add_stack(struct builder *b, const struct hb_stack *st, bool raw)
+{
+	uint32_t n = st->nframes ? st->nframes : 1, *locs, skip;
+	bool is_je[HEAPBPF_MAX_FRAMES];
+	double v[HB_NVALUES];
+	int err;
+
+	if (n > HEAPBPF_MAX_FRAMES)
+		return -EINVAL;
+	locs = calloc(n, sizeof(*locs));
+	if (!locs)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		err = location_for(b, st->nframes ? st->frames[i] : 0, &locs[i]);
+		if (err) {
+			free(locs);
+			return err;
+		}
+		is_je[i] = b->loc_is_je[locs[i]];
+	}
+	skip = hb_trim_count(is_je, n);
+	if (skip == n) /* nothing but jemalloc: keep the outermost frame */
+		skip = n - 1;
+	memmove(locs, locs + skip, (n - skip) * sizeof(*locs));
+	n -= skip;
+	if (raw) {
+		v[HB_ALLOC_OBJECTS] = st->samples;
+		v[HB_ALLOC_SPACE] = st->bytes;
+		v[HB_INUSE_OBJECTS] = st->inuse_samples;
+		v[HB_INUSE_SPACE] = st->inuse_bytes;
+	} else {
+		v[HB_ALLOC_OBJECTS] = st->alloc_objects;
+		v[HB_ALLOC_SPACE] = st->alloc_space;
+		v[HB_INUSE_OBJECTS] = st->inuse_objects;
+		v[HB_INUSE_SPACE] = st->inuse_space;
+	}
+	return add_sample(b, locs, n, v);
+}
+
+int report__build(const struct collector *c, struct symbolizer *s,
+		  const struct jemalloc_target *t, const struct report_opts *opts,
+		  struct hb_profile **out)
+{
+	struct builder b = { .t = t, .s = s };
+	int err;
+
+	err = symbolizer__refresh(s);
+	if (err)
+		return err;
+	b.p = calloc(1, sizeof(*b.p));
+	b.map_by_obj = calloc(symbolizer__nobjects(s) + 1, sizeof(*b.map_by_obj));
+	if (!b.p || !b.map_by_obj) {
+		err = -ENOMEM;
+		goto out;
+	}
+	b.p->period = collector__period(c);
+	b.p->raw = opts->raw;
+	b.p->time_nanos = opts->time_nanos;
+	b.p->duration_nanos = opts->duration_nanos;
+	for (size_t i = 0; i < collector__nstacks(c); i++) {
+		err = add_stack(&b, collector__stack(c, i), opts->raw);
+		if (err)
+			goto out;
+	}
+	for (size_t i = 0; i < b.p->nsamples; i++) {
+		for (int k = 0; k < HB_NVALUES; k++) {
+			double v = b.acc[i][k];
+
+			/* in-use can dip a hair below zero through float rounding */
+			b.p->samples[i].v[k] = v > 0 ? llround(v) : 0;
+		}
+	}
+out:
+	free(b.loc_is_je);
+	free(b.map_by_obj);
+	free(b.acc);
+	u64map_free(&b.loc_by_addr);
+	u64map_free(&b.sample_by_hash);
+	if (err) {
+		hb_profile__free(b.p);
+		return err;
+	}
+	*out = b.p;
+	return 0;
+}

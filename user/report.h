@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * From the collector's raw stacks to a symbolized profile: symbolize every
+ * distinct frame once, trim jemalloc's own frames so the leaf is the caller
+ * of malloc, merge stacks that became identical, and turn the per-stack
+ * totals into the four sample values.
+ */
+#ifndef __HEAPBPF_REPORT_H
+#define __HEAPBPF_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector.h"
+#include "profile.h"
+#include "symbolize.h"
+#include "target.h"
+
+struct report_opts {
+	bool raw; /* raw sampled counts/bytes instead of unbiased estimates */
+	int64_t time_nanos, duration_nanos;
+};
+
+/* Number of leading (leaf-side) frames that belong to jemalloc. */
+size_t hb_trim_count(const bool *is_jemalloc, size_t n);
+
+int report__build(const struct collector *c, struct symbolizer *s,
+		  const struct jemalloc_target *t, const struct report_opts *opts,
+		  struct hb_profile **out);
+
+#endif /* __HEAPBPF_REPORT_H */

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elfobj.h"
+#include "symbolize.h"
+
+/* One file, opened while the target lived, parsed on first use. */
+struct sym_file {
+	char *path;
+	int fd; /* -1 when it could not be opened */
+	bool parsed;
+	struct elf_object *elf;
+};
+
+struct sym_entry {
+	struct sym_object obj;
+	size_t file; /* index into files */
+};
+
+struct symbolizer {
+	pid_t pid;
+	struct sym_file *files;
+	size_t nfiles;
+	struct sym_entry *objs; /* sorted by start, non-overlapping */
+	size_t nobjs;
+};
+
+static int file_index(struct symbolizer *s, const char *path, size_t *idx)
+{
+	char buf[4096];
+	struct sym_file *nv;
+
+	for (size_t i = 0; i < s->nfiles; i++) {
+		if (strcmp(s->files[i].path, path) == 0) {
+			*idx = i;
+			return 0;
+		}
+	}
+	nv = realloc(s->files, (s->nfiles + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	s->files = nv;
+	nv = &s->files[s->nfiles];
+	memset(nv, 0, sizeof(*nv));
+	nv->path = strdup(path);
+	if (!nv->path)
+		return -ENOMEM;
+	nv->fd = -1;
+	/* hold the file open: the process (and /proc/PID/root) may be gone at report time */
+	if (proc_map_open_path(s->pid, path, buf, sizeof(buf)) == 0)
+		nv->fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (nv->fd < 0)
+		nv->fd = open(path, O_RDONLY | O_CLOEXEC);
+	*idx = s->nfiles++;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct sym_entry *x = a, *y = b;
+
+	return (x->obj.start > y->obj.start) - (x->obj.start < y->obj.start);
+}
+
+static const struct sym_entry *find_entry_in(const struct symbolizer *s, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < s->objs[mid].obj.start)
+			hi = mid;
+		else if (addr >= s->objs[mid].obj.limit)
+			lo = mid + 1;
+		else
+			return &s->objs[mid];
+	}
+	return NULL;
+}
+
+static const struct sym_entry *find_entry(const struct symbolizer *s, uint64_t addr)
+{
+	return find_entry_in(s, s->nobjs, addr);
+}
+
+static int add_maps(struct symbolizer *s, const struct proc_maps *m)
+{
+	size_t known = s->nobjs;
+	int err = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		const struct proc_map *pm = &m->v[i];
+		struct sym_entry *nv, *e;
+
+		if (!pm->path || pm->path[0] != '/' || !strchr(pm->perms, 'x'))
+			continue;
+		if (find_entry_in(s, known, pm->start))
+			continue; /* known from an earlier snapshot */
+		nv = realloc(s->objs, (s->nobjs + 1) * sizeof(*nv));
+		if (!nv) {
+			err = -ENOMEM;
+			break;
+		}
+		s->objs = nv;
+		e = &s->objs[s->nobjs];
+		memset(e, 0, sizeof(*e));
+		err = file_index(s, pm->path, &e->file);
+		e->obj.path = strdup(pm->path);
+		if (err || !e->obj.path) {
+			free(e->obj.path);
+			err = err ? err : -ENOMEM;
+			break;
+		}
+		e->obj.start = pm->start;
+		e->obj.limit = pm->end;
+		e->obj.file_offset = pm->offset;
+		s->nobjs++;
+	}
+	/* sorted for find_entry; this renumbers objects, so refresh before lookups */
+	qsort(s->objs, s->nobjs, sizeof(*s->objs), cmp_entry);
+	return err;
+}
+
+int symbolizer__new(pid_t pid, struct symbolizer **out)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+	struct proc_maps *m;
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->pid = pid;
+	err = proc_maps__read(pid, &m);
+	if (err) {
+		free(s);
+		return err;
+	}
+	err = add_maps(s, m);
+	proc_maps__free(m);
+	if (err) {
+		symbolizer__free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+int symbolizer__refresh(struct symbolizer *s)
+{
+	struct proc_maps *m;
+	int err;
+
+	if (!proc_alive(s->pid))
+		return 0;
+	err = proc_maps__read(s->pid, &m);
+	if (err)
+		return err == -ESRCH ? 0 : err;
+	err = add_maps(s, m);
+	proc_maps__free(m);
+	return err;
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nfiles; i++) {
+		elf_object__free(s->files[i].elf);
+		if (s->files[i].fd >= 0)
+			close(s->files[i].fd);
+		free(s->files[i].path);
+	}
+	for (size_t i = 0; i < s->nobjs; i++) {
+		free(s->objs[i].obj.path);
+		free(s->objs[i].obj.build_id);
+	}
+	free(s->files);
+	free(s->objs);
+	free(s);
+}
+
+static struct elf_object *file_elf(struct symbolizer *s, size_t idx)
+{
+	struct sym_file *f = &s->files[idx];
+	char buf[64];
+
+	if (!f->parsed) {
+		f->parsed = true;
+		if (f->fd >= 0) {
+			snprintf(buf, sizeof(buf), "/proc/self/fd/%d", f->fd);
+			if (elf_object__open(buf, &f->elf))
+				f->elf = NULL;
+		}
+	}
+	return f->elf;
+}
+
+int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, struct sym_result *r)
+{
+	uint64_t pc = is_return && addr ? addr - 1 : addr, vaddr;
+	const struct sym_entry *e;
+	const struct elf_sym *sym;
+	struct elf_object *elf;
+
+	memset(r, 0, sizeof(*r));
+	r->object = -1;
+	e = find_entry(s, pc);
+	if (!e)
+		return -ENOENT;
+	r->object = e - s->objs;
+	elf = file_elf(s, e->file);
+	if (!elf)
+		return 0;
+	if (!e->obj.build_id && elf_object__build_id(elf))
+		s->objs[r->object].obj.build_id = strdup(elf_object__build_id(elf));
+	if (elf_object__offset_to_vaddr(elf, pc - e->obj.start + e->obj.file_offset, &vaddr))
+		return 0;
+	sym = elf_object__func_at(elf, vaddr);
+	if (!sym)
+		return 0;
+	s->objs[r->object].obj.has_functions = true;
+	r->nlines = 1;
+	r->lines[0].function = sym->name;
+	r->offset_in_func = vaddr - sym->addr;
+	return 0;
+}
+
+size_t symbolizer__nobjects(const struct symbolizer *s)
+{
+	return s->nobjs;
+}
+
+const struct sym_object *symbolizer__object(const struct symbolizer *s, int i)
+{
+	return i >= 0 && (size_t)i < s->nobjs ? &s->objs[i].obj : NULL;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Address -> (object, function) for one target process, from the mappings
+ * captured while it was alive. Objects are opened while the process lives
+ * (through /proc/PID/root, so containers work) and parsed lazily, once.
+ *
+ * Today names come from ELF symbol tables (user/elfobj.c). DWARF lines,
+ * inlined frames and separate debug info plug in behind symbolizer__lookup:
+ * it already returns a list of lines per address.
+ */
+#ifndef __HEAPBPF_SYMBOLIZE_H
+#define __HEAPBPF_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "procmaps.h"
+
+#define SYM_MAX_LINES 16
+
+struct sym_line {
+	const char *function; /* NULL when unknown; owned by the symbolizer */
+	const char *file;
+	int64_t line;
+};
+
+struct sym_object {
+	char *path;	/* path inside the target's namespace */
+	char *build_id; /* hex or NULL */
+	/* the executable mapping the frames fall in */
+	uint64_t start, limit, file_offset;
+	bool has_functions;
+};
+
+struct sym_result {
+	int object; /* index into the symbolizer's objects, -1 when unmapped */
+	uint64_t offset_in_func;
+	unsigned int nlines;
+	struct sym_line lines[SYM_MAX_LINES]; /* callee first */
+};
+
+struct symbolizer;
+
+/* Captures pid's mappings and opens its executable objects now. */
+int symbolizer__new(pid_t pid, struct symbolizer **out);
+/* Re-reads the mappings if the process is still alive (dlopen after attach). Renumbers objects: call it before lookups, not between. */
+int symbolizer__refresh(struct symbolizer *s);
+void symbolizer__free(struct symbolizer *s);
+
+/*
+ * Symbolizes addr. is_return: addr is a return address, so pc-1 is looked up
+ * (every frame of a jemalloc backtrace is one).
+ */
+int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, struct sym_result *r);
+
+size_t symbolizer__nobjects(const struct symbolizer *s);
+const struct sym_object *symbolizer__object(const struct symbolizer *s, int i);
+
+#endif /* __HEAPBPF_SYMBOLIZE_H */

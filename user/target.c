@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
+#include <errno.h>
+#include <gelf.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "target.h"
+
+#define SAMPLE_FN "prof_malloc_sample_object"
+#define FREE_FN	  "prof_free_sampled_object"
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* Executable, file-backed objects of the process, most likely jemalloc holders first. */
+static int candidate_paths(const struct proc_maps *m, const char ***out, size_t *n)
+{
+	const char **v = calloc(m->n ? m->n : 1, sizeof(*v));
+	size_t cnt = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (int pass = 0; pass < 3; pass++) {
+		for (size_t i = 0; i < m->n; i++) {
+			const struct proc_map *pm = &m->v[i];
+			bool dup = false;
+
+			if (!pm->path || pm->path[0] != '/' || !strchr(pm->perms, 'x'))
+				continue;
+			/* pass 0: named like jemalloc; 1: the executable (mapped first); 2: rest */
+			if (pass == 0 && !strstr(pm->path, "jemalloc"))
+				continue;
+			if (pass == 1 && strcmp(pm->path, m->v[0].path ? m->v[0].path : "") != 0)
+				continue;
+			for (size_t j = 0; j < cnt && !dup; j++)
+				dup = strcmp(v[j], pm->path) == 0;
+			if (!dup)
+				v[cnt++] = pm->path;
+		}
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static const struct proc_map *first_mapping(const struct proc_maps *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->v[i].path && strcmp(m->v[i].path, path) == 0)
+			return &m->v[i];
+	}
+	return NULL;
+}
+
+/* The public prefix, from the object's mallctl: "mallctl" -> "", "_rjem_mallctl" -> "_rjem_". */
+static void detect_public_prefix(struct jemalloc_target *t)
+{
+	const struct elf_sym *best = NULL;
+	const char *names[] = { "mallctl", "malloc_stats_print", "mallocx" };
+
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !best; k++) {
+		size_t sl = strlen(names[k]);
+		const struct elf_sym *s;
+
+		s = elf_object__sym_by_name(t->elf, names[k]);
+		if (s) {
+			best = s;
+			break;
+		}
+		/* a prefixed build: any function ending in the name, outside the private namespace */
+		s = elf_object__sym_by_suffix(t->elf, names[k], STT_FUNC);
+		if (s && strlen(s->name) > sl &&
+		    strncmp(s->name, t->ns_prefix, strlen(t->ns_prefix)) != 0)
+			best = s;
+	}
+	t->pub_prefix[0] = '\0';
+	if (best) {
+		const char *end = strstr(best->name, "mall");
+		size_t n = end ? (size_t)(end - best->name) : 0;
+
+		if (n < sizeof(t->pub_prefix)) {
+			memcpy(t->pub_prefix, best->name, n);
+			t->pub_prefix[n] = '\0';
+		}
+	}
+	/* jemalloc reads JEMALLOC_CPREFIX "MALLOC_CONF": the public prefix upper-cased */
+	size_t i;
+	for (i = 0; t->pub_prefix[i] && i + 12 < sizeof(t->conf_env); i++)
+		t->conf_env[i] = toupper((unsigned char)t->pub_prefix[i]);
+	snprintf(t->conf_env + i, sizeof(t->conf_env) - i, "MALLOC_CONF");
+}
+
+static int resolve_global(struct jemalloc_target *t, const char *name, uint64_t *addr)
+{
+	char full[128];
+	const struct elf_sym *s;
+
+	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
+	s = elf_object__sym_by_name(t->elf, full);
+	if (!s || s->type != STT_OBJECT)
+		return -ENOENT;
+	*addr = s->addr + t->bias;
+	return 0;
+}
+
+static int resolve_func(struct jemalloc_target *t, const char *name, uint64_t *off, uint64_t *addr)
+{
+	char full[128];
+	const struct elf_sym *s;
+	const struct proc_map *m;
+
+	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
+	s = elf_object__sym_by_name(t->elf, full);
+	if (!s || s->type != STT_FUNC)
+		return -ENOENT;
+	if (elf_object__vaddr_to_offset(t->elf, s->addr, off))
+		return -ENOENT;
+	*addr = s->addr + t->bias;
+	m = proc_maps__find(t->maps, *addr);
+	if (!m || !strchr(m->perms, 'x') || !m->path || strcmp(m->path, t->path) != 0)
+		return -EFAULT;
+	return 0;
+}
+
+void jemalloc_target__free(struct jemalloc_target *t)
+{
+	if (!t)
+		return;
+	proc_maps__free(t->maps);
+	elf_object__free(t->elf);
+	free(t->path);
+	free(t->open_path);
+	free(t);
+}
+
+static int open_candidate(pid_t pid, const char *path, struct elf_object **elf, char **open_path)
+{
+	char buf[4096];
+	int err;
+
+	err = proc_map_open_path(pid, path, buf, sizeof(buf));
+	if (err)
+		return err;
+	err = elf_object__open(buf, elf);
+	if (err)
+		return err;
+	*open_path = strdup(buf);
+	if (!*open_path) {
+		elf_object__free(*elf);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_target **out,
+			  char *err, size_t errlen)
+{
+	struct jemalloc_target *t;
+	const char **cands = NULL;
+	size_t ncands = 0;
+	char stripped[4096] = "", noprof[4096] = "";
+	const struct elf_sym *s = NULL;
+	const struct proc_map *m;
+	char statpath[64];
+	struct stat st;
+	uint8_t b;
+	int rc;
+
+	if (pid <= 0)
+		return fail(err, errlen, -EINVAL, "invalid pid %d", pid);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return fail(err, errlen, -ENOMEM, "out of memory");
+	t->pid = pid;
+	proc_comm(pid, t->comm, sizeof(t->comm));
+	rc = proc_maps__read(pid, &t->maps);
+	if (rc) {
+		snprintf(statpath, sizeof(statpath), "/proc/%d/stat", pid);
+		if (rc == -ESRCH && stat(statpath, &st) == 0)
+			rc = fail(err, errlen, -ESRCH,
+				  "pid %d (%s) has no memory mappings: it is a kernel thread or is exiting",
+				  pid, t->comm);
+		else if (rc == -ESRCH)
+			rc = fail(err, errlen, -ESRCH, "no process with pid %d", pid);
+		else
+			rc = fail(err, errlen, rc, "cannot read /proc/%d/maps: %s", pid,
+				  strerror(-rc));
+		goto out_err;
+	}
+	rc = candidate_paths(t->maps, &cands, &ncands);
+	if (rc) {
+		rc = fail(err, errlen, rc, "out of memory");
+		goto out_err;
+	}
+	for (size_t i = 0; i < ncands; i++) {
+		struct elf_object *elf;
+		char *open_path;
+
+		if (open_candidate(pid, cands[i], &elf, &open_path))
+			continue;
+		s = elf_object__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
+		if (s) {
+			t->elf = elf;
+			t->open_path = open_path;
+			t->path = strdup(cands[i]);
+			t->is_main_exe = t->maps->v[0].path &&
+					 strcmp(cands[i], t->maps->v[0].path) == 0;
+			break;
+		}
+		/* remember why a jemalloc-looking object did not qualify */
+		if (!stripped[0] && !noprof[0]) {
+			char v[96];
+			bool is_je = elf_object__sym_by_suffix(elf, "mallctl", STT_FUNC) ||
+				     elf_object__jemalloc_version(elf, v, sizeof(v)) == 0;
+
+			if (is_je && !elf_object__has_symtab(elf))
+				snprintf(stripped, sizeof(stripped), "%s", cands[i]);
+			else if (is_je)
+				snprintf(noprof, sizeof(noprof), "%s", cands[i]);
+		}
+		elf_object__free(elf);
+		free(open_path);
+	}
+	if (!t->elf) {
+		if (stripped[0])
+			rc = fail(err, errlen, -ENOENT,
+				  "jemalloc in pid %d (%s) has no symbol table, so its internal "
+				  "sampling functions cannot be found; use a jemalloc build with "
+				  "symbols (not stripped) or install its debug symbols",
+				  pid, stripped);
+		else if (noprof[0])
+			rc = fail(err, errlen, -ENOTSUP,
+				  "jemalloc in pid %d (%s) was built without profiling support; "
+				  "rebuild it with --enable-prof (tikv-jemallocator: feature "
+				  "\"profiling\")",
+				  pid, noprof);
+		else
+			rc = fail(err, errlen, -ENOENT,
+				  "pid %d (%s) does not use jemalloc: no jemalloc found in its "
+				  "mappings",
+				  pid, t->comm);
+		goto out_err;
+	}
+	if (!t->path) {
+		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		goto out_err;
+	}
+	snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s", (int)(strlen(s->name) - strlen(SAMPLE_FN)),
+		 s->name);
+	detect_public_prefix(t);
+
+	if (elf_object__jemalloc_version(t->elf, t->version, sizeof(t->version)))
+		snprintf(t->version, sizeof(t->version), "unknown");
+	t->layout = jemalloc_layout_find(t->version);
+	if (layout_name) {
+		t->layout = jemalloc_layout_by_name(layout_name);
+		if (!t->layout) {
+			rc = fail(err, errlen, -EINVAL,
+				  "unknown jemalloc layout \"%s\"; known layouts: %s", layout_name,
+				  jemalloc_layout_names());
+			goto out_err;
+		}
+	}
+	if (!t->layout) {
+		rc = fail(err, errlen, -ENOTSUP,
+			  "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s); "
+			  "force a layout with --jemalloc-layout only if you know it matches",
+			  t->version, pid, t->path, jemalloc_layout_names());
+		goto out_err;
+	}
+
+	m = first_mapping(t->maps, t->path);
+	if (!m || elf_object__load_bias(t->elf, m->start, m->offset, &t->bias)) {
+		rc = fail(err, errlen, -ENOEXEC,
+			  "cannot compute where %s is loaded in pid %d", t->path, pid);
+		goto out_err;
+	}
+	if (resolve_func(t, SAMPLE_FN, &t->alloc_off, &t->alloc_addr) ||
+	    resolve_func(t, FREE_FN, &t->free_off, &t->free_addr)) {
+		rc = fail(err, errlen, -ENOENT,
+			  "jemalloc in pid %d (%s) lacks %s%s or %s%s as a mapped function",
+			  pid, t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
+		goto out_err;
+	}
+	if (resolve_global(t, "opt_prof", &t->opt_prof_addr) ||
+	    resolve_global(t, "lg_prof_sample", &t->lg_prof_sample_addr) ||
+	    resolve_global(t, t->layout->active_sym, &t->active_addr)) {
+		rc = fail(err, errlen, -ENOENT,
+			  "jemalloc in pid %d (%s) lacks the globals %sopt_prof, %slg_prof_sample "
+			  "or %s%s",
+			  pid, t->path, t->ns_prefix, t->ns_prefix, t->ns_prefix,
+			  t->layout->active_sym);
+		goto out_err;
+	}
+	rc = proc_mem_read(pid, t->opt_prof_addr, &b, 1);
+	if (!rc)
+		rc = jemalloc_target__read_lg_sample(t, &t->lg_prof_sample);
+	if (rc) {
+		rc = fail(err, errlen, rc, "cannot read the memory of pid %d: %s%s", pid,
+			  strerror(-rc),
+			  rc == -EPERM ? " (heapbpf needs root or CAP_SYS_PTRACE)" : "");
+		goto out_err;
+	}
+	t->opt_prof = b != 0;
+	if (!t->opt_prof) {
+		rc = fail(err, errlen, -ENOTSUP,
+			  "jemalloc in pid %d (%s) was started without prof:true; restart it with "
+			  "%s=prof:true,prof_active:false",
+			  pid, t->comm, t->conf_env);
+		goto out_err;
+	}
+	free(cands);
+	*out = t;
+	return 0;
+out_err:
+	free(cands);
+	jemalloc_target__free(t);
+	return rc;
+}
+
+int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg)
+{
+	uint64_t v;
+	int err = proc_mem_read(t->pid, t->lg_prof_sample_addr, &v, sizeof(v));
+
+	if (err)
+		return err;
+	/* jemalloc bounds lg_prof_sample to [0, 63] */
+	if (v > 63)
+		return -ERANGE;
+	*lg = v;
+	return 0;
+}
+
+bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t, const char *name)
+{
+	static const char *const api[] = {
+		"malloc",	 "calloc",	  "realloc",	 "free",	   "posix_memalign",
+		"aligned_alloc", "memalign",	  "valloc",	 "pvalloc",	   "mallocx",
+		"rallocx",	 "xallocx",	  "sallocx",	 "dallocx",	   "sdallocx",
+		"nallocx",	 "malloc_usable_size", "free_sized", "free_aligned_sized",
+	};
+	/* static (file-local) jemalloc functions carry no namespace prefix */
+	static const char *const statics[] = {
+		"prof_backtrace_impl", "prof_unwind_callback", "imalloc_body", "imalloc",
+		"malloc_default",      "ialloc",	       "arena_malloc",
+	};
+	size_t pl = strlen(t->pub_prefix);
+
+	if (t->ns_prefix[0] && strncmp(name, t->ns_prefix, strlen(t->ns_prefix)) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(statics) / sizeof(statics[0]); i++) {
+		if (strcmp(name, statics[i]) == 0)
+			return true;
+	}
+	if (strncmp(name, t->pub_prefix, pl) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++) {
+		if (strcmp(name + pl, api[i]) == 0)
+			return true;
+	}
+	return false;
+}

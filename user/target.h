@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Finding jemalloc inside a running process: which mapped ELF object holds
+ * it (the executable when linked statically, or a shared libjemalloc), its
+ * version, namespace prefixes, the addresses of the functions heapbpf probes
+ * and of the globals it reads and writes.
+ */
+#ifndef __HEAPBPF_TARGET_H
+#define __HEAPBPF_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "elfobj.h"
+#include "layout.h"
+#include "procmaps.h"
+
+struct jemalloc_target {
+	pid_t pid;
+	char comm[32];
+	struct proc_maps *maps; /* snapshot taken at discovery */
+	char *path;		/* the object's path inside the target's mount namespace */
+	char *open_path;	/* the same object as we open it: /proc/PID/root/... */
+	struct elf_object *elf;
+	bool is_main_exe; /* jemalloc linked into the executable */
+	char version[96];
+	const struct jemalloc_layout *layout;
+	char ns_prefix[32];  /* private namespace: "je_", "_rjem_je_", "" */
+	char pub_prefix[32]; /* public API prefix: "", "_rjem_" */
+	char conf_env[48];   /* "MALLOC_CONF", "_RJEM_MALLOC_CONF" */
+	uint64_t bias;	     /* runtime address = link-time vaddr + bias */
+	/* file offsets (for uprobes) and runtime addresses of the probed functions */
+	uint64_t alloc_off, free_off;
+	uint64_t alloc_addr, free_addr;
+	/* runtime addresses of globals */
+	uint64_t active_addr, opt_prof_addr, lg_prof_sample_addr;
+	/* values read at discovery */
+	bool opt_prof;
+	uint64_t lg_prof_sample;
+};
+
+/*
+ * Finds jemalloc in pid. On failure returns negative errno and writes a
+ * one-sentence explanation (what failed and what to do) into err.
+ * layout_name forces a layout when the version is not recognized (NULL: no).
+ */
+int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_target **out,
+			  char *err, size_t errlen);
+void jemalloc_target__free(struct jemalloc_target *t);
+
+/* Reads jemalloc's current sampling rate (lg_prof_sample) from the target. */
+int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg);
+
+/* True when the symbol name is one of jemalloc's functions (private or public API). */
+bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t, const char *name);
+
+#endif /* __HEAPBPF_TARGET_H */

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <string.h>
+
+#include "toggle.h"
+
+int prof_toggle_validate(const struct jemalloc_target *t, uint64_t addr)
+{
+	const struct proc_map *m = proc_maps__find(t->maps, addr);
+
+	if (addr < t->bias || !elf_object__vaddr_writable(t->elf, addr - t->bias, 1))
+		return -EFAULT;
+	if (!m || m->perms[0] != 'r' || m->perms[1] != 'w')
+		return -EFAULT;
+	if (m->path && strcmp(m->path, t->path) == 0)
+		return 0;
+	/*
+	 * .bss past the last file page is an anonymous mapping right after the
+	 * object's data mapping.
+	 */
+	if (!m->path && m > t->maps->v && m[-1].end == m->start && m[-1].path &&
+	    strcmp(m[-1].path, t->path) == 0)
+		return 0;
+	return -EFAULT;
+}
+
+int prof_toggle__read(const struct prof_toggle *tg, uint8_t *val)
+{
+	return proc_mem_read(tg->pid, tg->addr, val, 1);
+}
+
+int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t)
+{
+	uint8_t one = 1, v;
+	int err;
+
+	memset(tg, 0, sizeof(*tg));
+	tg->pid = t->pid;
+	tg->addr = t->active_addr;
+	err = prof_toggle_validate(t, tg->addr);
+	if (err)
+		return err;
+	err = prof_toggle__read(tg, &tg->orig);
+	if (err)
+		return err;
+	/* a bool: anything else means the address is not what we think */
+	if (tg->orig > 1)
+		return -EILSEQ;
+	if (tg->orig == 1)
+		return 0; /* already active: leave it as the user set it */
+	err = proc_mem_write(tg->pid, tg->addr, &one, 1);
+	if (err)
+		return err;
+	tg->changed = true;
+	err = prof_toggle__read(tg, &v);
+	if (err)
+		return err;
+	return v == 1 ? 0 : -EIO;
+}
+
+int prof_toggle__restore(struct prof_toggle *tg)
+{
+	int err;
+
+	if (!tg->changed)
+		return 0;
+	err = proc_mem_write(tg->pid, tg->addr, &tg->orig, 1);
+	if (err)
+		return err;
+	tg->changed = false;
+	return 0;
+}

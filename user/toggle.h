@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Switching jemalloc's prof_active flag in the target from outside. The only
+ * write heapbpf ever makes into another process: one byte, at an address
+ * validated to lie in a writable segment of the jemalloc object, read back.
+ */
+#ifndef __HEAPBPF_TOGGLE_H
+#define __HEAPBPF_TOGGLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "target.h"
+
+struct prof_toggle {
+	pid_t pid;
+	uint64_t addr;
+	uint8_t orig; /* value found before heapbpf touched it */
+	bool changed; /* heapbpf wrote 1 and owes a restore */
+};
+
+/* Checks that the flag address lies in a writable mapping of the jemalloc object. */
+int prof_toggle_validate(const struct jemalloc_target *t, uint64_t addr);
+
+/* Reads the flag; writes 1 if it was 0; reads it back. -EIO if the write did not stick. */
+int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t);
+/* Writes the original value back if heapbpf changed it; -ESRCH when the target is gone. */
+int prof_toggle__restore(struct prof_toggle *tg);
+/* Reads the flag's current value. */
+int prof_toggle__read(const struct prof_toggle *tg, uint8_t *val);
+
+#endif /* __HEAPBPF_TOGGLE_H */
