@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "folded.h"
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *r = calloc(n, size);
+
+	cr_assert_not_null(r);
+	return r;
+}
+
+static char *xstrdup(const char *s)
+{
+	char *r = strdup(s);
+
+	cr_assert_not_null(r);
+	return r;
+}
+
+/* Location i gets the given names as its lines, callee first (NULL ends the list). */
+static const char *const loc_names[][3] = {
+	{ "je_malloc", NULL },
+	{ "inner", "outer", NULL }, /* inner was inlined into outer */
+	{ "main", NULL },
+	{ "weird;name\twith\nstu\rff", NULL },
+	{ "handler", NULL },
+	{ "handler", NULL }, /* another address in the same function */
+};
+
+#define NLOCS (sizeof(loc_names) / sizeof(loc_names[0]))
+
+struct exp_sample {
+	uint32_t nlocs;
+	uint32_t locs[3];
+	int64_t v[HB_NVALUES];
+};
+
+static const struct exp_sample samples[] = {
+	{ 3, { 0, 1, 2 }, { 1, 100, 1, 50 } },
+	{ 3, { 0, 4, 2 }, { 2, 200, 0, 0 } },
+	{ 3, { 0, 1, 2 }, { 3, 300, 2, 70 } },
+	{ 2, { 3, 2 }, { 0, 0, 4, 40 } },
+	{ 3, { 0, 5, 2 }, { 1, 10, 1, 10 } },
+	{ 3, { 0, 4, 2 }, { 0, 0, 0, 0 } },
+};
+
+#define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
+
+static struct hb_profile *make_profile(void)
+{
+	struct hb_profile *p = xcalloc(1, sizeof(*p));
+
+	p->nmappings = 1;
+	p->mappings = xcalloc(1, sizeof(*p->mappings));
+	p->mappings[0].path = xstrdup("/bin/app");
+	p->nlocations = NLOCS;
+	p->locations = xcalloc(NLOCS, sizeof(*p->locations));
+	for (size_t i = 0; i < NLOCS; i++) {
+		struct hb_location *l = &p->locations[i];
+
+		l->address = 0x1000 * (i + 1);
+		l->mapping = 1;
+		while (loc_names[i][l->nlines])
+			l->nlines++;
+		l->lines = xcalloc(l->nlines, sizeof(*l->lines));
+		for (uint32_t j = 0; j < l->nlines; j++) {
+			l->lines[j].function = xstrdup(loc_names[i][j]);
+			/* folded output uses the display name, not this */
+			l->lines[j].system_name = xstrdup("_Zmangled");
+		}
+	}
+	p->nsamples = NSAMPLES;
+	p->samples = xcalloc(NSAMPLES, sizeof(*p->samples));
+	for (size_t i = 0; i < NSAMPLES; i++) {
+		p->samples[i].nlocs = samples[i].nlocs;
+		p->samples[i].locs = xcalloc(samples[i].nlocs, sizeof(uint32_t));
+		memcpy(p->samples[i].locs, samples[i].locs, samples[i].nlocs * sizeof(uint32_t));
+		memcpy(p->samples[i].v, samples[i].v, sizeof(samples[i].v));
+	}
+	return p;
+}
+
+/* folded_write() into a string; asserts it succeeds. */
+static char *folded(const struct hb_profile *p, enum hb_value which)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	cr_assert_eq(folded_write(p, which, f), 0);
+	cr_assert_eq(fclose(f), 0);
+	return buf;
+}
+
+Test(folded, alloc_space)
+{
+	struct hb_profile *p = make_profile();
+	char *out = folded(p, HB_ALLOC_SPACE);
+
+	/*
+	 * The two "handler" locations print the same and merge (200 + 10); the
+	 * inlined pair expands caller first; weird;name has no alloc_space.
+	 */
+	cr_assert_str_eq(out, "main;handler;je_malloc 210\n"
+			      "main;outer;inner;je_malloc 400\n");
+	free(out);
+	hb_profile__free(p);
+}
+
+Test(folded, inuse_space)
+{
+	struct hb_profile *p = make_profile();
+	char *out = folded(p, HB_INUSE_SPACE);
+
+	cr_assert_str_eq(out, "main;handler;je_malloc 10\n"
+			      "main;outer;inner;je_malloc 120\n"
+			      "main;weird:name with stu ff 40\n");
+	free(out);
+	hb_profile__free(p);
+}
+
+Test(folded, object_counts)
+{
+	struct hb_profile *p = make_profile();
+	char *out = folded(p, HB_ALLOC_OBJECTS);
+
+	cr_assert_str_eq(out, "main;handler;je_malloc 3\n"
+			      "main;outer;inner;je_malloc 4\n");
+	free(out);
+	out = folded(p, HB_INUSE_OBJECTS);
+	cr_assert_str_eq(out, "main;handler;je_malloc 1\n"
+			      "main;outer;inner;je_malloc 3\n"
+			      "main;weird:name with stu ff 4\n");
+	free(out);
+	hb_profile__free(p);
+}
+
+Test(folded, order_does_not_depend_on_samples)
+{
+	struct hb_profile *p = make_profile();
+	struct hb_sample tmp;
+	char *a = folded(p, HB_INUSE_SPACE), *b;
+
+	/* reverse the samples */
+	for (size_t i = 0; i < NSAMPLES / 2; i++) {
+		tmp = p->samples[i];
+		p->samples[i] = p->samples[NSAMPLES - 1 - i];
+		p->samples[NSAMPLES - 1 - i] = tmp;
+	}
+	b = folded(p, HB_INUSE_SPACE);
+	cr_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	hb_profile__free(p);
+}
+
+Test(folded, zero_and_negative_skipped)
+{
+	struct hb_profile *p = make_profile();
+	char *out;
+
+	for (size_t i = 0; i < NSAMPLES; i++)
+		p->samples[i].v[HB_INUSE_SPACE] = i == 3 ? 5 : -(int64_t)i;
+	out = folded(p, HB_INUSE_SPACE);
+	cr_assert_str_eq(out, "main;weird:name with stu ff 5\n");
+	free(out);
+	for (size_t i = 0; i < NSAMPLES; i++)
+		p->samples[i].v[HB_INUSE_SPACE] = 0;
+	out = folded(p, HB_INUSE_SPACE);
+	cr_assert_str_eq(out, "");
+	free(out);
+	hb_profile__free(p);
+}
+
+Test(folded, unsymbolized_and_empty)
+{
+	struct hb_profile *p = make_profile();
+	char *out;
+
+	/* location 2 ("main") loses its lines; sample 3 loses its stack */
+	for (uint32_t j = 0; j < p->locations[2].nlines; j++) {
+		free(p->locations[2].lines[j].function);
+		free(p->locations[2].lines[j].system_name);
+	}
+	p->locations[2].nlines = 0;
+	p->samples[3].nlocs = 0;
+	out = folded(p, HB_INUSE_SPACE);
+	cr_assert_str_eq(out, "0x3000;handler;je_malloc 10\n"
+			      "0x3000;outer;inner;je_malloc 120\n"
+			      "[unknown] 40\n");
+	free(out);
+	hb_profile__free(p);
+}
+
+Test(folded, bad_arguments)
+{
+	struct hb_profile *p = make_profile();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	cr_assert_eq(folded_write(p, HB_NVALUES, f), -EINVAL);
+	cr_assert_eq(folded_write(p, (enum hb_value)-1, f), -EINVAL);
+	p->samples[0].locs[1] = NLOCS;
+	cr_assert_eq(folded_write(p, HB_ALLOC_SPACE, f), -EINVAL);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(len, 0);
+	free(buf);
+	p->samples[0].locs[1] = 1;
+	hb_profile__free(p);
+}
+
+Test(folded, write_error_reported)
+{
+	struct hb_profile *p = make_profile();
+	FILE *f = fopen("/dev/full", "w");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(folded_write(p, HB_ALLOC_SPACE, f), -ENOSPC);
+	fclose(f);
+	hb_profile__free(p);
+}

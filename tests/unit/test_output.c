@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "output.h"
+
+static char dir[] = "/tmp/heapbpf-output-XXXXXX";
+
+static void make_dir(void)
+{
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+/* Removes what the test left (it should be at most the target) and the directory. */
+static void remove_dir(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[512];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (unlink(path))
+			rmdir(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+TestSuite(output, .init = make_dir, .fini = remove_dir);
+
+static char *path_in_dir(const char *name)
+{
+	char *p;
+
+	cr_assert_geq(asprintf(&p, "%s/%s", dir, name), 0);
+	return p;
+}
+
+/* The entries of the test directory, sorted, joined by ','. */
+static char *dir_listing(void)
+{
+	struct dirent **names;
+	char *out = calloc(1, 1);
+	size_t len = 0;
+	int n;
+
+	cr_assert_not_null(out);
+	n = scandir(dir, &names, NULL, alphasort);
+	cr_assert_geq(n, 0);
+	for (int i = 0; i < n; i++) {
+		const char *s = names[i]->d_name;
+
+		if (strcmp(s, ".") && strcmp(s, "..")) {
+			out = realloc(out, len + strlen(s) + 2);
+			cr_assert_not_null(out);
+			len += sprintf(out + len, "%s%s", len ? "," : "", s);
+		}
+		free(names[i]);
+	}
+	free(names);
+	return out;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char buf[4096];
+	size_t n;
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
+static void assert_listing(const char *want)
+{
+	char *got = dir_listing();
+
+	cr_assert_str_eq(got, want);
+	free(got);
+}
+
+static void assert_content(const char *path, const char *want)
+{
+	char *got = slurp(path);
+
+	cr_assert_str_eq(got, want);
+	free(got);
+}
+
+Test(output, buffer_written_with_mode_0644)
+{
+	char *path = path_in_dir("profile.pb.gz");
+	struct stat st;
+	mode_t old = umask(077);
+
+	cr_assert_eq(output_write_buffer(path, "hello\n", 6), 0);
+	umask(old);
+	assert_content(path, "hello\n");
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert(S_ISREG(st.st_mode));
+	cr_assert_eq(st.st_mode & 07777, 0644);
+	cr_assert_eq(st.st_size, 6);
+	assert_listing("profile.pb.gz");
+	free(path);
+}
+
+Test(output, empty_buffer)
+{
+	char *path = path_in_dir("empty");
+	struct stat st;
+
+	cr_assert_eq(output_write_buffer(path, NULL, 0), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 0);
+	assert_listing("empty");
+	free(path);
+}
+
+static int write_then_fail(FILE *f, void *arg)
+{
+	fputs((const char *)arg, f);
+	fflush(f);
+	return -EPIPE;
+}
+
+static int write_text(FILE *f, void *arg)
+{
+	return fputs((const char *)arg, f) < 0 ? -EIO : 0;
+}
+
+Test(output, failure_leaves_nothing)
+{
+	char *path = path_in_dir("out.folded");
+
+	/* the partial data even reached the temp file before the failure */
+	cr_assert_eq(output_write_atomic(path, write_then_fail, "partial"), -EPIPE);
+	cr_assert_eq(access(path, F_OK), -1);
+	assert_listing("");
+	free(path);
+}
+
+Test(output, existing_file_replaced_only_on_success)
+{
+	char *path = path_in_dir("out.folded");
+
+	cr_assert_eq(output_write_atomic(path, write_text, "old\n"), 0);
+	assert_content(path, "old\n");
+
+	cr_assert_eq(output_write_atomic(path, write_then_fail, "new\n"), -EPIPE);
+	assert_content(path, "old\n");
+	assert_listing("out.folded");
+
+	cr_assert_eq(output_write_atomic(path, write_text, "new\n"), 0);
+	assert_content(path, "new\n");
+	assert_listing("out.folded");
+	free(path);
+}
+
+Test(output, missing_directory)
+{
+	char *path = path_in_dir("no/such/dir/out.pb.gz");
+	char *parent = path_in_dir("no");
+
+	cr_assert_eq(output_write_buffer(path, "x", 1), -ENOENT);
+	cr_assert_eq(access(parent, F_OK), -1);
+	assert_listing("");
+	free(parent);
+	free(path);
+}
+
+Test(output, target_is_a_directory)
+{
+	char *path = path_in_dir("adir");
+
+	cr_assert_eq(mkdir(path, 0755), 0);
+	cr_assert_eq(output_write_buffer(path, "x", 1), -EISDIR);
+	/* the directory is still there and nothing else is */
+	assert_listing("adir");
+	free(path);
+}
+
+Test(output, write_error_from_the_file)
+{
+	char *path = path_in_dir("big");
+	size_t n = 1 << 20;
+	char *buf = calloc(n, 1);
+	struct rlimit lim = { .rlim_cur = 4096, .rlim_max = RLIM_INFINITY };
+
+	/*
+	 * A file size limit makes the real write fail with EFBIG (the test
+	 * runs in its own process, so the limit does not leak).
+	 */
+	cr_assert_not_null(buf);
+	signal(SIGXFSZ, SIG_IGN);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	cr_assert_eq(output_write_buffer(path, buf, n), -EFBIG);
+	assert_listing("");
+
+	/* under the limit the same path works */
+	cr_assert_eq(output_write_buffer(path, buf, 1000), 0);
+	assert_listing("big");
+	free(buf);
+	free(path);
+}
+
+Test(output, dash_is_stdout, .init = cr_redirect_stdout)
+{
+	cr_assert_eq(output_write_buffer("-", "to stdout\n", 10), 0);
+	cr_assert_eq(output_write_atomic("-", write_text, "and more\n"), 0);
+	cr_assert_stdout_eq_str("to stdout\nand more\n");
+}
+
+Test(output, dash_propagates_write_fn_error, .init = cr_redirect_stdout)
+{
+	cr_assert_eq(output_write_atomic("-", write_then_fail, "x"), -EPIPE);
+}

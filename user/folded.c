@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Folded stack writer. Each kept sample is rendered to its stack text first,
+ * then the texts are sorted, so merging identical stacks is a single pass
+ * over adjacent entries and the output does not depend on sample order.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "folded.h"
+
+struct stack {
+	char *text;
+	int64_t value;
+};
+
+/* Copies @name into @dst (when not NULL) made safe for the format; returns its length. */
+static size_t put_frame(char *dst, const char *name)
+{
+	size_t n = strlen(name);
+
+	/* an empty frame would read as two separators */
+	if (!n) {
+		name = "[unknown]";
+		n = strlen(name);
+	}
+	if (!dst)
+		return n;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		/* ';' separates frames, and the line ends at a newline */
+		if (c == ';')
+			c = ':';
+		else if (c == '\n' || c == '\t' || c == '\r')
+			c = ' ';
+		dst[i] = c;
+	}
+	return n;
+}
+
+/* Appends ";name" (just "name" at the start) to the @len bytes of @dst (when not NULL). */
+static size_t append_frame(char *dst, size_t len, const char *name)
+{
+	if (len) {
+		if (dst)
+			dst[len] = ';';
+		len++;
+	}
+	return len + put_frame(dst ? dst + len : NULL, name);
+}
+
+/*
+ * Renders the stack of @s root first into @dst (when not NULL); returns the
+ * length without the terminating NUL. Called once to size, once to fill.
+ */
+static size_t render(const struct hb_profile *p, const struct hb_sample *s, char *dst)
+{
+	size_t len = 0;
+
+	if (!s->nlocs)
+		return put_frame(dst, "[unknown]");
+	/* locations are leaf first, lines callee first: walk both backwards */
+	for (uint32_t i = s->nlocs; i-- > 0;) {
+		const struct hb_location *l = &p->locations[s->locs[i]];
+		char addr[2 + 16 + 1];
+
+		if (!l->nlines) {
+			/* unsymbolized: the address at least tells frames apart */
+			snprintf(addr, sizeof(addr), "0x%" PRIx64, l->address);
+			len = append_frame(dst, len, addr);
+		}
+		for (uint32_t j = l->nlines; j-- > 0;)
+			len = append_frame(dst, len, l->lines[j].function);
+	}
+	return len;
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+	const struct stack *x = a, *y = b;
+
+	return strcmp(x->text, y->text);
+}
+
+static int write_stacks(const struct stack *st, size_t n, FILE *f)
+{
+	for (size_t i = 0; i < n;) {
+		int64_t sum = 0;
+		size_t j;
+
+		for (j = i; j < n && strcmp(st[j].text, st[i].text) == 0; j++) {
+			/* saturate rather than wrap: a wrapped sum would go negative */
+			if (__builtin_add_overflow(sum, st[j].value, &sum))
+				sum = INT64_MAX;
+		}
+		errno = 0;
+		if (fprintf(f, "%s %" PRId64 "\n", st[i].text, sum) < 0)
+			return errno ? -errno : -EIO;
+		i = j;
+	}
+	return 0;
+}
+
+int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
+{
+	struct stack *st;
+	size_t n = 0;
+	int err = 0;
+
+	if ((unsigned int)which >= HB_NVALUES)
+		return -EINVAL;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct hb_sample *s = &p->samples[i];
+
+		for (uint32_t j = 0; j < s->nlocs; j++) {
+			if (s->locs[j] >= p->nlocations)
+				return -EINVAL;
+		}
+	}
+
+	st = calloc(p->nsamples ? p->nsamples : 1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct hb_sample *s = &p->samples[i];
+		size_t len;
+
+		if (s->v[which] <= 0)
+			continue;
+		len = render(p, s, NULL);
+		st[n].text = malloc(len + 1);
+		if (!st[n].text) {
+			err = -ENOMEM;
+			goto out;
+		}
+		render(p, s, st[n].text);
+		st[n].text[len] = '\0';
+		st[n].value = s->v[which];
+		n++;
+	}
+	qsort(st, n, sizeof(*st), cmp_stack);
+
+	err = write_stacks(st, n, f);
+	if (err)
+		goto out;
+	/* buffered write errors only show up on flush: report them here, not later */
+	errno = 0;
+	if (fflush(f))
+		err = errno ? -errno : -EIO;
+	else if (ferror(f))
+		err = -EIO;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(st[i].text);
+	free(st);
+	return err;
+}

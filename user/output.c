@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "output.h"
+
+/* The errno of the call that just failed, never 0 (which would read as success). */
+static int neg_errno(void)
+{
+	return errno ? -errno : -EIO;
+}
+
+static int write_stdout(int (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	int err;
+
+	err = write_fn(stdout, arg);
+	if (err)
+		return err;
+	/* no fsync: stdout is often a pipe or a terminal, where it fails */
+	errno = 0;
+	if (fflush(stdout))
+		return neg_errno();
+	return ferror(stdout) ? -EIO : 0;
+}
+
+/*
+ * Makes the rename itself durable. Best effort: by now the new file is in
+ * place, and failing here would report an error for a write that happened.
+ */
+static void sync_parent_dir(const char *path)
+{
+	char *copy = strdup(path);
+	int fd;
+
+	if (!copy)
+		return;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+	free(copy);
+}
+
+int output_write_atomic(const char *path, int (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	char *tmp = NULL;
+	FILE *f = NULL;
+	int fd, err;
+
+	if (strcmp(path, "-") == 0)
+		return write_stdout(write_fn, arg);
+
+	/* same directory as @path, so that rename() stays within one file system */
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		err = neg_errno();
+		free(tmp);
+		return err;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = neg_errno();
+		close(fd);
+		goto fail;
+	}
+
+	err = write_fn(f, arg);
+	if (err)
+		goto fail;
+	errno = 0;
+	if (fflush(f)) {
+		err = neg_errno();
+		goto fail;
+	}
+	if (ferror(f)) {
+		err = -EIO;
+		goto fail;
+	}
+	/* the data must be on disk before the rename makes it visible */
+	if (fsync(fd)) {
+		err = neg_errno();
+		goto fail;
+	}
+	/* mkstemp() creates 0600; profiles are meant to be read by other tools */
+	if (fchmod(fd, 0644)) {
+		err = neg_errno();
+		goto fail;
+	}
+	/* close can report a deferred write error (e.g. on NFS) */
+	err = fclose(f);
+	f = NULL;
+	if (err) {
+		err = neg_errno();
+		goto fail;
+	}
+	if (rename(tmp, path)) {
+		err = neg_errno();
+		goto fail;
+	}
+	sync_parent_dir(path);
+	free(tmp);
+	return 0;
+
+fail:
+	if (f)
+		fclose(f);
+	unlink(tmp);
+	free(tmp);
+	return err;
+}
+
+struct buffer {
+	const void *buf;
+	size_t len;
+};
+
+static int write_buffer(FILE *f, void *arg)
+{
+	const struct buffer *b = arg;
+
+	errno = 0;
+	if (b->len && fwrite(b->buf, 1, b->len, f) != b->len)
+		return neg_errno();
+	return 0;
+}
+
+int output_write_buffer(const char *path, const void *buf, size_t len)
+{
+	struct buffer b = { .buf = buf, .len = len };
+
+	return output_write_atomic(path, write_buffer, &b);
+}

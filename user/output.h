@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Atomic output files: a profile is either fully written or not there, so a
+ * collector that scrapes the output directory never reads half a profile.
+ */
+#ifndef __HEAPBPF_OUTPUT_H
+#define __HEAPBPF_OUTPUT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/*
+ * Writes @path through @write_fn (which returns 0 or a negative errno):
+ * the data goes to "<path>.tmp.XXXXXX" in the same directory, is flushed,
+ * fsync'ed, made mode 0644 and renamed over @path. On any failure the temp
+ * file is removed, @path is left as it was and a negative errno is
+ * returned. @path "-" writes to stdout directly (flushed, not synced).
+ */
+int output_write_atomic(const char *path, int (*write_fn)(FILE *f, void *arg), void *arg);
+
+/* output_write_atomic() of @len bytes at @buf. */
+int output_write_buffer(const char *path, const void *buf, size_t len);
+
+#endif /* __HEAPBPF_OUTPUT_H */

@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pprof encoder/decoder. The Profile message is laid out in a handful of flat
+ * arrays owned by struct enc, packed with the generated protobuf-c code, then
+ * gzipped. Strings are borrowed from the hb_profile (or are literals): the
+ * string table only points at them until the message has been packed.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "pprof.h"
+
+/* Open-addressing hash set of strings; a slot holds index + 1, 0 is empty. */
+struct strtab {
+	const char **strs;
+	uint64_t *hashes; /* kept so that growing does not rehash every string */
+	size_t n, cap;
+	size_t *slots;
+	size_t nslots; /* power of two, at least 2 * cap so probes stay short */
+};
+
+struct enc {
+	struct strtab st;
+	/* sample types, then the period type */
+	Perftools__Profiles__ValueType vt[HB_NVALUES + 1];
+	Perftools__Profiles__ValueType *vtp[HB_NVALUES];
+	Perftools__Profiles__Mapping *maps, **mapp;
+	Perftools__Profiles__Location *locs, **locp;
+	Perftools__Profiles__Line *lines, **linep;
+	/* at most one function per line, so these never grow */
+	Perftools__Profiles__Function *funcs, **funcp;
+	size_t nfuncs;
+	size_t *fslots;
+	size_t nfslots;
+	Perftools__Profiles__Sample *samples, **samplep;
+	uint64_t *loc_ids;
+	int64_t *values;
+	int64_t *comments;
+};
+
+/* calloc() that never returns NULL for an empty array, so NULL means -ENOMEM. */
+static void *zalloc(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+static size_t pow2_at_least(size_t n)
+{
+	size_t p = 16;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	/* FNV-1a: cheap, and symbol names are not adversarial. */
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint64_t mix64(uint64_t h)
+{
+	/* splitmix64 finalizer: spreads small consecutive ids over all bits */
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return h;
+}
+
+static int strtab_grow(struct strtab *st)
+{
+	size_t ncap = st->cap ? st->cap * 2 : 1024;
+	size_t nslots, mask, *slots;
+	const char **strs;
+	uint64_t *hashes;
+
+	if (ncap > SIZE_MAX / 4 / sizeof(size_t))
+		return -ENOMEM;
+	nslots = ncap * 2;
+	strs = reallocarray(st->strs, ncap, sizeof(*strs));
+	if (!strs)
+		return -ENOMEM;
+	st->strs = strs;
+	hashes = reallocarray(st->hashes, ncap, sizeof(*hashes));
+	if (!hashes)
+		return -ENOMEM;
+	st->hashes = hashes;
+	slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+
+	mask = nslots - 1;
+	for (size_t i = 0; i < st->n; i++) {
+		size_t j = st->hashes[i] & mask;
+
+		while (slots[j])
+			j = (j + 1) & mask;
+		slots[j] = i + 1;
+	}
+	free(st->slots);
+	st->slots = slots;
+	st->nslots = nslots;
+	st->cap = ncap;
+	return 0;
+}
+
+/* Sets *id to the string table index of @s, adding it when new. */
+static int strtab_intern(struct strtab *st, const char *s, int64_t *id)
+{
+	uint64_t h = hash_str(s);
+	size_t i, mask;
+	int err;
+
+	/* Grow before probing so the probe below always finds a free slot. */
+	if (st->n == st->cap) {
+		err = strtab_grow(st);
+		if (err)
+			return err;
+	}
+	mask = st->nslots - 1;
+	for (i = h & mask; st->slots[i]; i = (i + 1) & mask) {
+		size_t k = st->slots[i] - 1;
+
+		if (st->hashes[k] == h && strcmp(st->strs[k], s) == 0) {
+			*id = k;
+			return 0;
+		}
+	}
+	st->slots[i] = st->n + 1;
+	st->strs[st->n] = s;
+	st->hashes[st->n] = h;
+	*id = st->n++;
+	return 0;
+}
+
+static void strtab_free(struct strtab *st)
+{
+	free(st->strs);
+	free(st->hashes);
+	free(st->slots);
+}
+
+/* Returns the id of the function (name, system_name, filename), adding it when new. */
+static uint64_t func_id(struct enc *e, int64_t name, int64_t system_name, int64_t filename)
+{
+	uint64_t h = mix64(mix64(mix64(name) ^ system_name) ^ filename);
+	size_t mask = e->nfslots - 1;
+	Perftools__Profiles__Function *f;
+	size_t i;
+
+	for (i = h & mask; e->fslots[i]; i = (i + 1) & mask) {
+		f = &e->funcs[e->fslots[i] - 1];
+		if (f->name == name && f->system_name == system_name && f->filename == filename)
+			return f->id;
+	}
+	/* Cannot overflow: the arrays were sized for one function per line. */
+	f = &e->funcs[e->nfuncs];
+	perftools__profiles__function__init(f);
+	f->id = e->nfuncs + 1;
+	f->name = name;
+	f->system_name = system_name;
+	f->filename = filename;
+	e->funcp[e->nfuncs++] = f;
+	e->fslots[i] = f->id;
+	return f->id;
+}
+
+static void enc_free(struct enc *e)
+{
+	strtab_free(&e->st);
+	free(e->maps);
+	free(e->mapp);
+	free(e->locs);
+	free(e->locp);
+	free(e->lines);
+	free(e->linep);
+	free(e->funcs);
+	free(e->funcp);
+	free(e->fslots);
+	free(e->samples);
+	free(e->samplep);
+	free(e->loc_ids);
+	free(e->values);
+	free(e->comments);
+}
+
+/*
+ * Rejects dangling references up front, so a bad profile fails cleanly
+ * instead of producing a Profile that pprof refuses, and counts the lines
+ * and sample frames the flat arrays need.
+ */
+static int check_profile(const struct hb_profile *p, size_t *nlines, size_t *nframes)
+{
+	size_t lines = 0, frames = 0;
+
+	for (size_t i = 0; i < p->nmappings; i++) {
+		if (!p->mappings[i].path)
+			return -EINVAL;
+	}
+	for (size_t i = 0; i < p->nlocations; i++) {
+		const struct hb_location *l = &p->locations[i];
+
+		if (l->mapping > p->nmappings)
+			return -EINVAL;
+		for (uint32_t j = 0; j < l->nlines; j++) {
+			if (!l->lines[j].function)
+				return -EINVAL;
+		}
+		if (__builtin_add_overflow(lines, l->nlines, &lines))
+			return -EOVERFLOW;
+	}
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct hb_sample *s = &p->samples[i];
+
+		for (uint32_t j = 0; j < s->nlocs; j++) {
+			if (s->locs[j] >= p->nlocations)
+				return -EINVAL;
+		}
+		if (__builtin_add_overflow(frames, s->nlocs, &frames))
+			return -EOVERFLOW;
+	}
+	for (size_t i = 0; i < p->ncomments; i++) {
+		if (!p->comments[i])
+			return -EINVAL;
+	}
+	*nlines = lines;
+	*nframes = frames;
+	return 0;
+}
+
+static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines, size_t nframes)
+{
+	size_t nvalues;
+
+	if (__builtin_mul_overflow(p->nsamples, (size_t)HB_NVALUES, &nvalues))
+		return -ENOMEM;
+	if (nlines > SIZE_MAX / 4 / sizeof(*e->fslots))
+		return -ENOMEM;
+	/* load factor at most 1/2 */
+	e->nfslots = pow2_at_least(nlines) * 2;
+
+	e->maps = zalloc(p->nmappings, sizeof(*e->maps));
+	e->mapp = zalloc(p->nmappings, sizeof(*e->mapp));
+	e->locs = zalloc(p->nlocations, sizeof(*e->locs));
+	e->locp = zalloc(p->nlocations, sizeof(*e->locp));
+	e->lines = zalloc(nlines, sizeof(*e->lines));
+	e->linep = zalloc(nlines, sizeof(*e->linep));
+	e->funcs = zalloc(nlines, sizeof(*e->funcs));
+	e->funcp = zalloc(nlines, sizeof(*e->funcp));
+	e->fslots = zalloc(e->nfslots, sizeof(*e->fslots));
+	e->samples = zalloc(p->nsamples, sizeof(*e->samples));
+	e->samplep = zalloc(p->nsamples, sizeof(*e->samplep));
+	e->loc_ids = zalloc(nframes, sizeof(*e->loc_ids));
+	e->values = zalloc(nvalues, sizeof(*e->values));
+	e->comments = zalloc(p->ncomments + 1, sizeof(*e->comments));
+	if (!e->maps || !e->mapp || !e->locs || !e->locp || !e->lines || !e->linep || !e->funcs ||
+	    !e->funcp || !e->fslots || !e->samples || !e->samplep || !e->loc_ids || !e->values ||
+	    !e->comments)
+		return -ENOMEM;
+	return 0;
+}
+
+static int enc_mappings(struct enc *e, const struct hb_profile *p)
+{
+	int err;
+
+	for (size_t i = 0; i < p->nmappings; i++) {
+		const struct hb_mapping *m = &p->mappings[i];
+		Perftools__Profiles__Mapping *pm = &e->maps[i];
+
+		perftools__profiles__mapping__init(pm);
+		pm->id = i + 1;
+		pm->memory_start = m->start;
+		pm->memory_limit = m->limit;
+		pm->file_offset = m->file_offset;
+		err = strtab_intern(&e->st, m->path, &pm->filename);
+		if (err)
+			return err;
+		if (m->build_id) {
+			err = strtab_intern(&e->st, m->build_id, &pm->build_id);
+			if (err)
+				return err;
+		}
+		pm->has_functions = m->has_functions;
+		pm->has_filenames = m->has_filenames;
+		pm->has_line_numbers = m->has_line_numbers;
+		pm->has_inline_frames = m->has_inline_frames;
+		e->mapp[i] = pm;
+	}
+	return 0;
+}
+
+static int enc_line(struct enc *e, const struct hb_line *l, Perftools__Profiles__Line *pl)
+{
+	int64_t name, system_name, filename;
+	int err;
+
+	err = strtab_intern(&e->st, l->function, &name);
+	if (err)
+		return err;
+	/* pprof shows system_name for -symbolize=none; never leave it empty */
+	err = strtab_intern(&e->st, l->system_name ? l->system_name : l->function, &system_name);
+	if (err)
+		return err;
+	err = strtab_intern(&e->st, l->file ? l->file : "", &filename);
+	if (err)
+		return err;
+	perftools__profiles__line__init(pl);
+	pl->function_id = func_id(e, name, system_name, filename);
+	pl->line = l->line;
+	return 0;
+}
+
+static int enc_locations(struct enc *e, const struct hb_profile *p)
+{
+	size_t off = 0;
+	int err;
+
+	for (size_t i = 0; i < p->nlocations; i++) {
+		const struct hb_location *l = &p->locations[i];
+		Perftools__Profiles__Location *pl = &e->locs[i];
+
+		perftools__profiles__location__init(pl);
+		pl->id = i + 1;
+		pl->mapping_id = l->mapping;
+		pl->address = l->address;
+		pl->n_line = l->nlines;
+		pl->line = l->nlines ? &e->linep[off] : NULL;
+		/* same order as given: callee first, as pprof wants */
+		for (uint32_t j = 0; j < l->nlines; j++, off++) {
+			err = enc_line(e, &l->lines[j], &e->lines[off]);
+			if (err)
+				return err;
+			e->linep[off] = &e->lines[off];
+		}
+		e->locp[i] = pl;
+	}
+	return 0;
+}
+
+static void enc_samples(struct enc *e, const struct hb_profile *p)
+{
+	size_t off = 0;
+
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct hb_sample *s = &p->samples[i];
+		Perftools__Profiles__Sample *ps = &e->samples[i];
+
+		perftools__profiles__sample__init(ps);
+		ps->n_location_id = s->nlocs;
+		ps->location_id = &e->loc_ids[off];
+		/* both leaf first; ids are 1-based indices */
+		for (uint32_t j = 0; j < s->nlocs; j++)
+			e->loc_ids[off++] = (uint64_t)s->locs[j] + 1;
+		ps->n_value = HB_NVALUES;
+		ps->value = &e->values[i * HB_NVALUES];
+		memcpy(ps->value, s->v, sizeof(s->v));
+		e->samplep[i] = ps;
+	}
+}
+
+/* gzip (not zlib or raw deflate) because that is what pprof readers sniff for. */
+static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+{
+	size_t in_left = len, out_left, bound;
+	z_stream zs = { 0 };
+	uint8_t *buf;
+	int rc, err;
+
+	rc = deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	if (rc != Z_OK)
+		return rc == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
+	/* deflateBound() accounts for the gzip wrapper, so one buffer is enough */
+	bound = deflateBound(&zs, len);
+	buf = malloc(bound);
+	if (!buf) {
+		deflateEnd(&zs);
+		return -ENOMEM;
+	}
+	zs.next_in = (Bytef *)in;
+	zs.next_out = buf;
+	out_left = bound;
+	/* avail_in/avail_out are 32-bit: feed buffers over 4 GiB in pieces */
+	do {
+		if (!zs.avail_in && in_left) {
+			zs.avail_in = in_left > UINT_MAX ? UINT_MAX : in_left;
+			in_left -= zs.avail_in;
+		}
+		if (!zs.avail_out) {
+			if (!out_left) {
+				err = -EOVERFLOW;
+				goto fail;
+			}
+			zs.avail_out = out_left > UINT_MAX ? UINT_MAX : out_left;
+			out_left -= zs.avail_out;
+		}
+		rc = deflate(&zs, in_left ? Z_NO_FLUSH : Z_FINISH);
+		if (rc == Z_STREAM_ERROR) {
+			err = -EINVAL;
+			goto fail;
+		}
+	} while (rc != Z_STREAM_END);
+
+	*out_len = zs.total_out;
+	*out = buf;
+	deflateEnd(&zs);
+	return 0;
+fail:
+	deflateEnd(&zs);
+	free(buf);
+	return err;
+}
+
+int pprof_encode(const struct hb_profile *p, uint8_t **out, size_t *out_len)
+{
+	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
+	size_t nlines, nframes, packed_len;
+	struct enc e = { 0 };
+	uint8_t *packed;
+	int64_t empty;
+	int err;
+
+	err = check_profile(p, &nlines, &nframes);
+	if (err)
+		return err;
+	err = enc_alloc(&e, p, nlines, nframes);
+	if (err)
+		goto out;
+
+	/* string_table[0] must be "" */
+	err = strtab_intern(&e.st, "", &empty);
+	if (err)
+		goto out;
+	for (int i = 0; i < HB_NVALUES; i++) {
+		perftools__profiles__value_type__init(&e.vt[i]);
+		err = strtab_intern(&e.st, hb_value_names[i], &e.vt[i].type);
+		if (err)
+			goto out;
+		err = strtab_intern(&e.st, hb_value_units[i], &e.vt[i].unit);
+		if (err)
+			goto out;
+		e.vtp[i] = &e.vt[i];
+	}
+	/* Go heap profiles: period_type space/bytes, period = sampling rate */
+	perftools__profiles__value_type__init(&e.vt[HB_NVALUES]);
+	err = strtab_intern(&e.st, "space", &e.vt[HB_NVALUES].type);
+	if (err)
+		goto out;
+	err = strtab_intern(&e.st, "bytes", &e.vt[HB_NVALUES].unit);
+	if (err)
+		goto out;
+
+	err = enc_mappings(&e, p);
+	if (err)
+		goto out;
+	err = enc_locations(&e, p);
+	if (err)
+		goto out;
+	enc_samples(&e, p);
+
+	for (size_t i = 0; i < p->ncomments; i++) {
+		err = strtab_intern(&e.st, p->comments[i], &e.comments[i]);
+		if (err)
+			goto out;
+	}
+	prof.n_comment = p->ncomments;
+	if (p->raw) {
+		/* readers would otherwise take the values as unbiased estimates */
+		err = strtab_intern(&e.st, PPROF_RAW_COMMENT, &e.comments[prof.n_comment++]);
+		if (err)
+			goto out;
+	}
+	prof.comment = e.comments;
+	err = strtab_intern(&e.st, hb_value_names[HB_INUSE_SPACE], &prof.default_sample_type);
+	if (err)
+		goto out;
+
+	prof.n_sample_type = HB_NVALUES;
+	prof.sample_type = e.vtp;
+	prof.n_sample = p->nsamples;
+	prof.sample = e.samplep;
+	prof.n_mapping = p->nmappings;
+	prof.mapping = e.mapp;
+	prof.n_location = p->nlocations;
+	prof.location = e.locp;
+	prof.n_function = e.nfuncs;
+	prof.function = e.funcp;
+	prof.n_string_table = e.st.n;
+	/* protobuf-c wants char **; packing only reads the strings */
+	prof.string_table = (char **)e.st.strs;
+	prof.time_nanos = p->time_nanos;
+	prof.duration_nanos = p->duration_nanos;
+	prof.period_type = &e.vt[HB_NVALUES];
+	prof.period = p->period;
+
+	packed_len = perftools__profiles__profile__get_packed_size(&prof);
+	packed = malloc(packed_len ? packed_len : 1);
+	if (!packed) {
+		err = -ENOMEM;
+		goto out;
+	}
+	perftools__profiles__profile__pack(&prof, packed);
+	err = gzip_buf(packed, packed_len, out, out_len);
+	free(packed);
+out:
+	enc_free(&e);
+	return err;
+}
+
+/* Inflates a gzip stream (several members allowed, as gunzip does) into a new buffer. */
+static int gunzip_buf(const uint8_t *gz, size_t len, size_t max_len, uint8_t **out,
+		      size_t *out_len)
+{
+	size_t in_left = len, cap, used = 0;
+	z_stream zs = { 0 };
+	uint8_t *buf = NULL;
+	int rc, err;
+
+	if (len < 2 || gz[0] != 0x1f || gz[1] != 0x8b)
+		return -EBADMSG;
+	/* 15 + 16: gzip wrapper only, so a bare zlib stream is not taken for a profile */
+	rc = inflateInit2(&zs, 15 + 16);
+	if (rc != Z_OK)
+		return rc == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
+
+	/* a guess that usually avoids regrowing; profiles compress about 4:1 */
+	cap = len < max_len / 4 ? len * 4 : max_len;
+	if (cap < 4096)
+		cap = 4096;
+	zs.next_in = (Bytef *)gz;
+	for (;;) {
+		if (!zs.avail_in && in_left) {
+			zs.avail_in = in_left > UINT_MAX ? UINT_MAX : in_left;
+			in_left -= zs.avail_in;
+		}
+		if (used == cap || !buf) {
+			uint8_t *nbuf;
+
+			if (buf) {
+				if (cap > max_len) {
+					err = -EFBIG;
+					goto fail;
+				}
+				/* one byte over the limit tells "too large" from "just fits" */
+				cap = cap > max_len / 2 ? max_len + 1 : cap * 2;
+			}
+			nbuf = realloc(buf, cap);
+			if (!nbuf) {
+				err = -ENOMEM;
+				goto fail;
+			}
+			buf = nbuf;
+		}
+		zs.next_out = buf + used;
+		zs.avail_out = cap - used > UINT_MAX ? UINT_MAX : cap - used;
+		rc = inflate(&zs, Z_NO_FLUSH);
+		used = zs.next_out - buf;
+		if (used > max_len) {
+			err = -EFBIG;
+			goto fail;
+		}
+		if (rc == Z_STREAM_END) {
+			if (!zs.avail_in && !in_left)
+				break;
+			/* another gzip member follows */
+			if (inflateReset(&zs) != Z_OK) {
+				err = -EINVAL;
+				goto fail;
+			}
+			continue;
+		}
+		if (rc == Z_MEM_ERROR) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		if (rc == Z_BUF_ERROR && !zs.avail_in && !in_left) {
+			/* truncated: no input left and the stream is not finished */
+			err = -EBADMSG;
+			goto fail;
+		}
+		if (rc != Z_OK && rc != Z_BUF_ERROR) {
+			err = -EBADMSG;
+			goto fail;
+		}
+	}
+	inflateEnd(&zs);
+	*out = buf;
+	*out_len = used;
+	return 0;
+fail:
+	inflateEnd(&zs);
+	free(buf);
+	return err;
+}
+
+int pprof_decode_max(const uint8_t *gz, size_t len, size_t max_len,
+		     Perftools__Profiles__Profile **out)
+{
+	Perftools__Profiles__Profile *prof;
+	size_t raw_len;
+	uint8_t *raw;
+	int err;
+
+	if (max_len > SIZE_MAX - 1)
+		return -EINVAL;
+	err = gunzip_buf(gz, len, max_len, &raw, &raw_len);
+	if (err)
+		return err;
+	prof = perftools__profiles__profile__unpack(NULL, raw_len, raw);
+	free(raw);
+	if (!prof)
+		return -EBADMSG;
+	*out = prof;
+	return 0;
+}
+
+int pprof_decode(const uint8_t *gz, size_t len, Perftools__Profiles__Profile **out)
+{
+	return pprof_decode_max(gz, len, PPROF_DECODE_MAX, out);
+}
