@@ -110,7 +110,7 @@ $(BUILD)/jemalloc/libjemalloc.so.2: $(JEMALLOC_PIC_A) | $(BUILD)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -Wl,-soname,libjemalloc.so.2 -o $@ \
-		-Wl,--whole-archive $< -Wl,--no-whole-archive -lpthread -lm -ldl
+		-Wl,--whole-archive $< -Wl,--no-whole-archive -lstdc++ -lpthread -lm -ldl
 
 $(BUILD)/examples/alloc-service-static: examples/alloc-service.c $(JEMALLOC_A) | $(BUILD)
 	$(call msg,CC,$@)

@@ -36,6 +36,7 @@ SEC("uprobe")
 int BPF_KPROBE(heapbpf_alloc)
 {
 	struct heapbpf_alloc_event *e;
+	struct heapbpf_args args;
 	__u64 gctx = 0, vec = 0;
 	__u32 len = 0;
 	__u64 id = bpf_get_current_pid_tgid();
@@ -47,14 +48,15 @@ int BPF_KPROBE(heapbpf_alloc)
 		count(&counters.alloc_drops);
 		return 0;
 	}
+	heapbpf_read_args(ctx, &args);
 	e->type = HEAPBPF_EV_ALLOC;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->ts = bpf_ktime_get_ns();
-	e->ptr = heapbpf_arg(ctx, layout.alloc_ptr_arg);
-	e->size = heapbpf_arg(ctx, layout.alloc_size_arg);
-	e->usize = heapbpf_arg(ctx, layout.alloc_usize_arg);
-	e->tctx = heapbpf_arg(ctx, layout.alloc_tctx_arg);
+	e->ptr = heapbpf_arg(&args, layout.alloc_ptr_arg);
+	e->size = heapbpf_arg(&args, layout.alloc_size_arg);
+	e->usize = heapbpf_arg(&args, layout.alloc_usize_arg);
+	e->tctx = heapbpf_arg(&args, layout.alloc_tctx_arg);
 	e->flags = 0;
 	e->nframes = 0;
 	e->bt_len = 0;
@@ -89,6 +91,7 @@ SEC("uprobe")
 int BPF_KPROBE(heapbpf_free)
 {
 	struct heapbpf_free_event *e;
+	struct heapbpf_args args;
 	__u64 id = bpf_get_current_pid_tgid();
 
 	count(&counters.free_hits);
@@ -97,18 +100,19 @@ int BPF_KPROBE(heapbpf_free)
 		count(&counters.free_drops);
 		return 0;
 	}
+	heapbpf_read_args(ctx, &args);
 	e->type = HEAPBPF_EV_FREE;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->flags = 0;
 	e->ts = bpf_ktime_get_ns();
-	e->ptr = heapbpf_arg(ctx, layout.free_ptr_arg);
-	e->usize = heapbpf_arg(ctx, layout.free_usize_arg);
-	e->tctx = heapbpf_arg(ctx, layout.free_tctx_arg);
+	e->ptr = heapbpf_arg(&args, layout.free_ptr_arg);
+	e->usize = heapbpf_arg(&args, layout.free_usize_arg);
+	e->tctx = heapbpf_arg(&args, layout.free_tctx_arg);
 	e->alloc_time_ns = 0;
 	e->alloc_size = 0;
 	if (layout.free_info_arg != HEAPBPF_ARG_NONE) {
-		__u64 info = heapbpf_arg(ctx, layout.free_info_arg);
+		__u64 info = heapbpf_arg(&args, layout.free_info_arg);
 		long err = 0;
 
 		err |= bpf_probe_read_user(&e->tctx, sizeof(e->tctx),

@@ -6,28 +6,34 @@
 #ifndef __HEAPBPF_ARGS_BPF_H
 #define __HEAPBPF_ARGS_BPF_H
 
-/* Argument idx (0-based) of the probed function; 0 for HEAPBPF_ARG_NONE. */
-static __always_inline __u64 heapbpf_arg(struct pt_regs *ctx, __u8 idx)
+/* The probed function's register arguments, read once with constant offsets. */
+struct heapbpf_args {
+	__u64 a[6];
+};
+
+/*
+ * A switch over ctx fields compiles into ctx + variable offset, which the
+ * verifier rejects; copy the registers first, then pick.
+ */
+static __always_inline void heapbpf_read_args(struct pt_regs *ctx, struct heapbpf_args *args)
 {
-	switch (idx) {
-	case 0:
-		return PT_REGS_PARM1(ctx);
-	case 1:
-		return PT_REGS_PARM2(ctx);
-	case 2:
-		return PT_REGS_PARM3(ctx);
-	case 3:
-		return PT_REGS_PARM4(ctx);
-	case 4:
-		return PT_REGS_PARM5(ctx);
+	args->a[0] = PT_REGS_PARM1(ctx);
+	args->a[1] = PT_REGS_PARM2(ctx);
+	args->a[2] = PT_REGS_PARM3(ctx);
+	args->a[3] = PT_REGS_PARM4(ctx);
+	args->a[4] = PT_REGS_PARM5(ctx);
 #if defined(bpf_target_x86) || defined(HEAPBPF_HOST_TEST)
-	case 5:
-		/* libbpf 1.1 has no PT_REGS_PARM6; x86-64 passes it in r9 */
-		return ctx->r9;
+	/* libbpf 1.1 has no PT_REGS_PARM6; x86-64 passes it in r9 */
+	args->a[5] = ctx->r9;
+#else
+	args->a[5] = 0;
 #endif
-	default:
-		return 0;
-	}
+}
+
+/* Argument idx (0-based); 0 for HEAPBPF_ARG_NONE or any index out of range. */
+static __always_inline __u64 heapbpf_arg(const struct heapbpf_args *args, __u8 idx)
+{
+	return idx < 6 ? args->a[idx] : 0;
 }
 
 /* jemalloc's bt.len, bounded so the verifier (and a corrupt target) cannot overrun frames[]. */

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define HEAPBPF_VERSION "0.1.0"
+
+static const char usage[] =
+	"Usage: heapbpf --pid PID [options]\n"
+	"\n"
+	"Profiles the heap of a running process that uses jemalloc, from outside: attaches\n"
+	"uprobes to jemalloc's sampling path, switches jemalloc's prof_active on for the\n"
+	"duration, then switches it back and writes the profile. The process must have been\n"
+	"started with jemalloc profiling enabled but idle:\n"
+	"    MALLOC_CONF=prof:true,prof_active:false          (C/C++, jemalloc)\n"
+	"    _RJEM_MALLOC_CONF=prof:true,prof_active:false    (Rust, tikv-jemallocator)\n"
+	"\n"
+	"Options:\n"
+	"  -p, --pid PID              process to profile (required)\n"
+	"  -d, --duration SECONDS     how long to profile (default 10; 0 = until Ctrl-C or SIGTERM)\n"
+	"  -o, --output FILE          where to write the profile ('-' = stdout; default\n"
+	"                             heapbpf-PID-TIME.pb.gz or .folded in the current directory)\n"
+	"  -f, --format FORMAT        pprof (gzip-compressed protobuf, default) or folded\n"
+	"  -t, --sample-type TYPE     value written by --format folded: inuse_space (default),\n"
+	"                             inuse_objects, alloc_space or alloc_objects\n"
+	"      --raw                  raw sampled counts and bytes instead of unbiased estimates\n"
+	"                             (to compare sample for sample with jemalloc's own dump)\n"
+	"      --ringbuf-size MIB     BPF ring buffer size (default 16)\n"
+	"      --jemalloc-layout VER  use this jemalloc version's layout for an unrecognized build\n"
+	"  -q, --quiet                no status line, no summary\n"
+	"  -v, --verbose              show libbpf's messages\n"
+	"  -h, --help                 this help\n"
+	"      --version              print the version\n"
+	"\n"
+	"Examples:\n"
+	"  sudo heapbpf --pid 4242                      # 10 s, pprof to heapbpf-4242-*.pb.gz\n"
+	"  sudo heapbpf -p 4242 -d 60 -o heap.pb.gz     # one minute\n"
+	"  sudo heapbpf -p 4242 -f folded -t alloc_space -o heap.folded\n"
+	"  go tool pprof -http :8080 heap.pb.gz         # look at it\n"
+	"\n"
+	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
+	"4 written but events were dropped (see the summary).\n";
+
+enum {
+	OPT_RAW = 256,
+	OPT_RINGBUF,
+	OPT_LAYOUT,
+	OPT_VERSION,
+};
+
+static const struct option options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "sample-type", required_argument, NULL, 't' },
+	{ "raw", no_argument, NULL, OPT_RAW },
+	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+	{ "jemalloc-layout", required_argument, NULL, OPT_LAYOUT },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{},
+};
+
+static int bad(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "heapbpf: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see heapbpf --help)\n");
+	return -EINVAL;
+}
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cli_parse(int argc, char **argv, struct cli *c)
+{
+	bool have_pid = false, have_type = false;
+	long v;
+	int opt;
+
+	memset(c, 0, sizeof(*c));
+	c->duration = 10;
+	c->format = FMT_PPROF;
+	c->sample_type = HB_INUSE_SPACE;
+	c->ringbuf_bytes = 16u << 20;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:d:o:f:t:qvh", options, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (parse_long(optarg, 1, INT_MAX, &v))
+				return bad("--pid needs a positive process id, not \"%s\"", optarg);
+			c->pid = v;
+			have_pid = true;
+			break;
+		case 'd': {
+			char *end;
+
+			errno = 0;
+			c->duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(c->duration) ||
+			    c->duration < 0 || c->duration > 31 * 24 * 3600.0)
+				return bad("--duration needs seconds between 0 and 2678400, not \"%s\"",
+					   optarg);
+			break;
+		}
+		case 'o':
+			if (!optarg[0])
+				return bad("--output needs a file name%s", "");
+			c->output = optarg;
+			break;
+		case 'f':
+			if (strcmp(optarg, "pprof") == 0)
+				c->format = FMT_PPROF;
+			else if (strcmp(optarg, "folded") == 0)
+				c->format = FMT_FOLDED;
+			else
+				return bad("unknown --format \"%s\"; use pprof or folded", optarg);
+			break;
+		case 't':
+			if (hb_value_parse(optarg, &c->sample_type))
+				return bad("unknown --sample-type \"%s\"; use inuse_space, "
+					   "inuse_objects, alloc_space or alloc_objects",
+					   optarg);
+			have_type = true;
+			break;
+		case OPT_RAW:
+			c->raw = true;
+			break;
+		case OPT_RINGBUF:
+			if (parse_long(optarg, 1, 1024, &v))
+				return bad("--ringbuf-size needs MiB between 1 and 1024, not \"%s\"",
+					   optarg);
+			c->ringbuf_bytes = (size_t)v << 20;
+			break;
+		case OPT_LAYOUT:
+			c->layout = optarg;
+			break;
+		case 'q':
+			c->quiet = true;
+			break;
+		case 'v':
+			c->verbose = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 1;
+		case OPT_VERSION:
+			printf("heapbpf %s\n", HEAPBPF_VERSION);
+			return 1;
+		case ':':
+			return bad("option %s needs a value", argv[optind - 1]);
+		default:
+			return bad("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad("unexpected argument \"%s\"", argv[optind]);
+	if (!have_pid)
+		return bad("--pid is required%s", "");
+	if (have_type && c->format != FMT_FOLDED)
+		return bad("--sample-type applies to --format folded (pprof carries all four)%s",
+			   "");
+	return 0;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Command-line options of heapbpf. */
+#ifndef __HEAPBPF_CLI_H
+#define __HEAPBPF_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "profile.h"
+
+enum out_format {
+	FMT_PPROF,
+	FMT_FOLDED,
+};
+
+/* Exit codes, one table for the whole program. */
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,	     /* nothing written, or an error */
+	EXIT_USAGE = 2,	     /* bad command line */
+	EXIT_NO_SAMPLES = 3, /* profile written, but jemalloc sampled nothing */
+	EXIT_DROPS = 4,	     /* profile written, but events were lost (ring buffer full) */
+};
+
+struct cli {
+	pid_t pid;
+	double duration; /* seconds; 0 = until a signal */
+	const char *output;
+	enum out_format format;
+	enum hb_value sample_type;
+	bool raw;
+	size_t ringbuf_bytes;
+	const char *layout; /* forced jemalloc layout, or NULL */
+	bool quiet, verbose;
+};
+
+/*
+ * Parses argv into c. Returns 0 to run, 1 when it printed help or the
+ * version (exit 0), or -EINVAL after printing a one-sentence error.
+ */
+int cli_parse(int argc, char **argv, struct cli *c);
+
+#endif /* __HEAPBPF_CLI_H */

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "probes.h"
+#include "session.h"
+#include "summary.h"
+#include "toggle.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* After switching sampling off, threads already past jemalloc's check may still sample. */
+#define DRAIN_MS 50
+
+enum { EV_RING = 1, EV_SIGNAL, EV_PIDFD, EV_DEADLINE, EV_TICK };
+
+static int64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sigset_stop(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+}
+
+int session_block_signals(void)
+{
+	sigset_t set;
+
+	sigset_stop(&set);
+	signal(SIGPIPE, SIG_IGN);
+	return sigprocmask(SIG_BLOCK, &set, NULL) ? -errno : 0;
+}
+
+static int add_fd(int ep, int fd, uint32_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static int make_timer(double first_s, double interval_s)
+{
+	struct itimerspec its = {};
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	its.it_value.tv_sec = (time_t)first_s;
+	its.it_value.tv_nsec = (long)((first_s - (double)(time_t)first_s) * 1e9);
+	if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+		its.it_value.tv_nsec = 1;
+	its.it_interval.tv_sec = (time_t)interval_s;
+	if (timerfd_settime(fd, 0, &its, NULL)) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+static int fail(char *err, size_t errlen, int code, const char *what)
+{
+	snprintf(err, errlen, "%s: %s", what, strerror(code < 0 ? -code : code));
+	return code < 0 ? code : -code;
+}
+
+/* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
+static int collect(struct session *s, struct probes *p, struct ring_buffer *rb, int ep, int sfd,
+		   int tfd, int64_t t0)
+{
+	struct epoll_event evs[8];
+
+	for (;;) {
+		int n = epoll_wait(ep, evs, 8, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t ticks;
+			struct signalfd_siginfo si;
+			int err;
+
+			switch (evs[i].data.u32) {
+			case EV_RING:
+				err = ring_buffer__consume(rb);
+				if (err < 0)
+					return err;
+				break;
+			case EV_SIGNAL:
+				if (read(sfd, &si, sizeof(si)) == sizeof(si))
+					s->stop_signal = si.ssi_signo;
+				s->reason = STOP_SIGNAL;
+				return 0;
+			case EV_PIDFD:
+				s->reason = STOP_TARGET_EXIT;
+				return 0;
+			case EV_DEADLINE:
+				s->reason = STOP_DURATION;
+				return 0;
+			case EV_TICK: {
+				struct heapbpf_counters bc;
+
+				/* EAGAIN only: the timer is non-blocking and was readable */
+				if (read(tfd, &ticks, sizeof(ticks)) < 0)
+					break;
+				probes__counters(p, &bc);
+				summary_status_line(stderr, (now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
+						    collector__stats(s->collector), &bc);
+				break;
+			}
+			}
+		}
+	}
+}
+
+int session_run(const struct jemalloc_target *t, const struct session_opts *o, struct session *s,
+		char *err, size_t errlen)
+{
+	struct probes *p = NULL;
+	struct ring_buffer *rb = NULL;
+	struct prof_toggle tg = {};
+	int ep = -1, sfd = -1, pfd = -1, dfd = -1, tfd = -1, rc;
+	int64_t t0 = 0;
+	sigset_t set;
+
+	memset(s, 0, sizeof(*s));
+	s->reason = STOP_ERROR;
+	rc = probes__load(&t->layout->bpf, o->ringbuf_bytes, &p);
+	if (rc) {
+		rc = fail(err, errlen, rc,
+			  "cannot load the BPF program (heapbpf needs root, or CAP_BPF and "
+			  "CAP_PERFMON, and a kernel with BTF and ring buffers)");
+		goto out;
+	}
+	rc = collector__new(1ULL << t->lg_prof_sample, &s->collector);
+	if (!rc)
+		rc = symbolizer__new(t->pid, &s->symbolizer);
+	if (rc) {
+		rc = fail(err, errlen, rc, "cannot set up the collector");
+		goto out;
+	}
+	rc = probes__ring_buffer(p, collector__event, s->collector, &rb);
+	if (rc) {
+		rc = fail(err, errlen, rc, "cannot open the BPF ring buffer");
+		goto out;
+	}
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	sigset_stop(&set);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	pfd = syscall(SYS_pidfd_open, t->pid, 0);
+	if (ep < 0 || sfd < 0 || pfd < 0) {
+		rc = -errno;
+		rc = fail(err, errlen, rc, rc == -ESRCH ? "the target process exited" :
+							   "cannot set up the event loop");
+		goto out;
+	}
+	rc = add_fd(ep, ring_buffer__epoll_fd(rb), EV_RING);
+	if (!rc)
+		rc = add_fd(ep, sfd, EV_SIGNAL);
+	if (!rc)
+		rc = add_fd(ep, pfd, EV_PIDFD);
+	if (rc) {
+		rc = fail(err, errlen, rc, "cannot set up the event loop");
+		goto out;
+	}
+
+	/* objects sampled before this instant are not ours (jemalloc's clock, 5.3) */
+	collector__set_attach_time(s->collector, now_ns(CLOCK_MONOTONIC_COARSE));
+	rc = probes__attach(p, t);
+	if (rc) {
+		rc = fail(err, errlen, rc, "cannot attach uprobes to jemalloc");
+		goto out;
+	}
+	/* the probes are live before sampling starts: no sample is missed */
+	rc = prof_toggle__on(&tg, t);
+	if (rc) {
+		snprintf(err, errlen,
+			 "cannot switch jemalloc's prof_active on in pid %d: %s", t->pid,
+			 rc == -EFAULT	 ? "the flag's address is not in jemalloc's writable data" :
+			 rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)" :
+			 rc == -ESRCH  ? "the process exited" :
+					 strerror(-rc));
+		goto out;
+	}
+	s->was_active = !tg.changed;
+	s->start_wall_ns = now_ns(CLOCK_REALTIME);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	if (o->duration > 0) {
+		dfd = make_timer(o->duration, 0);
+		if (dfd < 0 || (rc = add_fd(ep, dfd, EV_DEADLINE))) {
+			rc = fail(err, errlen, dfd < 0 ? dfd : rc, "cannot set up the timer");
+			goto out;
+		}
+	}
+	if (o->status_line) {
+		tfd = make_timer(1, 1);
+		if (tfd >= 0) {
+			struct epoll_event ev = { .events = EPOLLIN };
+
+			ev.data.u32 = EV_TICK;
+			epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
+		}
+	}
+	rc = collect(s, p, rb, ep, sfd, tfd, t0);
+	if (rc)
+		fail(err, errlen, rc, "collecting events failed");
+out:
+	/* every path: sampling off first, then drain what is in flight, then detach */
+	if (tg.changed) {
+		int r2 = prof_toggle__restore(&tg);
+
+		if (r2 && r2 != -ESRCH && !rc) {
+			rc = r2;
+			snprintf(err, errlen,
+				 "cannot switch jemalloc's prof_active back off in pid %d: %s",
+				 t->pid, strerror(-r2));
+		}
+	}
+	if (t0)
+		s->duration_ns = now_ns(CLOCK_MONOTONIC) - t0;
+	if (rb) {
+		if (tg.addr)
+			ring_buffer__poll(rb, DRAIN_MS);
+		if (p)
+			probes__detach(p);
+		ring_buffer__consume(rb);
+	}
+	if (p)
+		probes__counters(p, &s->counters);
+	if (o->status_line && t0)
+		fputc('\n', stderr);
+	probes__free(p);
+	if (ep >= 0)
+		close(ep);
+	if (sfd >= 0)
+		close(sfd);
+	if (pfd >= 0)
+		close(pfd);
+	if (dfd >= 0)
+		close(dfd);
+	if (tfd >= 0)
+		close(tfd);
+	return rc;
+}
+
+void session_cleanup(struct session *s)
+{
+	collector__free(s->collector);
+	symbolizer__free(s->symbolizer);
+	s->collector = NULL;
+	s->symbolizer = NULL;
+}

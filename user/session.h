@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One profiling session against one target: load and attach the probes,
+ * switch prof_active on, collect until the duration ends, a signal arrives
+ * or the target exits, then switch prof_active back, drain and detach.
+ * The flag is restored on every path out of session_run.
+ */
+#ifndef __HEAPBPF_SESSION_H
+#define __HEAPBPF_SESSION_H
+
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector.h"
+#include "heapbpf.h"
+#include "symbolize.h"
+#include "target.h"
+
+enum stop_reason {
+	STOP_DURATION,
+	STOP_SIGNAL,
+	STOP_TARGET_EXIT,
+	STOP_ERROR,
+};
+
+struct session_opts {
+	double duration; /* seconds, 0 = until a signal or target exit */
+	size_t ringbuf_bytes;
+	bool status_line; /* live status on stderr */
+};
+
+struct session {
+	struct collector *collector;
+	struct symbolizer *symbolizer;
+	struct heapbpf_counters counters;
+	int64_t start_wall_ns; /* CLOCK_REALTIME when sampling was switched on */
+	int64_t duration_ns;
+	enum stop_reason reason;
+	int stop_signal;
+	bool was_active; /* prof_active was already on: left on */
+};
+
+/* Blocks the signals the session stops on; call first thing in main. */
+int session_block_signals(void);
+
+/* Runs a session; on failure returns negative errno with a one-sentence message in err. */
+int session_run(const struct jemalloc_target *t, const struct session_opts *o, struct session *s,
+		char *err, size_t errlen);
+void session_cleanup(struct session *s);
+
+#endif /* __HEAPBPF_SESSION_H */
