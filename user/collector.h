@@ -48,6 +48,15 @@ void collector__set_attach_time(struct collector *c, uint64_t coarse_ns);
 /* Ring-buffer callback: ctx is the collector, data one event. Returns 0 or -ENOMEM. */
 int collector__event(void *ctx, void *data, size_t len);
 
+/*
+ * Adds aggregate totals for one raw stack, as jemalloc's own dump reports
+ * them (raw sampled counts): used to read a jemalloc heap dump into the same
+ * pipeline. Unbiased values are estimated from the mean object size.
+ */
+int collector__add_totals(struct collector *c, const uint64_t *frames, uint32_t nframes,
+			  uint64_t samples, uint64_t bytes, uint64_t inuse_samples,
+			  uint64_t inuse_bytes);
+
 uint64_t collector__period(const struct collector *c);
 size_t collector__nstacks(const struct collector *c);
 const struct hb_stack *collector__stack(const struct collector *c, size_t i);
