@@ -1,0 +1,764 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * alloc-service: a multi-threaded program with a few distinct allocation
+ * sites, for demonstrating and testing heapbpf against jemalloc.
+ *
+ * Every worker thread runs every workload, chosen at random per operation
+ * (weights in pick_workload()), so each site shows up under every thread.
+ * Each site is its own non-inlined, non-cloned function, and no allocation
+ * is a tail call, so the sites differ by function name in any stack trace:
+ *
+ *   churn_small        small objects (16..4096 B) freed and replaced at random
+ *   leak_slowly        never freed, until LEAK_CAP bytes have leaked in total
+ *   large_buffers      256 KiB..4 MiB buffers, a few kept live per thread
+ *   make_session       a session record, and through it
+ *   session_add_item   the items of a session (a two-level call path)
+ *
+ * With --control, the program is driven line by line on stdin (see usage()).
+ * "pause" parks every worker at a point where it neither allocates nor frees
+ * and where it still holds all its live objects, so a profiler's view of the
+ * live heap and jemalloc's own prof.dump can be compared exactly.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jemalloc/jemalloc.h>
+
+/*
+ * noclone too: GCC would otherwise be free to emit "churn_small.constprop.0"
+ * and the like, and stacks are matched by function name.
+ */
+#if defined(__clang__)
+#define SITE __attribute__((noinline))
+#else
+#define SITE __attribute__((noinline, noclone))
+#endif
+
+#define CHURN_SLOTS	1024
+#define SESSION_SLOTS	64
+#define SESSION_ITEMS	16
+#define LARGE_SLOTS	4
+#define LEAK_CAP	(64UL << 20)
+
+#define SMALL_MIN	16
+#define SMALL_MAX	4096
+#define LARGE_MIN	(256UL << 10)
+#define LARGE_MAX	(4UL << 20)
+#define ITEM_MIN	32
+#define ITEM_MAX	512
+#define LEAK_MIN	64
+#define LEAK_MAX	2048
+
+/* Bytes written into each new object: enough to make it used, cheap for 4 MiB. */
+#define TOUCH_BYTES	64
+
+struct session {
+	uint64_t id;
+	unsigned int nitems;
+	void *items[SESSION_ITEMS];
+};
+
+struct worker {
+	pthread_t thread;
+	uint64_t rng;
+	/* Read by the "stats" command while the worker runs, hence atomics. */
+	uint64_t nallocs;
+	uint64_t nfrees;
+	void *churn[CHURN_SLOTS];
+	void *large[LARGE_SLOTS];
+	struct session *sessions[SESSION_SLOTS];
+	uint64_t next_session_id;
+};
+
+/* Shared state of the workers and whoever controls them. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;	/* to workers: pause, resume or stop changed */
+	pthread_cond_t parked;	/* to the controller: nparked changed */
+	/* Polled lock-free on every operation; changed only under lock. */
+	int gate;		/* paused || stopping */
+	bool paused;
+	bool stopping;
+	unsigned int nparked;
+} ctl = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.parked = PTHREAD_COND_INITIALIZER,
+};
+
+static struct worker *workers;
+static unsigned int nthreads = 4;
+static uint64_t rate = 20000;
+static pthread_barrier_t start_barrier;
+
+/*
+ * Leaked objects are chained through their first word so that they stay
+ * reachable from a global: the compiler cannot drop them, and a leak
+ * checker, if anyone runs one, sees them as deliberately kept.
+ */
+static void *leak_head;
+static uint64_t leaked_bytes;
+
+/* Exit paths (quit, EOF, signal, --duration) may race; the first one wins. */
+static pthread_mutex_t exit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* xorshift64*: tiny, good enough, and deterministic for a given seed. */
+static uint64_t rnd(struct worker *w)
+{
+	uint64_t x = w->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	w->rng = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+static uint64_t rnd_range(struct worker *w, uint64_t lo, uint64_t hi)
+{
+	return lo + rnd(w) % (hi - lo + 1);
+}
+
+/* splitmix64, to turn (seed, thread index) into well-spread xorshift states. */
+static uint64_t seed_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x ? x : 1; /* xorshift must not start from 0 */
+}
+
+/* Makes the object used, so that no allocation can be optimized away. */
+static void touch(void *p, size_t size)
+{
+	memset(p, 0xa5, size < TOUCH_BYTES ? size : TOUCH_BYTES);
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
+static void count_alloc(struct worker *w)
+{
+	__atomic_store_n(&w->nallocs, w->nallocs + 1, __ATOMIC_RELAXED);
+}
+
+static void count_free(struct worker *w)
+{
+	__atomic_store_n(&w->nfrees, w->nfrees + 1, __ATOMIC_RELAXED);
+}
+
+static void die_oom(size_t size)
+{
+	fprintf(stderr, "alloc-service: out of memory allocating %zu bytes\n", size);
+	exit(1);
+}
+
+SITE static void churn_small(struct worker *w)
+{
+	unsigned int slot = rnd(w) % CHURN_SLOTS;
+	size_t size = rnd_range(w, SMALL_MIN, SMALL_MAX);
+	void *p;
+
+	if (w->churn[slot]) {
+		free(w->churn[slot]);
+		count_free(w);
+	}
+	p = malloc(size);
+	if (!p)
+		die_oom(size);
+	count_alloc(w);
+	touch(p, size);
+	w->churn[slot] = p;
+}
+
+SITE static void leak_slowly(struct worker *w)
+{
+	size_t size = rnd_range(w, LEAK_MIN, LEAK_MAX);
+	void **p;
+
+	/* Reserve first, so that concurrent leakers never overshoot the cap. */
+	if (__atomic_add_fetch(&leaked_bytes, size, __ATOMIC_RELAXED) > LEAK_CAP) {
+		__atomic_sub_fetch(&leaked_bytes, size, __ATOMIC_RELAXED);
+		return;
+	}
+	p = malloc(size);
+	if (!p)
+		die_oom(size);
+	count_alloc(w);
+	touch(p, size);
+	*p = __atomic_exchange_n(&leak_head, p, __ATOMIC_RELAXED);
+}
+
+SITE static void large_buffers(struct worker *w)
+{
+	unsigned int slot = rnd(w) % LARGE_SLOTS;
+	size_t size = rnd_range(w, LARGE_MIN, LARGE_MAX);
+	void *p;
+
+	if (w->large[slot]) {
+		free(w->large[slot]);
+		count_free(w);
+	}
+	p = malloc(size);
+	if (!p)
+		die_oom(size);
+	count_alloc(w);
+	touch(p, size);
+	w->large[slot] = p;
+}
+
+SITE static void session_add_item(struct worker *w, struct session *s)
+{
+	size_t size = rnd_range(w, ITEM_MIN, ITEM_MAX);
+	void *p;
+
+	p = malloc(size);
+	if (!p)
+		die_oom(size);
+	count_alloc(w);
+	touch(p, size);
+	s->items[s->nitems++] = p;
+}
+
+static void session_destroy(struct worker *w, struct session *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nitems; i++) {
+		free(s->items[i]);
+		count_free(w);
+	}
+	free(s);
+	count_free(w);
+}
+
+SITE static void make_session(struct worker *w)
+{
+	unsigned int slot = rnd(w) % SESSION_SLOTS;
+	unsigned int i, nitems = rnd_range(w, 1, SESSION_ITEMS);
+	struct session *s;
+
+	if (w->sessions[slot]) {
+		session_destroy(w, w->sessions[slot]);
+		w->sessions[slot] = NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		die_oom(sizeof(*s));
+	count_alloc(w);
+	s->id = w->next_session_id++;
+	for (i = 0; i < nitems; i++)
+		session_add_item(w, s);
+	w->sessions[slot] = s;
+}
+
+/*
+ * Per mille. Leaks and large buffers are rare so the heap stays modest.
+ * A frame of its own, so that every site's stack reads "<site> <- run_one <-
+ * worker_main" whether or not a symbolizer expands inlined functions.
+ */
+SITE static void run_one(struct worker *w)
+{
+	unsigned int r = rnd(w) % 1000;
+
+	if (r < 850)
+		churn_small(w);
+	else if (r < 950)
+		make_session(w);
+	else if (r < 990)
+		large_buffers(w);
+	else
+		leak_slowly(w);
+	/* Not a tail call: a jump would drop this frame from the stacks. */
+	__asm__ volatile("" : : : "memory");
+}
+
+static void timespec_add_ns(struct timespec *ts, uint64_t ns)
+{
+	ns += ts->tv_nsec;
+	ts->tv_sec += ns / 1000000000;
+	ts->tv_nsec = ns % 1000000000;
+}
+
+static bool timespec_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/*
+ * The one safe point of a worker: it holds its objects and is between two
+ * operations. Parks while paused; returns false once the service stops.
+ * With a deadline, also sleeps until then (rate limiting), waking early for
+ * pause and stop.
+ */
+static bool safe_point(const struct timespec *deadline)
+{
+	bool go_on;
+
+	pthread_mutex_lock(&ctl.lock);
+	if (ctl.paused && !ctl.stopping) {
+		ctl.nparked++;
+		pthread_cond_broadcast(&ctl.parked);
+		while (ctl.paused && !ctl.stopping)
+			pthread_cond_wait(&ctl.wake, &ctl.lock);
+		ctl.nparked--;
+	}
+	while (deadline && !ctl.paused && !ctl.stopping) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!timespec_before(&now, deadline))
+			break;
+		pthread_cond_timedwait(&ctl.wake, &ctl.lock, deadline);
+	}
+	go_on = !ctl.stopping;
+	pthread_mutex_unlock(&ctl.lock);
+	return go_on;
+}
+
+SITE static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	/* Sleep at most every ~1 ms of work: a futex wait per operation costs more than it. */
+	uint64_t batch = rate ? (rate + 999) / 1000 : 0;
+	uint64_t period_ns = rate ? 1000000000 / rate : 0;
+	struct timespec next;
+	uint64_t n = 0;
+
+	pthread_barrier_wait(&start_barrier);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (;;) {
+		if (__atomic_load_n(&ctl.gate, __ATOMIC_ACQUIRE)) {
+			if (!safe_point(NULL))
+				break;
+			/* Do not catch up on the time spent paused. */
+			clock_gettime(CLOCK_MONOTONIC, &next);
+		}
+		run_one(w);
+		if (rate && ++n % batch == 0) {
+			timespec_add_ns(&next, batch * period_ns);
+			if (!safe_point(&next))
+				break;
+		}
+	}
+	return NULL;
+}
+
+static void set_gate_locked(void)
+{
+	__atomic_store_n(&ctl.gate, ctl.paused || ctl.stopping, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&ctl.wake);
+}
+
+/* Returns once every worker is parked. */
+static void pause_workers(void)
+{
+	pthread_mutex_lock(&ctl.lock);
+	ctl.paused = true;
+	set_gate_locked();
+	while (ctl.nparked < nthreads)
+		pthread_cond_wait(&ctl.parked, &ctl.lock);
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+static void resume_workers(void)
+{
+	pthread_mutex_lock(&ctl.lock);
+	ctl.paused = false;
+	set_gate_locked();
+	pthread_mutex_unlock(&ctl.lock);
+}
+
+/*
+ * Stops and joins the workers and exits, optionally after a last reply.
+ * What the workers hold is not freed: the leak is meant to stay leaked, and
+ * the process is about to go anyway.
+ */
+static __attribute__((noreturn)) void shut_down(const char *last_reply)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&exit_lock); /* never released: the loser waits for exit() */
+	pthread_mutex_lock(&ctl.lock);
+	ctl.stopping = true;
+	set_gate_locked();
+	pthread_mutex_unlock(&ctl.lock);
+	for (i = 0; i < nthreads; i++)
+		pthread_join(workers[i].thread, NULL);
+	if (last_reply) {
+		printf("%s\n", last_reply);
+		fflush(stdout);
+	}
+	exit(0);
+}
+
+static void reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void reply(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	/* The controller is a pipe: without a flush it would wait forever. */
+	if (fflush(stdout) == EOF)
+		shut_down(NULL);
+}
+
+static void cmd_dump(const char *path)
+{
+	int err;
+
+	if (!*path) {
+		reply("error dump needs a path");
+		return;
+	}
+	err = mallctl("prof.dump", NULL, NULL, &path, sizeof(path));
+	if (err)
+		reply("error prof.dump: %s", strerror(err));
+	else
+		reply("dumped");
+}
+
+static void cmd_active(const char *arg)
+{
+	bool active, *newp = NULL;
+	size_t len = sizeof(active);
+	int err;
+
+	if (*arg) {
+		if (strcmp(arg, "0") && strcmp(arg, "1")) {
+			reply("error active takes 0 or 1");
+			return;
+		}
+		active = *arg == '1';
+		newp = &active;
+	}
+	/* Writes first when asked to, then reads back what jemalloc now has. */
+	if (newp) {
+		err = mallctl("prof.active", NULL, NULL, newp, sizeof(*newp));
+		if (err) {
+			reply("error prof.active: %s", strerror(err));
+			return;
+		}
+	}
+	err = mallctl("prof.active", &active, &len, NULL, 0);
+	if (err)
+		reply("error prof.active: %s", strerror(err));
+	else
+		reply("active %d", active ? 1 : 0);
+}
+
+static void cmd_stats(void)
+{
+	uint64_t nallocs = 0, nfrees = 0;
+	unsigned int i;
+
+	for (i = 0; i < nthreads; i++) {
+		nallocs += __atomic_load_n(&workers[i].nallocs, __ATOMIC_RELAXED);
+		nfrees += __atomic_load_n(&workers[i].nfrees, __ATOMIC_RELAXED);
+	}
+	reply("stats %" PRIu64 " %" PRIu64, nallocs, nfrees);
+}
+
+static void run_command(char *line)
+{
+	size_t len;
+	char *arg;
+
+	/* Blanks around a command are a typing accident, never meaningful. */
+	line += strspn(line, " \t\r");
+	len = strlen(line);
+	while (len && strchr(" \t\r", line[len - 1]))
+		line[--len] = '\0';
+	arg = line + strcspn(line, " \t");
+	if (*arg)
+		*arg++ = '\0';
+	arg += strspn(arg, " \t");
+
+	if (!strcmp(line, "pause")) {
+		pause_workers();
+		reply("paused");
+	} else if (!strcmp(line, "resume")) {
+		resume_workers();
+		reply("resumed");
+	} else if (!strcmp(line, "dump")) {
+		cmd_dump(arg);
+	} else if (!strcmp(line, "active")) {
+		cmd_active(arg);
+	} else if (!strcmp(line, "stats")) {
+		cmd_stats();
+	} else if (!strcmp(line, "quit")) {
+		shut_down("bye");
+	} else if (!*line) {
+		reply("error empty command");
+	} else {
+		reply("error unknown command '%s'", line);
+	}
+}
+
+/*
+ * Reads stdin with read(2), not stdio: another thread may call exit() at
+ * any time, and exit() must not have to wait for a lock held by a reader
+ * blocked in fgets().
+ */
+static __attribute__((noreturn)) void control_loop(void)
+{
+	char buf[PATH_MAX + 64];
+	size_t len = 0;
+	bool overlong = false;
+
+	for (;;) {
+		char *nl;
+		ssize_t n;
+
+		while ((nl = memchr(buf, '\n', len))) {
+			size_t linelen = nl - buf;
+
+			*nl = '\0';
+			if (overlong)
+				reply("error line too long");
+			else
+				run_command(buf);
+			overlong = false;
+			len -= linelen + 1;
+			memmove(buf, nl + 1, len);
+		}
+		if (len == sizeof(buf)) {
+			/* Swallow the rest of an overlong line, answer it once. */
+			overlong = true;
+			len = 0;
+		}
+		n = read(STDIN_FILENO, buf + len, sizeof(buf) - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* EOF: the controller is gone, maybe after a last unterminated command. */
+			if (n == 0 && len && !overlong) {
+				buf[len] = '\0';
+				run_command(buf);
+			}
+			shut_down(NULL);
+		}
+		len += n;
+	}
+}
+
+/* Waits for SIGINT/SIGTERM or the end of --duration (0: forever), then stops. */
+static __attribute__((noreturn)) void wait_for_end(const sigset_t *sigs, uint64_t duration)
+{
+	struct timespec end, now, left;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += duration;
+	for (;;) {
+		if (!duration) {
+			int sig;
+
+			if (!sigwait(sigs, &sig))
+				shut_down(NULL);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!timespec_before(&now, &end))
+			shut_down(NULL);
+		left.tv_sec = end.tv_sec - now.tv_sec;
+		left.tv_nsec = end.tv_nsec - now.tv_nsec;
+		if (left.tv_nsec < 0) {
+			left.tv_sec--;
+			left.tv_nsec += 1000000000;
+		}
+		if (sigtimedwait(sigs, NULL, &left) > 0)
+			shut_down(NULL);
+	}
+}
+
+struct end_args {
+	sigset_t sigs;
+	uint64_t duration;
+};
+
+static void *end_thread(void *arg)
+{
+	struct end_args *a = arg;
+
+	wait_for_end(&a->sigs, a->duration);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: alloc-service [OPTIONS]\n"
+"\n"
+"A multi-threaded service that allocates through a few distinct call paths,\n"
+"for profiling with heapbpf. Every thread runs every workload, picked at\n"
+"random per operation:\n"
+"  churn_small        85%%  replace one of 1024 live small objects (16..4096 B)\n"
+"  make_session       10%%  replace one of 64 sessions: a record (calloc) plus\n"
+"                           1..16 items from session_add_item (32..512 B)\n"
+"  large_buffers       4%%  replace one of 4 live buffers (256 KiB..4 MiB)\n"
+"  leak_slowly         1%%  leak 64..2048 B, until 64 MiB leaked in total\n"
+"\n"
+"Options:\n"
+"  -t, --threads N     worker threads (default 4)\n"
+"  -d, --duration S    stop after S seconds (default 0: run until stopped)\n"
+"  -s, --seed N        PRNG seed; thread i uses a state derived from (N, i)\n"
+"                      (default 1)\n"
+"  -r, --rate N        operations per second per thread, 0 = unlimited\n"
+"                      (default 20000)\n"
+"  -c, --control       take commands on stdin (below)\n"
+"  -h, --help          show this help\n"
+"\n"
+"Without --control it runs until SIGINT/SIGTERM or the end of --duration.\n"
+"\n"
+"Control mode: once all threads run it prints \"ready <pid>\"; then each line\n"
+"on stdin is one command, answered by one line on stdout:\n"
+"  pause          park all workers between operations, holding all their\n"
+"                 objects; no allocation or free happens until resume -> paused\n"
+"  resume         let them run again                              -> resumed\n"
+"  dump PATH      mallctl(\"prof.dump\") to PATH           -> dumped | error MSG\n"
+"  active [0|1]   read (or set, then read) mallctl(\"prof.active\") -> active 0|1\n"
+"  stats          allocations and frees done so far  -> stats ALLOCS FREES\n"
+"  quit           stop the workers and exit 0                     -> bye\n"
+"Anything else is answered \"error MSG\". EOF on stdin, SIGINT, SIGTERM or the\n"
+"end of --duration stop it (exit 0) without a reply.\n"
+"\n"
+"jemalloc profiling is configured through the environment, e.g. built in but\n"
+"sampling off, for heapbpf to watch:\n"
+"  MALLOC_CONF=prof:true,prof_active:false alloc-service --control\n"
+"or with jemalloc's own sampling on, to compare against its dumps (raw\n"
+"sample counts, not jemalloc 5.3's default unbiased estimates):\n"
+"  MALLOC_CONF=prof:true,prof_active:true,prof_accum:true,prof_unbias:false \\\n"
+"    alloc-service --control\n");
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "threads", required_argument, NULL, 't' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "control", no_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	uint64_t v, duration = 0, seed = 1;
+	bool control = false;
+	static struct end_args end_args;
+	pthread_t ender;
+	unsigned int i;
+	int c, err;
+
+	while ((c = getopt_long(argc, argv, "t:d:s:r:ch", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (parse_u64(optarg, 1024, &v) || !v)
+				goto bad_arg;
+			nthreads = v;
+			break;
+		case 'd':
+			if (parse_u64(optarg, INT_MAX, &duration))
+				goto bad_arg;
+			break;
+		case 's':
+			if (parse_u64(optarg, UINT64_MAX, &seed))
+				goto bad_arg;
+			break;
+		case 'r':
+			if (parse_u64(optarg, 1000000000, &rate))
+				goto bad_arg;
+			break;
+		case 'c':
+			control = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'alloc-service --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "alloc-service: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+
+	/* Monotonic, so that the rate limiter does not jump with the wall clock. */
+	{
+		pthread_condattr_t attr;
+
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&ctl.wake, &attr);
+		pthread_condattr_destroy(&attr);
+	}
+
+	/* Blocked before any thread starts, so that every thread inherits it. */
+	sigemptyset(&end_args.sigs);
+	sigaddset(&end_args.sigs, SIGINT);
+	sigaddset(&end_args.sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &end_args.sigs, NULL);
+	end_args.duration = duration;
+	/* A vanished controller shows up as a failed write, handled in reply(). */
+	signal(SIGPIPE, SIG_IGN);
+
+	workers = calloc(nthreads, sizeof(*workers));
+	if (!workers)
+		die_oom(nthreads * sizeof(*workers));
+	pthread_barrier_init(&start_barrier, NULL, nthreads + 1);
+	for (i = 0; i < nthreads; i++) {
+		workers[i].rng = seed_mix(seed ^ seed_mix(i));
+		err = pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
+		if (err) {
+			fprintf(stderr, "alloc-service: pthread_create: %s\n", strerror(err));
+			return 1;
+		}
+	}
+	pthread_barrier_wait(&start_barrier);
+
+	if (!control) {
+		fprintf(stderr, "alloc-service: pid %d, %u threads\n", (int)getpid(), nthreads);
+		wait_for_end(&end_args.sigs, duration);
+	}
+
+	err = pthread_create(&ender, NULL, end_thread, &end_args);
+	if (err) {
+		fprintf(stderr, "alloc-service: pthread_create: %s\n", strerror(err));
+		return 1;
+	}
+	reply("ready %d", (int)getpid());
+	control_loop();
+
+bad_arg:
+	fprintf(stderr, "alloc-service: invalid value '%s' for -%c\n", optarg, c);
+	return 2;
+}
