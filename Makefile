@@ -33,8 +33,10 @@ USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 LIB_OBJS   := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS)) $(BUILD)/proto/profile.pb-c.o
 UNIT_SRCS  := $(wildcard tests/unit/*.c)
 UNIT_OBJS  := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(UNIT_SRCS))
-ITEST_SRCS := $(wildcard tests/integration/*.c) $(wildcard tests/lib/*.c)
+ITEST_SRCS := $(wildcard tests/integration/*.c)
 ITEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(ITEST_SRCS))
+TLIB_SRCS  := $(wildcard tests/lib/*.c)
+TLIB_OBJS  := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TLIB_SRCS))
 
 JEMALLOC_A     := $(LIBDIR)/libjemalloc.a
 JEMALLOC_PIC_A := $(LIBDIR)/libjemalloc_pic.a
@@ -132,11 +134,11 @@ $(BUILD)/tests/%.o: tests/%.c $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/lib $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/unit_tests: $(UNIT_OBJS) $(LIB_OBJS)
+$(BUILD)/tests/unit_tests: $(UNIT_OBJS) $(TLIB_OBJS) $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -lcriterion -o $@
 
-$(BUILD)/tests/integration_tests: $(ITEST_OBJS) $(LIB_OBJS)
+$(BUILD)/tests/integration_tests: $(ITEST_OBJS) $(TLIB_OBJS) $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -lcriterion -o $@
 

@@ -17,7 +17,7 @@
  * The Makefile links tests/lib/ only into the integration tests, so the unit
  * test binary gets the parser by inclusion; tests/lib is on the include path.
  */
-#include "jedump.c"
+#include "jedump.h"
 
 /* MALLOC_CONF=prof:true,prof_active:true,prof_accum:true,prof_unbias:false */
 static const char accum_dump[] =
