@@ -13,10 +13,6 @@
 
 #include <criterion/criterion.h>
 
-/*
- * The Makefile links tests/lib/ only into the integration tests, so the unit
- * test binary gets the parser by inclusion; tests/lib is on the include path.
- */
 #include "jedump.h"
 
 /* MALLOC_CONF=prof:true,prof_active:true,prof_accum:true,prof_unbias:false */
