@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -83,6 +84,17 @@ static int fail(char *err, size_t errlen, int code, const char *what)
 	return code < 0 ? code : -code;
 }
 
+/*
+ * HEAPBPF_FAULT_INJECT=collect makes collection fail after the first batch of
+ * events: the tests use it to check that an internal error restores the flag.
+ */
+static bool fault_collect(void)
+{
+	const char *f = getenv("HEAPBPF_FAULT_INJECT");
+
+	return f && strcmp(f, "collect") == 0;
+}
+
 /* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
 static int collect(struct session *s, struct probes *p, struct ring_buffer *rb, int ep, int sfd,
 		   int tfd, int64_t t0)
@@ -107,6 +119,8 @@ static int collect(struct session *s, struct probes *p, struct ring_buffer *rb, 
 				err = ring_buffer__consume(rb);
 				if (err < 0)
 					return err;
+				if (fault_collect())
+					return -EIO;
 				break;
 			case EV_SIGNAL:
 				if (read(sfd, &si, sizeof(si)) == sizeof(si))

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Every way a heapbpf run can end leaves the target as it was: prof_active
+ * back at its original value (read from the target's memory, located with nm,
+ * not with heapbpf's code) and no uprobe left (a uprobe shows as an int3,
+ * 0xcc, at the probed function's first byte in the target's memory).
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "pprof.h"
+
+#define IDLE_CONF "prof:true,prof_active:false"
+
+struct run {
+	struct svc s;
+	uint64_t flag, probe;
+	char pid[16], out[PATH_MAX], err[PATH_MAX];
+	pid_t hp;
+};
+
+static void start_target(struct run *r, const char *conf)
+{
+	const char *bin = hb_path("examples/alloc-service-static");
+	const char *args[] = { "--threads", "2", NULL };
+
+	hb_require_bpf();
+	cr_assert_eq(svc_start(&r->s, bin, conf, args), 0);
+	cr_assert_eq(hb_sym_addr(r->s.pid, bin, "je_prof_active_state", &r->flag), 0);
+	cr_assert_eq(hb_sym_addr(r->s.pid, bin, "je_prof_malloc_sample_object", &r->probe), 0);
+	snprintf(r->pid, sizeof(r->pid), "%d", r->s.pid);
+	snprintf(r->out, sizeof(r->out), "%s/out.pb.gz", hb_tmpdir());
+	snprintf(r->err, sizeof(r->err), "%s/heapbpf.err", hb_tmpdir());
+}
+
+static uint8_t peek(struct run *r, uint64_t addr)
+{
+	uint8_t b = 0xff;
+
+	cr_assert_eq(hb_peek(r->s.pid, addr, &b, 1), 0);
+	return b;
+}
+
+static void spawn_heapbpf(struct run *r, const char *duration)
+{
+	const char *argv[] = { hb_path("heapbpf"), "--pid", r->pid, "-d", duration, "-o", r->out,
+			       NULL };
+
+	r->hp = hb_spawn(argv, r->err);
+	cr_assert_gt(r->hp, 0);
+}
+
+/* Starts heapbpf and waits until its uprobe is in and it has switched sampling on. */
+static void start_heapbpf(struct run *r, const char *duration)
+{
+	spawn_heapbpf(r, duration);
+	/* assert_clean's uprobe check is meaningful only if a live uprobe shows this way */
+	cr_assert(hb_wait_byte(r->s.pid, r->probe, 0xcc, 20000, r->hp),
+		  "no int3 at the probed function: heapbpf did not attach");
+	cr_assert(hb_wait_byte(r->s.pid, r->flag, 1, 20000, r->hp),
+		  "heapbpf did not switch prof_active on");
+}
+
+static void assert_clean(struct run *r, uint8_t want_flag)
+{
+	cr_assert_eq(peek(r, r->flag), want_flag, "prof_active not restored to %u", want_flag);
+	cr_assert_neq(peek(r, r->probe), 0xcc, "a uprobe is still installed");
+}
+
+static void assert_profile(struct run *r)
+{
+	Perftools__Profiles__Profile *p;
+	char *buf;
+	ssize_t len = hb_read_file(r->out, &buf);
+
+	cr_assert_gt(len, 0, "no profile written");
+	cr_assert_eq(pprof_decode((uint8_t *)buf, len, &p), 0);
+	cr_assert_gt(p->n_sample, 0);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(buf);
+}
+
+TestSuite(exit_paths, .fini = hb_tmpdir_cleanup, .timeout = 90);
+
+Test(exit_paths, duration_elapsed)
+{
+	struct run r;
+
+	start_target(&r, IDLE_CONF);
+	start_heapbpf(&r, "2");
+	cr_assert_eq(hb_wait(r.hp, 30000), 0);
+	assert_clean(&r, 0);
+	assert_profile(&r);
+	cr_assert_eq(svc_stop(&r.s), 0);
+}
+
+static void by_signal(int sig)
+{
+	struct run r;
+
+	start_target(&r, IDLE_CONF);
+	start_heapbpf(&r, "0");
+	hb_sleep_ms(500);
+	kill(r.hp, sig);
+	cr_assert_eq(hb_wait(r.hp, 30000), 0, "heapbpf did not exit cleanly on signal %d", sig);
+	assert_clean(&r, 0);
+	assert_profile(&r);
+	cr_assert_eq(svc_stop(&r.s), 0);
+}
+
+Test(exit_paths, sigint)
+{
+	by_signal(SIGINT);
+}
+
+Test(exit_paths, sigterm)
+{
+	by_signal(SIGTERM);
+}
+
+Test(exit_paths, sighup)
+{
+	by_signal(SIGHUP);
+}
+
+Test(exit_paths, target_exits)
+{
+	struct run r;
+	char *err;
+
+	start_target(&r, IDLE_CONF);
+	start_heapbpf(&r, "0");
+	hb_sleep_ms(500);
+	cr_assert_eq(svc_stop(&r.s), 0);
+	cr_assert_eq(hb_wait(r.hp, 30000), 0, "heapbpf did not end when the target exited");
+	assert_profile(&r);
+	cr_assert_geq(hb_read_file(r.err, &err), 0);
+	cr_assert(strstr(err, "exited"), "no word that the target exited: %s", err);
+	free(err);
+}
+
+Test(exit_paths, internal_error)
+{
+	struct run r;
+	struct stat st;
+	char *err;
+
+	start_target(&r, IDLE_CONF);
+	/* fails on the first event, which exists only once sampling was switched on */
+	setenv("HEAPBPF_FAULT_INJECT", "collect", 1);
+	spawn_heapbpf(&r, "0");
+	unsetenv("HEAPBPF_FAULT_INJECT");
+	cr_assert_eq(hb_wait(r.hp, 30000), 1, "an internal error must exit 1");
+	cr_assert_geq(hb_read_file(r.err, &err), 0);
+	cr_assert(strstr(err, "collecting events failed"), "unexpected stderr: %s", err);
+	free(err);
+	assert_clean(&r, 0);
+	cr_assert_neq(stat(r.out, &st), 0, "a failed run must not leave a profile");
+	cr_assert_eq(svc_stop(&r.s), 0);
+}
+
+Test(exit_paths, already_active_is_left_active)
+{
+	struct run r;
+
+	start_target(&r, "prof:true,prof_active:true");
+	start_heapbpf(&r, "1");
+	cr_assert_eq(hb_wait(r.hp, 30000), 0);
+	assert_clean(&r, 1);
+	assert_profile(&r);
+	cr_assert_eq(svc_stop(&r.s), 0);
+}
