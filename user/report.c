@@ -280,6 +280,12 @@ int report__build(const struct collector *c, struct symbolizer *s,
 		if (err)
 			goto out;
 	}
+	/* an object's flags are known only once all its frames were looked up */
+	for (size_t i = 0; i < symbolizer__nobjects(s); i++) {
+		if (b.map_by_obj[i])
+			b.p->mappings[b.map_by_obj[i] - 1].has_functions =
+				symbolizer__object(s, i)->has_functions;
+	}
 	for (size_t i = 0; i < b.p->nsamples; i++) {
 		for (int k = 0; k < HB_NVALUES; k++) {
 			double v = b.acc[i][k];

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Bad targets and bad command lines: one clear sentence on stderr, a
+ * non-zero exit, no file written, and nothing done to the target.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+TestSuite(errors, .fini = hb_tmpdir_cleanup, .timeout = 60);
+
+/* Exactly one line, starting "heapbpf: ", containing want. */
+static void assert_one_sentence(const char *err, const char *want)
+{
+	const char *nl = strchr(err, '\n');
+
+	cr_assert(strncmp(err, "heapbpf: ", 9) == 0, "not a heapbpf message: %s", err);
+	cr_assert(nl && nl[1] == '\0', "more than one line: %s", err);
+	cr_assert(strstr(err, want), "expected \"%s\" in: %s", want, err);
+}
+
+static void assert_no_output(const char *path)
+{
+	struct stat st;
+
+	cr_assert_neq(stat(path, &st), 0, "%s was written", path);
+}
+
+static void run_expect(const char *pid, int want_rc, const char *want_msg)
+{
+	char out[PATH_MAX], err[4096];
+	const char *args[] = { "--pid", pid, "-d", "1", "-o", out, NULL };
+
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	cr_assert_eq(hb_run(args, err, sizeof(err), 30000), want_rc, "stderr: %s", err);
+	assert_one_sentence(err, want_msg);
+	assert_no_output(out);
+}
+
+Test(errors, no_such_pid)
+{
+	char pid[16];
+	pid_t p = fork();
+
+	/* a pid that existed a moment ago and is gone now */
+	if (p == 0)
+		_exit(0);
+	waitpid(p, NULL, 0);
+	snprintf(pid, sizeof(pid), "%d", p);
+	run_expect(pid, 1, "no process with pid");
+}
+
+Test(errors, kernel_thread)
+{
+	hb_require_bpf();
+	/* pid 2 is kthreadd */
+	run_expect("2", 1, "kernel thread");
+}
+
+Test(errors, process_without_jemalloc)
+{
+	char pid[16];
+	pid_t p = fork();
+
+	hb_require_bpf();
+	if (p == 0) {
+		execl("/bin/sleep", "sleep", "30", NULL);
+		_exit(127);
+	}
+	hb_sleep_ms(200);
+	snprintf(pid, sizeof(pid), "%d", p);
+	run_expect(pid, 1, "does not use jemalloc");
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+}
+
+Test(errors, jemalloc_without_prof)
+{
+	struct svc s;
+	char pid[16];
+
+	hb_require_bpf();
+	cr_assert_eq(svc_start(&s, hb_path("examples/alloc-service-static"), NULL, NULL), 0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	run_expect(pid, 1,
+		   "was started without prof:true; restart it with "
+		   "MALLOC_CONF=prof:true,prof_active:false");
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+static void usage_error(const char *const *args, const char *want)
+{
+	char err[4096];
+
+	cr_assert_eq(hb_run(args, err, sizeof(err), 10000), 2, "stderr: %s", err);
+	assert_one_sentence(err, want);
+}
+
+Test(errors, usage)
+{
+	usage_error((const char *[]){ NULL }, "--pid is required");
+	usage_error((const char *[]){ "--pid", "abc", NULL }, "positive process id");
+	usage_error((const char *[]){ "--pid", "1", "-d", "-5", NULL }, "--duration");
+	usage_error((const char *[]){ "--pid", "1", "-f", "svg", NULL }, "unknown --format");
+	usage_error((const char *[]){ "--pid", "1", "--bogus", NULL }, "unknown option");
+	usage_error((const char *[]){ "--pid", NULL }, "needs a value");
+}
+
+Test(errors, help_has_examples)
+{
+	char out[8192];
+
+	cr_assert_eq(hb_run((const char *[]){ "--help", NULL }, out, sizeof(out), 10000), 0);
+	cr_assert(strstr(out, "Examples:"));
+	cr_assert(strstr(out, "MALLOC_CONF=prof:true,prof_active:false"));
+}
+
+Test(errors, unwritable_output_restores_flag)
+{
+	struct svc s;
+	char pid[16], err[4096];
+	uint64_t flag;
+	uint8_t b;
+	const char *args[] = { "--pid", pid, "-d", "1", "-o", "/nonexistent-dir/x.pb.gz", NULL };
+
+	hb_require_bpf();
+	cr_assert_eq(svc_start(&s, hb_path("examples/alloc-service-static"),
+			       "prof:true,prof_active:false", NULL),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 1, "stderr: %s", err);
+	cr_assert(strstr(err, "cannot write /nonexistent-dir/x.pb.gz"), "stderr: %s", err);
+	cr_assert_eq(hb_sym_addr(s.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	cr_assert_eq(hb_peek(s.pid, flag, &b, 1), 0);
+	cr_assert_eq(b, 0);
+	cr_assert_eq(svc_stop(&s), 0);
+}
