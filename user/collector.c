@@ -20,6 +20,7 @@ struct tctx_ent {
 struct collector {
 	double period;
 	uint64_t attach_coarse_ns;
+	uint64_t stop_ns; /* 0 = still sampling */
 	struct hb_stack *stacks;
 	size_t nstacks, cap_stacks;
 	uint32_t *index; /* open addressing: stack index + 1, 0 = empty */
@@ -86,6 +87,11 @@ void collector__free(struct collector *c)
 void collector__set_attach_time(struct collector *c, uint64_t coarse_ns)
 {
 	c->attach_coarse_ns = coarse_ns;
+}
+
+void collector__set_stop_time(struct collector *c, uint64_t mono_ns)
+{
+	c->stop_ns = mono_ns;
 }
 
 static int grow_index(struct collector *c)
@@ -257,6 +263,10 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 	if (e->flags & HEAPBPF_F_READ_FAULT)
 		c->stats.read_faults++;
 	stamp(c, e->ts);
+	if (c->stop_ns && e->ts >= c->stop_ns) {
+		c->stats.frees_after_stop++;
+		return 0;
+	}
 	if (!t || !t->tctx || !t->live || before) {
 		c->stats.frees_unmatched++;
 		c->stats.frees_unmatched_bytes += e->usize;

@@ -31,6 +31,7 @@ struct collector_stats {
 	uint64_t frees_matched;	    /* frees of samples heapbpf saw allocated */
 	uint64_t frees_unmatched;   /* frees of objects sampled before heapbpf attached */
 	uint64_t frees_unmatched_bytes;
+	uint64_t frees_after_stop; /* frees after sampling was switched off: not subtracted */
 	uint64_t read_faults, truncated, malformed;
 	uint64_t first_ts, last_ts; /* CLOCK_MONOTONIC ns of first and last event */
 };
@@ -45,6 +46,12 @@ void collector__free(struct collector *c);
  * this were sampled before heapbpf attached; their frees are not subtracted.
  */
 void collector__set_attach_time(struct collector *c, uint64_t coarse_ns);
+/*
+ * The CLOCK_MONOTONIC instant sampling was switched off. In-use is the state
+ * at that instant: frees after it are not subtracted, while allocations
+ * sampled just before it and delivered after it still count.
+ */
+void collector__set_stop_time(struct collector *c, uint64_t mono_ns);
 /* Ring-buffer callback: ctx is the collector, data one event. Returns 0 or -ENOMEM. */
 int collector__event(void *ctx, void *data, size_t len);
 

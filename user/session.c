@@ -242,6 +242,8 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 		fail(err, errlen, rc, "collecting events failed");
 out:
 	/* every path: sampling off first, then drain what is in flight, then detach */
+	if (s->collector)
+		collector__set_stop_time(s->collector, now_ns(CLOCK_MONOTONIC));
 	if (tg.changed) {
 		int r2 = prof_toggle__restore(&tg);
 
