@@ -62,7 +62,7 @@ test: deps
 _demo: $(BUILD)/heapbpf $(EXAMPLES)
 	$(Q)scripts/demo.sh $(BUILD)
 
-_test: $(BUILD)/heapbpf $(EXAMPLES) $(BUILD)/tests/unit_tests $(BUILD)/tests/integration_tests
+_test: format-check $(BUILD)/heapbpf $(EXAMPLES) $(BUILD)/tests/unit_tests $(BUILD)/tests/integration_tests
 	$(Q)scripts/run-tests.sh $(BUILD)
 
 unit: $(BUILD)/tests/unit_tests
@@ -147,8 +147,10 @@ $(BUILD)/tests/integration_tests: $(ITEST_OBJS) $(TLIB_OBJS) $(LIB_OBJS)
 $(BUILD):
 	$(Q)mkdir -p $@
 
+FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h)
 format-check:
-	$(Q)clang-format --dry-run --Werror bpf/*.c bpf/*.h user/*.c user/*.h
+	$(call msg,FORMAT,check)
+	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 clean:
 	rm -rf $(BUILD)

@@ -34,14 +34,14 @@ struct heapbpf_layout {
 	__u8 free_info_arg; /* prof_info_t *, or NONE where the tctx is passed */
 	__u8 free_tctx_arg; /* prof_tctx_t *, or NONE where prof_info_t is passed */
 	/* offsets inside jemalloc's structs */
-	__u32 tctx_gctx_off;   /* prof_tctx_t.gctx */
-	__u32 gctx_bt_off;     /* prof_gctx_t.bt */
-	__u32 bt_vec_off;      /* prof_bt_t.vec */
-	__u32 bt_len_off;      /* prof_bt_t.len */
-	__u32 info_time_off;   /* prof_info_t.alloc_time (nstime_t, ns) */
-	__u32 info_tctx_off;   /* prof_info_t.alloc_tctx */
-	__u32 info_size_off;   /* prof_info_t.alloc_size */
-	__u32 info_has_time;   /* 1 when prof_info_t carries alloc_time */
+	__u32 tctx_gctx_off; /* prof_tctx_t.gctx */
+	__u32 gctx_bt_off;   /* prof_gctx_t.bt */
+	__u32 bt_vec_off;    /* prof_bt_t.vec */
+	__u32 bt_len_off;    /* prof_bt_t.len */
+	__u32 info_time_off; /* prof_info_t.alloc_time (nstime_t, ns) */
+	__u32 info_tctx_off; /* prof_info_t.alloc_tctx */
+	__u32 info_size_off; /* prof_info_t.alloc_size */
+	__u32 info_has_time; /* 1 when prof_info_t carries alloc_time */
 };
 
 /* One sampled allocation, as prof_malloc_sample_object saw it. */
@@ -55,8 +55,8 @@ struct heapbpf_alloc_event {
 	__u64 size;  /* requested size; 0 where the version does not pass it */
 	__u64 usize; /* usable size: what jemalloc counts */
 	__u64 tctx;
-	__u32 bt_len; /* jemalloc's bt.len before clamping */
-	__u32 flags;  /* HEAPBPF_F_* */
+	__u32 bt_len;			  /* jemalloc's bt.len before clamping */
+	__u32 flags;			  /* HEAPBPF_F_* */
 	__u64 frames[HEAPBPF_MAX_FRAMES]; /* return addresses, leaf first */
 };
 
@@ -67,7 +67,7 @@ struct heapbpf_free_event {
 	__u32 tid;
 	__u32 flags; /* HEAPBPF_F_* */
 	__u64 ts;
-	__u64 ptr;   /* 0 where the version does not pass it (5.3.0) */
+	__u64 ptr; /* 0 where the version does not pass it (5.3.0) */
 	__u64 usize;
 	__u64 tctx;
 	__u64 alloc_time_ns; /* jemalloc's alloc_time (CLOCK_MONOTONIC_COARSE); 0 if unknown */
@@ -88,7 +88,8 @@ struct heapbpf_counters {
 };
 
 _Static_assert(sizeof(struct heapbpf_layout) == 8 + 8 * 4, "layout size");
-_Static_assert(sizeof(struct heapbpf_alloc_event) == 64 + 8 * HEAPBPF_MAX_FRAMES, "alloc event size");
+_Static_assert(sizeof(struct heapbpf_alloc_event) == 64 + 8 * HEAPBPF_MAX_FRAMES,
+	       "alloc event size");
 _Static_assert(sizeof(struct heapbpf_free_event) == 64, "free event size");
 
 #endif /* __HEAPBPF_H */

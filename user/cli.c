@@ -119,8 +119,9 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			c->duration = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !isfinite(c->duration) ||
 			    c->duration < 0 || c->duration > 31 * 24 * 3600.0)
-				return bad("--duration needs seconds between 0 and 2678400, not \"%s\"",
-					   optarg);
+				return bad(
+					"--duration needs seconds between 0 and 2678400, not \"%s\"",
+					optarg);
 			break;
 		}
 		case 'o':
@@ -148,8 +149,9 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_RINGBUF:
 			if (parse_long(optarg, 1, 1024, &v))
-				return bad("--ringbuf-size needs MiB between 1 and 1024, not \"%s\"",
-					   optarg);
+				return bad(
+					"--ringbuf-size needs MiB between 1 and 1024, not \"%s\"",
+					optarg);
 			c->ringbuf_bytes = (size_t)v << 20;
 			break;
 		case OPT_LAYOUT:

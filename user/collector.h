@@ -14,9 +14,9 @@
 struct hb_stack {
 	uint64_t *frames; /* raw return addresses, leaf first */
 	uint32_t nframes;
-	uint32_t flags;	     /* HEAPBPF_F_* seen on any sample of this stack */
-	uint64_t samples;    /* sampled allocations */
-	uint64_t bytes;	     /* their usable bytes */
+	uint32_t flags;	      /* HEAPBPF_F_* seen on any sample of this stack */
+	uint64_t samples;     /* sampled allocations */
+	uint64_t bytes;	      /* their usable bytes */
 	double alloc_objects; /* unbiased estimates */
 	double alloc_space;
 	int64_t inuse_samples; /* sampled, not freed yet */
@@ -27,9 +27,9 @@ struct hb_stack {
 
 struct collector_stats {
 	uint64_t allocs, frees;
-	uint64_t alloc_bytes;	    /* sampled usable bytes */
-	uint64_t frees_matched;	    /* frees of samples heapbpf saw allocated */
-	uint64_t frees_unmatched;   /* frees of objects sampled before heapbpf attached */
+	uint64_t alloc_bytes;	  /* sampled usable bytes */
+	uint64_t frees_matched;	  /* frees of samples heapbpf saw allocated */
+	uint64_t frees_unmatched; /* frees of objects sampled before heapbpf attached */
 	uint64_t frees_unmatched_bytes;
 	uint64_t frees_after_stop; /* frees after sampling was switched off: not subtracted */
 	uint64_t read_faults, truncated, malformed;

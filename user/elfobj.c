@@ -148,7 +148,8 @@ static int cmp_name(const void *a, const void *b)
 	/* stable on index so .symtab (read first) wins among equal names */
 	if (c)
 		return c;
-	return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+	return (*(const size_t *)a > *(const size_t *)b) -
+	       (*(const size_t *)a < *(const size_t *)b);
 }
 
 static int cmp_addr(const void *a, const void *b)
@@ -163,7 +164,8 @@ static int cmp_addr(const void *a, const void *b)
 		return x->bind == STB_GLOBAL ? -1 : 1;
 	if ((x->size != 0) != (y->size != 0))
 		return x->size ? -1 : 1;
-	return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+	return (*(const size_t *)a > *(const size_t *)b) -
+	       (*(const size_t *)a < *(const size_t *)b);
 }
 
 static int read_symbols(struct elf_object *o)

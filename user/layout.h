@@ -13,9 +13,9 @@
 #include "heapbpf.h"
 
 struct jemalloc_layout {
-	const char *name;	   /* "5.3.0" */
+	const char *name;	    /* "5.3.0" */
 	const char *version_prefix; /* matched against the embedded version string */
-	const char *active_sym;	   /* the prof_active flag, without namespace prefix */
+	const char *active_sym;	    /* the prof_active flag, without namespace prefix */
 	struct heapbpf_layout bpf;
 };
 

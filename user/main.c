@@ -144,8 +144,9 @@ int main(int argc, char **argv)
 			      strcmp(out, "-") ? out : NULL);
 	code = EXIT_OK;
 	if (!collector__stats(s.collector)->allocs) {
-		fprintf(stderr, "heapbpf: no allocation was sampled in pid %d: it allocated less "
-				"than jemalloc's sampling interval, or sampling did not start\n",
+		fprintf(stderr,
+			"heapbpf: no allocation was sampled in pid %d: it allocated less "
+			"than jemalloc's sampling interval, or sampling did not start\n",
 			t->pid);
 		code = EXIT_NO_SAMPLES;
 	}

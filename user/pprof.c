@@ -520,8 +520,7 @@ out:
 }
 
 /* Inflates a gzip stream (several members allowed, as gunzip does) into a new buffer. */
-static int gunzip_buf(const uint8_t *gz, size_t len, size_t max_len, uint8_t **out,
-		      size_t *out_len)
+static int gunzip_buf(const uint8_t *gz, size_t len, size_t max_len, uint8_t **out, size_t *out_len)
 {
 	size_t in_left = len, cap, used = 0;
 	z_stream zs = { 0 };

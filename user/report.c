@@ -255,9 +255,8 @@ static int add_stack(struct builder *b, const struct hb_stack *st, bool raw)
 	return add_sample(b, locs, n, v);
 }
 
-int report__build(const struct collector *c, struct symbolizer *s,
-		  const struct jemalloc_target *t, const struct report_opts *opts,
-		  struct hb_profile **out)
+int report__build(const struct collector *c, struct symbolizer *s, const struct jemalloc_target *t,
+		  const struct report_opts *opts, struct hb_profile **out)
 {
 	struct builder b = { .t = t, .s = s };
 	int err;

@@ -25,8 +25,7 @@ struct report_opts {
 /* Number of leading (leaf-side) frames that belong to jemalloc. */
 size_t hb_trim_count(const bool *is_jemalloc, size_t n);
 
-int report__build(const struct collector *c, struct symbolizer *s,
-		  const struct jemalloc_target *t, const struct report_opts *opts,
-		  struct hb_profile **out);
+int report__build(const struct collector *c, struct symbolizer *s, const struct jemalloc_target *t,
+		  const struct report_opts *opts, struct hb_profile **out);
 
 #endif /* __HEAPBPF_REPORT_H */

@@ -186,8 +186,9 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 	pfd = syscall(SYS_pidfd_open, t->pid, 0);
 	if (ep < 0 || sfd < 0 || pfd < 0) {
 		rc = -errno;
-		rc = fail(err, errlen, rc, rc == -ESRCH ? "the target process exited" :
-							   "cannot set up the event loop");
+		rc = fail(err, errlen, rc,
+			  rc == -ESRCH ? "the target process exited"
+				       : "cannot set up the event loop");
 		goto out;
 	}
 	rc = add_fd(ep, ring_buffer__epoll_fd(rb), EV_RING);
@@ -210,12 +211,12 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 	/* the probes are live before sampling starts: no sample is missed */
 	rc = prof_toggle__on(&tg, t);
 	if (rc) {
-		snprintf(err, errlen,
-			 "cannot switch jemalloc's prof_active on in pid %d: %s", t->pid,
-			 rc == -EFAULT	 ? "the flag's address is not in jemalloc's writable data" :
-			 rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)" :
-			 rc == -ESRCH  ? "the process exited" :
-					 strerror(-rc));
+		snprintf(err, errlen, "cannot switch jemalloc's prof_active on in pid %d: %s",
+			 t->pid,
+			 rc == -EFAULT	 ? "the flag's address is not in jemalloc's writable data"
+			 : rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)"
+			 : rc == -ESRCH	 ? "the process exited"
+					 : strerror(-rc));
 		goto out;
 	}
 	s->was_active = !tg.changed;

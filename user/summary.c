@@ -70,8 +70,9 @@ void summary_status_line(FILE *f, double elapsed, const struct collector_stats *
 	char b[32];
 
 	summary_bytes(b, sizeof(b), (double)st->alloc_bytes);
-	fprintf(f, "\rheapbpf: %5.0fs  samples %" PRIu64 "  sampled %s  frees %" PRIu64
-		   "  drops %llu   ",
+	fprintf(f,
+		"\rheapbpf: %5.0fs  samples %" PRIu64 "  sampled %s  frees %" PRIu64
+		"  drops %llu   ",
 		elapsed, st->allocs, b, st->frees,
 		(unsigned long long)(bc->alloc_drops + bc->free_drops));
 	fflush(f);
@@ -85,15 +86,18 @@ void summary_print(FILE *f, const struct hb_profile *p, const struct collector_s
 	char b1[32], b2[32];
 
 	summary_bytes(b1, sizeof(b1), (double)st->alloc_bytes);
-	fprintf(f, "heapbpf: %" PRIu64 " samples (%s sampled), %" PRIu64 " frees of them, "
-		   "%" PRIu64 " frees of objects sampled before attach\n",
+	fprintf(f,
+		"heapbpf: %" PRIu64 " samples (%s sampled), %" PRIu64 " frees of them, "
+		"%" PRIu64 " frees of objects sampled before attach\n",
 		st->allocs, b1, st->frees_matched, st->frees_unmatched);
 	if (bc->alloc_drops || bc->free_drops)
-		fprintf(f, "heapbpf: WARNING: %llu samples and %llu frees were dropped "
-			   "(ring buffer full); raise --ringbuf-size\n",
+		fprintf(f,
+			"heapbpf: WARNING: %llu samples and %llu frees were dropped "
+			"(ring buffer full); raise --ringbuf-size\n",
 			(unsigned long long)bc->alloc_drops, (unsigned long long)bc->free_drops);
 	if (st->read_faults)
-		fprintf(f, "heapbpf: WARNING: %" PRIu64 " events could not read jemalloc's memory\n",
+		fprintf(f,
+			"heapbpf: WARNING: %" PRIu64 " events could not read jemalloc's memory\n",
 			st->read_faults);
 	if (n) {
 		fprintf(f, "heapbpf: top sites by in-use bytes%s:\n",

@@ -192,9 +192,10 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 	if (rc) {
 		snprintf(statpath, sizeof(statpath), "/proc/%d/stat", pid);
 		if (rc == -ESRCH && stat(statpath, &st) == 0)
-			rc = fail(err, errlen, -ESRCH,
-				  "pid %d (%s) has no memory mappings: it is a kernel thread or is exiting",
-				  pid, t->comm);
+			rc = fail(
+				err, errlen, -ESRCH,
+				"pid %d (%s) has no memory mappings: it is a kernel thread or is exiting",
+				pid, t->comm);
 		else if (rc == -ESRCH)
 			rc = fail(err, errlen, -ESRCH, "no process with pid %d", pid);
 		else
@@ -260,8 +261,8 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		rc = fail(err, errlen, -ENOMEM, "out of memory");
 		goto out_err;
 	}
-	snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s", (int)(strlen(s->name) - strlen(SAMPLE_FN)),
-		 s->name);
+	snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s",
+		 (int)(strlen(s->name) - strlen(SAMPLE_FN)), s->name);
 	detect_public_prefix(t);
 
 	if (elf_object__jemalloc_version(t->elf, t->version, sizeof(t->version)))
@@ -286,15 +287,15 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 
 	m = first_mapping(t->maps, t->path);
 	if (!m || elf_object__load_bias(t->elf, m->start, m->offset, &t->bias)) {
-		rc = fail(err, errlen, -ENOEXEC,
-			  "cannot compute where %s is loaded in pid %d", t->path, pid);
+		rc = fail(err, errlen, -ENOEXEC, "cannot compute where %s is loaded in pid %d",
+			  t->path, pid);
 		goto out_err;
 	}
 	if (resolve_func(t, SAMPLE_FN, &t->alloc_off, &t->alloc_addr) ||
 	    resolve_func(t, FREE_FN, &t->free_off, &t->free_addr)) {
 		rc = fail(err, errlen, -ENOENT,
-			  "jemalloc in pid %d (%s) lacks %s%s or %s%s as a mapped function",
-			  pid, t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
+			  "jemalloc in pid %d (%s) lacks %s%s or %s%s as a mapped function", pid,
+			  t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
 		goto out_err;
 	}
 	if (resolve_global(t, "opt_prof", &t->opt_prof_addr) ||
@@ -350,15 +351,32 @@ int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg)
 bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t, const char *name)
 {
 	static const char *const api[] = {
-		"malloc",	 "calloc",	  "realloc",	 "free",	   "posix_memalign",
-		"aligned_alloc", "memalign",	  "valloc",	 "pvalloc",	   "mallocx",
-		"rallocx",	 "xallocx",	  "sallocx",	 "dallocx",	   "sdallocx",
-		"nallocx",	 "malloc_usable_size", "free_sized", "free_aligned_sized",
+		"malloc",
+		"calloc",
+		"realloc",
+		"free",
+		"posix_memalign",
+		"aligned_alloc",
+		"memalign",
+		"valloc",
+		"pvalloc",
+		"mallocx",
+		"rallocx",
+		"xallocx",
+		"sallocx",
+		"dallocx",
+		"sdallocx",
+		"nallocx",
+		"malloc_usable_size",
+		"free_sized",
+		"free_aligned_sized",
 	};
 	/* static (file-local) jemalloc functions carry no namespace prefix */
 	static const char *const statics[] = {
-		"prof_backtrace_impl", "prof_unwind_callback", "imalloc_body", "imalloc",
-		"malloc_default",      "ialloc",	       "arena_malloc",
+		"prof_backtrace_impl", "prof_unwind_callback",
+		"imalloc_body",	       "imalloc",
+		"malloc_default",      "ialloc",
+		"arena_malloc",
 	};
 	size_t pl = strlen(t->pub_prefix);
 
