@@ -91,9 +91,21 @@ static int parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+/* The option as typed: a long one from argv, a short one (maybe inside a group) from optopt. */
+static const char *opt_name(const char *arg, int opt, char buf[3])
+{
+	if (strncmp(arg, "--", 2) == 0 || opt <= 0 || opt > 127)
+		return arg;
+	buf[0] = '-';
+	buf[1] = (char)opt;
+	buf[2] = '\0';
+	return buf;
+}
+
 int cli_parse(int argc, char **argv, struct cli *c)
 {
 	bool have_pid = false, have_type = false;
+	char name[3];
 	long v;
 	int opt;
 
@@ -102,7 +114,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	c->format = FMT_PPROF;
 	c->sample_type = HB_INUSE_SPACE;
 	c->ringbuf_bytes = 16u << 20;
-	optind = 1;
+	optind = 0; /* 0, not 1: glibc then also resets its state inside an option group */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":p:d:o:f:t:qvh", options, NULL)) != -1) {
 		switch (opt) {
@@ -170,9 +182,10 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			printf("heapbpf %s\n", HEAPBPF_VERSION);
 			return 1;
 		case ':':
-			return bad("option %s needs a value", argv[optind - 1]);
+			return bad("option %s needs a value",
+				   opt_name(argv[optind - 1], optopt, name));
 		default:
-			return bad("unknown option %s", argv[optind - 1]);
+			return bad("unknown option %s", opt_name(argv[optind - 1], optopt, name));
 		}
 	}
 	if (optind < argc)

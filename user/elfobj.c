@@ -387,18 +387,25 @@ bool elf_object__vaddr_writable(const struct elf_object *o, uint64_t vaddr, uint
 int elf_object__load_bias(const struct elf_object *o, uint64_t map_start, uint64_t map_offset,
 			  uint64_t *bias)
 {
-	for (size_t i = 0; i < o->nsegs; i++) {
-		const struct segment *s = &o->segs[i];
-		uint64_t page = s->align > 4096 ? 4096 : s->align;
-		uint64_t seg_off = s->offset & ~(page - 1);
+	const struct segment *first = NULL;
+	uint64_t page;
 
-		/* the kernel maps each PT_LOAD from its page-aligned file offset */
-		if (map_offset < seg_off || map_offset >= s->offset + s->filesz)
-			continue;
-		*bias = map_start - ((s->vaddr - s->offset) + map_offset);
-		return 0;
+	/*
+	 * Only the mapping of the first PT_LOAD identifies the bias: later
+	 * segments can share a file page (read-only data and RELRO), so two
+	 * mappings with the same file offset sit at different addresses.
+	 */
+	for (size_t i = 0; i < o->nsegs; i++) {
+		if (!first || o->segs[i].vaddr < first->vaddr)
+			first = &o->segs[i];
 	}
-	return -ENOENT;
+	if (!first)
+		return -ENOENT;
+	page = first->align > 4096 ? 4096 : first->align;
+	if (map_offset != (first->offset & ~(page - 1)))
+		return -EINVAL;
+	*bias = map_start - (first->vaddr & ~(page - 1));
+	return 0;
 }
 
 static bool is_hex(char c)

@@ -46,8 +46,9 @@ int elf_object__offset_to_vaddr(const struct elf_object *o, uint64_t off, uint64
 /* True when vaddr lies in a writable PT_LOAD segment (its bss included). */
 bool elf_object__vaddr_writable(const struct elf_object *o, uint64_t vaddr, uint64_t len);
 /*
- * Load bias from one file-backed mapping of the object (start, file offset):
- * runtime address = vaddr + bias. -ENOENT when no segment matches.
+ * Load bias from the object's lowest mapping, the one holding its first
+ * PT_LOAD (start, file offset): runtime address = vaddr + bias. -EINVAL for
+ * any other mapping, -ENOENT when the object has no PT_LOAD.
  */
 int elf_object__load_bias(const struct elf_object *o, uint64_t map_start, uint64_t map_offset,
 			  uint64_t *bias);
