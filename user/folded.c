@@ -5,6 +5,7 @@
  * over adjacent entries and the output does not depend on sample order.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,15 +42,26 @@ static size_t put_frame(char *dst, const char *name)
 	return n;
 }
 
-/* Appends ";name" (just "name" at the start) to the @len bytes of @dst (when not NULL). */
-static size_t append_frame(char *dst, size_t len, const char *name)
+/*
+ * Appends ";name" (just "name" at the start) to the @len bytes of @dst (when
+ * not NULL); an inlined frame gets the "_[i]" suffix flame graph tools know.
+ */
+static size_t append_frame(char *dst, size_t len, const char *name, bool inlined)
 {
+	static const char mark[] = "_[i]";
+
 	if (len) {
 		if (dst)
 			dst[len] = ';';
 		len++;
 	}
-	return len + put_frame(dst ? dst + len : NULL, name);
+	len += put_frame(dst ? dst + len : NULL, name);
+	if (inlined) {
+		if (dst)
+			memcpy(dst + len, mark, sizeof(mark) - 1);
+		len += sizeof(mark) - 1;
+	}
+	return len;
 }
 
 /*
@@ -70,10 +82,11 @@ static size_t render(const struct hb_profile *p, const struct hb_sample *s, char
 		if (!l->nlines) {
 			/* unsymbolized: the address at least tells frames apart */
 			snprintf(addr, sizeof(addr), "0x%" PRIx64, l->address);
-			len = append_frame(dst, len, addr);
+			len = append_frame(dst, len, addr, false);
 		}
+		/* all lines but the outermost are inlined into it */
 		for (uint32_t j = l->nlines; j-- > 0;)
-			len = append_frame(dst, len, l->lines[j].function);
+			len = append_frame(dst, len, l->lines[j].function, j + 1 < l->nlines);
 	}
 	return len;
 }

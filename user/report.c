@@ -8,6 +8,7 @@
 
 #include <linux/types.h>
 
+#include "demangle.h"
 #include "heapbpf.h"
 #include "report.h"
 #include "u64map.h"
@@ -150,11 +151,18 @@ static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
 	for (unsigned int i = 0; i < r.nlines; i++) {
 		struct hb_line *hl = &l->lines[i];
 
-		hl->function = strdup(r.lines[i].function ? r.lines[i].function : "??");
-		hl->system_name = hl->function;
+		const char *raw = r.lines[i].function ? r.lines[i].function : "??";
+
+		/* readable name for people, the raw one kept as pprof's system_name */
+		hl->function = hb_demangle(raw);
+		hl->system_name = hl->function ? strdup(raw) : NULL;
+		if (!hl->function)
+			hl->function = strdup(raw);
+		if (!hl->system_name)
+			hl->system_name = hl->function;
 		hl->file = xstrdup(r.lines[i].file);
 		hl->line = r.lines[i].line;
-		if (!hl->function || (r.lines[i].file && !hl->file))
+		if (!hl->function || !hl->system_name || (r.lines[i].file && !hl->file))
 			return -ENOMEM;
 	}
 	b->loc_is_je[b->p->nlocations] = addr && frame_is_jemalloc(b, &r);
@@ -281,9 +289,16 @@ int report__build(const struct collector *c, struct symbolizer *s, const struct 
 	}
 	/* an object's flags are known only once all its frames were looked up */
 	for (size_t i = 0; i < symbolizer__nobjects(s); i++) {
-		if (b.map_by_obj[i])
-			b.p->mappings[b.map_by_obj[i] - 1].has_functions =
-				symbolizer__object(s, i)->has_functions;
+		const struct sym_object *so = symbolizer__object(s, i);
+		struct hb_mapping *m;
+
+		if (!b.map_by_obj[i])
+			continue;
+		m = &b.p->mappings[b.map_by_obj[i] - 1];
+		m->has_functions = so->has_functions;
+		m->has_filenames = so->has_filenames;
+		m->has_line_numbers = so->has_line_numbers;
+		m->has_inline_frames = so->has_inline_frames;
 	}
 	for (size_t i = 0; i < b.p->nsamples; i++) {
 		for (int k = 0; k < HB_NVALUES; k++) {

@@ -4,17 +4,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
 #include "elfobj.h"
 #include "symbolize.h"
 
 /* One file, opened while the target lived, parsed on first use. */
 struct sym_file {
 	char *path;
-	int fd; /* -1 when it could not be opened */
+	char *name_path; /* where its .gnu_debuglink neighbours are: path, or via /proc/PID/root */
+	int fd;		 /* -1 when it could not be opened */
 	bool parsed;
 	struct elf_object *elf;
+	struct dbg_object *dbg;
 };
 
 struct sym_entry {
@@ -30,8 +34,38 @@ struct symbolizer {
 	size_t nobjs;
 };
 
-static int file_index(struct symbolizer *s, const char *path, size_t *idx)
+/* Opens the mapped file: the exact inode mapped, else by path in the target's mount namespace. */
+static int open_mapped(pid_t pid, const struct proc_map *pm, char *root_path, size_t len)
 {
+	char buf[96];
+	int fd;
+
+	root_path[0] = '\0';
+	proc_map_open_path(pid, pm->path, root_path, len);
+	snprintf(buf, sizeof(buf), "/proc/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)pm->start, (unsigned long long)pm->end);
+	fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && root_path[0])
+		fd = open(root_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(pm->path, O_RDONLY | O_CLOEXEC);
+	return fd;
+}
+
+/* The file's own path when it is the same file from here, else the path through /proc/PID/root. */
+static char *name_path_for(int fd, const char *path, const char *root_path)
+{
+	struct stat a, b;
+
+	if (fd >= 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
+		return strdup(path);
+	return strdup(root_path[0] ? root_path : path);
+}
+
+static int file_index(struct symbolizer *s, const struct proc_map *pm, size_t *idx)
+{
+	const char *path = pm->path;
 	char buf[4096];
 	struct sym_file *nv;
 
@@ -50,14 +84,11 @@ static int file_index(struct symbolizer *s, const char *path, size_t *idx)
 	nv->path = strdup(path);
 	if (!nv->path)
 		return -ENOMEM;
-	nv->fd = -1;
 	/* hold the file open: the process (and /proc/PID/root) may be gone at report time */
-	if (proc_map_open_path(s->pid, path, buf, sizeof(buf)) == 0)
-		nv->fd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (nv->fd < 0)
-		nv->fd = open(path, O_RDONLY | O_CLOEXEC);
+	nv->fd = open_mapped(s->pid, pm, buf, sizeof(buf));
+	nv->name_path = name_path_for(nv->fd, path, buf);
 	*idx = s->nfiles++;
-	return 0;
+	return nv->name_path ? 0 : -ENOMEM;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -110,7 +141,7 @@ static int add_maps(struct symbolizer *s, const struct proc_maps *m)
 		s->objs = nv;
 		e = &s->objs[s->nobjs];
 		memset(e, 0, sizeof(*e));
-		err = file_index(s, pm->path, &e->file);
+		err = file_index(s, pm, &e->file);
 		e->obj.path = strdup(pm->path);
 		if (err || !e->obj.path) {
 			free(e->obj.path);
@@ -172,6 +203,8 @@ void symbolizer__free(struct symbolizer *s)
 		return;
 	for (size_t i = 0; i < s->nfiles; i++) {
 		elf_object__free(s->files[i].elf);
+		dbg_object__put(s->files[i].dbg);
+		free(s->files[i].name_path);
 		if (s->files[i].fd >= 0)
 			close(s->files[i].fd);
 		free(s->files[i].path);
@@ -196,6 +229,8 @@ static struct elf_object *file_elf(struct symbolizer *s, size_t idx)
 			snprintf(buf, sizeof(buf), "/proc/self/fd/%d", f->fd);
 			if (elf_object__open(buf, &f->elf))
 				f->elf = NULL;
+			if (f->elf && dbg_object__get(f->fd, f->name_path, &f->dbg))
+				f->dbg = NULL;
 		}
 	}
 	return f->elf;
@@ -207,6 +242,7 @@ int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, stru
 	const struct sym_entry *e;
 	const struct elf_sym *sym;
 	struct elf_object *elf;
+	struct sym_object *so;
 
 	memset(r, 0, sizeof(*r));
 	r->object = -1;
@@ -214,17 +250,26 @@ int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, stru
 	if (!e)
 		return -ENOENT;
 	r->object = e - s->objs;
+	so = &s->objs[r->object].obj;
 	elf = file_elf(s, e->file);
 	if (!elf)
 		return 0;
-	if (!e->obj.build_id && elf_object__build_id(elf))
-		s->objs[r->object].obj.build_id = strdup(elf_object__build_id(elf));
+	if (!so->build_id && elf_object__build_id(elf))
+		so->build_id = strdup(elf_object__build_id(elf));
 	if (elf_object__offset_to_vaddr(elf, pc - e->obj.start + e->obj.file_offset, &vaddr))
 		return 0;
+	/* DWARF and separate debug info first, the object's own symbols as a fallback */
+	if (s->files[e->file].dbg && dbg_object__lookup(s->files[e->file].dbg, vaddr, r) == 0) {
+		so->has_functions = true;
+		so->has_filenames |= r->lines[0].file != NULL;
+		so->has_line_numbers |= r->lines[0].line != 0;
+		so->has_inline_frames |= r->nlines > 1;
+		return 0;
+	}
 	sym = elf_object__func_at(elf, vaddr);
 	if (!sym)
 		return 0;
-	s->objs[r->object].obj.has_functions = true;
+	so->has_functions = true;
 	r->nlines = 1;
 	r->lines[0].function = sym->name;
 	r->offset_in_func = vaddr - sym->addr;

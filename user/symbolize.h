@@ -4,9 +4,9 @@
  * captured while it was alive. Objects are opened while the process lives
  * (through /proc/PID/root, so containers work) and parsed lazily, once.
  *
- * Today names come from ELF symbol tables (user/elfobj.c). DWARF lines,
- * inlined frames and separate debug info plug in behind symbolizer__lookup:
- * it already returns a list of lines per address.
+ * Names, source lines and inlined frames come from libdwfl (user/debuginfo.c,
+ * which also finds separate debug info); the object's own ELF symbols
+ * (user/elfobj.c) are the fallback.
  */
 #ifndef __HEAPBPF_SYMBOLIZE_H
 #define __HEAPBPF_SYMBOLIZE_H
@@ -30,7 +30,7 @@ struct sym_object {
 	char *build_id; /* hex or NULL */
 	/* the executable mapping the frames fall in */
 	uint64_t start, limit, file_offset;
-	bool has_functions;
+	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
 };
 
 struct sym_result {

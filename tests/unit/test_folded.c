@@ -109,7 +109,7 @@ Test(folded, alloc_space)
 	 * inlined pair expands caller first; weird;name has no alloc_space.
 	 */
 	cr_assert_str_eq(out, "main;handler;je_malloc 210\n"
-			      "main;outer;inner;je_malloc 400\n");
+			      "main;outer;inner_[i];je_malloc 400\n");
 	free(out);
 	hb_profile__free(p);
 }
@@ -120,7 +120,7 @@ Test(folded, inuse_space)
 	char *out = folded(p, HB_INUSE_SPACE);
 
 	cr_assert_str_eq(out, "main;handler;je_malloc 10\n"
-			      "main;outer;inner;je_malloc 120\n"
+			      "main;outer;inner_[i];je_malloc 120\n"
 			      "main;weird:name with stu ff 40\n");
 	free(out);
 	hb_profile__free(p);
@@ -132,11 +132,11 @@ Test(folded, object_counts)
 	char *out = folded(p, HB_ALLOC_OBJECTS);
 
 	cr_assert_str_eq(out, "main;handler;je_malloc 3\n"
-			      "main;outer;inner;je_malloc 4\n");
+			      "main;outer;inner_[i];je_malloc 4\n");
 	free(out);
 	out = folded(p, HB_INUSE_OBJECTS);
 	cr_assert_str_eq(out, "main;handler;je_malloc 1\n"
-			      "main;outer;inner;je_malloc 3\n"
+			      "main;outer;inner_[i];je_malloc 3\n"
 			      "main;weird:name with stu ff 4\n");
 	free(out);
 	hb_profile__free(p);
@@ -193,7 +193,7 @@ Test(folded, unsymbolized_and_empty)
 	p->samples[3].nlocs = 0;
 	out = folded(p, HB_INUSE_SPACE);
 	cr_assert_str_eq(out, "0x3000;handler;je_malloc 10\n"
-			      "0x3000;outer;inner;je_malloc 120\n"
+			      "0x3000;outer;inner_[i];je_malloc 120\n"
 			      "[unknown] 40\n");
 	free(out);
 	hb_profile__free(p);

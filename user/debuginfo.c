@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dwarf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
+#include "debuginfo.h"
+
+struct dbg_object {
+	char *key; /* build-id, or "dev:ino:size:mtime" */
+	char *build_id;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	bool searched; /* separate debug info looked up */
+	char *symtab_file;
+	char *debug_file;
+	int refs;
+	struct dbg_object *next;
+};
+
+static struct dbg_object *cache;
+/* "+" enables CRC checks of debuglink files; "" = next to the file */
+static char *debuginfo_path;
+static const char default_path[] = "+:.debug:/usr/lib/debug";
+
+static const Dwfl_Callbacks callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &debuginfo_path,
+};
+
+void dbg_set_debug_dirs(const char *dirs)
+{
+	size_t n = sizeof(default_path) + (dirs ? strlen(dirs) + 1 : 0);
+	char *p = malloc(n);
+
+	if (!p)
+		return;
+	snprintf(p, n, "%s%s%s", default_path, dirs && dirs[0] ? ":" : "", dirs ? dirs : "");
+	free(debuginfo_path);
+	debuginfo_path = p;
+}
+
+static char *hex(const unsigned char *b, int n)
+{
+	char *s = malloc(2 * (size_t)n + 1);
+
+	if (!s)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		sprintf(s + 2 * i, "%02x", b[i]);
+	return s;
+}
+
+static void object_free(struct dbg_object *o)
+{
+	if (!o)
+		return;
+	if (o->dwfl)
+		dwfl_end(o->dwfl);
+	free(o->key);
+	free(o->build_id);
+	free(o->symtab_file);
+	free(o->debug_file);
+	free(o);
+}
+
+int dbg_object__get(int fd, const char *name_path, struct dbg_object **out)
+{
+	struct dbg_object *o;
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	struct stat st;
+	char key[96];
+	int dfd, n;
+
+	if (!debuginfo_path)
+		dbg_set_debug_dirs(NULL);
+	if (!debuginfo_path)
+		return -ENOMEM;
+	if (fstat(fd, &st))
+		return -errno;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->dwfl = dwfl_begin(&callbacks);
+	dfd = dup(fd);
+	if (!o->dwfl || dfd < 0) {
+		if (dfd >= 0)
+			close(dfd);
+		object_free(o);
+		return -ENOMEM;
+	}
+	/* at link-time addresses: base 0 plus the first PT_LOAD's p_vaddr */
+	o->mod = dwfl_report_elf(o->dwfl, name_path, name_path, dfd, 0, true);
+	if (!o->mod) {
+		close(dfd);
+		object_free(o);
+		return -ENOEXEC;
+	}
+	dwfl_report_end(o->dwfl, NULL, NULL);
+	n = dwfl_module_build_id(o->mod, &id, &vaddr);
+	if (n > 0)
+		o->build_id = hex(id, n);
+	if (o->build_id)
+		snprintf(key, sizeof(key), "%s", o->build_id);
+	else
+		snprintf(key, sizeof(key), "%llx:%llx:%llx:%llx", (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
+			 (unsigned long long)st.st_mtime);
+	for (struct dbg_object *c = cache; c; c = c->next) {
+		if (strcmp(c->key, key) == 0) {
+			object_free(o);
+			c->refs++;
+			*out = c;
+			return 0;
+		}
+	}
+	o->key = strdup(key);
+	if (!o->key) {
+		object_free(o);
+		return -ENOMEM;
+	}
+	/* one reference for the cache, one for the caller */
+	o->refs = 2;
+	o->next = cache;
+	cache = o;
+	*out = o;
+	return 0;
+}
+
+void dbg_object__put(struct dbg_object *o)
+{
+	if (o)
+		o->refs--;
+}
+
+void dbg_cache_clear(void)
+{
+	while (cache) {
+		struct dbg_object *o = cache;
+
+		cache = o->next;
+		object_free(o);
+	}
+	free(debuginfo_path);
+	debuginfo_path = NULL;
+}
+
+const char *dbg_object__build_id(const struct dbg_object *o)
+{
+	return o->build_id;
+}
+
+static bool has_symtab(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool found = false;
+	Elf_Scn *scn = NULL;
+	Elf *elf;
+
+	if (fd < 0)
+		return false;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (elf && !found && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		found = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size;
+	}
+	elf_end(elf);
+	close(fd);
+	return found;
+}
+
+static void search(struct dbg_object *o)
+{
+	const char *mainfile = NULL, *debugfile = NULL;
+	Dwarf_Addr bias;
+
+	if (o->searched)
+		return;
+	o->searched = true;
+	/* both look for separate debug info when the file itself lacks it */
+	dwfl_module_getdwarf(o->mod, &bias);
+	dwfl_module_getsymtab(o->mod);
+	dwfl_module_info(o->mod, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
+	if (debugfile && (!mainfile || strcmp(debugfile, mainfile) != 0))
+		o->debug_file = strdup(debugfile);
+	if (mainfile && has_symtab(mainfile))
+		o->symtab_file = strdup(mainfile);
+	else if (o->debug_file && has_symtab(o->debug_file))
+		o->symtab_file = strdup(o->debug_file);
+}
+
+const char *dbg_object__symtab_file(struct dbg_object *o)
+{
+	search(o);
+	return o->symtab_file;
+}
+
+const char *dbg_object__debug_file(struct dbg_object *o)
+{
+	search(o);
+	return o->debug_file;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n;
+
+	/* the linkage name demangles to the qualified one (C++, Rust) */
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a)) {
+		n = dwarf_formstring(&a);
+		if (n)
+			return n;
+	}
+	return dwarf_diename(die);
+}
+
+/* The caller's position recorded on an inlined_subroutine DIE. */
+static void call_site(Dwarf_Die *inl, Dwarf_Files *files, const char **file, int64_t *line)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+
+	*file = NULL;
+	*line = 0;
+	if (files && dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &a), &v) == 0)
+		*file = dwarf_filesrc(files, v, NULL, NULL);
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &a), &v) == 0)
+		*line = (int64_t)v;
+}
+
+int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *r)
+{
+	Dwarf_Addr addr = vaddr, cubias = 0;
+	const char *symname, *file = NULL;
+	int64_t line = 0;
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwarf_Files *files = NULL;
+	Dwfl_Line *dl;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	size_t nfiles;
+	int n, lineno;
+
+	search(o);
+	r->nlines = 0;
+	symname = dwfl_module_addrinfo(o->mod, addr, &off, &sym, NULL, NULL, NULL);
+	r->offset_in_func = off;
+	dl = dwfl_module_getsrc(o->mod, addr);
+	if (dl) {
+		file = dwfl_lineinfo(dl, NULL, &lineno, NULL, NULL, NULL);
+		line = lineno;
+	}
+	cu = dwfl_module_addrdie(o->mod, addr, &cubias);
+	n = cu ? dwarf_getscopes(cu, addr - cubias, &scopes) : 0;
+	if (cu && dwarf_getsrcfiles(cu, &files, &nfiles))
+		files = NULL;
+	/* scopes run innermost first: inlined instances, then the real function */
+	for (int i = 0; i < n && r->nlines < SYM_MAX_LINES; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		struct sym_line *sl = &r->lines[r->nlines];
+
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+			continue;
+		sl->function = die_name(&scopes[i]);
+		sl->file = file;
+		sl->line = line;
+		r->nlines++;
+		if (tag == DW_TAG_subprogram) {
+			/* the symbol table's name for the real function, as nm shows it */
+			if (symname)
+				sl->function = symname;
+			break;
+		}
+		call_site(&scopes[i], files, &file, &line);
+	}
+	free(scopes);
+	if (!r->nlines && symname) {
+		r->lines[0].function = symname;
+		r->lines[0].file = file;
+		r->lines[0].line = line;
+		r->nlines = 1;
+	}
+	return r->nlines ? 0 : -ENOENT;
+}
