@@ -33,6 +33,10 @@ static const char usage[] =
 	"                             (to compare sample for sample with jemalloc's own dump)\n"
 	"      --ringbuf-size MIB     BPF ring buffer size (default 16)\n"
 	"      --jemalloc-layout VER  use this jemalloc version's layout for an unrecognized build\n"
+	"      --debug-dir DIR        also look for separate debug info in DIR (a build-id tree\n"
+	"                             DIR/.build-id/xx/yyyy.debug, or debuglink files); repeatable.\n"
+	"                             /usr/lib/debug, .gnu_debuglink files next to each object and,\n"
+	"                             when DEBUGINFOD_URLS is set, debuginfod are always searched\n"
 	"  -q, --quiet                no status line, no summary\n"
 	"  -v, --verbose              show libbpf's messages\n"
 	"  -h, --help                 this help\n"
@@ -51,6 +55,7 @@ enum {
 	OPT_RAW = 256,
 	OPT_RINGBUF,
 	OPT_LAYOUT,
+	OPT_DEBUG_DIR,
 	OPT_VERSION,
 };
 
@@ -63,6 +68,7 @@ static const struct option options[] = {
 	{ "raw", no_argument, NULL, OPT_RAW },
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "jemalloc-layout", required_argument, NULL, OPT_LAYOUT },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -169,6 +175,25 @@ int cli_parse(int argc, char **argv, struct cli *c)
 		case OPT_LAYOUT:
 			c->layout = optarg;
 			break;
+		case OPT_DEBUG_DIR: {
+			size_t n = (c->debug_dirs ? strlen(c->debug_dirs) + 1 : 0) +
+				   strlen(optarg) + 1;
+			char *d;
+
+			if (optarg[0] != '/' || strchr(optarg, ':'))
+				return bad(
+					"--debug-dir needs an absolute directory without ':', not "
+					"\"%s\"",
+					optarg);
+			d = malloc(n);
+			if (!d)
+				return bad("out of memory%s", "");
+			snprintf(d, n, "%s%s%s", c->debug_dirs ? c->debug_dirs : "",
+				 c->debug_dirs ? ":" : "", optarg);
+			free(c->debug_dirs);
+			c->debug_dirs = d;
+			break;
+		}
 		case 'q':
 			c->quiet = true;
 			break;

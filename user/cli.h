@@ -32,6 +32,7 @@ struct cli {
 	bool raw;
 	size_t ringbuf_bytes;
 	const char *layout; /* forced jemalloc layout, or NULL */
+	char *debug_dirs;   /* --debug-dir values joined by ':', or NULL (owned) */
 	bool quiet, verbose;
 };
 

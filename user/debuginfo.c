@@ -30,9 +30,29 @@ static struct dbg_object *cache;
 static char *debuginfo_path;
 static const char default_path[] = "+:.debug:/usr/lib/debug";
 
+/*
+ * The standard search, plus the debug file's name when it came from
+ * debuginfod: elfutils 0.188 returns only a descriptor then, and heapbpf
+ * needs the path to read the file's symbol table.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+					      debuglink_file, debuglink_crc, debuginfo_file_name);
+	char link[64];
+
+	if (fd >= 0 && !*debuginfo_file_name) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		*debuginfo_file_name = realpath(link, NULL);
+	}
+	return fd;
+}
+
 static const Dwfl_Callbacks callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &debuginfo_path,
 };

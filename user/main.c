@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "debuginfo.h"
 #include "folded.h"
 #include "output.h"
 #include "pprof.h"
@@ -103,6 +104,7 @@ int main(int argc, char **argv)
 		out = outbuf;
 	}
 
+	dbg_set_debug_dirs(opts.debug_dirs);
 	rc = jemalloc_target__find(opts.pid, opts.layout, &t, err, sizeof(err));
 	if (rc)
 		goto fail;
@@ -159,5 +161,7 @@ out:
 	hb_profile__free(prof);
 	session_cleanup(&s);
 	jemalloc_target__free(t);
+	dbg_cache_clear();
+	free(opts.debug_dirs);
 	return code;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
 #include "target.h"
 
 #define SAMPLE_FN "prof_malloc_sample_object"
@@ -25,6 +27,15 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+/* Exports jemalloc's API or embeds its version string. */
+static bool looks_like_jemalloc(const struct elf_object *elf)
+{
+	char v[96];
+
+	return elf_object__sym_by_suffix(elf, "mallctl", STT_FUNC) ||
+	       elf_object__jemalloc_version(elf, v, sizeof(v)) == 0;
 }
 
 /* Executable, file-backed objects of the process, most likely jemalloc holders first. */
@@ -77,13 +88,13 @@ static void detect_public_prefix(struct jemalloc_target *t)
 		size_t sl = strlen(names[k]);
 		const struct elf_sym *s;
 
-		s = elf_object__sym_by_name(t->elf, names[k]);
+		s = elf_object__sym_by_name(t->symelf, names[k]);
 		if (s) {
 			best = s;
 			break;
 		}
 		/* a prefixed build: any function ending in the name, outside the private namespace */
-		s = elf_object__sym_by_suffix(t->elf, names[k], STT_FUNC);
+		s = elf_object__sym_by_suffix(t->symelf, names[k], STT_FUNC);
 		if (s && strlen(s->name) > sl &&
 		    strncmp(s->name, t->ns_prefix, strlen(t->ns_prefix)) != 0)
 			best = s;
@@ -111,7 +122,7 @@ static int resolve_global(struct jemalloc_target *t, const char *name, uint64_t 
 	const struct elf_sym *s;
 
 	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
-	s = elf_object__sym_by_name(t->elf, full);
+	s = elf_object__sym_by_name(t->symelf, full);
 	if (!s || s->type != STT_OBJECT)
 		return -ENOENT;
 	*addr = s->addr + t->bias;
@@ -125,7 +136,7 @@ static int resolve_func(struct jemalloc_target *t, const char *name, uint64_t *o
 	const struct proc_map *m;
 
 	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
-	s = elf_object__sym_by_name(t->elf, full);
+	s = elf_object__sym_by_name(t->symelf, full);
 	if (!s || s->type != STT_FUNC)
 		return -ENOENT;
 	if (elf_object__vaddr_to_offset(t->elf, s->addr, off))
@@ -142,10 +153,40 @@ void jemalloc_target__free(struct jemalloc_target *t)
 	if (!t)
 		return;
 	proc_maps__free(t->maps);
+	if (t->symelf != t->elf)
+		elf_object__free(t->symelf);
 	elf_object__free(t->elf);
+	free(t->debug_file);
 	free(t->path);
 	free(t->open_path);
 	free(t);
+}
+
+/*
+ * A stripped object's full symbol table from its separate debug info
+ * (build-id directory, .gnu_debuglink, debuginfod). Fills build_id for messages.
+ */
+static struct elf_object *debug_symbols(const char *open_path, char **debug_file, char *build_id,
+					size_t idlen)
+{
+	struct elf_object *symelf = NULL;
+	struct dbg_object *d;
+	const char *file;
+	int fd = open(open_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	/* named by its path in the target's namespace: debuglink files sit next to it */
+	if (dbg_object__get(fd, open_path, &d) == 0) {
+		snprintf(build_id, idlen, "%s",
+			 dbg_object__build_id(d) ? dbg_object__build_id(d) : "(none)");
+		file = dbg_object__symtab_file(d);
+		if (file && elf_object__open(file, &symelf) == 0)
+			*debug_file = strdup(file);
+		dbg_object__put(d);
+	}
+	close(fd);
+	return symelf;
 }
 
 static int open_candidate(pid_t pid, const char *path, struct elf_object **elf, char **open_path)
@@ -173,7 +214,8 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 	struct jemalloc_target *t;
 	const char **cands = NULL;
 	size_t ncands = 0;
-	char stripped[4096] = "", noprof[4096] = "";
+	char stripped[4096] = "", noprof[4096] = "", build_id[128] = "(none)";
+	struct elf_object *symelf;
 	const struct elf_sym *s = NULL;
 	const struct proc_map *m;
 	char statpath[64];
@@ -214,9 +256,22 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 
 		if (open_candidate(pid, cands[i], &elf, &open_path))
 			continue;
+		symelf = elf;
 		s = elf_object__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
+		if (!s && !elf_object__has_symtab(elf) && looks_like_jemalloc(elf)) {
+			symelf = debug_symbols(open_path, &t->debug_file, build_id,
+					       sizeof(build_id));
+			s = symelf ? elf_object__sym_by_suffix(symelf, SAMPLE_FN, STT_FUNC) : NULL;
+			if (!s) {
+				elf_object__free(symelf);
+				symelf = elf;
+				free(t->debug_file);
+				t->debug_file = NULL;
+			}
+		}
 		if (s) {
 			t->elf = elf;
+			t->symelf = symelf;
 			t->open_path = open_path;
 			t->path = strdup(cands[i]);
 			t->is_main_exe = t->maps->v[0].path &&
@@ -225,9 +280,7 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		}
 		/* remember why a jemalloc-looking object did not qualify */
 		if (!stripped[0] && !noprof[0]) {
-			char v[96];
-			bool is_je = elf_object__sym_by_suffix(elf, "mallctl", STT_FUNC) ||
-				     elf_object__jemalloc_version(elf, v, sizeof(v)) == 0;
+			bool is_je = looks_like_jemalloc(elf);
 
 			if (is_je && !elf_object__has_symtab(elf))
 				snprintf(stripped, sizeof(stripped), "%s", cands[i]);
@@ -238,13 +291,21 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		free(open_path);
 	}
 	if (!t->elf) {
-		if (stripped[0])
-			rc = fail(err, errlen, -ENOENT,
-				  "jemalloc in pid %d (%s) has no symbol table, so its internal "
-				  "sampling functions cannot be found; use a jemalloc build with "
-				  "symbols (not stripped) or install its debug symbols",
-				  pid, stripped);
-		else if (noprof[0])
+		if (stripped[0]) {
+			const char *urls = getenv("DEBUGINFOD_URLS");
+
+			rc = fail(
+				err, errlen, -ENOENT,
+				"jemalloc in pid %d (%s) is stripped and no debug info for its "
+				"build-id %s was found (looked in /usr/lib/debug/.build-id, "
+				"--debug-dir, the .gnu_debuglink file next to it, and %s%s); "
+				"install its debug symbols (Debian: the -dbgsym package) or point "
+				"--debug-dir or DEBUGINFOD_URLS at them",
+				pid, stripped, build_id,
+				urls && urls[0] ? "debuginfod at "
+						: "no debuginfod (DEBUGINFOD_URLS unset)",
+				urls && urls[0] ? urls : "");
+		} else if (noprof[0])
 			rc = fail(err, errlen, -ENOTSUP,
 				  "jemalloc in pid %d (%s) was built without profiling support; "
 				  "rebuild it with --enable-prof (tikv-jemallocator: feature "

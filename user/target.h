@@ -19,11 +19,13 @@
 struct jemalloc_target {
 	pid_t pid;
 	char comm[32];
-	struct proc_maps *maps; /* snapshot taken at discovery */
-	char *path;		/* the object's path inside the target's mount namespace */
-	char *open_path;	/* the same object as we open it: /proc/PID/root/... */
-	struct elf_object *elf;
-	bool is_main_exe; /* jemalloc linked into the executable */
+	struct proc_maps *maps;	   /* snapshot taken at discovery */
+	char *path;		   /* the object's path inside the target's mount namespace */
+	char *open_path;	   /* the same object as we open it: /proc/PID/root/... */
+	struct elf_object *elf;	   /* the mapped object: segments, version string */
+	struct elf_object *symelf; /* where its full symbol table is: elf, or its debug file */
+	char *debug_file;	   /* separate debug info used for symbols, or NULL */
+	bool is_main_exe;	   /* jemalloc linked into the executable */
 	char version[96];
 	const struct jemalloc_layout *layout;
 	char ns_prefix[32];  /* private namespace: "je_", "_rjem_je_", "" */
