@@ -36,8 +36,8 @@ static const char default_path[] = "+:.debug:/usr/lib/debug";
  * needs the path to read the file's symbol table.
  */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			  char **debuginfo_file_name)
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
 					      debuglink_file, debuglink_crc, debuginfo_file_name);
