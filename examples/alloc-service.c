@@ -51,6 +51,7 @@
 #define SESSION_ITEMS	16
 #define LARGE_SLOTS	4
 #define LEAK_CAP	(64UL << 20)
+#define REQUEST_SLOTS	64
 
 #define SMALL_MIN	16
 #define SMALL_MAX	4096
@@ -78,6 +79,7 @@ struct worker {
 	uint64_t nfrees;
 	void *churn[CHURN_SLOTS];
 	void *large[LARGE_SLOTS];
+	void *requests[REQUEST_SLOTS];
 	struct session *sessions[SESSION_SLOTS];
 	uint64_t next_session_id;
 };
@@ -267,12 +269,48 @@ SITE static void make_session(struct worker *w)
  * A frame of its own, so that every site's stack reads "<site> <- run_one <-
  * worker_main" whether or not a symbolizer expands inlined functions.
  */
+/*
+ * The one deliberately inlined path: parse_request -> decode_header ->
+ * alloc_buffer are a single function after -O2, and only DWARF tells the
+ * three apart (tests check heapbpf's inlined frames against addr2line -i).
+ */
+static inline __attribute__((always_inline)) void *alloc_buffer(struct worker *w, size_t size)
+{
+	void *p = malloc(size);
+
+	if (!p)
+		die_oom(size);
+	count_alloc(w);
+	touch(p, size);
+	return p;
+}
+
+static inline __attribute__((always_inline)) void decode_header(struct worker *w, void **slot)
+{
+	size_t size = rnd_range(w, 64, 1024);
+
+	if (*slot) {
+		free(*slot);
+		count_free(w);
+	}
+	*slot = alloc_buffer(w, size);
+}
+
+SITE static void parse_request(struct worker *w)
+{
+	decode_header(w, &w->requests[rnd(w) % REQUEST_SLOTS]);
+	/* keep the call above from being a tail call into nothing */
+	__asm__ volatile("" : : : "memory");
+}
+
 SITE static void run_one(struct worker *w)
 {
 	unsigned int r = rnd(w) % 1000;
 
-	if (r < 850)
+	if (r < 800)
 		churn_small(w);
+	else if (r < 850)
+		parse_request(w);
 	else if (r < 950)
 		make_session(w);
 	else if (r < 990)
@@ -605,7 +643,9 @@ static void usage(FILE *f)
 "A multi-threaded service that allocates through a few distinct call paths,\n"
 "for profiling with heapbpf. Every thread runs every workload, picked at\n"
 "random per operation:\n"
-"  churn_small        85%%  replace one of 1024 live small objects (16..4096 B)\n"
+"  churn_small        80%%  replace one of 1024 live small objects (16..4096 B)\n"
+"  parse_request       5%%  replace one of 64 buffers (64..1024 B) through the\n"
+"                           inlined decode_header -> alloc_buffer\n"
 "  make_session       10%%  replace one of 64 sessions: a record (calloc) plus\n"
 "                           1..16 items from session_add_item (32..512 B)\n"
 "  large_buffers       4%%  replace one of 4 live buffers (256 KiB..4 MiB)\n"

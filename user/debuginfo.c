@@ -22,6 +22,8 @@ struct dbg_object {
 	char *symtab_file;
 	char *debug_file;
 	int refs;
+	char **paths; /* absolute source paths built from comp_dir, owned */
+	size_t npaths;
 	struct dbg_object *next;
 };
 
@@ -86,6 +88,9 @@ static void object_free(struct dbg_object *o)
 		return;
 	if (o->dwfl)
 		dwfl_end(o->dwfl);
+	for (size_t i = 0; i < o->npaths; i++)
+		free(o->paths[i]);
+	free(o->paths);
 	free(o->key);
 	free(o->build_id);
 	free(o->symtab_file);
@@ -248,6 +253,37 @@ static const char *die_name(Dwarf_Die *die)
 	return dwarf_diename(die);
 }
 
+/* A relative source file made absolute with the CU's compilation directory, as addr2line shows it. */
+static const char *abs_path(struct dbg_object *o, Dwarf_Die *cu, const char *file)
+{
+	const char *dir =
+		cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &(Dwarf_Attribute){})) : NULL;
+	size_t n;
+	char *p, **nv;
+
+	if (!file || file[0] == '/' || !dir || !dir[0])
+		return file;
+	n = strlen(dir) + 1 + strlen(file) + 1;
+	p = malloc(n);
+	if (!p)
+		return file;
+	snprintf(p, n, "%s/%s", dir, file);
+	for (size_t i = 0; i < o->npaths; i++) {
+		if (strcmp(o->paths[i], p) == 0) {
+			free(p);
+			return o->paths[i];
+		}
+	}
+	nv = realloc(o->paths, (o->npaths + 1) * sizeof(*nv));
+	if (!nv) {
+		free(p);
+		return file;
+	}
+	o->paths = nv;
+	o->paths[o->npaths++] = p;
+	return p;
+}
+
 /* The caller's position recorded on an inlined_subroutine DIE. */
 static void call_site(Dwarf_Die *inl, Dwarf_Files *files, const char **file, int64_t *line)
 {
@@ -288,7 +324,24 @@ int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *
 	n = cu ? dwarf_getscopes(cu, addr - cubias, &scopes) : 0;
 	if (cu && dwarf_getsrcfiles(cu, &files, &nfiles))
 		files = NULL;
-	/* scopes run innermost first: inlined instances, then the real function */
+	/*
+	 * The innermost function scope at pc; past an inlined instance
+	 * dwarf_getscopes continues into the abstract definition, so the concrete
+	 * chain of callers comes from dwarf_getscopes_die on that instance.
+	 */
+	for (int i = 0; i < n; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram) {
+			Dwarf_Die inner = scopes[i];
+
+			free(scopes);
+			scopes = NULL;
+			n = dwarf_getscopes_die(&inner, &scopes);
+			break;
+		}
+	}
+	/* innermost first: inlined instances, then the real function */
 	for (int i = 0; i < n && r->nlines < SYM_MAX_LINES; i++) {
 		int tag = dwarf_tag(&scopes[i]);
 		struct sym_line *sl = &r->lines[r->nlines];
@@ -296,7 +349,7 @@ int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
 			continue;
 		sl->function = die_name(&scopes[i]);
-		sl->file = file;
+		sl->file = abs_path(o, cu, file);
 		sl->line = line;
 		r->nlines++;
 		if (tag == DW_TAG_subprogram) {
@@ -310,7 +363,7 @@ int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *
 	free(scopes);
 	if (!r->nlines && symname) {
 		r->lines[0].function = symname;
-		r->lines[0].file = file;
+		r->lines[0].file = abs_path(o, cu, file);
 		r->lines[0].line = line;
 		r->nlines = 1;
 	}
