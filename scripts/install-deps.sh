@@ -9,6 +9,7 @@ PKGS=(
 	libelf-dev libdw-dev libdebuginfod1 libiberty-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler golang-github-google-pprof-dev
 	libjemalloc-dev libjemalloc2 libcriterion-dev
+	debuginfod redis-server redis-tools curl
 )
 
 missing=()

@@ -120,6 +120,12 @@ static int svc_line(struct svc *s, char *line, size_t len, int timeout_ms)
 
 int svc_start(struct svc *s, const char *binary, const char *malloc_conf, const char *const *args)
 {
+	return svc_start_env(s, binary, malloc_conf, NULL, args);
+}
+
+int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
+		  const char *const *env, const char *const *args)
+{
 	int in[2], out[2];
 	char line[256];
 	const char *argv[32];
@@ -143,6 +149,8 @@ int svc_start(struct svc *s, const char *binary, const char *malloc_conf, const 
 			setenv("MALLOC_CONF", malloc_conf, 1);
 		else
 			unsetenv("MALLOC_CONF");
+		for (; env && *env; env++)
+			putenv((char *)*env);
 		execv(binary, (char *const *)argv);
 		_exit(127);
 	}

@@ -39,6 +39,9 @@ struct svc {
  * mode, and waits for "ready". Returns 0 or negative errno.
  */
 int svc_start(struct svc *s, const char *binary, const char *malloc_conf, const char *const *args);
+/* The same with extra "NAME=value" environment entries (env may be NULL). */
+int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
+		  const char *const *env, const char *const *args);
 /* Sends a command, reads the one-line reply (no newline) within timeout_ms. */
 int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout_ms);
 /* "quit", then waits; kills it if it does not exit. Returns its exit status or -1. */

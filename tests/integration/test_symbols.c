@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Symbols a person can read, on real processes:
+ *  - file:line and inlined frames, checked against binutils' addr2line -i;
+ *  - a stripped shared jemalloc whose debug info is found through a build-id
+ *    directory, a .gnu_debuglink file next to it, or a real debuginfod server
+ *    on loopback; with none of them a clear error naming the build-id;
+ *  - Debian's redis-server (stripped) under redis-benchmark, with a stripped
+ *    libjemalloc whose debug info only the local debuginfod server has.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+/* temporary-directory paths are short; a truncated one would fail the test visibly */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#include "elfobj.h"
+#include "harness.h"
+#include "pprof.h"
+
+#define IDLE_CONF "prof:true,prof_active:false"
+
+TestSuite(symbols, .fini = hb_tmpdir_cleanup, .timeout = 180);
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	cr_assert_eq(rc, 0, "command failed (%d): %s", rc, cmd);
+}
+
+/* First line of a command's output, without the newline. */
+static void sh_line(char *out, size_t len, const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+
+	cr_assert_not_null(p);
+	out[0] = '\0';
+	if (fgets(out, (int)len, p))
+		out[strcspn(out, "\n")] = '\0';
+	pclose(p);
+}
+
+/* ---- inlined frames against addr2line ----------------------------------- */
+
+struct a2l_frame {
+	char func[256];
+	char file[PATH_MAX];
+	long line;
+};
+
+/* addr2line -i -f: pairs of lines "function" / "file:line", innermost first. */
+static int addr2line(const char *exe, uint64_t vaddr, struct a2l_frame *v, int max)
+{
+	char cmd[PATH_MAX + 64], fl[PATH_MAX + 32];
+	int n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "addr2line -i -f -e '%s' 0x%" PRIx64, exe, vaddr);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (n < max && fgets(v[n].func, sizeof(v[n].func), p) && fgets(fl, sizeof(fl), p)) {
+		char *colon = strrchr(fl, ':');
+
+		v[n].func[strcspn(v[n].func, "\n")] = '\0';
+		cr_assert_not_null(colon, "addr2line output: %s", fl);
+		*colon = '\0';
+		snprintf(v[n].file, sizeof(v[n].file), "%s", fl);
+		v[n].line = strtol(colon + 1, NULL, 10);
+		n++;
+	}
+	pclose(p);
+	return n;
+}
+
+static const char *str(const Perftools__Profiles__Profile *p, int64_t i)
+{
+	return p->string_table[i];
+}
+
+/* The mapping of path says it has inlined frames. */
+static bool m_has_inline(const Perftools__Profiles__Profile *p, const char *path)
+{
+	for (size_t i = 0; i < p->n_mapping; i++) {
+		if (strcmp(str(p, p->mapping[i]->filename), path) == 0)
+			return p->mapping[i]->has_inline_frames;
+	}
+	return false;
+}
+
+Test(symbols, lines_and_inlined_frames_match_addr2line)
+{
+	const char *exe = hb_path("examples/alloc-service-static");
+	const char *args[] = { "--threads", "2", "--rate", "0", NULL };
+	char out[PATH_MAX], fold[PATH_MAX], err[8192], pid[16], real[PATH_MAX], *text;
+	Perftools__Profiles__Profile *p;
+	struct elf_object *elf;
+	struct svc s;
+	ssize_t len;
+	int checked = 0, inlined = 0, lines = 0;
+
+	hb_require_bpf();
+	cr_assert_not_null(realpath(exe, real));
+	cr_assert_eq(svc_start(&s, exe, IDLE_CONF, args), 0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	snprintf(out, sizeof(out), "%s/heap.pb.gz", hb_tmpdir());
+	snprintf(fold, sizeof(fold), "%s/heap.folded", hb_tmpdir());
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "3", "-q", "-o", out, NULL }, err,
+			    sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "3", "-q", "-f", "folded", "-t",
+					      "alloc_space", "-o", fold, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(svc_stop(&s), 0);
+
+	/* folded: the inlined chain, caller first, inlined frames marked */
+	cr_assert_gt(hb_read_file(fold, &text), 0);
+	cr_assert(strstr(text, ";parse_request;decode_header_[i];alloc_buffer_[i] "),
+		  "no inlined chain in the folded output:\n%s", text);
+	free(text);
+
+	len = hb_read_file(out, &text);
+	cr_assert_gt(len, 0);
+	cr_assert_eq(pprof_decode((uint8_t *)text, len, &p), 0);
+	cr_assert_eq(elf_object__open(real, &elf), 0);
+	/* every location in the example's own mapping, line by line, against addr2line */
+	for (size_t i = 0; i < p->n_location; i++) {
+		Perftools__Profiles__Location *l = p->location[i];
+		Perftools__Profiles__Mapping *m;
+		struct a2l_frame a2l[16];
+		uint64_t vaddr;
+		int n;
+
+		if (!l->mapping_id)
+			continue;
+		m = p->mapping[l->mapping_id - 1];
+		if (strcmp(str(p, m->filename), real) != 0)
+			continue;
+		cr_assert(m->has_functions && m->has_filenames && m->has_line_numbers);
+		/* a return address: the call is the byte before it */
+		cr_assert_eq(elf_object__offset_to_vaddr(elf, l->address - 1 - m->memory_start +
+								      m->file_offset,
+							 &vaddr),
+			     0);
+		n = addr2line(real, vaddr, a2l, 16);
+		cr_assert_eq((size_t)n, l->n_line, "%#" PRIx64 ": addr2line has %d frames, heapbpf %zu",
+			     vaddr, n, l->n_line);
+		for (int k = 0; k < n; k++) {
+			Perftools__Profiles__Line *ln = l->line[k];
+			Perftools__Profiles__Function *f = p->function[ln->function_id - 1];
+
+			cr_assert_str_eq(str(p, f->name), a2l[k].func, "%#" PRIx64 " frame %d", vaddr, k);
+			/* no DWARF there (Debian's libjemalloc.a): addr2line says "file.o:?" */
+			if (!a2l[k].line) {
+				cr_assert_eq(ln->line, 0, "%#" PRIx64 " frame %d (%s)", vaddr, k,
+					     a2l[k].func);
+				continue;
+			}
+			cr_assert_str_eq(str(p, f->filename), a2l[k].file, "%#" PRIx64 " frame %d",
+					 vaddr, k);
+			cr_assert_eq(ln->line, a2l[k].line, "%#" PRIx64 " frame %d (%s)", vaddr, k,
+				     a2l[k].func);
+			lines++;
+		}
+		inlined += n > 1;
+		checked++;
+	}
+	cr_assert_gt(checked, 8, "only %d locations checked", checked);
+	cr_assert_gt(inlined, 0, "no location with inlined frames");
+	cr_assert_gt(lines, 8, "only %d frames had file:line to compare", lines);
+	cr_assert(m_has_inline(p, real));
+	elf_object__free(elf);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(text);
+}
+
+/* ---- stripped jemalloc, debug info found three ways ------------------------ */
+
+struct stripped {
+	char dir[PATH_MAX];	/* tmpdir/sj */
+	char lib[PATH_MAX];	/* dir/lib: the stripped libjemalloc.so.2 */
+	char debug[PATH_MAX];	/* dir/libjemalloc.so.2.debug */
+	char build_id[64];
+};
+
+/* A stripped copy of the example's shared jemalloc and its separate debug file. */
+static void make_stripped(struct stripped *st)
+{
+	char cmd[PATH_MAX + 64];
+
+	snprintf(st->dir, sizeof(st->dir), "%s/sj", hb_tmpdir());
+	snprintf(st->lib, sizeof(st->lib), "%s/lib", st->dir);
+	snprintf(st->debug, sizeof(st->debug), "%s/libjemalloc.so.2.debug", st->dir);
+	sh("mkdir -p '%s' && cp '%s' '%s/full.so'", st->lib, hb_path("jemalloc/libjemalloc.so.2"),
+	   st->dir);
+	sh("cd '%s' && objcopy --only-keep-debug full.so libjemalloc.so.2.debug && "
+	   "strip --strip-all -o lib/libjemalloc.so.2 full.so && "
+	   "objcopy --add-gnu-debuglink=libjemalloc.so.2.debug lib/libjemalloc.so.2 && rm full.so",
+	   st->dir);
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s/libjemalloc.so.2' | awk '/Build ID/{print $3}'",
+		 st->lib);
+	sh_line(st->build_id, sizeof(st->build_id), cmd);
+	cr_assert_eq(strlen(st->build_id), 40, "build-id: \"%s\"", st->build_id);
+	/* stripped indeed: no .symtab, so heapbpf needs the debug file */
+	snprintf(cmd, sizeof(cmd), "readelf -S '%s/libjemalloc.so.2' | grep -c '\\.symtab' || true",
+		 st->lib);
+	char count[16];
+	sh_line(count, sizeof(count), cmd);
+	cr_assert_str_eq(count, "0");
+}
+
+/*
+ * Profiles alloc-service-shared running on the stripped library with extra
+ * heapbpf arguments; returns heapbpf's exit code, stderr in err, folded in *folded.
+ */
+static int profile_stripped(const struct stripped *st, const char *const *extra, char *err,
+			    size_t errlen, char **folded)
+{
+	char env[PATH_MAX + 32], out[PATH_MAX], pid[16], maps[64], *m;
+	const char *envv[] = { env, NULL };
+	const char *args[32] = { "--pid", pid, "-d", "2", "-q", "-f", "folded", "-o", out };
+	int n = 9, rc;
+	struct svc s;
+
+	snprintf(env, sizeof(env), "LD_LIBRARY_PATH=%s", st->lib);
+	for (; extra && *extra; extra++)
+		args[n++] = *extra;
+	args[n] = NULL;
+	cr_assert_eq(svc_start_env(&s, hb_path("examples/alloc-service-shared"), IDLE_CONF, envv,
+				   (const char *[]){ "--threads", "2", NULL }),
+		     0);
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", s.pid);
+	cr_assert_gt(hb_read_file(maps, &m), 0);
+	cr_assert(strstr(m, st->lib), "the example did not load the stripped jemalloc");
+	free(m);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	snprintf(out, sizeof(out), "%s/stripped.folded", hb_tmpdir());
+	unlink(out);
+	rc = hb_run(args, err, errlen, 60000);
+	cr_assert_eq(svc_stop(&s), 0);
+	*folded = NULL;
+	if (rc == 0)
+		cr_assert_gt(hb_read_file(out, folded), 0);
+	return rc;
+}
+
+static void assert_named(const char *folded)
+{
+	/* the two sites that allocate most: present in any 2-second window */
+	cr_assert(strstr(folded, ";worker_main;run_one;churn_small "), "%s", folded);
+	cr_assert(strstr(folded, ";worker_main;run_one;large_buffers "), "%s", folded);
+	/* jemalloc's own frames were recognized and trimmed */
+	cr_assert_null(strstr(folded, "libjemalloc"), "%s", folded);
+	cr_assert_null(strstr(folded, "je_"), "%s", folded);
+}
+
+Test(symbols, stripped_jemalloc_debuglink_next_to_it)
+{
+	struct stripped st;
+	char err[8192], *folded;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	sh("cp '%s' '%s/'", st.debug, st.lib);
+	cr_assert_eq(profile_stripped(&st, NULL, err, sizeof(err), &folded), 0, "%s", err);
+	assert_named(folded);
+	free(folded);
+}
+
+Test(symbols, stripped_jemalloc_build_id_directory)
+{
+	struct stripped st;
+	char err[8192], dbg[PATH_MAX], *folded;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	snprintf(dbg, sizeof(dbg), "%s/debug", st.dir);
+	sh("mkdir -p '%s/.build-id/%.2s' && cp '%s' '%s/.build-id/%.2s/%s.debug'", dbg, st.build_id,
+	   st.debug, dbg, st.build_id, st.build_id + 2);
+	cr_assert_eq(profile_stripped(&st, (const char *[]){ "--debug-dir", dbg, NULL }, err,
+				      sizeof(err), &folded),
+		     0, "%s", err);
+	assert_named(folded);
+	free(folded);
+}
+
+/* A real debuginfod on loopback serving the files under dir; returns its pid. */
+static pid_t start_debuginfod(const char *dir, const char *build_id, int *port)
+{
+	char portarg[16], db[PATH_MAX], log[PATH_MAX], cmd[PATH_MAX + 128], code[16];
+	pid_t pid;
+
+	snprintf(db, sizeof(db), "%s/debuginfod.sqlite", hb_tmpdir());
+	snprintf(log, sizeof(log), "%s/debuginfod.log", hb_tmpdir());
+	srand((unsigned int)(time(NULL) ^ getpid()));
+	*port = 20000 + rand() % 20000;
+	snprintf(portarg, sizeof(portarg), "%d", *port);
+	pid = hb_spawn((const char *[]){ "/usr/bin/debuginfod", "-F", dir, "-p", portarg, "-d", db,
+					 "-t", "0", "-g", "0", NULL },
+		       log);
+	cr_assert_gt(pid, 0);
+	/* ready once its first scan has indexed the debug file */
+	snprintf(cmd, sizeof(cmd),
+		 "curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/buildid/%s/debuginfo",
+		 *port, build_id);
+	for (int i = 0; i < 300; i++) {
+		sh_line(code, sizeof(code), cmd);
+		if (strcmp(code, "200") == 0)
+			return pid;
+		hb_sleep_ms(100);
+	}
+	kill(pid, SIGTERM);
+	hb_wait(pid, 10000);
+	cr_assert_fail("debuginfod did not serve %s within 30 s (see %s)", build_id, log);
+	return -1;
+}
+
+static void set_debuginfod_env(int port)
+{
+	char urls[64], cache[PATH_MAX];
+
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%d", port);
+	snprintf(cache, sizeof(cache), "%s/debuginfod-cache", hb_tmpdir());
+	setenv("DEBUGINFOD_URLS", urls, 1);
+	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+}
+
+Test(symbols, stripped_jemalloc_debuginfod)
+{
+	struct stripped st;
+	char err[8192], srv[PATH_MAX], *folded;
+	int port, rc;
+	pid_t d;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	snprintf(srv, sizeof(srv), "%s/srv", st.dir);
+	sh("mkdir -p '%s' && cp '%s' '%s/'", srv, st.debug, srv);
+	d = start_debuginfod(srv, st.build_id, &port);
+	set_debuginfod_env(port);
+	rc = profile_stripped(&st, NULL, err, sizeof(err), &folded);
+	unsetenv("DEBUGINFOD_URLS");
+	kill(d, SIGTERM);
+	hb_wait(d, 10000);
+	cr_assert_eq(rc, 0, "%s", err);
+	assert_named(folded);
+	free(folded);
+}
+
+Test(symbols, stripped_jemalloc_without_debug_info)
+{
+	struct stripped st;
+	char err[8192], *folded;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	unsetenv("DEBUGINFOD_URLS");
+	cr_assert_eq(profile_stripped(&st, NULL, err, sizeof(err), &folded), 1, "%s", err);
+	cr_assert(strstr(err, st.build_id), "the build-id is not named: %s", err);
+	cr_assert(strstr(err, "is stripped"), "%s", err);
+	cr_assert(strstr(err, "DEBUGINFOD_URLS"), "%s", err);
+	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "not one line: %s", err);
+}
+
+/* ---- Debian's redis-server ------------------------------------------------- */
+
+Test(symbols, redis_server_with_jemalloc_debug_info_from_debuginfod)
+{
+	struct stripped st;
+	char srv[PATH_MAX], err[8192], out[PATH_MAX], pid[16], portarg[16], cmd[256], pong[32];
+	char env_ld[PATH_MAX + 32], log[PATH_MAX], *text;
+	int dport, rport, rc;
+	pid_t d, redis, bench;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	snprintf(srv, sizeof(srv), "%s/srv", st.dir);
+	sh("mkdir -p '%s' && cp '%s' '%s/'", srv, st.debug, srv);
+	d = start_debuginfod(srv, st.build_id, &dport);
+
+	rport = dport + 1;
+	snprintf(portarg, sizeof(portarg), "%d", rport);
+	snprintf(env_ld, sizeof(env_ld), "%s", st.lib);
+	snprintf(log, sizeof(log), "%s/redis.log", hb_tmpdir());
+	setenv("LD_LIBRARY_PATH", env_ld, 1);
+	setenv("MALLOC_CONF", IDLE_CONF, 1);
+	redis = hb_spawn((const char *[]){ "/usr/bin/redis-server", "--port", portarg, "--bind",
+					   "127.0.0.1", "--save", "", "--appendonly", "no", NULL },
+			 log);
+	unsetenv("LD_LIBRARY_PATH");
+	unsetenv("MALLOC_CONF");
+	snprintf(cmd, sizeof(cmd), "redis-cli -h 127.0.0.1 -p %d ping 2>/dev/null", rport);
+	for (int i = 0; i < 100; i++) {
+		sh_line(pong, sizeof(pong), cmd);
+		if (strcmp(pong, "PONG") == 0)
+			break;
+		hb_sleep_ms(100);
+	}
+	cr_assert_str_eq(pong, "PONG", "redis-server did not start (see %s)", log);
+
+	/* bounded load: a fixed number of requests, loopback only */
+	bench = hb_spawn((const char *[]){ "/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p",
+					   portarg, "-n", "400000", "-c", "16", "-d", "512", "-r",
+					   "100000", "-t", "set,lpush,get", "-q", NULL },
+			 NULL);
+	hb_sleep_ms(500);
+	snprintf(pid, sizeof(pid), "%d", redis);
+	snprintf(out, sizeof(out), "%s/redis.folded", hb_tmpdir());
+	set_debuginfod_env(dport);
+	rc = hb_run((const char *[]){ "--pid", pid, "-d", "3", "-f", "folded", "-t", "alloc_space",
+				      "-o", out, NULL },
+		    err, sizeof(err), 60000);
+	unsetenv("DEBUGINFOD_URLS");
+	hb_wait(bench, 120000);
+	kill(redis, SIGTERM);
+	hb_wait(redis, 20000);
+	kill(d, SIGTERM);
+	hb_wait(d, 10000);
+	cr_assert_eq(rc, 0, "%s", err);
+	cr_assert(strstr(err, st.lib), "heapbpf did not profile the stripped jemalloc: %s", err);
+	cr_assert_gt(hb_read_file(out, &text), 0);
+	/* redis's own allocation wrappers and object constructors */
+	cr_assert(strstr(text, "zmalloc"), "no zmalloc in:\n%.4000s", text);
+	cr_assert(strstr(text, "createStringObject"), "no createStringObject in:\n%.4000s", text);
+	free(text);
+}
