@@ -445,3 +445,47 @@ Test(symbols, redis_server_with_jemalloc_debug_info_from_debuginfod)
 	cr_assert(strstr(text, "createStringObject"), "no createStringObject in:\n%.4000s", text);
 	free(text);
 }
+
+/* ---- another mount namespace ------------------------------------------------ */
+
+/*
+ * The example runs from a tmpfs mounted in its own private mount namespace,
+ * at a path that does not exist in heapbpf's: heapbpf must find, probe and
+ * symbolize it through /proc/PID/root and /proc/PID/map_files.
+ */
+Test(symbols, process_in_another_mount_namespace)
+{
+	char wrapper[PATH_MAX], out[PATH_MAX], err[8192], pid[16], exe[PATH_MAX], *text;
+	struct svc s;
+	struct stat st;
+	FILE *f;
+
+	hb_require_bpf();
+	cr_assert_not_null(realpath(hb_path("examples/alloc-service-static"), exe));
+	snprintf(wrapper, sizeof(wrapper), "%s/in-namespace.sh", hb_tmpdir());
+	f = fopen(wrapper, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"#!/bin/sh\n"
+		"exec unshare --mount --propagation private sh -c '"
+		"mount -t tmpfs heapbpf-ns /mnt && cp \"$0\" /mnt/ns-service && "
+		"exec /mnt/ns-service \"$@\"' '%s' \"$@\"\n",
+		exe);
+	fclose(f);
+	cr_assert_eq(chmod(wrapper, 0755), 0);
+	cr_assert_eq(svc_start(&s, wrapper, IDLE_CONF, (const char *[]){ "--threads", "2", NULL }),
+		     0);
+	/* not visible from here */
+	cr_assert_neq(stat("/mnt/ns-service", &st), 0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	snprintf(out, sizeof(out), "%s/ns.folded", hb_tmpdir());
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "2", "-f", "folded", "-o", out,
+					      NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert(strstr(err, "/mnt/ns-service"), "%s", err);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_gt(hb_read_file(out, &text), 0);
+	cr_assert(strstr(text, ";run_one;churn_small "), "%s", text);
+	free(text);
+}
