@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <elfutils/debuginfod.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
@@ -368,4 +369,25 @@ int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *
 		r->nlines = 1;
 	}
 	return r->nlines ? 0 : -ENOENT;
+}
+
+int debuginfo_find_executable(const char *build_id, char *found, size_t len)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	debuginfod_client *c;
+	char *path = NULL;
+	int fd;
+
+	if (!build_id || !build_id[0] || !urls || !urls[0])
+		return -1;
+	c = debuginfod_begin();
+	if (!c)
+		return -1;
+	/* a build-id length of 0: the id is given as a hex string */
+	fd = debuginfod_find_executable(c, (const unsigned char *)build_id, 0, &path);
+	debuginfod_end(c);
+	if (fd >= 0 && path)
+		snprintf(found, len, "%s", path);
+	free(path);
+	return fd >= 0 ? fd : -1;
 }

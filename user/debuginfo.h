@@ -53,4 +53,10 @@ const char *dbg_object__debug_file(struct dbg_object *o);
  */
 int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *r);
 
+/*
+ * An executable or shared object by build-id (hex) from debuginfod, when
+ * DEBUGINFOD_URLS is set: its open descriptor, path in found; -1 otherwise.
+ */
+int debuginfo_find_executable(const char *build_id, char *found, size_t len);
+
 #endif /* __HEAPBPF_DEBUGINFO_H */

@@ -66,11 +66,12 @@ static int read_segments(struct elf_object *o)
 	return 0;
 }
 
-static void read_build_id(struct elf_object *o)
+/* Hex of the NT_GNU_BUILD_ID note into hex; -ENOENT when there is none. */
+static int build_id_of(Elf *elf, char *hex, size_t len)
 {
 	Elf_Scn *scn = NULL;
 
-	while ((scn = elf_nextscn(o->elf, scn))) {
+	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		Elf_Data *d;
 		size_t off = 0, name_off, desc_off;
@@ -85,15 +86,41 @@ static void read_build_id(struct elf_object *o)
 			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
 			    memcmp((char *)d->d_buf + name_off, "GNU", 4) != 0)
 				continue;
-			o->build_id = malloc(nh.n_descsz * 2 + 1);
-			if (!o->build_id)
-				return;
+			if (nh.n_descsz * 2 + 1 > len)
+				return -ENAMETOOLONG;
 			for (size_t i = 0; i < nh.n_descsz; i++)
-				sprintf(o->build_id + 2 * i, "%02x",
+				sprintf(hex + 2 * i, "%02x",
 					((unsigned char *)d->d_buf)[desc_off + i]);
-			return;
+			hex[2 * nh.n_descsz] = '\0';
+			return 0;
 		}
 	}
+	return -ENOENT;
+}
+
+static void read_build_id(struct elf_object *o)
+{
+	char hex[ELF_BUILD_ID_MAX];
+
+	if (build_id_of(o->elf, hex, sizeof(hex)) == 0)
+		o->build_id = strdup(hex);
+}
+
+int elf_fd_build_id(int fd, char *hex, size_t len)
+{
+	Elf *elf;
+	int err = init_libelf();
+
+	if (err)
+		return err;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		return -ENOEXEC;
+	}
+	err = build_id_of(elf, hex, len);
+	elf_end(elf);
+	return err;
 }
 
 static int add_symbols(struct elf_object *o, Elf_Scn *scn, const GElf_Shdr *sh, size_t *cap)

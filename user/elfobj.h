@@ -21,6 +21,12 @@ struct elf_sym {
 	unsigned char bind; /* STB_* */
 };
 
+/* Room for a hex build-id (GNU build-ids are 20 bytes; up to 40 accepted) and its NUL. */
+#define ELF_BUILD_ID_MAX 81
+
+/* The build-id of the ELF file open on fd, as hex; -ENOENT when it has none. */
+int elf_fd_build_id(int fd, char *hex, size_t len);
+
 /* Opens and indexes path; -ENOENT, -ENOEXEC (not ELF), -ENOMEM. */
 int elf_object__open(const char *path, struct elf_object **out);
 void elf_object__free(struct elf_object *o);

@@ -19,6 +19,7 @@ struct sym_file {
 	bool parsed;
 	struct elf_object *elf;
 	struct dbg_object *dbg;
+	char build_id[ELF_BUILD_ID_MAX]; /* of the file opened, "" if none */
 };
 
 struct sym_entry {
@@ -27,7 +28,8 @@ struct sym_entry {
 };
 
 struct symbolizer {
-	pid_t pid;
+	pid_t pid;		 /* 0 when offline (from a recording) */
+	const char *const *dirs; /* offline: where else to look for the binaries */
 	struct sym_file *files;
 	size_t nfiles;
 	struct sym_entry *objs; /* sorted by start, non-overlapping */
@@ -63,7 +65,59 @@ static char *name_path_for(int fd, const char *path, const char *root_path)
 	return strdup(root_path[0] ? root_path : path);
 }
 
-static int file_index(struct symbolizer *s, const struct proc_map *pm, size_t *idx)
+static bool same_build_id(int fd, const char *want)
+{
+	char got[ELF_BUILD_ID_MAX];
+
+	if (!want || !want[0])
+		return true;
+	return elf_fd_build_id(fd, got, sizeof(got)) == 0 && strcmp(got, want) == 0;
+}
+
+static int try_open(const char *path, const char *build_id, char *found, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (!same_build_id(fd, build_id)) {
+		close(fd);
+		return -1;
+	}
+	snprintf(found, len, "%s", path);
+	return fd;
+}
+
+/*
+ * Offline: the binary a recording names, found by build-id under each search
+ * directory (as a sysroot, then by file name), at its own path, then through
+ * debuginfod. -1 when nowhere.
+ */
+static int open_offline(const char *const *dirs, const char *path, const char *build_id,
+			char *found, size_t len)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char buf[8192];
+	int fd;
+
+	for (; dirs && *dirs; dirs++) {
+		snprintf(buf, sizeof(buf), "%s%s", *dirs, path);
+		fd = try_open(buf, build_id, found, len);
+		if (fd >= 0)
+			return fd;
+		snprintf(buf, sizeof(buf), "%s/%s", *dirs, base);
+		fd = try_open(buf, build_id, found, len);
+		if (fd >= 0)
+			return fd;
+	}
+	fd = try_open(path, build_id, found, len);
+	if (fd >= 0)
+		return fd;
+	return debuginfo_find_executable(build_id, found, len);
+}
+
+static int file_index(struct symbolizer *s, const struct proc_map *pm, const char *build_id,
+		      size_t *idx)
 {
 	const char *path = pm->path;
 	char buf[4096];
@@ -84,9 +138,16 @@ static int file_index(struct symbolizer *s, const struct proc_map *pm, size_t *i
 	nv->path = strdup(path);
 	if (!nv->path)
 		return -ENOMEM;
-	/* hold the file open: the process (and /proc/PID/root) may be gone at report time */
-	nv->fd = open_mapped(s->pid, pm, buf, sizeof(buf));
-	nv->name_path = name_path_for(nv->fd, path, buf);
+	if (s->pid) {
+		/* hold the file open: the process (and /proc/PID/root) may be gone at report time */
+		nv->fd = open_mapped(s->pid, pm, buf, sizeof(buf));
+		nv->name_path = name_path_for(nv->fd, path, buf);
+	} else {
+		nv->fd = open_offline(s->dirs, path, build_id, buf, sizeof(buf));
+		nv->name_path = strdup(nv->fd >= 0 ? buf : path);
+	}
+	if (nv->fd >= 0 && elf_fd_build_id(nv->fd, nv->build_id, sizeof(nv->build_id)))
+		nv->build_id[0] = '\0';
 	*idx = s->nfiles++;
 	return nv->name_path ? 0 : -ENOMEM;
 }
@@ -120,7 +181,8 @@ static const struct sym_entry *find_entry(const struct symbolizer *s, uint64_t a
 	return find_entry_in(s, s->nobjs, addr);
 }
 
-static int add_maps(struct symbolizer *s, const struct proc_maps *m)
+/* Adds m's executable file mappings; build_ids[i] (may be NULL) is what mapping i must match. */
+static int add_maps(struct symbolizer *s, const struct proc_maps *m, const char *const *build_ids)
 {
 	size_t known = s->nobjs;
 	int err = 0;
@@ -141,13 +203,18 @@ static int add_maps(struct symbolizer *s, const struct proc_maps *m)
 		s->objs = nv;
 		e = &s->objs[s->nobjs];
 		memset(e, 0, sizeof(*e));
-		err = file_index(s, pm, &e->file);
+		err = file_index(s, pm, build_ids ? build_ids[i] : NULL, &e->file);
 		e->obj.path = strdup(pm->path);
 		if (err || !e->obj.path) {
 			free(e->obj.path);
 			err = err ? err : -ENOMEM;
 			break;
 		}
+		/* the file's own build-id; offline, the recorded one when the file is missing */
+		if (s->files[e->file].build_id[0])
+			e->obj.build_id = strdup(s->files[e->file].build_id);
+		else if (build_ids && build_ids[i] && build_ids[i][0])
+			e->obj.build_id = strdup(build_ids[i]);
 		e->obj.start = pm->start;
 		e->obj.limit = pm->end;
 		e->obj.file_offset = pm->offset;
@@ -172,8 +239,26 @@ int symbolizer__new(pid_t pid, struct symbolizer **out)
 		free(s);
 		return err;
 	}
-	err = add_maps(s, m);
+	err = add_maps(s, m, NULL);
 	proc_maps__free(m);
+	if (err) {
+		symbolizer__free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+int symbolizer__new_offline(const struct proc_maps *maps, const char *const *build_ids,
+			    const char *const *dirs, struct symbolizer **out)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->dirs = dirs;
+	err = add_maps(s, maps, build_ids);
 	if (err) {
 		symbolizer__free(s);
 		return err;
@@ -187,12 +272,12 @@ int symbolizer__refresh(struct symbolizer *s)
 	struct proc_maps *m;
 	int err;
 
-	if (!proc_alive(s->pid))
+	if (!s->pid || !proc_alive(s->pid))
 		return 0;
 	err = proc_maps__read(s->pid, &m);
 	if (err)
 		return err == -ESRCH ? 0 : err;
-	err = add_maps(s, m);
+	err = add_maps(s, m, NULL);
 	proc_maps__free(m);
 	return err;
 }
@@ -254,8 +339,6 @@ int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, stru
 	elf = file_elf(s, e->file);
 	if (!elf)
 		return 0;
-	if (!so->build_id && elf_object__build_id(elf))
-		so->build_id = strdup(elf_object__build_id(elf));
 	if (elf_object__offset_to_vaddr(elf, pc - e->obj.start + e->obj.file_offset, &vaddr))
 		return 0;
 	/* DWARF and separate debug info first, the object's own symbols as a fallback */

@@ -44,6 +44,14 @@ struct symbolizer;
 
 /* Captures pid's mappings and opens its executable objects now. */
 int symbolizer__new(pid_t pid, struct symbolizer **out);
+/*
+ * Offline, for a recording: the mappings as recorded, each binary found by
+ * build_ids[i] (hex, may be NULL or "") under dirs (NULL-terminated, may be
+ * NULL), at its recorded path, or through debuginfod. Binaries not found
+ * leave their frames unnamed (object+offset); that is not an error.
+ */
+int symbolizer__new_offline(const struct proc_maps *maps, const char *const *build_ids,
+			    const char *const *dirs, struct symbolizer **out);
 /* Re-reads the mappings if the process is still alive (dlopen after attach). Renumbers objects: call it before lookups, not between. */
 int symbolizer__refresh(struct symbolizer *s);
 void symbolizer__free(struct symbolizer *s);
