@@ -13,6 +13,7 @@
 
 static const char usage[] =
 	"Usage: heapbpf --pid PID [options]\n"
+	"       heapbpf report RECORDING [options]\n"
 	"\n"
 	"Profiles the heap of a running process that uses jemalloc, from outside: attaches\n"
 	"uprobes to jemalloc's sampling path, switches jemalloc's prof_active on for the\n"
@@ -37,6 +38,9 @@ static const char usage[] =
 	"                             DIR/.build-id/xx/yyyy.debug, or debuglink files); repeatable.\n"
 	"                             /usr/lib/debug, .gnu_debuglink files next to each object and,\n"
 	"                             when DEBUGINFOD_URLS is set, debuginfod are always searched\n"
+	"      --record FILE          also write every event, with what later reports need, to a\n"
+	"                             zstd-compressed recording (a profile is then written only\n"
+	"                             with -o or --format)\n"
 	"  -q, --quiet                no status line, no summary\n"
 	"  -v, --verbose              show libbpf's messages\n"
 	"  -h, --help                 this help\n"
@@ -47,6 +51,16 @@ static const char usage[] =
 	"  sudo heapbpf -p 4242 -d 60 -o heap.pb.gz     # one minute\n"
 	"  sudo heapbpf -p 4242 -f folded -t alloc_space -o heap.folded\n"
 	"  go tool pprof -http :8080 heap.pb.gz         # look at it\n"
+	"  sudo heapbpf -p 4242 -d 60 --record heap.hbr # record now, report later, elsewhere\n"
+	"\n"
+	"heapbpf report RECORDING: every report of a live run, offline, from a recording.\n"
+	"  -o, -f, -t, --raw          as above\n"
+	"      --from S, --to S       only events from S to S seconds after the start\n"
+	"      --binary-path DIR      look for the recorded binaries (matched by build-id) under\n"
+	"                             DIR, as a sysroot or by file name; repeatable. Also searched:\n"
+	"                             their recorded paths and, with DEBUGINFOD_URLS, debuginfod\n"
+	"      --debug-dir DIR        as above\n"
+	"  heapbpf report heap.hbr -f folded -t alloc_space --from 10 --to 20 -o window.folded\n"
 	"\n"
 	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
 	"4 written but events were dropped (see the summary).\n";
@@ -56,6 +70,10 @@ enum {
 	OPT_RINGBUF,
 	OPT_LAYOUT,
 	OPT_DEBUG_DIR,
+	OPT_RECORD,
+	OPT_FROM,
+	OPT_TO,
+	OPT_BINARY_PATH,
 	OPT_VERSION,
 };
 
@@ -69,6 +87,10 @@ static const struct option options[] = {
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
 	{ "jemalloc-layout", required_argument, NULL, OPT_LAYOUT },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+	{ "record", required_argument, NULL, OPT_RECORD },
+	{ "from", required_argument, NULL, OPT_FROM },
+	{ "to", required_argument, NULL, OPT_TO },
+	{ "binary-path", required_argument, NULL, OPT_BINARY_PATH },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -108,14 +130,32 @@ static const char *opt_name(const char *arg, int opt, char buf[3])
 	return buf;
 }
 
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(*out) || *out < 0 || *out > 31 * 24 * 3600.0)
+		return -EINVAL;
+	return 0;
+}
+
 int cli_parse(int argc, char **argv, struct cli *c)
 {
-	bool have_pid = false, have_type = false;
+	bool have_pid = false, have_type = false, have_duration = false;
 	char name[3];
 	long v;
 	int opt;
 
 	memset(c, 0, sizeof(*c));
+	c->to = -1;
+	/* "heapbpf report FILE ...": options as for a live run, minus the live ones */
+	if (argc > 1 && strcmp(argv[1], "report") == 0) {
+		c->mode = MODE_REPORT;
+		argc--;
+		argv++;
+	}
 	c->duration = 10;
 	c->format = FMT_PPROF;
 	c->sample_type = HB_INUSE_SPACE;
@@ -130,24 +170,38 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			c->pid = v;
 			have_pid = true;
 			break;
-		case 'd': {
-			char *end;
-
-			errno = 0;
-			c->duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(c->duration) ||
-			    c->duration < 0 || c->duration > 31 * 24 * 3600.0)
+		case 'd':
+			if (parse_seconds(optarg, &c->duration))
 				return bad(
 					"--duration needs seconds between 0 and 2678400, not \"%s\"",
 					optarg);
+			have_duration = true;
 			break;
-		}
+		case OPT_FROM:
+		case OPT_TO:
+			if (parse_seconds(optarg, opt == OPT_FROM ? &c->from : &c->to))
+				return bad(
+					"--from and --to need seconds from the start, not \"%s\"",
+					optarg);
+			break;
+		case OPT_RECORD:
+			if (!optarg[0])
+				return bad("--record needs a file name%s", "");
+			c->record = optarg;
+			break;
+		case OPT_BINARY_PATH:
+			if (c->nbinary_dirs == CLI_MAX_DIRS)
+				return bad("at most 16 --binary-path directories%s", "");
+			c->binary_dirs[c->nbinary_dirs++] = optarg;
+			break;
 		case 'o':
 			if (!optarg[0])
 				return bad("--output needs a file name%s", "");
 			c->output = optarg;
+			c->output_set = true;
 			break;
 		case 'f':
+			c->output_set = true;
 			if (strcmp(optarg, "pprof") == 0)
 				c->format = FMT_PPROF;
 			else if (strcmp(optarg, "folded") == 0)
@@ -213,9 +267,22 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			return bad("unknown option %s", opt_name(argv[optind - 1], optopt, name));
 		}
 	}
+	if (c->mode == MODE_REPORT) {
+		if (optind >= argc)
+			return bad("report needs a recording file%s", "");
+		c->recording = argv[optind++];
+		if (have_pid || have_duration || c->record || c->layout)
+			return bad("report reads a recording: --pid, --duration, --record and "
+				   "--jemalloc-layout do not apply%s",
+				   "");
+		if (c->to >= 0 && c->to <= c->from)
+			return bad("--to must be after --from%s", "");
+	} else if (c->nbinary_dirs || c->from || c->to >= 0) {
+		return bad("--from, --to and --binary-path apply to heapbpf report%s", "");
+	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);
-	if (!have_pid)
+	if (c->mode == MODE_LIVE && !have_pid)
 		return bad("--pid is required%s", "");
 	if (have_type && c->format != FMT_FOLDED)
 		return bad("--sample-type applies to --format folded (pprof carries all four)%s",

@@ -23,8 +23,22 @@ enum exit_code {
 	EXIT_DROPS = 4,	     /* profile written, but events were lost (ring buffer full) */
 };
 
+enum cli_mode {
+	MODE_LIVE,   /* heapbpf --pid N */
+	MODE_REPORT, /* heapbpf report FILE */
+};
+
+#define CLI_MAX_DIRS 16
+
 struct cli {
+	enum cli_mode mode;
 	pid_t pid;
+	const char *record;			   /* --record FILE, or NULL */
+	const char *recording;			   /* report: the recording to read */
+	double from, to;			   /* report: window in seconds; to < 0 = the end */
+	const char *binary_dirs[CLI_MAX_DIRS + 1]; /* report: --binary-path, NULL-terminated */
+	int nbinary_dirs;
+	bool output_set; /* -o or --format given */
 	double duration; /* seconds; 0 = until a signal */
 	const char *output;
 	enum out_format format;
