@@ -9,7 +9,6 @@
 
 #include "cli.h"
 
-#define HEAPBPF_VERSION "0.1.0"
 
 static const char usage[] =
 	"Usage: heapbpf --pid PID [options]\n"

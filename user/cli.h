@@ -9,6 +9,8 @@
 
 #include "profile.h"
 
+#define HEAPBPF_VERSION "0.1.0"
+
 enum out_format {
 	FMT_PPROF,
 	FMT_FOLDED,

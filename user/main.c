@@ -22,6 +22,8 @@
 #include "folded.h"
 #include "output.h"
 #include "pprof.h"
+#include "recording.h"
+#include "replay.h"
 #include "report.h"
 #include "session.h"
 #include "summary.h"
@@ -46,8 +48,12 @@ static void default_output(char *buf, size_t len)
 
 	localtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
-	snprintf(buf, len, "heapbpf-%d-%s.%s", opts.pid, ts,
-		 opts.format == FMT_PPROF ? "pb.gz" : "folded");
+	if (opts.mode == MODE_REPORT)
+		snprintf(buf, len, "heapbpf-report-%s.%s", ts,
+			 opts.format == FMT_PPROF ? "pb.gz" : "folded");
+	else
+		snprintf(buf, len, "heapbpf-%d-%s.%s", opts.pid, ts,
+			 opts.format == FMT_PPROF ? "pb.gz" : "folded");
 }
 
 struct folded_arg {
@@ -78,16 +84,151 @@ static int write_profile(const struct hb_profile *p, const char *path)
 	return err;
 }
 
-int main(int argc, char **argv)
+/* Profile (if asked for), summary and exit code, shared by live runs and reports. */
+static int finish(const struct collector *c, struct symbolizer *sym,
+		  const struct jemalloc_target *t, const struct heapbpf_counters *counters,
+		  int64_t start_wall_ns, int64_t duration_ns, bool write, const char *out,
+		  char *err, size_t errlen)
+{
+	struct report_opts ro = {
+		.raw = opts.raw,
+		.time_nanos = start_wall_ns,
+		.duration_nanos = duration_ns,
+	};
+	struct hb_profile *prof = NULL;
+	int rc, code = EXIT_OK;
+
+	if (write) {
+		rc = report__build(c, sym, t, &ro, &prof);
+		if (rc) {
+			snprintf(err, errlen, "cannot build the profile: %s", strerror(-rc));
+			return -1;
+		}
+		rc = write_profile(prof, out);
+		if (rc) {
+			snprintf(err, errlen, "cannot write %s: %s", out, strerror(-rc));
+			hb_profile__free(prof);
+			return -1;
+		}
+		if (!opts.quiet)
+			summary_print(stderr, prof, collector__stats(c), counters,
+				      strcmp(out, "-") ? out : NULL);
+	}
+	/* the BPF side's own count of traps: one per sampled allocation, one per sampled free */
+	if (opts.verbose)
+		fprintf(stderr,
+			"heapbpf: uprobe hits: %llu on the allocation path, %llu on the free path; "
+			"%llu samples and %llu frees dropped; %llu read faults\n",
+			(unsigned long long)counters->alloc_hits,
+			(unsigned long long)counters->free_hits,
+			(unsigned long long)counters->alloc_drops,
+			(unsigned long long)counters->free_drops,
+			(unsigned long long)counters->read_faults);
+	if (!collector__stats(c)->allocs) {
+		fprintf(stderr, "heapbpf: no allocation was sampled: the process allocated less "
+				"than jemalloc's sampling interval, or sampling did not start\n");
+		code = EXIT_NO_SAMPLES;
+	}
+	if (counters->alloc_drops || counters->free_drops)
+		code = EXIT_DROPS;
+	hb_profile__free(prof);
+	return code;
+}
+
+/* heapbpf --pid N: profile a live process. */
+static int live(const char *out, char *err, size_t errlen)
 {
 	struct jemalloc_target *t = NULL;
-	struct hb_profile *prof = NULL;
+	struct recorder *rec = NULL;
 	struct session s = {};
 	struct session_opts so;
-	struct report_opts ro;
+	int rc, code = -1;
+
+	rc = jemalloc_target__find(opts.pid, opts.layout, &t, err, errlen);
+	if (rc)
+		goto out;
+	if (!opts.quiet)
+		fprintf(stderr,
+			"heapbpf: pid %d (%s): jemalloc %s in %s, sampling every %llu bytes on "
+			"average%s\n",
+			t->pid, t->comm, t->version, t->path, 1ULL << t->lg_prof_sample,
+			opts.duration > 0 ? "" : "; Ctrl-C to stop");
+	if (opts.record) {
+		rc = recorder__open(opts.record, &rec);
+		if (rc) {
+			snprintf(err, errlen, "cannot create the recording %s: %s", opts.record,
+				 strerror(-rc));
+			goto out;
+		}
+	}
+	so = (struct session_opts){
+		.duration = opts.duration,
+		.ringbuf_bytes = opts.ringbuf_bytes,
+		.status_line = !opts.quiet && isatty(STDERR_FILENO),
+		.recorder = rec,
+	};
+	rc = session_run(t, &so, &s, err, errlen);
+	if (rec) {
+		uint64_t raw = 0, file = 0;
+		int r2;
+
+		recorder__sizes(rec, &raw, &file);
+		r2 = recorder__close(rec);
+		if (!rc && (s.record_err || r2)) {
+			rc = s.record_err ? s.record_err : r2;
+			snprintf(err, errlen, "cannot write the recording %s: %s", opts.record,
+				 strerror(-rc));
+		}
+		if (!rc && !opts.quiet)
+			fprintf(stderr,
+				"heapbpf: recorded %llu samples and %llu frees to %s (%llu bytes, "
+				"%llu uncompressed)\n",
+				(unsigned long long)collector__stats(s.collector)->allocs,
+				(unsigned long long)collector__stats(s.collector)->frees,
+				opts.record, (unsigned long long)file, (unsigned long long)raw);
+	}
+	if (rc)
+		goto out;
+	if (s.reason == STOP_TARGET_EXIT && !opts.quiet)
+		fprintf(stderr, "heapbpf: pid %d exited; writing what was collected\n", t->pid);
+	code = finish(s.collector, s.symbolizer, t, &s.counters, s.start_wall_ns, s.duration_ns,
+		      !opts.record || opts.output_set, out, err, errlen);
+out:
+	session_cleanup(&s);
+	jemalloc_target__free(t);
+	return code;
+}
+
+/* heapbpf report FILE: the same outputs, offline, from a recording. */
+static int report_recording(const char *out, char *err, size_t errlen)
+{
+	struct replay_opts ro = {
+		.from = opts.from,
+		.to = opts.to,
+		.dirs = opts.binary_dirs,
+	};
+	struct replay *r;
+	int code;
+
+	if (replay__load(opts.recording, &ro, &r, err, errlen))
+		return -1;
+	if (r->truncated)
+		fprintf(stderr, "heapbpf: warning: %s; reporting the %llu events before that\n",
+			r->note, (unsigned long long)r->events);
+	if (!opts.quiet)
+		fprintf(stderr, "heapbpf: recording of pid %s (%s), jemalloc %s in %s\n", r->pid,
+			r->comm, r->version, r->ident.path);
+	code = finish(r->collector, r->symbolizer, &r->ident, &r->counters, r->start_wall_ns,
+		      r->duration_ns, true, out, err, errlen);
+	replay__free(r);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
 	char err[1024] = "", outbuf[256];
 	const char *out;
-	int rc, code = EXIT_FAIL;
+	int rc;
 
 	rc = cli_parse(argc, argv, &opts);
 	if (rc)
@@ -103,65 +244,14 @@ int main(int argc, char **argv)
 		default_output(outbuf, sizeof(outbuf));
 		out = outbuf;
 	}
-
 	dbg_set_debug_dirs(opts.debug_dirs);
-	rc = jemalloc_target__find(opts.pid, opts.layout, &t, err, sizeof(err));
-	if (rc)
-		goto fail;
-	if (!opts.quiet)
-		fprintf(stderr,
-			"heapbpf: pid %d (%s): jemalloc %s in %s, sampling every %llu bytes on "
-			"average%s\n",
-			t->pid, t->comm, t->version, t->path, 1ULL << t->lg_prof_sample,
-			opts.duration > 0 ? "" : "; Ctrl-C to stop");
-
-	so = (struct session_opts){
-		.duration = opts.duration,
-		.ringbuf_bytes = opts.ringbuf_bytes,
-		.status_line = !opts.quiet && isatty(STDERR_FILENO),
-	};
-	rc = session_run(t, &so, &s, err, sizeof(err));
-	if (rc)
-		goto fail;
-	if (s.reason == STOP_TARGET_EXIT && !opts.quiet)
-		fprintf(stderr, "heapbpf: pid %d exited; writing what was collected\n", t->pid);
-
-	ro = (struct report_opts){
-		.raw = opts.raw,
-		.time_nanos = s.start_wall_ns,
-		.duration_nanos = s.duration_ns,
-	};
-	rc = report__build(s.collector, s.symbolizer, t, &ro, &prof);
-	if (rc) {
-		snprintf(err, sizeof(err), "cannot build the profile: %s", strerror(-rc));
-		goto fail;
+	rc = opts.mode == MODE_REPORT ? report_recording(out, err, sizeof(err))
+				      : live(out, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "heapbpf: %s\n", err[0] ? err : "failed");
+		rc = EXIT_FAIL;
 	}
-	rc = write_profile(prof, out);
-	if (rc) {
-		snprintf(err, sizeof(err), "cannot write %s: %s", out, strerror(-rc));
-		goto fail;
-	}
-	if (!opts.quiet)
-		summary_print(stderr, prof, collector__stats(s.collector), &s.counters,
-			      strcmp(out, "-") ? out : NULL);
-	code = EXIT_OK;
-	if (!collector__stats(s.collector)->allocs) {
-		fprintf(stderr,
-			"heapbpf: no allocation was sampled in pid %d: it allocated less "
-			"than jemalloc's sampling interval, or sampling did not start\n",
-			t->pid);
-		code = EXIT_NO_SAMPLES;
-	}
-	if (s.counters.alloc_drops || s.counters.free_drops)
-		code = EXIT_DROPS;
-	goto out;
-fail:
-	fprintf(stderr, "heapbpf: %s\n", err[0] ? err : strerror(-rc));
-out:
-	hb_profile__free(prof);
-	session_cleanup(&s);
-	jemalloc_target__free(t);
 	dbg_cache_clear();
 	free(opts.debug_dirs);
-	return code;
+	return rc;
 }

@@ -41,6 +41,8 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes, stru
 		goto fail;
 	}
 	p->skel->rodata->layout = *layout;
+	/* the collector is woken at a quarter full, and polls every PROBES_POLL_MS otherwise */
+	p->skel->rodata->wakeup_bytes = round_pow2_pages(ringbuf_bytes) / 4;
 	err = bpf_map__set_max_entries(p->skel->maps.events, round_pow2_pages(ringbuf_bytes));
 	if (err)
 		goto fail;

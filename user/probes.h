@@ -13,6 +13,12 @@ struct ring_buffer;
 
 typedef int (*probes_event_fn)(void *ctx, void *data, size_t len);
 
+/*
+ * The BPF side wakes the collector only when the ring buffer is a quarter
+ * full: the collector must also consume it at least this often.
+ */
+#define PROBES_POLL_MS 100
+
 /* Opens and loads the BPF object with the target's layout and a ring buffer of ringbuf_bytes. */
 int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes, struct probes **out);
 /* Attaches both uprobes to the target's jemalloc, for its pid only. */

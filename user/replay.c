@@ -14,7 +14,7 @@ struct loader {
 	struct proc_maps maps;
 	char **build_ids;
 	size_t cap_maps;
-	uint64_t lg_prof_sample, start_mono_ns, attach_coarse_ns;
+	uint64_t lg_prof_sample, start_mono_ns, attach_coarse_ns, stop_mono_ns;
 	bool have_lg;
 };
 
@@ -66,6 +66,11 @@ static int on_meta(struct loader *l, const struct rec_record *rec)
 		l->start_mono_ns = to_u64(v, vl);
 	} else if (key_is(k, kl, "start_wall_ns")) {
 		r->start_wall_ns = (int64_t)to_u64(v, vl);
+	} else if (key_is(k, kl, "stop_mono_ns")) {
+		/* sampling switched off here: later frees do not reduce in-use (as live) */
+		l->stop_mono_ns = to_u64(v, vl);
+		if (r->collector)
+			collector__set_stop_time(r->collector, l->stop_mono_ns);
 	} else if (key_is(k, kl, "attach_coarse_ns")) {
 		l->attach_coarse_ns = to_u64(v, vl);
 	} else if (key_is(k, kl, "jemalloc_path")) {
@@ -148,6 +153,8 @@ static int on_event(struct loader *l, const struct rec_record *rec)
 		if (err)
 			return err;
 		collector__set_attach_time(l->r->collector, l->attach_coarse_ns);
+		if (l->stop_mono_ns)
+			collector__set_stop_time(l->r->collector, l->stop_mono_ns);
 	}
 	rel = ((double)ev.ts - (double)l->start_mono_ns) / 1e9;
 	if (rel < l->o->from || (l->o->to >= 0 && rel >= l->o->to))

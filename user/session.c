@@ -13,7 +13,9 @@
 
 #include <bpf/libbpf.h>
 
+#include "cli.h"
 #include "probes.h"
+#include "recording.h"
 #include "session.h"
 #include "summary.h"
 #include "toggle.h"
@@ -84,6 +86,86 @@ static int fail(char *err, size_t errlen, int code, const char *what)
 	return code < 0 ? code : -code;
 }
 
+/* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct session *s = ctx;
+
+	if (s->recorder && !s->record_err)
+		s->record_err = recorder__event(s->recorder, data, len);
+	return collector__event(s->collector, data, len);
+}
+
+static int record_meta_u64(struct recorder *r, const char *key, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return recorder__meta(r, key, buf);
+}
+
+/* What a report needs before the first event: who, which jemalloc, the mappings. */
+static int record_header(struct session *s, const struct jemalloc_target *t)
+{
+	struct recorder *r = s->recorder;
+	char pid[16];
+	int err = 0;
+
+	snprintf(pid, sizeof(pid), "%d", t->pid);
+	err = err ?: recorder__meta(r, "heapbpf_version", HEAPBPF_VERSION);
+	err = err ?: recorder__meta(r, "pid", pid);
+	err = err ?: recorder__meta(r, "comm", t->comm);
+	err = err ?: recorder__meta(r, "jemalloc_version", t->version);
+	err = err ?: recorder__meta(r, "jemalloc_path", t->path);
+	err = err ?: recorder__meta(r, "is_main_exe", t->is_main_exe ? "1" : "0");
+	err = err ?: recorder__meta(r, "ns_prefix", t->ns_prefix);
+	err = err ?: recorder__meta(r, "pub_prefix", t->pub_prefix);
+	err = err ?: record_meta_u64(r, "lg_prof_sample", t->lg_prof_sample);
+	for (size_t i = 0; !err && i < symbolizer__nobjects(s->symbolizer); i++) {
+		const struct sym_object *so = symbolizer__object(s->symbolizer, i);
+		struct rec_map m = { .start = so->start,
+				     .end = so->limit,
+				     .offset = so->file_offset };
+
+		memcpy(m.perms, "r-xp", 5);
+		snprintf(m.build_id, sizeof(m.build_id), "%s", so->build_id ? so->build_id : "");
+		snprintf(m.path, sizeof(m.path), "%s", so->path);
+		err = recorder__map(r, &m);
+	}
+	return err ?: recorder__flush(r);
+}
+
+static void record_start(struct session *s, int64_t t0, uint64_t attach_coarse)
+{
+	struct recorder *r = s->recorder;
+	int err = 0;
+
+	err = err ?: record_meta_u64(r, "attach_coarse_ns", attach_coarse);
+	err = err ?: record_meta_u64(r, "start_mono_ns", (uint64_t)t0);
+	err = err ?: record_meta_u64(r, "start_wall_ns", (uint64_t)s->start_wall_ns);
+	if (err && !s->record_err)
+		s->record_err = err;
+}
+
+static void record_stop(struct session *s, int64_t stop_mono, uint64_t attach_coarse)
+{
+	struct rec_stop st = {
+		.stop_mono_ns = (uint64_t)stop_mono,
+		.attach_coarse_ns = attach_coarse,
+		.duration_ns = (uint64_t)s->duration_ns,
+		.alloc_hits = s->counters.alloc_hits,
+		.free_hits = s->counters.free_hits,
+		.alloc_drops = s->counters.alloc_drops,
+		.free_drops = s->counters.free_drops,
+		.read_faults = s->counters.read_faults,
+		.reason = s->reason,
+	};
+	int err = recorder__stop(s->recorder, &st);
+
+	if (err && !s->record_err)
+		s->record_err = err;
+}
+
 /*
  * HEAPBPF_FAULT_INJECT=collect makes collection fail after the first batch of
  * events: the tests use it to check that an internal error restores the flag.
@@ -102,12 +184,22 @@ static int collect(struct session *s, struct probes *p, struct ring_buffer *rb, 
 	struct epoll_event evs[8];
 
 	for (;;) {
-		int n = epoll_wait(ep, evs, 8, -1);
+		int n = epoll_wait(ep, evs, 8, PROBES_POLL_MS);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
+		}
+		if (n == 0) {
+			/* records below the wake-up threshold: consume them on time */
+			int err = ring_buffer__consume(rb);
+
+			if (err < 0)
+				return err;
+			if (err > 0 && fault_collect())
+				return -EIO;
+			continue;
 		}
 		for (int i = 0; i < n; i++) {
 			uint64_t ticks;
@@ -156,7 +248,8 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 	struct ring_buffer *rb = NULL;
 	struct prof_toggle tg = {};
 	int ep = -1, sfd = -1, pfd = -1, dfd = -1, tfd = -1, rc;
-	int64_t t0 = 0;
+	int64_t t0 = 0, stop_mono;
+	uint64_t attach_coarse = 0;
 	sigset_t set;
 
 	memset(s, 0, sizeof(*s));
@@ -175,7 +268,15 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 		rc = fail(err, errlen, rc, "cannot set up the collector");
 		goto out;
 	}
-	rc = probes__ring_buffer(p, collector__event, s->collector, &rb);
+	s->recorder = o->recorder;
+	if (s->recorder) {
+		rc = record_header(s, t);
+		if (rc) {
+			rc = fail(err, errlen, rc, "cannot write the recording");
+			goto out;
+		}
+	}
+	rc = probes__ring_buffer(p, on_event, s, &rb);
 	if (rc) {
 		rc = fail(err, errlen, rc, "cannot open the BPF ring buffer");
 		goto out;
@@ -202,7 +303,8 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 	}
 
 	/* objects sampled before this instant are not ours (jemalloc's clock, 5.3) */
-	collector__set_attach_time(s->collector, now_ns(CLOCK_MONOTONIC_COARSE));
+	attach_coarse = now_ns(CLOCK_MONOTONIC_COARSE);
+	collector__set_attach_time(s->collector, attach_coarse);
 	rc = probes__attach(p, t);
 	if (rc) {
 		rc = fail(err, errlen, rc, "cannot attach uprobes to jemalloc");
@@ -222,6 +324,8 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 	s->was_active = !tg.changed;
 	s->start_wall_ns = now_ns(CLOCK_REALTIME);
 	t0 = now_ns(CLOCK_MONOTONIC);
+	if (s->recorder)
+		record_start(s, t0, attach_coarse);
 	if (o->duration > 0) {
 		dfd = make_timer(o->duration, 0);
 		if (dfd < 0 || (rc = add_fd(ep, dfd, EV_DEADLINE))) {
@@ -243,8 +347,12 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 		fail(err, errlen, rc, "collecting events failed");
 out:
 	/* every path: sampling off first, then drain what is in flight, then detach */
+	stop_mono = now_ns(CLOCK_MONOTONIC);
 	if (s->collector)
-		collector__set_stop_time(s->collector, now_ns(CLOCK_MONOTONIC));
+		collector__set_stop_time(s->collector, stop_mono);
+	/* in the stream where the collector learns it, so a replay matches this run */
+	if (s->recorder && t0 && !s->record_err)
+		s->record_err = record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
 	if (tg.changed) {
 		int r2 = prof_toggle__restore(&tg);
 
@@ -266,6 +374,8 @@ out:
 	}
 	if (p)
 		probes__counters(p, &s->counters);
+	if (s->recorder && t0)
+		record_stop(s, stop_mono, attach_coarse);
 	if (o->status_line && t0)
 		fputc('\n', stderr);
 	probes__free(p);

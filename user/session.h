@@ -25,10 +25,13 @@ enum stop_reason {
 	STOP_ERROR,
 };
 
+struct recorder;
+
 struct session_opts {
 	double duration; /* seconds, 0 = until a signal or target exit */
 	size_t ringbuf_bytes;
-	bool status_line; /* live status on stderr */
+	bool status_line;	   /* live status on stderr */
+	struct recorder *recorder; /* also record every event here (--record), or NULL */
 };
 
 struct session {
@@ -40,6 +43,8 @@ struct session {
 	enum stop_reason reason;
 	int stop_signal;
 	bool was_active; /* prof_active was already on: left on */
+	struct recorder *recorder;
+	int record_err; /* first error writing the recording, 0 if none */
 };
 
 /* Blocks the signals the session stops on; call first thing in main. */
