@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Record and replay on real runs: a live profile and `heapbpf report` of its
+ * recording are identical; a recording cut short by kill -9 still reports;
+ * binaries moved away are found again with --binary-path (by build-id), and
+ * without it the frames are reported unnamed instead of failing.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define IDLE_CONF "prof:true,prof_active:false"
+
+TestSuite(record, .fini = hb_tmpdir_cleanup, .timeout = 120);
+
+static void start(struct svc *s, const char *bin, char *pid)
+{
+	hb_require_bpf();
+	cr_assert_eq(svc_start(s, bin, IDLE_CONF, (const char *[]){ "--threads", "2", NULL }), 0);
+	sprintf(pid, "%d", s->pid);
+}
+
+static char *gunzip(const char *path)
+{
+	char cmd[PATH_MAX + 32], out[PATH_MAX + 8], *text;
+
+	snprintf(out, sizeof(out), "%s.raw", path);
+	snprintf(cmd, sizeof(cmd), "gzip -dc '%s' > '%s'", path, out);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_gt(hb_read_file(out, &text), 0);
+	return text;
+}
+
+static void same_files(const char *a, const char *b, bool gz)
+{
+	char *x, *y;
+
+	if (gz) {
+		x = gunzip(a);
+		y = gunzip(b);
+	} else {
+		cr_assert_gt(hb_read_file(a, &x), 0);
+		cr_assert_gt(hb_read_file(b, &y), 0);
+	}
+	cr_assert_eq(strlen(x), strlen(y), "%s and %s differ in size", a, b);
+	cr_assert_eq(memcmp(x, y, strlen(x)), 0, "%s and %s differ", a, b);
+	free(x);
+	free(y);
+}
+
+static void round_trip(const char *fmt)
+{
+	char pid[16], rec[PATH_MAX], live[PATH_MAX], rep[PATH_MAX], err[8192];
+	struct svc s;
+
+	start(&s, hb_path("examples/alloc-service-static"), pid);
+	snprintf(rec, sizeof(rec), "%s/run.hbr", hb_tmpdir());
+	snprintf(live, sizeof(live), "%s/live.%s", hb_tmpdir(), fmt);
+	snprintf(rep, sizeof(rep), "%s/report.%s", hb_tmpdir(), fmt);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "3", "--record", rec, "-f", fmt,
+					      "-o", live, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert(strstr(err, "recorded "), "%s", err);
+	cr_assert_eq(svc_stop(&s), 0);
+	/* the process is gone: the report works from the recording alone */
+	cr_assert_eq(hb_run((const char *[]){ "report", rec, "-f", fmt, "-o", rep, NULL }, err,
+			    sizeof(err), 60000),
+		     0, "%s", err);
+	same_files(live, rep, strcmp(fmt, "pprof") == 0);
+}
+
+Test(record, round_trip_pprof)
+{
+	round_trip("pprof");
+}
+
+Test(record, round_trip_folded)
+{
+	round_trip("folded");
+}
+
+Test(record, killed_run_reports_its_prefix)
+{
+	char pid[16], rec[PATH_MAX], rep[PATH_MAX], errpath[PATH_MAX], err[8192], *text;
+	uint64_t flag;
+	uint8_t zero = 0;
+	struct svc s;
+	char mem[64];
+	pid_t hp;
+	FILE *m;
+
+	start(&s, hb_path("examples/alloc-service-static"), pid);
+	snprintf(rec, sizeof(rec), "%s/killed.hbr", hb_tmpdir());
+	snprintf(rep, sizeof(rep), "%s/killed.folded", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/killed.err", hb_tmpdir());
+	cr_assert_eq(hb_sym_addr(s.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "--record", rec,
+					NULL },
+		      errpath);
+	cr_assert(hb_wait_byte(s.pid, flag, 1, 20000, hp));
+	/* past the recorder's first flush */
+	hb_sleep_ms(2500);
+	kill(hp, SIGKILL);
+	cr_assert_eq(hb_wait(hp, 10000), 128 + SIGKILL);
+	/* kill -9 cannot restore the flag: do it here, the test's own way */
+	snprintf(mem, sizeof(mem), "/proc/%d/mem", s.pid);
+	m = fopen(mem, "r+");
+	cr_assert_not_null(m);
+	fseek(m, (long)flag, SEEK_SET);
+	cr_assert_eq(fwrite(&zero, 1, 1, m), 1);
+	fclose(m);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_eq(hb_run((const char *[]){ "report", rec, "-f", "folded", "-t", "alloc_objects",
+					      "-o", rep, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert(strstr(err, "truncated"), "no word of the truncation: %s", err);
+	cr_assert_gt(hb_read_file(rep, &text), 0);
+	cr_assert(strstr(text, ";run_one;churn_small "), "%s", text);
+	free(text);
+}
+
+Test(record, moved_binaries_found_by_build_id)
+{
+	char pid[16], rec[PATH_MAX], rep[PATH_MAX], dir[PATH_MAX], bin[PATH_MAX], moved[PATH_MAX];
+	char err[8192], cmd[3 * PATH_MAX], *text;
+	struct svc s;
+
+	snprintf(dir, sizeof(dir), "%s/run", hb_tmpdir());
+	snprintf(moved, sizeof(moved), "%s/elsewhere", hb_tmpdir());
+	snprintf(bin, sizeof(bin), "%s/my-service", dir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s' '%s' && cp '%s' '%s'", dir, moved,
+		 hb_path("examples/alloc-service-static"), bin);
+	cr_assert_eq(system(cmd), 0);
+	start(&s, bin, pid);
+	snprintf(rec, sizeof(rec), "%s/moved.hbr", hb_tmpdir());
+	snprintf(rep, sizeof(rep), "%s/moved.folded", hb_tmpdir());
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "2", "--record", rec, NULL }, err,
+			    sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(svc_stop(&s), 0);
+	snprintf(cmd, sizeof(cmd), "mv '%s' '%s/'", bin, moved);
+	cr_assert_eq(system(cmd), 0);
+
+	/* not found: reported unnamed (object+offset), not a failure */
+	cr_assert_eq(hb_run((const char *[]){ "report", rec, "-f", "folded", "-o", rep, NULL }, err,
+			    sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_gt(hb_read_file(rep, &text), 0);
+	cr_assert(strstr(text, "my-service+0x"), "%s", text);
+	cr_assert_null(strstr(text, "churn_small"), "%s", text);
+	free(text);
+
+	/* found again under --binary-path, matched by build-id */
+	cr_assert_eq(hb_run((const char *[]){ "report", rec, "-f", "folded", "--binary-path", moved,
+					      "-o", rep, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_gt(hb_read_file(rep, &text), 0);
+	cr_assert(strstr(text, ";run_one;churn_small "), "%s", text);
+	free(text);
+}
+
+Test(record, bad_recordings_are_refused)
+{
+	char path[PATH_MAX], err[8192];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/garbage.hbr", hb_tmpdir());
+	f = fopen(path, "w");
+	fputs("this is not a recording\n", f);
+	fclose(f);
+	cr_assert_eq(hb_run((const char *[]){ "report", path, NULL }, err, sizeof(err), 10000), 1);
+	cr_assert(strstr(err, "is not a heapbpf recording"), "%s", err);
+	cr_assert_eq(hb_run((const char *[]){ "report", "/nonexistent.hbr", NULL }, err,
+			    sizeof(err), 10000),
+		     1);
+	cr_assert(strstr(err, "cannot open"), "%s", err);
+}
