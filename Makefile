@@ -41,9 +41,10 @@ TLIB_OBJS  := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TLIB_SRCS))
 JEMALLOC_A     := $(LIBDIR)/libjemalloc.a
 JEMALLOC_PIC_A := $(LIBDIR)/libjemalloc_pic.a
 EXAMPLES := $(BUILD)/examples/alloc-service-static $(BUILD)/examples/alloc-service-shared
+BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/userbench
 
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test unit integration examples clean format-check _demo _test
+.PHONY: all deps demo test unit integration examples clean format-check _demo _test bench _bench
 
 all: $(BUILD)/heapbpf
 
@@ -62,7 +63,8 @@ test: deps
 _demo: $(BUILD)/heapbpf $(EXAMPLES)
 	$(Q)scripts/demo.sh $(BUILD)
 
-_test: format-check $(BUILD)/heapbpf $(EXAMPLES) $(BUILD)/tests/unit_tests $(BUILD)/tests/integration_tests
+_test: format-check $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/unit_tests \
+	$(BUILD)/tests/integration_tests
 	$(Q)scripts/run-tests.sh $(BUILD)
 
 unit: $(BUILD)/tests/unit_tests
@@ -142,6 +144,40 @@ $(BUILD)/tests/integration_tests: $(ITEST_OBJS) $(TLIB_OBJS) $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -lcriterion -o $@
 
+# ---- benchmarks (make bench; a quick smoke run of them is part of make test) --
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory _bench
+_bench: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS)
+	$(Q)python3 bench/run.py --build $(BUILD) --out BENCHMARKS.md
+
+$(BUILD)/bench/microbench: bench/microbench.c $(JEMALLOC_A) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -g -O2 -Wall -Wextra -Werror -pthread -MMD -MP $< $(JEMALLOC_A) -lm -ldl -o $@
+
+$(BUILD)/bench/trapfloor.bpf.o: bench/trapfloor.bpf.c | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/bench/trapfloor.skel.h: $(BUILD)/bench/trapfloor.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name trapfloor_bpf > $@
+
+$(BUILD)/bench/trapfloor: bench/trapfloor.c $(BUILD)/bench/trapfloor.skel.h $(BUILD)/heapbpf.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -I$(BUILD)/bench $(CFLAGS) -pthread $< -lbpf -lelf -lz -o $@
+
+$(BUILD)/bench/userbench.o: bench/userbench.c $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/userbench: $(BUILD)/bench/userbench.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
 # ---- misc -------------------------------------------------------------------
 
 $(BUILD):
@@ -155,4 +191,5 @@ format-check:
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard $(BUILD)/*.d $(BUILD)/user/*.d $(BUILD)/tests/*/*.d $(BUILD)/examples/*.d)
+-include $(wildcard $(BUILD)/*.d $(BUILD)/user/*.d $(BUILD)/tests/*/*.d $(BUILD)/examples/*.d \
+	$(BUILD)/bench/*.d)

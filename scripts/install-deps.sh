@@ -10,6 +10,7 @@ PKGS=(
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler golang-github-google-pprof-dev
 	libjemalloc-dev libjemalloc2 libcriterion-dev
 	debuginfod redis-server redis-tools curl
+	python3 bpftrace # bench/ (make bench, and its smoke run in make test)
 )
 
 missing=()
