@@ -44,7 +44,7 @@ EXAMPLES := $(BUILD)/examples/alloc-service-static $(BUILD)/examples/alloc-servi
 BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/userbench
 
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test unit integration examples clean format-check _demo _test bench _bench
+.PHONY: all deps demo test unit integration examples clean format-check _demo _test fuzz bench _bench
 
 all: $(BUILD)/heapbpf
 
@@ -64,7 +64,7 @@ _demo: $(BUILD)/heapbpf $(EXAMPLES)
 	$(Q)scripts/demo.sh $(BUILD)
 
 _test: format-check $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/unit_tests \
-	$(BUILD)/tests/integration_tests
+	$(BUILD)/tests/integration_tests $(BUILD)/fuzz/fuzz_recording
 	$(Q)scripts/run-tests.sh $(BUILD)
 
 unit: $(BUILD)/tests/unit_tests
@@ -177,6 +177,24 @@ $(BUILD)/bench/userbench.o: bench/userbench.c $(BUILD)/heapbpf.skel.h $(BUILD)/p
 $(BUILD)/bench/userbench: $(BUILD)/bench/userbench.o $(LIB_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# ---- fuzzing (make fuzz; a one-minute run is part of make test) -------------
+
+FUZZ_SECONDS ?= 300
+FUZZ_SRCS := user/recording.c user/replay.c user/collector.c user/symbolize.c user/debuginfo.c \
+	     user/elfobj.c user/procmaps.c
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	      -std=gnu11 -D_GNU_SOURCE -Wall -Werror -Ibuild -Ibpf -Iuser
+
+$(BUILD)/fuzz/fuzz_recording: tests/fuzz/fuzz_recording.c $(FUZZ_SRCS) $(wildcard user/*.h) bpf/heapbpf.h
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(FUZZ_FLAGS) -I$(BUILD) tests/fuzz/fuzz_recording.c $(FUZZ_SRCS) \
+		-lzstd -lz -ldw -lelf -ldebuginfod -o $@
+
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/fuzz/fuzz_recording
+	$(Q)scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
 
 # ---- misc -------------------------------------------------------------------
 

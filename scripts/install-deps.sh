@@ -9,7 +9,7 @@ PKGS=(
 	libelf-dev libdw-dev libdebuginfod1 libdebuginfod-dev libiberty-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler golang-github-google-pprof-dev
 	libjemalloc-dev libjemalloc2 libcriterion-dev
-	debuginfod redis-server redis-tools curl
+	debuginfod redis-server redis-tools curl libclang-rt-14-dev
 	python3 bpftrace # bench/ (make bench, and its smoke run in make test)
 )
 

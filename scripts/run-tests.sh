@@ -15,8 +15,13 @@ echo "== unit tests"
 echo "== integration tests"
 "$build/tests/integration_tests" --jobs 1 2>&1 | tee -a "$log" || rc=1
 
-passed=0
-failed=0
+echo "== fuzzing the recording reader (${FUZZ_SECONDS:-60} s, ASan + UBSan)"
+fuzz_passed=0
+fuzz_failed=0
+if scripts/fuzz.sh "$build" "${FUZZ_SECONDS:-60}"; then fuzz_passed=1; else fuzz_failed=1; fi
+
+passed=$fuzz_passed
+failed=$fuzz_failed
 while read -r p f c; do
 	passed=$((passed + p))
 	failed=$((failed + f + c))
