@@ -9,7 +9,6 @@
 
 #include "cli.h"
 
-
 static const char usage[] =
 	"Usage: heapbpf --pid PID [options]\n"
 	"       heapbpf report RECORDING [options]\n"
@@ -40,6 +39,8 @@ static const char usage[] =
 	"      --record FILE          also write every event, with what later reports need, to a\n"
 	"                             zstd-compressed recording (a profile is then written only\n"
 	"                             with -o or --format)\n"
+	"      --reset                only restore prof_active in PID if a heapbpf run that was\n"
+	"                             killed (kill -9) left it on; every run also does this first\n"
 	"  -q, --quiet                no status line, no summary\n"
 	"  -v, --verbose              show libbpf's messages\n"
 	"  -h, --help                 this help\n"
@@ -73,6 +74,7 @@ enum {
 	OPT_FROM,
 	OPT_TO,
 	OPT_BINARY_PATH,
+	OPT_RESET,
 	OPT_VERSION,
 };
 
@@ -90,6 +92,7 @@ static const struct option options[] = {
 	{ "from", required_argument, NULL, OPT_FROM },
 	{ "to", required_argument, NULL, OPT_TO },
 	{ "binary-path", required_argument, NULL, OPT_BINARY_PATH },
+	{ "reset", no_argument, NULL, OPT_RESET },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -183,6 +186,9 @@ int cli_parse(int argc, char **argv, struct cli *c)
 					"--from and --to need seconds from the start, not \"%s\"",
 					optarg);
 			break;
+		case OPT_RESET:
+			c->reset = true;
+			break;
 		case OPT_RECORD:
 			if (!optarg[0])
 				return bad("--record needs a file name%s", "");
@@ -270,7 +276,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 		if (optind >= argc)
 			return bad("report needs a recording file%s", "");
 		c->recording = argv[optind++];
-		if (have_pid || have_duration || c->record || c->layout)
+		if (have_pid || have_duration || c->record || c->layout || c->reset)
 			return bad("report reads a recording: --pid, --duration, --record and "
 				   "--jemalloc-layout do not apply%s",
 				   "");

@@ -41,6 +41,7 @@ struct cli {
 	const char *binary_dirs[CLI_MAX_DIRS + 1]; /* report: --binary-path, NULL-terminated */
 	int nbinary_dirs;
 	bool output_set; /* -o or --format given */
+	bool reset;	 /* --reset: only restore what a killed heapbpf left */
 	double duration; /* seconds; 0 = until a signal */
 	const char *output;
 	enum out_format format;

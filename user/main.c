@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "debuginfo.h"
 #include "folded.h"
+#include "guard.h"
 #include "output.h"
 #include "pprof.h"
 #include "recording.h"
@@ -140,13 +141,33 @@ static int live(const char *out, char *err, size_t errlen)
 {
 	struct jemalloc_target *t = NULL;
 	struct recorder *rec = NULL;
+	struct guard *g = NULL;
 	struct session s = {};
 	struct session_opts so;
+	bool restored;
 	int rc, code = -1;
 
 	rc = jemalloc_target__find(opts.pid, opts.layout, &t, err, errlen);
 	if (rc)
 		goto out;
+	/* one heapbpf per target; and undo what a killed one left behind */
+	rc = guard__acquire(t->pid, &g, err, errlen);
+	if (rc)
+		goto out;
+	rc = guard__recover(g, t, &restored, err, errlen);
+	if (rc)
+		goto out;
+	if (restored)
+		fprintf(stderr,
+			"heapbpf: restored prof_active in pid %d, left on by a heapbpf run that was "
+			"killed\n",
+			t->pid);
+	if (opts.reset) {
+		if (!restored && !opts.quiet)
+			fprintf(stderr, "heapbpf: pid %d: nothing to reset\n", t->pid);
+		code = EXIT_OK;
+		goto out;
+	}
 	if (!opts.quiet)
 		fprintf(stderr,
 			"heapbpf: pid %d (%s): jemalloc %s in %s, sampling every %llu bytes on "
@@ -166,6 +187,7 @@ static int live(const char *out, char *err, size_t errlen)
 		.ringbuf_bytes = opts.ringbuf_bytes,
 		.status_line = !opts.quiet && isatty(STDERR_FILENO),
 		.recorder = rec,
+		.guard = g,
 	};
 	rc = session_run(t, &so, &s, err, errlen);
 	if (rec) {
@@ -195,6 +217,7 @@ static int live(const char *out, char *err, size_t errlen)
 		      !opts.record || opts.output_set, out, err, errlen);
 out:
 	session_cleanup(&s);
+	guard__release(g);
 	jemalloc_target__free(t);
 	return code;
 }

@@ -14,6 +14,8 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "guard.h"
+#include "privs.h"
 #include "probes.h"
 #include "recording.h"
 #include "session.h"
@@ -27,7 +29,7 @@
 /* After switching sampling off, threads already past jemalloc's check may still sample. */
 #define DRAIN_MS 50
 
-enum { EV_RING = 1, EV_SIGNAL, EV_PIDFD, EV_DEADLINE, EV_TICK };
+enum { EV_RING = 1, EV_SIGNAL, EV_PIDFD, EV_DEADLINE, EV_TICK, EV_INTERVAL };
 
 static int64_t now_ns(clockid_t clk)
 {
@@ -84,6 +86,12 @@ static int fail(char *err, size_t errlen, int code, const char *what)
 {
 	snprintf(err, errlen, "%s: %s", what, strerror(code < 0 ? -code : code));
 	return code < 0 ? code : -code;
+}
+
+/* The state file a later run restores from, should this one be killed -9. */
+static int save_state(void *arg, uint64_t addr, uint8_t orig)
+{
+	return guard__save(arg, addr, orig) ? -EROFS : 0;
 }
 
 /* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
@@ -178,8 +186,8 @@ static bool fault_collect(void)
 }
 
 /* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
-static int collect(struct session *s, struct probes *p, struct ring_buffer *rb, int ep, int sfd,
-		   int tfd, int64_t t0)
+static int collect(struct session *s, const struct session_opts *o, struct probes *p,
+		   struct ring_buffer *rb, int ep, int sfd, int tfd, int ifd, int64_t t0)
 {
 	struct epoll_event evs[8];
 
@@ -225,6 +233,18 @@ static int collect(struct session *s, struct probes *p, struct ring_buffer *rb, 
 			case EV_DEADLINE:
 				s->reason = STOP_DURATION;
 				return 0;
+			case EV_INTERVAL:
+				/* a window ends: everything sampled so far is in the collector */
+				if (read(ifd, &ticks, sizeof(ticks)) < 0)
+					break;
+				err = ring_buffer__consume(rb);
+				if (err < 0)
+					return err;
+				probes__counters(p, &s->counters);
+				err = o->on_interval(s, o->interval_arg);
+				if (err)
+					return err;
+				break;
 			case EV_TICK: {
 				struct heapbpf_counters bc;
 
@@ -247,7 +267,7 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 	struct probes *p = NULL;
 	struct ring_buffer *rb = NULL;
 	struct prof_toggle tg = {};
-	int ep = -1, sfd = -1, pfd = -1, dfd = -1, tfd = -1, rc;
+	int ep = -1, sfd = -1, pfd = -1, dfd = -1, tfd = -1, ifd = -1, rc;
 	int64_t t0 = 0, stop_mono;
 	uint64_t attach_coarse = 0;
 	sigset_t set;
@@ -311,7 +331,14 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 		goto out;
 	}
 	/* the probes are live before sampling starts: no sample is missed */
-	rc = prof_toggle__on(&tg, t);
+	rc = prof_toggle__on(&tg, t, o->guard ? save_state : NULL, o->guard);
+	if (rc == -EROFS) {
+		snprintf(err, errlen,
+			 "cannot write heapbpf's state file under %s, so prof_active was not "
+			 "switched on",
+			 guard_dir());
+		goto out;
+	}
 	if (rc) {
 		snprintf(err, errlen, "cannot switch jemalloc's prof_active on in pid %d: %s",
 			 t->pid,
@@ -322,6 +349,12 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 		goto out;
 	}
 	s->was_active = !tg.changed;
+	/* loaded and attached: from here on heapbpf needs ptrace and file access only */
+	rc = privs_drop_after_attach();
+	if (rc) {
+		fail(err, errlen, rc, "cannot drop capabilities after attaching");
+		goto out;
+	}
 	s->start_wall_ns = now_ns(CLOCK_REALTIME);
 	t0 = now_ns(CLOCK_MONOTONIC);
 	if (s->recorder)
@@ -342,7 +375,14 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 			epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
 		}
 	}
-	rc = collect(s, p, rb, ep, sfd, tfd, t0);
+	if (o->interval > 0 && o->on_interval) {
+		ifd = make_timer(o->interval, o->interval);
+		if (ifd < 0 || (rc = add_fd(ep, ifd, EV_INTERVAL))) {
+			rc = fail(err, errlen, ifd < 0 ? ifd : rc, "cannot set up the timer");
+			goto out;
+		}
+	}
+	rc = collect(s, o, p, rb, ep, sfd, tfd, ifd, t0);
 	if (rc)
 		fail(err, errlen, rc, "collecting events failed");
 out:
@@ -356,6 +396,9 @@ out:
 	if (tg.changed) {
 		int r2 = prof_toggle__restore(&tg);
 
+		/* only a restored flag may forget its state: else the next run restores it */
+		if ((!r2 || r2 == -ESRCH) && o->guard)
+			guard__clear(o->guard);
 		if (r2 && r2 != -ESRCH && !rc) {
 			rc = r2;
 			snprintf(err, errlen,
@@ -389,6 +432,8 @@ out:
 		close(dfd);
 	if (tfd >= 0)
 		close(tfd);
+	if (ifd >= 0)
+		close(ifd);
 	return rc;
 }
 

@@ -26,12 +26,24 @@ enum stop_reason {
 };
 
 struct recorder;
+struct guard;
+struct session;
 
 struct session_opts {
 	double duration; /* seconds, 0 = until a signal or target exit */
 	size_t ringbuf_bytes;
 	bool status_line;	   /* live status on stderr */
 	struct recorder *recorder; /* also record every event here (--record), or NULL */
+	struct guard *guard;	   /* state for recovery after kill -9, or NULL */
+	/*
+	 * heapbpf --interval: every interval seconds (whole seconds), with the
+	 * ring buffer drained and s->counters current, on_interval is called
+	 * while sampling goes on; a non-zero return ends the session with that
+	 * error. 0 or NULL: no windows.
+	 */
+	double interval;
+	int (*on_interval)(struct session *s, void *arg);
+	void *interval_arg;
 };
 
 struct session {

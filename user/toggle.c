@@ -29,7 +29,8 @@ int prof_toggle__read(const struct prof_toggle *tg, uint8_t *val)
 	return proc_mem_read(tg->pid, tg->addr, val, 1);
 }
 
-int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t)
+int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
+		    prof_toggle_hook before_write, void *arg)
 {
 	uint8_t one = 1, v;
 	int err;
@@ -48,6 +49,11 @@ int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t)
 		return -EILSEQ;
 	if (tg->orig == 1)
 		return 0; /* already active: leave it as the user set it */
+	if (before_write) {
+		err = before_write(arg, tg->addr, tg->orig);
+		if (err)
+			return err;
+	}
 	err = proc_mem_write(tg->pid, tg->addr, &one, 1);
 	if (err)
 		return err;

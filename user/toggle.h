@@ -22,8 +22,15 @@ struct prof_toggle {
 /* Checks that the flag address lies in a writable mapping of the jemalloc object. */
 int prof_toggle_validate(const struct jemalloc_target *t, uint64_t addr);
 
-/* Reads the flag; writes 1 if it was 0; reads it back. -EIO if the write did not stick. */
-int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t);
+/* Called with the flag's address and original value right before heapbpf writes it. */
+typedef int (*prof_toggle_hook)(void *arg, uint64_t addr, uint8_t orig);
+
+/*
+ * Reads the flag; writes 1 if it was 0 (after before_write, if given, agreed);
+ * reads it back. -EIO if the write did not stick.
+ */
+int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
+		    prof_toggle_hook before_write, void *arg);
 /* Writes the original value back if heapbpf changed it; -ESRCH when the target is gone. */
 int prof_toggle__restore(struct prof_toggle *tg);
 /* Reads the flag's current value. */

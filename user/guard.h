@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * One heapbpf per target, and recovery after heapbpf was killed -9.
+ *
+ * A lock file per target pid under /run/heapbpf (flock: released by the
+ * kernel when heapbpf dies, however it dies) keeps a second heapbpf away.
+ * Before the prof_active flag is written, a state file records the address
+ * and the original value; it is removed once the flag is restored. A state
+ * file found by the next run (or `heapbpf --reset --pid N`) for the same
+ * process means an earlier run never restored the flag: it is restored then.
+ */
+#ifndef __HEAPBPF_GUARD_H
+#define __HEAPBPF_GUARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "target.h"
+
+struct guard;
+
+/* The directory for locks and state: $HEAPBPF_STATE_DIR or /run/heapbpf. */
+const char *guard_dir(void);
+
+/* Takes pid's lock; -EBUSY with a one-sentence err when another heapbpf holds it. */
+int guard__acquire(pid_t pid, struct guard **out, char *err, size_t errlen);
+/*
+ * Restores a flag an earlier, killed run left on in this same process (the
+ * state file matches its start time and its jemalloc's flag address);
+ * *restored says whether it did. Stale state of an earlier process with the
+ * same pid is discarded.
+ */
+int guard__recover(struct guard *g, const struct jemalloc_target *t, bool *restored, char *err,
+		   size_t errlen);
+/* Records addr and its original value, durably, before the flag is written. */
+int guard__save(struct guard *g, uint64_t addr, uint8_t orig);
+/* The flag is back: forget the state. */
+int guard__clear(struct guard *g);
+/* Unlocks; NULL is fine. */
+void guard__release(struct guard *g);
+
+/* The start time of pid (clock ticks after boot, /proc/PID/stat field 22); 0 if unknown. */
+uint64_t proc_start_time(pid_t pid);
+
+#endif /* __HEAPBPF_GUARD_H */

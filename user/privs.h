@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Least privilege. heapbpf needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)
+ * only to load and attach its programs; once the uprobes are live it drops
+ * every capability but those it still uses until it exits:
+ *   CAP_SYS_PTRACE      read and write the target's memory (restore the flag),
+ *                       open its files through /proc/PID/root
+ *   CAP_DAC_OVERRIDE,   write the outputs and read binaries wherever root could
+ *   CAP_DAC_READ_SEARCH
+ */
+#ifndef __HEAPBPF_PRIVS_H
+#define __HEAPBPF_PRIVS_H
+
+#include <stdint.h>
+
+/* The capabilities kept after attaching, as a bit mask (1 << CAP_*). */
+uint64_t privs_kept_mask(void);
+/* Drops the effective, permitted and inheritable sets to privs_kept_mask(); sets no_new_privs. */
+int privs_drop_after_attach(void);
+
+#endif /* __HEAPBPF_PRIVS_H */
