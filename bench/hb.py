@@ -106,14 +106,14 @@ def heapbpf_argv(pid, outfile, extra=()):
             "--ringbuf-size", RINGBUF_MIB, "-o", outfile] + list(extra)
 
 
-def heapbpf_cycle(pid, seconds, extra=()):
+def heapbpf_cycle(pid, seconds, extra=(), cpus=None):
     """heapbpf attached to pid for seconds; returns (counters, exit code)."""
     errpath = os.path.join(TMP, "cycle.err")
     argv = [HEAPBPF or path("heapbpf"), "--pid", str(pid), "--duration", str(seconds), "-v",
             "--ringbuf-size", RINGBUF_MIB, "-o", os.path.join(TMP, "cycle.pb.gz")] + list(extra)
     with open(errpath, "wb") as ef:
         rc = subprocess.run(argv, stdout=ef, stderr=ef, stdin=subprocess.DEVNULL,
-                            timeout=seconds + 60).returncode
+                            timeout=seconds + 60, preexec_fn=pin(cpus)).returncode
     with open(errpath, errors="replace") as f:
         text = f.read()
     if rc not in (0, 3, 4):

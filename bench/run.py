@@ -34,7 +34,7 @@ FULL = dict(
     idle_reps=5, idle_window=2.0, idle_cycle=1,
     trap_calls=500000, trap_reps=7,
     sample_reps=15, sample_bytes=128 * MIB, churn_reps=7, churn_bytes=64 * MIB,
-    redis_reps=3, redis_n=200000, redis_bpftrace_n=20000,
+    redis_reps=5, redis_n=200000, redis_bpftrace_n=20000,
     scale_reps=3, scale_lg=list(range(14, 22)), scale_threads=[1, 2, 4, 8],
     scale_depth=[4, 16, 64, 120], scale_samples=4096, scale_max_bytes=1024 * MIB,
     collector_events=2000000, collector_reps=5,
@@ -150,6 +150,8 @@ def machine():
         ("libbpf", sh("dpkg-query -W -f='${Version}' libbpf1")),
         ("redis", sh("dpkg-query -W -f='${Version}' redis-server")),
         ("bpftrace", sh("dpkg-query -W -f='${Version}' bpftrace")),
+        ("load average at start (1, 5, 15 min)",
+         " ".join(open("/proc/loadavg").read().split()[:3])),
         ("heapbpf", sh("git -C %s describe --always --dirty 2>/dev/null" %
                        shlex.quote(os.path.dirname(os.path.abspath(__file__))))),
     ]
@@ -161,7 +163,7 @@ def machine():
 class Service:
     """The example service in control mode, for throughput windows."""
 
-    def __init__(self, conf, threads=2):
+    def __init__(self, conf, threads=1, cpus=None):
         env = dict(os.environ)
         if conf is None:
             env.pop("MALLOC_CONF", None)
@@ -170,7 +172,7 @@ class Service:
         self.p = subprocess.Popen(
             [hb.path("examples/alloc-service-static"), "--control", "--rate", "0",
              "--threads", str(threads)],
-            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=hb.pin(cpus))
         line = self.p.stdout.readline().decode()
         if not line.startswith("ready"):
             hb.kill_wait(self.p)
@@ -207,18 +209,19 @@ def bench_idle(S, doc, res):
     rows = {"off": [], "idle": [], "after": []}
     r_idle, r_after, r_after_off = [], [], []
     w = S["idle_window"]
+    tc, hc = cpus_split()
     for rep in range(S["idle_reps"]):
-        svc = Service("prof:false")
+        svc = Service("prof:false", cpus=tc)
         try:
             time.sleep(w / 2)
             off = svc.throughput(w)
         finally:
             svc.close()
-        svc = Service(ORACLE)
+        svc = Service(ORACLE, cpus=tc)
         try:
             time.sleep(w / 2)
             before = svc.throughput(w)
-            counters, _ = hb.heapbpf_cycle(svc.pid, S["idle_cycle"])
+            counters, _ = hb.heapbpf_cycle(svc.pid, S["idle_cycle"], cpus=hc)
             after = svc.throughput(w)
         finally:
             svc.close()
@@ -235,11 +238,14 @@ def bench_idle(S, doc, res):
                        ratio_idle=r_idle, ratio_after=r_after, ratio_after_off=r_after_off)
     doc.p("## 1. Idle cost")
     doc.p()
-    doc.p("The example service (`alloc-service-static --rate 0 --threads 2`, unthrottled), "
-          "allocations per second over %.1f s windows. Each repetition runs a `prof:false` "
+    doc.p("The example service (`alloc-service-static --rate 0 --threads 1`, unthrottled, on "
+          "CPU %s; heapbpf on CPU %s), allocations per second over %.1f s windows. Each "
+          "repetition runs a `prof:false` "
           "process, then a `prof:true,prof_active:false` process measured before and after a "
           "heapbpf attach-profile-detach cycle (`heapbpf -d %s`) in the same process. Ratios "
-          "are taken within each repetition." % (w, S["idle_cycle"]))
+          "are taken within each repetition." % (sorted(tc) if tc else "any",
+                                                 sorted(hc) if hc else "any", w,
+                                                 S["idle_cycle"]))
     doc.p()
     doc.table(["condition", "allocations/s", "ratio"], [
         ["`prof:false`", spread(rows["off"], "{:,.0f}"), "1 (reference)"],
@@ -466,6 +472,44 @@ def redis_bench(port, n, cpus):
     return len(rps) / sum(1.0 / v for v in rps.values())
 
 
+def redis_condition(c, p, port, flag, je, S, oc, rps, samples):
+    """One redis-benchmark run under condition c, appended to rps[c]."""
+    if c == "idle":
+        rps[c].append(redis_bench(port, S["redis_n"], oc))
+    elif c == "heapbpf":
+        # heapbpf attached for the whole benchmark
+        errpath = os.path.join(hb.TMP, "redis-heapbpf.err")
+        with open(errpath, "wb") as ef:
+            hp = subprocess.Popen(hb.heapbpf_argv(p.pid, os.path.join(hb.TMP, "redis.pb.gz")),
+                                  stdout=ef, stderr=ef, stdin=subprocess.DEVNULL,
+                                  preexec_fn=hb.pin(oc))
+        try:
+            deadline = time.monotonic() + 30
+            while peek(p.pid, flag) != 1:
+                if time.monotonic() > deadline or hp.poll() is not None:
+                    raise BenchError("heapbpf did not attach to redis: " +
+                                     open(errpath).read()[-1000:])
+                time.sleep(0.005)
+            rps[c].append(redis_bench(port, S["redis_n"], oc))
+            hp.send_signal(signal.SIGINT)
+            hp.wait(60)
+        finally:
+            hb.kill_wait(hp)
+        if hp.returncode not in (0, 3, 4):
+            raise BenchError("heapbpf on redis exited %d" % hp.returncode)
+        samples.append(hb.parse_heapbpf_stderr(open(errpath).read())["alloc_hits"])
+    elif c == "jemalloc":
+        # jemalloc's sampling left on in the process (the always-on approach)
+        poke(p.pid, flag, 1)
+        try:
+            rps[c].append(redis_bench(port, S["redis_n"], oc))
+        finally:
+            poke(p.pid, flag, 0)
+    else:
+        # a uprobe on every malloc and free, memleak-style, with bpftrace
+        rps[c].append(bpftrace_run(p.pid, je, port, S["redis_bpftrace_n"], oc))
+
+
 def bench_redis(S, doc, res):
     je = hb.path("jemalloc/libjemalloc.so.2")
     for tool in ("redis-server", "redis-benchmark", "bpftrace"):
@@ -500,36 +544,9 @@ def bench_redis(S, doc, res):
         flag = sym_addr(p.pid, je, "je_prof_active_state")
         redis_bench(port, S["redis_n"] // 4 or 1, oc)  # warm-up: keys exist, memory grown
         for rep in range(S["redis_reps"]):
-            rps["idle"].append(redis_bench(port, S["redis_n"], oc))
-            # heapbpf attached for the whole benchmark
-            errpath = os.path.join(hb.TMP, "redis-heapbpf.err")
-            with open(errpath, "wb") as ef:
-                hp = subprocess.Popen(hb.heapbpf_argv(p.pid, os.path.join(hb.TMP, "redis.pb.gz")),
-                                      stdout=ef, stderr=ef, stdin=subprocess.DEVNULL,
-                                      preexec_fn=hb.pin(oc))
-            try:
-                deadline = time.monotonic() + 30
-                while peek(p.pid, flag) != 1:
-                    if time.monotonic() > deadline or hp.poll() is not None:
-                        raise BenchError("heapbpf did not attach to redis: " +
-                                         open(errpath).read()[-1000:])
-                    time.sleep(0.005)
-                rps["heapbpf"].append(redis_bench(port, S["redis_n"], oc))
-                hp.send_signal(signal.SIGINT)
-                hp.wait(60)
-            finally:
-                hb.kill_wait(hp)
-            if hp.returncode not in (0, 3, 4):
-                raise BenchError("heapbpf on redis exited %d" % hp.returncode)
-            samples.append(hb.parse_heapbpf_stderr(open(errpath).read())["alloc_hits"])
-            # jemalloc's sampling left on in the process (the always-on approach)
-            poke(p.pid, flag, 1)
-            try:
-                rps["jemalloc"].append(redis_bench(port, S["redis_n"], oc))
-            finally:
-                poke(p.pid, flag, 0)
-            # a uprobe on every malloc and free, memleak-style, with bpftrace
-            rps["bpftrace"].append(bpftrace_run(p.pid, je, port, S["redis_bpftrace_n"], oc))
+            # the order rotates from one repetition to the next: no condition always first
+            for c in conds[rep % 4:] + conds[:rep % 4]:
+                redis_condition(c, p, port, flag, je, S, oc, rps, samples)
             for c in conds:
                 ratios[c].append(rps[c][-1] / rps["idle"][-1])
             log("redis %d: %s" % (rep, ", ".join("%s %.0f/s" % (c, rps[c][-1]) for c in conds)))
@@ -546,7 +563,8 @@ def bench_redis(S, doc, res):
           "`MALLOC_CONF=%s`. Load: `redis-benchmark -t set,get,lpush,lpop -n %d -r 100000 "
           "-d 256 -c 50 -P 16` on CPU %s, 127.0.0.1 only; the figure per run is the "
           "harmonic mean of the four tests' requests/s. All four conditions run in the same "
-          "redis process, one after the other, in each repetition:" % (
+          "redis process, one after the other in each repetition, in an order that rotates "
+          "from one repetition to the next:" % (
               sh("dpkg-query -W -f='${Version}' redis-server"), sorted(tc) if tc else "any",
               ORACLE, S["redis_n"], sorted(oc) if oc else "any"))
     doc.p()
@@ -616,6 +634,16 @@ def bpftrace_run(pid, lib, port, n, cpus):
 # ---- 4. how cost grows ----------------------------------------------------------------------
 
 
+def isolated(S, frames):
+    """trapfloor with a backtrace of frames frames: one record per repetition."""
+    out = subprocess.run([hb.path("bench/trapfloor"), str(S["trap_calls"] // 5 or 1),
+                          str(S["scale_reps"]), str(frames)], capture_output=True, text=True,
+                         timeout=300, preexec_fn=hb.pin(cpus_split()[0]))
+    if out.returncode:
+        raise BenchError("trapfloor failed: " + out.stderr)
+    return [json.loads(line) for line in out.stdout.splitlines() if line]
+
+
 def bench_scaling(S, doc, res, trap):
     tc, hc = cpus_split()
     rows_lg, rows_t, rows_d = [], [], []
@@ -645,10 +673,13 @@ def bench_scaling(S, doc, res, trap):
         o = sample_cost(ORACLE + ",lg_prof_sample:14",
                         ["--bytes", str(nbytes), "--depth", str(d)], S["scale_reps"], tc, hc,
                         "depth %d" % d)
+        iso = isolated(S, min(d + 6, 128))
+        o["isolated"] = iso
         res["scaling"]["depth"][d] = o
-        rows_d.append([str(d), spread(o["samples"], "{:.0f}"),
+        rows_d.append([str(d), str(min(d + 6, 128)),
+                       spread([r["heapbpf_ns"] for r in iso], "{:.0f}"),
+                       spread([r["heapbpf_ns"] / r["trap_ns"] for r in iso], "{:.2f}"),
                        spread(o["per_sample_ns"], "{:.0f}"),
-                       "%.2f" % (med(o["per_sample_ns"]) / trap),
                        spread(o["ratio_att_je"], "{:.3f}"), spread(o["ratio_je_none"],
                                                                    "{:.3f}")])
     doc.p("## 4. How cost grows")
@@ -660,8 +691,12 @@ def bench_scaling(S, doc, res, trap):
     doc.p()
     doc.p("### Sampling rate")
     doc.p()
-    doc.p("The window's size grows with the sampling interval so that every row takes "
-          "thousands of samples (up to %d MiB)." % (S["scale_max_bytes"] // MIB))
+    doc.p("The window's size grows with the sampling interval (up to %d MiB, kept in memory) "
+          "so that rows take thousands of samples where memory allows. The in-process "
+          "difference per sample is noise once a window holds only a few hundred samples "
+          "(its spread says so): read the throughput ratios here, and section 2's isolated "
+          "figure for the cost of one sample, which does not depend on the rate." % (
+              S["scale_max_bytes"] // MIB))
     doc.p()
     doc.table(["lg_prof_sample", "interval", "window", "samples", "added ns/sample",
                "x trap", "attached / `je`", "attached / `none`"], rows_lg)
@@ -675,10 +710,13 @@ def bench_scaling(S, doc, res, trap):
     doc.p("### Stack depth")
     doc.p()
     doc.p("Nested calls before `malloc` (jemalloc's backtrace is about 6 frames longer; "
-          "jemalloc keeps at most 128).")
+          "jemalloc keeps at most 128). \"Isolated\" is heapbpf's allocation program on the "
+          "stand-in of section 2 with a backtrace of that many frames (`bench/trapfloor "
+          "CALLS REPS FRAMES`), against the bare hit measured in the same repetition; "
+          "\"in process\" is the microbenchmark's difference, noisy as in section 2.")
     doc.p()
-    doc.table(["nested calls", "samples", "added ns/sample", "x trap", "attached / `je`",
-               "`je` / `none`"], rows_d)
+    doc.table(["nested calls", "backtrace frames", "isolated ns/hit", "isolated x trap",
+               "in process: added ns/sample", "attached / `je`", "`je` / `none`"], rows_d)
 
 
 # ---- 5. collector ---------------------------------------------------------------------------
@@ -902,7 +940,9 @@ def main():
     doc.table(["§", "target", "wanted", "measured", "verdict"],
               [r[:4] + ["**met**" if r[4] else "**not met** (see §%s)" % r[0]]
                for r in summary])
-    doc.p("The whole suite took %.0f s." % elapsed)
+    doc.p("The whole suite took %.0f s; load average at the end: %s (other work on this "
+          "shared machine during the run shows up here, and in the spreads)." % (
+              elapsed, " ".join(open("/proc/loadavg").read().split()[:3])))
     doc.p()
     text = doc.text() + "\n" + body.text()
     check_wellformed(text)

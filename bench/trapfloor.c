@@ -44,8 +44,9 @@ __asm__(".text\n"
 /*
  * The same call with heapbpf's own allocation program attached: a stand-in
  * for prof_malloc_sample_object(tsd, ptr, size, usize, tctx) whose tctx
- * leads, through jemalloc 5.3.0's offsets, to a backtrace of FAKE_FRAMES
- * frames, so the program does all its work (reads, ring-buffer record).
+ * leads, through jemalloc 5.3.0's offsets, to a backtrace of FRAMES frames
+ * (third argument, default FAKE_FRAMES), so the program does all its work:
+ * reads of jemalloc's structures and the frames, one ring-buffer record.
  */
 void hb_fake_sample(void *tsd, void *ptr, size_t size, size_t usize, void *tctx);
 __asm__(".text\n"
@@ -57,9 +58,9 @@ __asm__(".text\n"
 	"	ret\n"
 	".size hb_fake_sample, .-hb_fake_sample\n");
 
-#define FAKE_FRAMES 14 /* 8 nested calls + jemalloc's own frames, as in microbench */
+#define FAKE_FRAMES 14 /* default: 8 nested calls + jemalloc's own frames, as in microbench */
 
-static uint64_t fake_frames[FAKE_FRAMES];
+static uint64_t fake_frames[HEAPBPF_MAX_FRAMES];
 static struct {
 	void *vec;
 	uint32_t len;
@@ -156,6 +157,7 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? strtol(argv[1], NULL, 0) : 200000;
 	int reps = argc > 2 ? atoi(argv[2]) : 5;
+	long frames = argc > 3 ? strtol(argv[3], NULL, 0) : FAKE_FRAMES;
 	struct trapfloor_bpf *skel;
 	struct heapbpf_bpf *hs = NULL;
 	struct ring_buffer *rb = NULL;
@@ -164,11 +166,12 @@ int main(int argc, char **argv)
 	LIBBPF_OPTS(bpf_uprobe_opts, fo, .func_name = "hb_fake_sample");
 	int err = 0;
 
-	if (n <= 0 || reps <= 0) {
-		fprintf(stderr, "usage: trapfloor [CALLS [REPS]]\n");
+	if (n <= 0 || reps <= 0 || frames < 1 || frames > HEAPBPF_MAX_FRAMES) {
+		fprintf(stderr, "usage: trapfloor [CALLS [REPS [FRAMES]]]\n");
 		return 2;
 	}
-	for (int i = 0; i < FAKE_FRAMES; i++)
+	fake_bt.len = frames;
+	for (int i = 0; i < HEAPBPF_MAX_FRAMES; i++)
 		fake_frames[i] = 0x401000 + 0x40 * i;
 	*(void **)(fake_tctx + 96) = fake_gctx;
 	memcpy(fake_gctx + 104, &fake_bt, sizeof(fake_bt));
@@ -214,10 +217,10 @@ int main(int argc, char **argv)
 		printf("{\"calls\": %ld, \"base_wall_ns\": %" PRId64 ", \"probe_wall_ns\": %" PRId64
 		       ", \"base_cpu_ns\": %" PRId64 ", \"probe_cpu_ns\": %" PRId64
 		       ", \"trap_ns\": %.1f, \"heapbpf_ns\": %.1f, \"heapbpf_hits\": %" PRIu64
-		       ", \"heapbpf_read_faults\": %" PRIu64 "}\n",
+		       ", \"heapbpf_read_faults\": %" PRIu64 ", \"frames\": %ld}\n",
 		       n, w0, w1, c0, c1, (double)(c1 - c0) / n, (double)(fc1 - fc0) / n,
 		       (uint64_t)(hs->bss->counters.alloc_hits - hits0),
-		       (uint64_t)hs->bss->counters.read_faults);
+		       (uint64_t)hs->bss->counters.read_faults, frames);
 		fflush(stdout);
 	}
 	consuming = 0;
