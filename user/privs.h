@@ -13,6 +13,16 @@
 
 #include <stdint.h>
 
+#include <stddef.h>
+
+/*
+ * Checks, before touching anything, that this process has what a live run
+ * needs (CAP_BPF or CAP_SYS_ADMIN, CAP_PERFMON or CAP_SYS_ADMIN,
+ * CAP_SYS_PTRACE) and that the kernel has BTF and uprobes. On failure
+ * returns -EPERM or -ENOTSUP with a sentence naming what is missing.
+ */
+int privs_check(char *err, size_t errlen);
+
 /* The capabilities kept after attaching, as a bit mask (1 << CAP_*). */
 uint64_t privs_kept_mask(void);
 /* Drops the effective, permitted and inheritable sets to privs_kept_mask(); sets no_new_privs. */

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +30,27 @@ int hb_value_parse(const char *name, enum hb_value *out)
 		}
 	}
 	return -EINVAL;
+}
+
+int hb_profile_add_comment(struct hb_profile *p, const char *fmt, ...)
+{
+	char **nv, *c;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&c, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	nv = realloc(p->comments, (p->ncomments + 1) * sizeof(*nv));
+	if (!nv) {
+		free(c);
+		return -ENOMEM;
+	}
+	p->comments = nv;
+	p->comments[p->ncomments++] = c;
+	return 0;
 }
 
 void hb_profile__free(struct hb_profile *p)

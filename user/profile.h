@@ -71,6 +71,10 @@ struct hb_profile {
 	size_t ncomments;
 };
 
+/* Appends a printf-formatted comment (pprof Profile.comment); -ENOMEM. */
+int hb_profile_add_comment(struct hb_profile *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* Frees everything a profile owns (all strings, arrays) and the struct itself; NULL is fine. */
 void hb_profile__free(struct hb_profile *p);
 

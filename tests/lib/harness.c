@@ -132,6 +132,8 @@ int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
 	int n = 0, err;
 
 	memset(s, 0, sizeof(*s));
+	/* a service that died must not take the test with it through SIGPIPE */
+	signal(SIGPIPE, SIG_IGN);
 	argv[n++] = binary;
 	argv[n++] = "--control";
 	for (; args && *args && n < 30; args++)
