@@ -17,7 +17,7 @@ PPROF_PROTO ?= /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
 CFLAGS     ?= -g -O2
 CFLAGS     += -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE
 CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf -Iuser -MMD -MP
-LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lm
+LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lcurl -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -Ibpf -I$(BUILD)
 
 ifeq ($(V),1)

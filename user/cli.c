@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -41,6 +42,31 @@ static const char usage[] =
 	"                             with -o or --format)\n"
 	"      --reset                only restore prof_active in PID if a heapbpf run that was\n"
 	"                             killed (kill -9) left it on; every run also does this first\n"
+	"\n"
+	"Fleet use (timers, daemons, Grafana Pyroscope):\n"
+	"      --unit NAME            every process of a systemd unit (found in its cgroup),\n"
+	"                             one profile each; NAME or NAME.service\n"
+	"      --pidfile PATH         the process named by a pid file\n"
+	"      --output-dir DIR       snapshot mode: write heap-TIME-PID-COMM.pb.gz (and .folded)\n"
+	"                             into DIR, atomically; -f may be given more than once\n"
+	"      --keep N               keep the newest N snapshots in DIR, delete older ones\n"
+	"      --max-bytes SIZE       and at most SIZE bytes (K, M, G suffixes), oldest first\n"
+	"      --compress zstd        write folded output zstd-compressed (.folded.zst)\n"
+	"      --interval SECONDS     a snapshot every SECONDS without detaching, until stopped\n"
+	"                             (prof_active stays on all the while)\n"
+	"      --pyroscope URL        also push every profile to Grafana Pyroscope's /ingest\n"
+	"      --service-name NAME    Pyroscope service name (default: the unit, else comm)\n"
+	"      --label KEY=VALUE      Pyroscope label; repeatable (defaults: hostname, pid,\n"
+	"                             comm; an empty VALUE drops one)\n"
+	"      --spool-dir DIR        undelivered profiles wait here (default DIR/spool of\n"
+	"                             --output-dir); --spool-keep N, --spool-max-bytes SIZE\n"
+	"      --pyroscope-timeout S  per request (default 10); --pyroscope-retries N (default 3)\n"
+	"      --pyroscope-multipart  send multipart/form-data instead of format=pprof\n"
+	"      --pyroscope-ca FILE    CA bundle for the server's certificate\n"
+	"    Credentials only from the environment: HEAPBPF_PYROSCOPE_TENANT (X-Scope-OrgID),\n"
+	"    HEAPBPF_PYROSCOPE_USER and _PASSWORD (basic auth) or HEAPBPF_PYROSCOPE_TOKEN\n"
+	"    (bearer), each also as NAME_FILE=path.\n"
+	"\n"
 	"  -q, --quiet                no status line, no summary\n"
 	"  -v, --verbose              show libbpf's messages\n"
 	"  -h, --help                 this help\n"
@@ -63,7 +89,8 @@ static const char usage[] =
 	"  heapbpf report heap.hbr -f folded -t alloc_space --from 10 --to 20 -o window.folded\n"
 	"\n"
 	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
-	"4 written but events were dropped (see the summary).\n";
+	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
+	"to Pyroscope (kept in the spool for the next run).\n";
 
 enum {
 	OPT_RAW = 256,
@@ -76,6 +103,23 @@ enum {
 	OPT_BINARY_PATH,
 	OPT_RESET,
 	OPT_VERSION,
+	OPT_UNIT,
+	OPT_PIDFILE,
+	OPT_OUTPUT_DIR,
+	OPT_KEEP,
+	OPT_MAX_BYTES,
+	OPT_COMPRESS,
+	OPT_INTERVAL,
+	OPT_PYROSCOPE,
+	OPT_SERVICE_NAME,
+	OPT_LABEL,
+	OPT_SPOOL_DIR,
+	OPT_SPOOL_KEEP,
+	OPT_SPOOL_MAX_BYTES,
+	OPT_PYRO_TIMEOUT,
+	OPT_PYRO_RETRIES,
+	OPT_PYRO_MULTIPART,
+	OPT_PYRO_CA,
 };
 
 static const struct option options[] = {
@@ -93,6 +137,23 @@ static const struct option options[] = {
 	{ "to", required_argument, NULL, OPT_TO },
 	{ "binary-path", required_argument, NULL, OPT_BINARY_PATH },
 	{ "reset", no_argument, NULL, OPT_RESET },
+	{ "unit", required_argument, NULL, OPT_UNIT },
+	{ "pidfile", required_argument, NULL, OPT_PIDFILE },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "keep", required_argument, NULL, OPT_KEEP },
+	{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+	{ "compress", required_argument, NULL, OPT_COMPRESS },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "pyroscope", required_argument, NULL, OPT_PYROSCOPE },
+	{ "service-name", required_argument, NULL, OPT_SERVICE_NAME },
+	{ "label", required_argument, NULL, OPT_LABEL },
+	{ "spool-dir", required_argument, NULL, OPT_SPOOL_DIR },
+	{ "spool-keep", required_argument, NULL, OPT_SPOOL_KEEP },
+	{ "spool-max-bytes", required_argument, NULL, OPT_SPOOL_MAX_BYTES },
+	{ "pyroscope-timeout", required_argument, NULL, OPT_PYRO_TIMEOUT },
+	{ "pyroscope-retries", required_argument, NULL, OPT_PYRO_RETRIES },
+	{ "pyroscope-multipart", no_argument, NULL, OPT_PYRO_MULTIPART },
+	{ "pyroscope-ca", required_argument, NULL, OPT_PYRO_CA },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -132,6 +193,40 @@ static const char *opt_name(const char *arg, int opt, char buf[3])
 	return buf;
 }
 
+/* "512", "64K", "256M", "2G" (powers of 1024) */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	errno = 0;
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'K':
+	case 'k':
+		shift = 10;
+		end++;
+		break;
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 static int parse_seconds(const char *s, double *out)
 {
 	char *end;
@@ -162,6 +257,8 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	c->format = FMT_PPROF;
 	c->sample_type = HB_INUSE_SPACE;
 	c->ringbuf_bytes = 16u << 20;
+	c->pyro_timeout = 10;
+	c->pyro_retries = 3;
 	optind = 0; /* 0, not 1: glibc then also resets its state inside an option group */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":p:d:o:f:t:qvh", options, NULL)) != -1) {
@@ -213,6 +310,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 				c->format = FMT_FOLDED;
 			else
 				return bad("unknown --format \"%s\"; use pprof or folded", optarg);
+			c->formats |= 1u << c->format;
 			break;
 		case 't':
 			if (hb_value_parse(optarg, &c->sample_type))
@@ -253,6 +351,89 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			c->debug_dirs = d;
 			break;
 		}
+		case OPT_UNIT:
+			if (!optarg[0])
+				return bad("--unit needs a unit name%s", "");
+			c->unit = optarg;
+			break;
+		case OPT_PIDFILE:
+			if (!optarg[0])
+				return bad("--pidfile needs a file name%s", "");
+			c->pidfile = optarg;
+			break;
+		case OPT_OUTPUT_DIR:
+		case OPT_SPOOL_DIR:
+			if (!optarg[0])
+				return bad("%s needs a directory",
+					   opt_name(argv[optind - 1], 0, name));
+			*(opt == OPT_OUTPUT_DIR ? &c->output_dir : &c->spool_dir) = optarg;
+			break;
+		case OPT_KEEP:
+		case OPT_SPOOL_KEEP:
+			if (parse_long(optarg, 1, 1000000, &v))
+				return bad(
+					"--keep and --spool-keep need a count from 1 to 1000000, "
+					"not \"%s\"",
+					optarg);
+			*(opt == OPT_KEEP ? &c->keep : &c->spool_keep) = v;
+			break;
+		case OPT_MAX_BYTES:
+		case OPT_SPOOL_MAX_BYTES:
+			if (parse_bytes(optarg, opt == OPT_MAX_BYTES ? &c->max_bytes
+								     : &c->spool_max_bytes) ||
+			    !(opt == OPT_MAX_BYTES ? c->max_bytes : c->spool_max_bytes))
+				return bad(
+					"--max-bytes and --spool-max-bytes need a size like 512K, "
+					"64M or 2G, not \"%s\"",
+					optarg);
+			break;
+		case OPT_COMPRESS:
+			if (strcmp(optarg, "zstd") != 0)
+				return bad("unknown --compress \"%s\"; use zstd", optarg);
+			c->zstd = true;
+			break;
+		case OPT_INTERVAL:
+			if (parse_long(optarg, 1, 31 * 24 * 3600, &v))
+				return bad("--interval needs whole seconds from 1 to 2678400, not "
+					   "\"%s\"",
+					   optarg);
+			c->interval = v;
+			break;
+		case OPT_PYROSCOPE:
+			if (!optarg[0])
+				return bad("--pyroscope needs a URL%s", "");
+			c->pyroscope = optarg;
+			break;
+		case OPT_SERVICE_NAME:
+			c->service_name = optarg;
+			break;
+		case OPT_LABEL:
+			if (c->nlabels == CLI_MAX_LABELS)
+				return bad("at most 16 --label options%s", "");
+			if (!strchr(optarg, '='))
+				return bad("--label needs KEY=VALUE, not \"%s\"", optarg);
+			c->labels[c->nlabels++] = optarg;
+			break;
+		case OPT_PYRO_TIMEOUT:
+			if (parse_seconds(optarg, &c->pyro_timeout) || c->pyro_timeout < 0.1 ||
+			    c->pyro_timeout > 600)
+				return bad("--pyroscope-timeout needs seconds from 0.1 to 600, not "
+					   "\"%s\"",
+					   optarg);
+			break;
+		case OPT_PYRO_RETRIES:
+			if (parse_long(optarg, 0, 10, &v))
+				return bad(
+					"--pyroscope-retries needs a count from 0 to 10, not \"%s\"",
+					optarg);
+			c->pyro_retries = v;
+			break;
+		case OPT_PYRO_MULTIPART:
+			c->pyro_multipart = true;
+			break;
+		case OPT_PYRO_CA:
+			c->pyro_ca = optarg;
+			break;
 		case 'q':
 			c->quiet = true;
 			break;
@@ -287,9 +468,49 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);
-	if (c->mode == MODE_LIVE && !have_pid)
-		return bad("--pid is required%s", "");
-	if (have_type && c->format != FMT_FOLDED)
+	if (c->mode == MODE_REPORT &&
+	    (c->unit || c->pidfile || c->output_dir || c->interval || c->pyroscope || c->keep ||
+	     c->max_bytes || c->zstd || c->nlabels || c->spool_dir))
+		return bad("report writes one profile: the fleet options (--unit, --output-dir, "
+			   "--interval, --pyroscope, ...) apply to live runs%s",
+			   "");
+	if (c->mode == MODE_LIVE && have_pid + !!c->unit + !!c->pidfile > 1)
+		return bad("give one of --pid, --unit and --pidfile%s", "");
+	if (c->mode == MODE_LIVE && !have_pid && !c->unit && !c->pidfile)
+		return bad("--pid is required (or --unit NAME, or --pidfile PATH)%s", "");
+	if (c->output_dir && c->output)
+		return bad("--output-dir names its files itself: drop --output%s", "");
+	if (!c->output_dir && (c->keep || c->max_bytes || c->zstd))
+		return bad("--keep, --max-bytes and --compress apply to --output-dir%s", "");
+	if (c->output_dir && !c->formats)
+		c->formats = 1u << FMT_PPROF;
+	if (c->zstd && !(c->formats & (1u << FMT_FOLDED)))
+		return bad("--compress zstd applies to --format folded (pprof is gzip-compressed "
+			   "already)%s",
+			   "");
+	if (c->interval && !c->output_dir && !c->pyroscope)
+		return bad("--interval needs --output-dir or --pyroscope, where the windows go%s",
+			   "");
+	if (c->interval && c->output)
+		return bad("--interval writes a file per window: use --output-dir, not --output%s",
+			   "");
+	if (c->interval && c->record)
+		return bad("--interval and --record cannot be combined%s", "");
+	if (c->interval && !have_duration)
+		c->duration = 0;
+	if (c->interval && c->duration && c->duration < c->interval)
+		return bad("--duration must be at least one --interval%s", "");
+	if (!c->pyroscope && (c->service_name || c->nlabels || c->spool_dir || c->spool_keep ||
+			      c->spool_max_bytes || c->pyro_multipart || c->pyro_ca))
+		return bad("--service-name, --label, --spool-* and --pyroscope-* apply to "
+			   "--pyroscope%s",
+			   "");
+	if (c->pyroscope && !c->spool_dir && !c->output_dir)
+		return bad("--pyroscope needs --spool-dir (or --output-dir), where a profile waits "
+			   "when the server cannot take it%s",
+			   "");
+	if (have_type &&
+	    !(c->output_dir ? c->formats & (1u << FMT_FOLDED) : c->format == FMT_FOLDED))
 		return bad("--sample-type applies to --format folded (pprof carries all four)%s",
 			   "");
 	return 0;

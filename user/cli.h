@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "profile.h"
@@ -23,6 +24,7 @@ enum exit_code {
 	EXIT_USAGE = 2,	     /* bad command line */
 	EXIT_NO_SAMPLES = 3, /* profile written, but jemalloc sampled nothing */
 	EXIT_DROPS = 4,	     /* profile written, but events were lost (ring buffer full) */
+	EXIT_NOT_SENT = 5,   /* profile written, not delivered to Pyroscope yet: spooled */
 };
 
 enum cli_mode {
@@ -30,7 +32,8 @@ enum cli_mode {
 	MODE_REPORT, /* heapbpf report FILE */
 };
 
-#define CLI_MAX_DIRS 16
+#define CLI_MAX_DIRS   16
+#define CLI_MAX_LABELS 16
 
 struct cli {
 	enum cli_mode mode;
@@ -51,6 +54,26 @@ struct cli {
 	const char *layout; /* forced jemalloc layout, or NULL */
 	char *debug_dirs;   /* --debug-dir values joined by ':', or NULL (owned) */
 	bool quiet, verbose;
+	/* fleet use (user/fleet.c) */
+	const char *unit;	/* --unit NAME */
+	const char *pidfile;	/* --pidfile PATH */
+	const char *output_dir; /* --output-dir DIR: snapshot mode */
+	unsigned int formats;	/* 1 << FMT_* of every -f, for --output-dir */
+	bool zstd;		/* --compress zstd: folded files as .folded.zst */
+	unsigned long keep;	/* --keep N snapshots, 0 = all */
+	uint64_t max_bytes;	/* --max-bytes, 0 = no limit */
+	double interval;	/* --interval SECONDS, 0 = one window */
+	const char *pyroscope;	/* --pyroscope URL */
+	const char *service_name;
+	const char *labels[CLI_MAX_LABELS]; /* --label K=V, as typed */
+	int nlabels;
+	const char *spool_dir;
+	unsigned long spool_keep;
+	uint64_t spool_max_bytes;
+	double pyro_timeout;
+	int pyro_retries;
+	bool pyro_multipart;
+	const char *pyro_ca;
 };
 
 /*

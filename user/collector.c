@@ -332,6 +332,18 @@ int collector__add_totals(struct collector *c, const uint64_t *frames, uint32_t 
 	return 0;
 }
 
+void collector__reset_alloc(struct collector *c)
+{
+	for (size_t i = 0; i < c->nstacks; i++) {
+		struct hb_stack *s = &c->stacks[i];
+
+		s->samples = 0;
+		s->bytes = 0;
+		s->alloc_objects = 0;
+		s->alloc_space = 0;
+	}
+}
+
 uint64_t collector__period(const struct collector *c)
 {
 	return (uint64_t)c->period;

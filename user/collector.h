@@ -64,6 +64,14 @@ int collector__add_totals(struct collector *c, const uint64_t *frames, uint32_t 
 			  uint64_t samples, uint64_t bytes, uint64_t inuse_samples,
 			  uint64_t inuse_bytes);
 
+/*
+ * Starts a new allocation window without detaching (heapbpf --interval):
+ * zeroes every stack's allocation totals (samples, bytes, alloc_objects,
+ * alloc_space) and keeps what is in use, so the next profile carries the
+ * window's allocations as deltas and in-use as the state at its end.
+ */
+void collector__reset_alloc(struct collector *c);
+
 uint64_t collector__period(const struct collector *c);
 size_t collector__nstacks(const struct collector *c);
 const struct hb_stack *collector__stack(const struct collector *c, size_t i);

@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "debuginfo.h"
+#include "fleet.h"
 #include "folded.h"
 #include "guard.h"
 #include "output.h"
@@ -189,6 +190,7 @@ static int live(const char *out, char *err, size_t errlen)
 		.recorder = rec,
 		.guard = g,
 	};
+	fleet_session_opts(&so, t);
 	rc = session_run(t, &so, &s, err, errlen);
 	if (rec) {
 		uint64_t raw = 0, file = 0;
@@ -213,6 +215,11 @@ static int live(const char *out, char *err, size_t errlen)
 		goto out;
 	if (s.reason == STOP_TARGET_EXIT && !opts.quiet)
 		fprintf(stderr, "heapbpf: pid %d exited; writing what was collected\n", t->pid);
+	/* snapshots, windows, Pyroscope: fleet.c decides where the profile goes */
+	if (fleet_owns_output()) {
+		code = fleet_last_window(&s, t, out, err, errlen);
+		goto out;
+	}
 	code = finish(s.collector, s.symbolizer, t, &s.counters, s.start_wall_ns, s.duration_ns,
 		      !opts.record || opts.output_set, out, err, errlen);
 out:
@@ -247,6 +254,20 @@ static int report_recording(const char *out, char *err, size_t errlen)
 	return code;
 }
 
+/* One target: fleet_run calls this for each process (in parallel when several). */
+static int live_pid(pid_t pid, char *err, size_t errlen)
+{
+	char outbuf[256];
+	const char *out = opts.output;
+
+	opts.pid = pid;
+	if (!out) {
+		default_output(outbuf, sizeof(outbuf));
+		out = outbuf;
+	}
+	return live(out, err, errlen);
+}
+
 int main(int argc, char **argv)
 {
 	char err[1024] = "", outbuf[256];
@@ -269,7 +290,7 @@ int main(int argc, char **argv)
 	}
 	dbg_set_debug_dirs(opts.debug_dirs);
 	rc = opts.mode == MODE_REPORT ? report_recording(out, err, sizeof(err))
-				      : live(out, err, sizeof(err));
+				      : fleet_run(&opts, live_pid, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "heapbpf: %s\n", err[0] ? err : "failed");
 		rc = EXIT_FAIL;

@@ -283,7 +283,12 @@ int report__build(const struct collector *c, struct symbolizer *s, const struct 
 	b.p->time_nanos = opts->time_nanos;
 	b.p->duration_nanos = opts->duration_nanos;
 	for (size_t i = 0; i < collector__nstacks(c); i++) {
-		err = add_stack(&b, collector__stack(c, i), opts->raw);
+		const struct hb_stack *st = collector__stack(c, i);
+
+		/* nothing allocated in this window and nothing in use (after collector__reset_alloc) */
+		if (!st->samples && !st->inuse_samples)
+			continue;
+		err = add_stack(&b, st, opts->raw);
 		if (err)
 			goto out;
 	}

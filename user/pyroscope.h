@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Export to Grafana Pyroscope: each profile goes to the server's /ingest
+ * endpoint (libcurl), either as the raw gzip-compressed pprof body with
+ * format=pprof, or as multipart/form-data with a "profile" part and no
+ * format parameter. name=SERVICE{label=value,...}, from/until = the window.
+ *
+ * Nothing is sent straight from memory: a profile is first written to the
+ * spool directory (atomically), then the spool is delivered oldest first and
+ * each file is deleted once the server accepted it. A profile the server
+ * could not take (down, 408/429/5xx after the retries, bad credentials)
+ * stays and goes with the next run; the spool is bounded like snapshots.
+ *
+ * Credentials come from the environment only, never from the command line:
+ *   HEAPBPF_PYROSCOPE_TENANT     X-Scope-OrgID (multi-tenant servers)
+ *   HEAPBPF_PYROSCOPE_USER       basic auth (Grafana Cloud: the stack's user id)
+ *   HEAPBPF_PYROSCOPE_PASSWORD   basic auth password (Grafana Cloud: a token)
+ *   HEAPBPF_PYROSCOPE_TOKEN      bearer token (instead of basic auth)
+ * each also as NAME_FILE=path (the value is the file's first line), e.g. a
+ * systemd credential.
+ */
+#ifndef __HEAPBPF_PYROSCOPE_H
+#define __HEAPBPF_PYROSCOPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PYRO_MAX_LABELS	    32
+#define PYRO_SPOOL_MAX_FILE ((size_t)64 << 20) /* larger spool files are not read */
+
+struct pyro_label {
+	const char *key, *value;
+};
+
+struct pyro_opts {
+	const char *url;	  /* the server (http[s]://host[:port][/prefix]) or its /ingest */
+	const char *spool_dir;	  /* must exist */
+	size_t spool_keep;	  /* at most this many spooled profiles; 0 = no limit */
+	uint64_t spool_max_bytes; /* 0 = no limit */
+	double timeout;		  /* seconds per request */
+	int retries;		  /* after the first attempt, on 408/429/5xx and network errors */
+	bool multipart;		  /* multipart/form-data instead of format=pprof */
+	const char *ca_file;	  /* extra CA bundle, or NULL for the system's */
+	bool verbose;
+};
+
+struct pyro;
+
+/* Checks the URL and reads the credentials; on error a one-sentence message without secrets. */
+int pyro__new(const struct pyro_opts *o, struct pyro **out, char *err, size_t errlen);
+void pyro__free(struct pyro *p);
+
+/* Puts one gzip-compressed pprof profile for name (pyro_build_name) into the spool. */
+int pyro__spool(struct pyro *p, const char *name, int64_t from, int64_t until, const void *body,
+		size_t len, char *err, size_t errlen);
+
+struct pyro_flush_result {
+	size_t sent;	 /* accepted by the server in this flush */
+	size_t pending;	 /* still in the spool */
+	size_t rejected; /* refused for good (4xx other than 401/403/408/429): deleted */
+	size_t trimmed;	 /* deleted to keep the spool bounded */
+	bool auth_failed;
+	bool busy; /* another heapbpf was delivering this spool (wait = false) */
+};
+
+/*
+ * Delivers the spool, oldest first; stops at the first profile that could
+ * not be delivered (the server is down or refuses the credentials). Only
+ * one heapbpf delivers a spool at a time: with wait false, returns at once
+ * when another one does. Messages (never a secret) go to stderr.
+ */
+void pyro__flush(struct pyro *p, bool wait, struct pyro_flush_result *r);
+
+/* ---- pure helpers (unit-tested) ---- */
+
+/* Pyroscope's rules: service [A-Za-z0-9_./-]+; label names [A-Za-z_][A-Za-z0-9_]*, not __*. */
+bool pyro_valid_service(const char *s);
+bool pyro_valid_label_key(const char *k);
+/* A label value /ingest's name parser keeps intact: printable, no ,{}= and no spaces. */
+bool pyro_valid_label_value(const char *v);
+/* Makes any string a valid value (or service name when service): others become '_'. */
+void pyro_sanitize(const char *in, bool service, char *out, size_t len);
+/* "service{k1=v1,k2=v2}" from labels (keys sorted); -ENAMETOOLONG or -EINVAL. */
+int pyro_build_name(char *buf, size_t len, const char *service, const struct pyro_label *labels,
+		    size_t n);
+/*
+ * The /ingest URL for a user's URL: http or https, no user:password@, no
+ * query or fragment; "/ingest" appended unless it ends in it already.
+ */
+int pyro_ingest_url(const char *url, char *out, size_t len, char *err, size_t errlen);
+
+#endif /* __HEAPBPF_PYROSCOPE_H */

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "targets.h"
+
+#define MAX_ROOTS    8
+#define SEARCH_DEPTH 6 /* system.slice/foo.slice/bar.service and user@.service trees */
+
+int targets_unit_name(const char *name, char *out, size_t len)
+{
+	size_t n = strlen(name);
+	const char *dot = strrchr(name, '.');
+	bool typed = dot && (strcmp(dot, ".service") == 0 || strcmp(dot, ".scope") == 0);
+
+	/* systemd's own limit on unit names is 255 bytes */
+	if (!n || n > 240 || name[0] == '.')
+		return -EINVAL;
+	for (const char *c = name; *c; c++) {
+		if (*c == '/' || (unsigned char)*c < 0x21 || *c == 0x7f)
+			return -EINVAL;
+	}
+	if (snprintf(out, len, "%s%s", name, typed ? "" : ".service") >= (int)len)
+		return -EINVAL;
+	return 0;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/* Mount points of cgroup2 and of the v1 hierarchy named "systemd". */
+static int cgroup_roots(char roots[][PATH_MAX], int max)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	int n = 0;
+
+	if (!f)
+		return -errno;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		char mnt[PATH_MAX], fstype[64], super[1024];
+		char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(sep + 3, "%63s %*s %1023s", fstype, super) != 2)
+			continue;
+		if (strcmp(fstype, "cgroup2") != 0 &&
+		    !(strcmp(fstype, "cgroup") == 0 && strstr(super, "name=systemd")))
+			continue;
+		unescape(mnt);
+		snprintf(roots[n++], PATH_MAX, "%s", mnt);
+	}
+	fclose(f);
+	return n;
+}
+
+/* Depth-first search for a directory called @name below @dir. */
+static bool find_dir(const char *dir, const char *name, int depth, char *out)
+{
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	if (depth > SEARCH_DEPTH)
+		return false;
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= (int)sizeof(sub))
+			continue;
+		if (strcmp(de->d_name, name) == 0) {
+			snprintf(out, PATH_MAX, "%s", sub);
+			found = true;
+		} else {
+			found = find_dir(sub, name, depth + 1, out);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+static void add_pid(pid_t *pids, size_t max, size_t *n, pid_t pid)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if (pids[i] == pid)
+			return;
+	}
+	if (*n < max)
+		pids[(*n)++] = pid;
+}
+
+/* Every pid in the cgroup at @dir and in its children. */
+static void collect_pids(const char *dir, int depth, pid_t *pids, size_t max, size_t *n)
+{
+	char path[PATH_MAX + 16], line[32];
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			long v = strtol(line, NULL, 10);
+
+			/* 0: a process in another pid namespace */
+			if (v > 0 && v <= INT_MAX && v != getpid())
+				add_pid(pids, max, n, (pid_t)v);
+		}
+		fclose(f);
+	}
+	if (depth > SEARCH_DEPTH)
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) < (int)sizeof(sub))
+			collect_pids(sub, depth + 1, pids, max, n);
+	}
+	closedir(d);
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int targets_from_unit(const char *unit, const char *root, pid_t *pids, size_t max, char *err,
+		      size_t errlen)
+{
+	char roots[MAX_ROOTS][PATH_MAX], name[256], dir[PATH_MAX];
+	bool found = false;
+	size_t n = 0;
+	int nroots;
+
+	if (targets_unit_name(unit, name, sizeof(name))) {
+		snprintf(err, errlen, "\"%s\" is not a systemd unit name", unit);
+		return -EINVAL;
+	}
+	if (root) {
+		snprintf(roots[0], PATH_MAX, "%s", root);
+		nroots = 1;
+	} else {
+		nroots = cgroup_roots(roots, MAX_ROOTS);
+	}
+	if (nroots <= 0) {
+		snprintf(
+			err, errlen,
+			"no cgroup2 or systemd cgroup hierarchy is mounted, so %s cannot be found; "
+			"use --pid or --pidfile",
+			name);
+		return -ENOENT;
+	}
+	for (int i = 0; i < nroots; i++) {
+		struct stat st;
+
+		/* system services first: a user manager may run a unit of the same name */
+		if (snprintf(dir, sizeof(dir), "%s/system.slice/%s", roots[i], name) >=
+			    (int)sizeof(dir) ||
+		    stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+			if (!find_dir(roots[i], name, 0, dir))
+				continue;
+		}
+		found = true;
+		collect_pids(dir, 0, pids, max, &n);
+	}
+	if (!found) {
+		snprintf(err, errlen,
+			 "unit %s has no cgroup under %s%s: it is not running (or not a systemd "
+			 "unit)",
+			 name, roots[0], nroots > 1 ? " or the other cgroup hierarchies" : "");
+		return -ENOENT;
+	}
+	if (!n) {
+		snprintf(err, errlen, "unit %s is not running: its cgroup holds no process", name);
+		return -ESRCH;
+	}
+	qsort(pids, n, sizeof(*pids), cmp_pid);
+	return (int)n;
+}
+
+int targets_from_pidfile(const char *path, pid_t *pid, char *err, size_t errlen)
+{
+	char buf[32], *end;
+	struct stat st;
+	ssize_t len;
+	long v;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open the pid file %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "the pid file %s is not a regular file", path);
+		return -EINVAL;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		close(fd);
+		snprintf(err, errlen,
+			 "the pid file %s may be written by others than its owner, so it cannot "
+			 "be trusted to name the process to profile; make it 0644",
+			 path);
+		return -EPERM;
+	}
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len < 0) {
+		snprintf(err, errlen, "cannot read the pid file %s: %s", path, strerror(errno));
+		return -EIO;
+	}
+	buf[len] = '\0';
+	errno = 0;
+	v = strtol(buf, &end, 10);
+	if (end == buf || errno || v <= 0 || v > INT_MAX || (*end && strcmp(end, "\n") != 0)) {
+		snprintf(err, errlen, "the pid file %s does not hold a process id", path);
+		return -EINVAL;
+	}
+	if (kill((pid_t)v, 0) && errno == ESRCH) {
+		snprintf(err, errlen, "the pid file %s names pid %ld, which is not running", path,
+			 v);
+		return -ESRCH;
+	}
+	*pid = (pid_t)v;
+	return 0;
+}

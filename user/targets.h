@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Which processes to profile, by name: a systemd unit (every process in its
+ * cgroup, found through the cgroup file system, so that it works without
+ * asking systemd) or a pid file.
+ */
+#ifndef __HEAPBPF_TARGETS_H
+#define __HEAPBPF_TARGETS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define TARGETS_MAX 64 /* processes of one unit heapbpf profiles at once */
+
+/*
+ * "redis-server" -> "redis-server.service"; a name that already ends in
+ * ".service" or ".scope" is kept. Returns 0, or -EINVAL for a name that is
+ * not a valid unit name (empty, '/', control characters, too long).
+ */
+int targets_unit_name(const char *name, char *out, size_t len);
+
+/*
+ * Finds the unit's cgroup in every mounted cgroup hierarchy that systemd
+ * keeps (cgroup2, or v1 "name=systemd") - under system.slice first, then
+ * anywhere a few levels deep - and collects the pids in it and its
+ * children, sorted, without duplicates, at most TARGETS_MAX. @root, if not
+ * NULL, is the only hierarchy searched (tests). Returns the number of pids
+ * (> 0), or a negative errno with a one-sentence message in err: -ENOENT
+ * when no such cgroup exists, -ESRCH when it holds no process.
+ */
+int targets_from_unit(const char *unit, const char *root, pid_t *pids, size_t max, char *err,
+		      size_t errlen);
+
+/*
+ * Reads a pid file (one decimal pid, optionally followed by a newline).
+ * Refuses files others than the owner may write (a pid file anyone can
+ * write would let anyone choose what root profiles) and pids that do not
+ * exist. Returns 0 or a negative errno with a message in err.
+ */
+int targets_from_pidfile(const char *path, pid_t *pid, char *err, size_t errlen);
+
+#endif /* __HEAPBPF_TARGETS_H */
