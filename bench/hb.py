@@ -121,6 +121,20 @@ def heapbpf_cycle(pid, seconds, extra=(), cpus=None):
     return parse_heapbpf_stderr(text), rc
 
 
+def proc_mem(pid):
+    """VmRSS, RssAnon and RssFile of pid in KiB (what it holds before it stops)."""
+    out = {}
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                k = line.split(":")[0]
+                if k in ("VmRSS", "RssAnon", "RssFile"):
+                    out[k] = int(line.split()[1])
+    except OSError:
+        pass
+    return out
+
+
 def pin(cpus):
     """A preexec_fn that pins the child to cpus (None: no pinning) and gives it
     the default SIGINT and SIGTERM (a shell starts background jobs with SIGINT
@@ -174,6 +188,7 @@ class Micro:
                                   preexec_fn=pin(cpus))
         try:
             res = read_json_next(self.p, self.timeout)
+            mem = proc_mem(hp.pid)
             t_stop = time.monotonic_ns()
             hp.send_signal(signal.SIGINT)
             deadline = time.monotonic() + self.timeout
@@ -197,6 +212,7 @@ class Micro:
         hb["peak_rss_kib"] = ru.ru_maxrss
         hb["attach_ns"] = res["active_seen_ns"] - t_spawn
         hb["stop_ns"] = t_done - t_stop
+        hb["mem_before_stop"] = mem
         res["hb"] = hb
         return res
 
