@@ -69,7 +69,7 @@ _test: format-check $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/un
 
 unit: $(BUILD)/tests/unit_tests
 	$(BUILD)/tests/unit_tests
-integration: $(BUILD)/heapbpf $(EXAMPLES) $(BUILD)/tests/integration_tests
+integration: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/integration_tests
 	$(BUILD)/tests/integration_tests --jobs 1
 
 # ---- BPF --------------------------------------------------------------------
