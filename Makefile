@@ -64,7 +64,7 @@ _demo: $(BUILD)/heapbpf $(EXAMPLES)
 	$(Q)scripts/demo.sh $(BUILD)
 
 _test: format-check $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/unit_tests \
-	$(BUILD)/tests/integration_tests $(BUILD)/fuzz/fuzz_recording
+	$(BUILD)/tests/integration_tests $(BUILD)/fuzz/fuzz_recording fixtures
 	$(Q)scripts/run-tests.sh $(BUILD)
 
 unit: $(BUILD)/tests/unit_tests
@@ -130,6 +130,14 @@ $(BUILD)/examples/alloc-service-shared: examples/alloc-service.c $(BUILD)/jemall
 examples: $(EXAMPLES)
 
 # ---- tests ------------------------------------------------------------------
+
+# jemalloc 5.3.0/5.2.1 builds from Debian's sources (tests/fixtures/fixtures.mk)
+# for test_versions; built once, found by the tests through HEAPBPF_FIXTURES
+# (also by the runs with another BUILD, such as the sanitizer run).
+export HEAPBPF_FIXTURES ?= $(abspath $(BUILD))/fixtures
+.PHONY: fixtures
+fixtures:
+	$(Q)scripts/build-jemalloc-fixtures.sh $(BUILD)
 
 $(BUILD)/tests/%.o: tests/%.c $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h | $(BUILD)
 	$(call msg,CC,$@)

@@ -144,3 +144,16 @@ int BPF_KPROBE(heapbpf_free)
 	bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }
+
+/*
+ * Entry of jemalloc's allocation slow path (5.2.1: malloc_default(size)),
+ * attached for a few seconds at most: with no sample in that time although
+ * this saw plenty of bytes, jemalloc is allocating but not sampling.
+ */
+SEC("uprobe")
+int BPF_KPROBE(heapbpf_activity)
+{
+	count(&counters.activity_hits);
+	__sync_fetch_and_add(&counters.activity_bytes, PT_REGS_PARM1(ctx));
+	return 0;
+}

@@ -85,6 +85,13 @@ struct heapbpf_counters {
 	__u64 alloc_drops; /* ring buffer full */
 	__u64 free_drops;
 	__u64 read_faults;
+	/*
+	 * The layout's activity function (5.2.1: malloc_default), attached only
+	 * while heapbpf checks for the late-activation bug: hits and the bytes
+	 * asked for (its first argument).
+	 */
+	__u64 activity_hits;
+	__u64 activity_bytes;
 };
 
 _Static_assert(sizeof(struct heapbpf_layout) == 8 + 8 * 4, "layout size");

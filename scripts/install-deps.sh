@@ -11,6 +11,8 @@ PKGS=(
 	libjemalloc-dev libjemalloc2 libcriterion-dev
 	debuginfod redis-server redis-tools curl libclang-rt-14-dev
 	python3 bpftrace # bench/ (make bench, and its smoke run in make test)
+	# jemalloc test fixtures: apt-get source, unpack, patch, build (g++: jemalloc's C++ part)
+	dpkg-dev debian-archive-keyring bzip2 xz-utils patch g++
 )
 
 missing=()

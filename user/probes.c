@@ -15,6 +15,7 @@ struct probes {
 	struct heapbpf_bpf *skel;
 	struct bpf_link *alloc_link;
 	struct bpf_link *free_link;
+	struct bpf_link *activity_link; /* t->activity_off, while the late-activation check runs */
 	struct ring_buffer *rb;
 };
 
@@ -73,6 +74,15 @@ int probes__attach(struct probes *p, const struct jemalloc_target *t)
 		err = -errno;
 		goto fail;
 	}
+	if (t->activity_off) {
+		p->activity_link = bpf_program__attach_uprobe(p->skel->progs.heapbpf_activity,
+							      false, t->pid, t->open_path,
+							      t->activity_off);
+		if (!p->activity_link) {
+			err = -errno;
+			goto fail;
+		}
+	}
 	return 0;
 fail:
 	probes__detach(p);
@@ -90,12 +100,19 @@ int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct 
 	return 0;
 }
 
+void probes__detach_activity(struct probes *p)
+{
+	bpf_link__destroy(p->activity_link);
+	p->activity_link = NULL;
+}
+
 void probes__detach(struct probes *p)
 {
 	bpf_link__destroy(p->alloc_link);
 	bpf_link__destroy(p->free_link);
 	p->alloc_link = NULL;
 	p->free_link = NULL;
+	probes__detach_activity(p);
 }
 
 void probes__counters(const struct probes *p, struct heapbpf_counters *c)
@@ -108,6 +125,8 @@ void probes__counters(const struct probes *p, struct heapbpf_counters *c)
 	c->alloc_drops = src->alloc_drops;
 	c->free_drops = src->free_drops;
 	c->read_faults = src->read_faults;
+	c->activity_hits = src->activity_hits;
+	c->activity_bytes = src->activity_bytes;
 }
 
 void probes__free(struct probes *p)

@@ -21,8 +21,13 @@ typedef int (*probes_event_fn)(void *ctx, void *data, size_t len);
 
 /* Opens and loads the BPF object with the target's layout and a ring buffer of ringbuf_bytes. */
 int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes, struct probes **out);
-/* Attaches both uprobes to the target's jemalloc, for its pid only. */
+/*
+ * Attaches both uprobes to the target's jemalloc, for its pid only, and the
+ * activity probe where the target has one (t->activity_off).
+ */
 int probes__attach(struct probes *p, const struct jemalloc_target *t);
+/* Detaches the activity probe only (its counters stay readable). */
+void probes__detach_activity(struct probes *p);
 /* A ring buffer delivering events to fn; owned by p. */
 int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct ring_buffer **rb);
 /* Detaches the uprobes (the ring buffer stays readable). */

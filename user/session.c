@@ -29,7 +29,20 @@
 /* After switching sampling off, threads already past jemalloc's check may still sample. */
 #define DRAIN_MS 50
 
-enum { EV_RING = 1, EV_SIGNAL, EV_PIDFD, EV_DEADLINE, EV_TICK, EV_INTERVAL };
+enum { EV_RING = 1, EV_SIGNAL, EV_PIDFD, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE };
+
+/*
+ * jemalloc 5.2.1's late-activation bug: a thread that allocated while
+ * prof_active was off never samples again once it is switched on. Seen from
+ * outside: the allocation slow path (layout activity_fn) keeps running, but
+ * no sample comes. LATE_PERIODS sampling periods' worth of bytes through the
+ * slow path with no sample has a probability below e^-16 on a working
+ * jemalloc. The check runs every LATE_CHECK_S and gives up (detaching the
+ * extra probe) after LATE_MAX_S or at the first sample.
+ */
+#define LATE_PERIODS 16
+#define LATE_CHECK_S 0.25
+#define LATE_MAX_S   10.0
 
 static int64_t now_ns(clockid_t clk)
 {
@@ -186,8 +199,25 @@ static bool fault_collect(void)
 }
 
 /* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
-static int collect(struct session *s, const struct session_opts *o, struct probes *p,
-		   struct ring_buffer *rb, int ep, int sfd, int tfd, int ifd, int64_t t0)
+/* 0: keep checking; 1: settled (detach the probe); -ENODATA: the bug is in effect. */
+static int late_active_check(struct session *s, const struct jemalloc_target *t, struct probes *p,
+			     int64_t t0)
+{
+	struct heapbpf_counters c;
+
+	probes__counters(p, &c);
+	if (c.alloc_hits)
+		return 1;
+	if (c.activity_bytes >= ((uint64_t)LATE_PERIODS << t->lg_prof_sample)) {
+		s->late_active_bytes = c.activity_bytes;
+		return -ENODATA;
+	}
+	return now_ns(CLOCK_MONOTONIC) - t0 > (int64_t)(LATE_MAX_S * 1e9);
+}
+
+static int collect(struct session *s, const struct session_opts *o, const struct jemalloc_target *t,
+		   struct probes *p, struct ring_buffer *rb, int ep, int sfd, int tfd, int ifd,
+		   int lfd, int64_t t0)
 {
 	struct epoll_event evs[8];
 
@@ -233,6 +263,17 @@ static int collect(struct session *s, const struct session_opts *o, struct probe
 			case EV_DEADLINE:
 				s->reason = STOP_DURATION;
 				return 0;
+			case EV_LATE:
+				if (read(lfd, &ticks, sizeof(ticks)) < 0)
+					break;
+				err = late_active_check(s, t, p, t0);
+				if (err < 0)
+					return err;
+				if (err > 0) {
+					probes__detach_activity(p);
+					epoll_ctl(ep, EPOLL_CTL_DEL, lfd, NULL);
+				}
+				break;
 			case EV_INTERVAL:
 				/* a window ends: everything sampled so far is in the collector */
 				if (read(ifd, &ticks, sizeof(ticks)) < 0)
@@ -267,7 +308,7 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 	struct probes *p = NULL;
 	struct ring_buffer *rb = NULL;
 	struct prof_toggle tg = {};
-	int ep = -1, sfd = -1, pfd = -1, dfd = -1, tfd = -1, ifd = -1, rc;
+	int ep = -1, sfd = -1, pfd = -1, dfd = -1, tfd = -1, ifd = -1, lfd = -1, rc;
 	int64_t t0 = 0, stop_mono;
 	uint64_t attach_coarse = 0;
 	sigset_t set;
@@ -382,8 +423,25 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 			goto out;
 		}
 	}
-	rc = collect(s, o, p, rb, ep, sfd, tfd, ifd, t0);
-	if (rc)
+	if (t->activity_off) {
+		lfd = make_timer(LATE_CHECK_S, LATE_CHECK_S);
+		if (lfd < 0 || (rc = add_fd(ep, lfd, EV_LATE))) {
+			rc = fail(err, errlen, lfd < 0 ? lfd : rc, "cannot set up the timer");
+			goto out;
+		}
+	}
+	rc = collect(s, o, t, p, rb, ep, sfd, tfd, ifd, lfd, t0);
+	if (rc == -ENODATA && s->late_active_bytes)
+		snprintf(
+			err, errlen,
+			"jemalloc %s in pid %d allocated %.1f MiB through its slow path while "
+			"prof_active was on but took no sample: jemalloc 5.2.1 never samples again "
+			"in a thread that allocated while prof_active was off (fixed after 5.2.1 by "
+			"jemalloc commit 9e031c1d); start the service with "
+			"%s=prof:true,prof_active:true so that sampling is on from the start "
+			"(heapbpf then leaves it on), or use a jemalloc with the fix (5.3.0 or later)",
+			t->version, t->pid, s->late_active_bytes / 1048576.0, t->conf_env);
+	else if (rc)
 		fail(err, errlen, rc, "collecting events failed");
 out:
 	/* every path: sampling off first, then drain what is in flight, then detach */
@@ -434,6 +492,8 @@ out:
 		close(tfd);
 	if (ifd >= 0)
 		close(ifd);
+	if (lfd >= 0)
+		close(lfd);
 	return rc;
 }
 

@@ -55,6 +55,8 @@ struct session {
 	enum stop_reason reason;
 	int stop_signal;
 	bool was_active; /* prof_active was already on: left on */
+	/* bytes the slow path allocated with no sample when the late-activation bug was seen */
+	uint64_t late_active_bytes;
 	struct recorder *recorder;
 	int record_err; /* first error writing the recording, 0 if none */
 };

@@ -93,10 +93,16 @@ static void detect_public_prefix(struct jemalloc_target *t)
 			best = s;
 			break;
 		}
-		/* a prefixed build: any function ending in the name, outside the private namespace */
+		/*
+		 * A prefixed build: a function ending in the name. The public API is
+		 * exported (global), the private namespace is hidden (local once
+		 * linked), so a global one counts even when the public prefix equals
+		 * the private namespace (--with-jemalloc-prefix=je_).
+		 */
 		s = elf_object__sym_by_suffix(t->symelf, names[k], STT_FUNC);
 		if (s && strlen(s->name) > sl &&
-		    strncmp(s->name, t->ns_prefix, strlen(t->ns_prefix)) != 0)
+		    (s->bind == STB_GLOBAL || s->bind == STB_WEAK ||
+		     strncmp(s->name, t->ns_prefix, strlen(t->ns_prefix)) != 0))
 			best = s;
 	}
 	t->pub_prefix[0] = '\0';
@@ -145,6 +151,123 @@ static int resolve_func(struct jemalloc_target *t, const char *name, uint64_t *o
 	m = proc_maps__find(t->maps, *addr);
 	if (!m || !strchr(m->perms, 'x') || !m->path || strcmp(m->path, t->path) != 0)
 		return -EFAULT;
+	return 0;
+}
+
+static int fail_noprof(char *err, size_t errlen, pid_t pid, const char *path)
+{
+	return fail(err, errlen, -ENOTSUP,
+		    "jemalloc in pid %d (%s) was built without profiling support; rebuild it with "
+		    "--enable-prof (tikv-jemallocator: feature \"profiling\")",
+		    pid, path);
+}
+
+/*
+ * --disable-prof still compiles the sampling functions (seen in 5.3.0), so
+ * their presence proves nothing. opt_prof_prefix tells: PATH_MAX + 1 bytes
+ * with profiling, 1 byte without ("minimize memory bloat for non-prof
+ * builds", 5.2.1 to 5.3.1).
+ */
+static bool built_without_prof(const struct jemalloc_target *t)
+{
+	char full[128];
+	const struct elf_sym *s;
+
+	snprintf(full, sizeof(full), "%sopt_prof_prefix", t->ns_prefix);
+	s = elf_object__sym_by_name(t->symelf, full);
+	return s && s->type == STT_OBJECT && s->size == 1;
+}
+
+/*
+ * The value a one-byte global has in the object file, i.e. its compile-time
+ * default (0 when it lives in .bss), not what the process holds now.
+ */
+static int file_default_u8(const struct jemalloc_target *t, const char *name, uint8_t *v)
+{
+	char full[128];
+	const struct elf_sym *s;
+	uint64_t off;
+	ssize_t n;
+	int fd;
+
+	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
+	s = elf_object__sym_by_name(t->symelf, full);
+	if (!s || s->type != STT_OBJECT)
+		return -ENOENT;
+	if (elf_object__vaddr_to_offset(t->elf, s->addr, &off)) {
+		if (!elf_object__vaddr_writable(t->elf, s->addr, 1))
+			return -ENOENT;
+		*v = 0;
+		return 0;
+	}
+	fd = open(t->open_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, v, 1, (off_t)off);
+	close(fd);
+	return n == 1 ? 0 : -EIO;
+}
+
+/*
+ * A --enable-debug jemalloc without DWARF to tell: opt_abort and
+ * opt_abort_conf default to true only in debug builds (src/jemalloc.c,
+ * 5.2.1 to 5.3.1).
+ */
+static bool debug_build_by_defaults(const struct jemalloc_target *t)
+{
+	uint8_t abort_opt = 0, abort_conf = 0;
+
+	return !file_default_u8(t, "opt_abort", &abort_opt) &&
+	       !file_default_u8(t, "opt_abort_conf", &abort_conf) && abort_opt == 1 &&
+	       abort_conf == 1;
+}
+
+/*
+ * Picks the layout (table entry or forced), adjusts it for a debug build and
+ * checks it against the object's DWARF where there is some.
+ */
+static int choose_layout(struct jemalloc_target *t, const char *layout_name, char *err,
+			 size_t errlen)
+{
+	const struct jemalloc_layout *base = jemalloc_layout_find(t->version);
+	struct jemalloc_dwarf d;
+	char why[256];
+	int drc;
+
+	if (layout_name) {
+		base = jemalloc_layout_by_name(layout_name);
+		if (!base)
+			return fail(err, errlen, -EINVAL,
+				    "unknown jemalloc layout \"%s\"; known layouts: %s",
+				    layout_name, jemalloc_layout_names());
+		t->layout_forced = true;
+	}
+	if (!base)
+		return fail(err, errlen, -ENOTSUP,
+			    "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s); "
+			    "force a layout with --jemalloc-layout only if you know it matches",
+			    t->version, t->pid, t->path, jemalloc_layout_names());
+
+	/* DWARF, where there is some, is the authority on both questions */
+	drc = jemalloc_dwarf_read(t->debug_file ? t->debug_file : t->open_path, &d);
+	if (!drc && d.have_nstime)
+		t->debug_build = d.nstime_magic;
+	else
+		t->debug_build = debug_build_by_defaults(t);
+	if (t->debug_build)
+		jemalloc_layout_debug(base, &t->layout_buf);
+	else
+		t->layout_buf = *base;
+	t->layout = &t->layout_buf;
+	if (drc)
+		return 0;
+	if (jemalloc_layout_check(t->layout, &d, why, sizeof(why)))
+		return fail(err, errlen, -EPROTO,
+			    "jemalloc %s in pid %d (%s) does not match heapbpf's %s layout%s: %s; "
+			    "heapbpf will not read its memory with a wrong layout",
+			    t->version, t->pid, t->path, t->layout->name,
+			    t->debug_build ? " for a debug build" : "", why);
+	t->dwarf_checked = true;
 	return 0;
 }
 
@@ -306,11 +429,7 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 						: "no debuginfod (DEBUGINFOD_URLS unset)",
 				urls && urls[0] ? urls : "");
 		} else if (noprof[0])
-			rc = fail(err, errlen, -ENOTSUP,
-				  "jemalloc in pid %d (%s) was built without profiling support; "
-				  "rebuild it with --enable-prof (tikv-jemallocator: feature "
-				  "\"profiling\")",
-				  pid, noprof);
+			rc = fail_noprof(err, errlen, pid, noprof);
 		else
 			rc = fail(err, errlen, -ENOENT,
 				  "pid %d (%s) does not use jemalloc: no jemalloc found in its "
@@ -325,26 +444,16 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 	snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s",
 		 (int)(strlen(s->name) - strlen(SAMPLE_FN)), s->name);
 	detect_public_prefix(t);
+	if (built_without_prof(t)) {
+		rc = fail_noprof(err, errlen, pid, t->path);
+		goto out_err;
+	}
 
 	if (elf_object__jemalloc_version(t->elf, t->version, sizeof(t->version)))
 		snprintf(t->version, sizeof(t->version), "unknown");
-	t->layout = jemalloc_layout_find(t->version);
-	if (layout_name) {
-		t->layout = jemalloc_layout_by_name(layout_name);
-		if (!t->layout) {
-			rc = fail(err, errlen, -EINVAL,
-				  "unknown jemalloc layout \"%s\"; known layouts: %s", layout_name,
-				  jemalloc_layout_names());
-			goto out_err;
-		}
-	}
-	if (!t->layout) {
-		rc = fail(err, errlen, -ENOTSUP,
-			  "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s); "
-			  "force a layout with --jemalloc-layout only if you know it matches",
-			  t->version, pid, t->path, jemalloc_layout_names());
+	rc = choose_layout(t, layout_name, err, errlen);
+	if (rc)
 		goto out_err;
-	}
 
 	m = first_mapping(t->maps, t->path);
 	if (!m || elf_object__load_bias(t->elf, m->start, m->offset, &t->bias)) {
@@ -359,6 +468,10 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 			  t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
 		goto out_err;
 	}
+	/* optional: without it the late-activation check is not made */
+	if (t->layout->activity_fn &&
+	    resolve_func(t, t->layout->activity_fn, &t->activity_off, &t->activity_addr))
+		t->activity_off = t->activity_addr = 0;
 	if (resolve_global(t, "opt_prof", &t->opt_prof_addr) ||
 	    resolve_global(t, "lg_prof_sample", &t->lg_prof_sample_addr) ||
 	    resolve_global(t, t->layout->active_sym, &t->active_addr)) {

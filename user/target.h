@@ -27,14 +27,20 @@ struct jemalloc_target {
 	char *debug_file;	   /* separate debug info used for symbols, or NULL */
 	bool is_main_exe;	   /* jemalloc linked into the executable */
 	char version[96];
-	const struct jemalloc_layout *layout;
-	char ns_prefix[32];  /* private namespace: "je_", "_rjem_je_", "" */
-	char pub_prefix[32]; /* public API prefix: "", "_rjem_" */
-	char conf_env[48];   /* "MALLOC_CONF", "_RJEM_MALLOC_CONF" */
-	uint64_t bias;	     /* runtime address = link-time vaddr + bias */
+	const struct jemalloc_layout *layout; /* &layout_buf */
+	struct jemalloc_layout layout_buf;    /* the table's entry, adjusted for a debug build */
+	bool layout_forced;		      /* --jemalloc-layout chose it */
+	bool debug_build;		      /* --enable-debug jemalloc */
+	bool dwarf_checked;		      /* the object's DWARF agreed with the layout */
+	char ns_prefix[32];		      /* private namespace: "je_", "_rjem_je_", "" */
+	char pub_prefix[32];		      /* public API prefix: "", "_rjem_" */
+	char conf_env[48];		      /* "MALLOC_CONF", "_RJEM_MALLOC_CONF" */
+	uint64_t bias;			      /* runtime address = link-time vaddr + bias */
 	/* file offsets (for uprobes) and runtime addresses of the probed functions */
 	uint64_t alloc_off, free_off;
 	uint64_t alloc_addr, free_addr;
+	/* layout->activity_fn, where the layout has one and the object defines it; else 0 */
+	uint64_t activity_off, activity_addr;
 	/* runtime addresses of globals */
 	uint64_t active_addr, opt_prof_addr, lg_prof_sample_addr;
 	/* values read at discovery */
@@ -46,6 +52,8 @@ struct jemalloc_target {
  * Finds jemalloc in pid. On failure returns negative errno and writes a
  * one-sentence explanation (what failed and what to do) into err.
  * layout_name forces a layout when the version is not recognized (NULL: no).
+ * The layout is checked against the object's DWARF where it has some, and
+ * adjusted for a --enable-debug build.
  */
 int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_target **out,
 			  char *err, size_t errlen);

@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Every jemalloc a user runs: the example service against jemalloc builds
+ * made from Debian's sources by scripts/build-jemalloc-fixtures.sh
+ * (tests/fixtures/fixtures.mk): 5.3.0 and 5.2.1, default and tikv's _rjem_
+ * names, static and shared, a stand-in for a Rust release binary, a debug
+ * build, a --disable-prof build and a version heapbpf does not know.
+ *
+ *   oracle_*      heapbpf's counts equal jemalloc's own prof.dump, per stack
+ *   dwarf_*       what the builds' DWARF says, against the layout table
+ *   target_*      discovery: prefixes, environment variable, layout, debug build
+ *   *_refused, late_activation_*   the clear errors
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "jedump.h"
+#include "layout.h"
+#include "oracle.h"
+#include "target.h"
+
+TestSuite(versions, .fini = hb_tmpdir_cleanup, .timeout = 120);
+
+/* HEAPBPF_FIXTURES (set by make), else <build>/fixtures */
+static const char *fx(const char *rel)
+{
+	static char bufs[8][PATH_MAX];
+	static unsigned int next;
+	const char *dir = getenv("HEAPBPF_FIXTURES");
+	char *b = bufs[next++ % 8];
+
+	snprintf(b, PATH_MAX, "%s/%s", dir && dir[0] ? dir : hb_path("fixtures"), rel);
+	return b;
+}
+
+#define FX(rel) fx(rel)
+
+/* The flag's symbol in each naming */
+#define FLAG_530  "je_prof_active_state"
+#define FLAG_RJEM "_rjem_je_prof_active_state"
+#define FLAG_521  "je_prof_active"
+
+static void fixture_exists(const char *path)
+{
+	struct stat st;
+
+	cr_assert_eq(stat(path, &st), 0,
+		     "fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
+		     path);
+}
+
+static void oracle(const char *bin, const char *je_object, const char *flag_sym,
+		   const char *conf_env, const char *conf, const char *layout)
+{
+	fixture_exists(bin);
+	fixture_exists(je_object);
+	hb_oracle_run(&(struct hb_oracle){
+		.bin = bin,
+		.je_object = je_object,
+		.flag_sym = flag_sym,
+		.conf_env = conf_env,
+		.conf = conf,
+		.threads = "4",
+		.layout = layout,
+	});
+}
+
+/* ---- heapbpf against jemalloc's own dump, per fixture ------------------------ */
+
+Test(versions, oracle_530_static)
+{
+	oracle(FX("bin/je530-static"), FX("bin/je530-static"), FLAG_530, NULL, NULL, NULL);
+}
+
+Test(versions, oracle_530_shared)
+{
+	oracle(FX("bin/je530-shared"), FX("je530/lib/libjemalloc.so.2"), FLAG_530, NULL, NULL,
+	       NULL);
+}
+
+Test(versions, oracle_rjem530_static)
+{
+	oracle(FX("bin/rjem530-static"), FX("bin/rjem530-static"), FLAG_RJEM, "_RJEM_MALLOC_CONF",
+	       NULL, NULL);
+}
+
+Test(versions, oracle_rjem530_shared)
+{
+	oracle(FX("bin/rjem530-shared"), FX("rjem530/lib/libjemalloc.so.2"), FLAG_RJEM,
+	       "_RJEM_MALLOC_CONF", NULL, NULL);
+}
+
+/* static, _rjem_ names, malloc/mallocx + sdallocx like tikv-jemallocator, no DWARF */
+Test(versions, oracle_rust_release_binary)
+{
+	oracle(FX("bin/rjem530-rust"), FX("bin/rjem530-rust"), FLAG_RJEM, "_RJEM_MALLOC_CONF",
+	       NULL, NULL);
+}
+
+/* 5.2.1 with the late-activation fix: heapbpf switches sampling on as usual */
+Test(versions, oracle_521_fixed_static)
+{
+	oracle(FX("bin/je521fix-static"), FX("bin/je521fix-static"), FLAG_521, NULL,
+	       HB_ORACLE_CONF_521, NULL);
+}
+
+Test(versions, oracle_521_fixed_shared)
+{
+	oracle(FX("bin/je521fix-shared"), FX("je521fix/lib/libjemalloc.so.2"), FLAG_521, NULL,
+	       HB_ORACLE_CONF_521, NULL);
+}
+
+/*
+ * --enable-debug: prof_info_t.alloc_tctx is at 16, not 8. With the wrong
+ * offset no free would match its allocation and in-use would differ.
+ */
+Test(versions, oracle_530_debug_build)
+{
+	oracle(FX("bin/debug530-static"), FX("bin/debug530-static"), FLAG_530, NULL, NULL, NULL);
+}
+
+/* the same build without DWARF: recognized by its compile-time defaults */
+Test(versions, oracle_530_debug_build_without_dwarf)
+{
+	oracle(FX("bin/debug530-static-nodwarf"), FX("bin/debug530-static-nodwarf"), FLAG_530,
+	       NULL, NULL, NULL);
+}
+
+/* an unknown version works once the user forces the layout that matches it */
+Test(versions, oracle_unknown_version_forced_layout)
+{
+	oracle(FX("bin/unknown-static"), FX("bin/unknown-static"), FLAG_530, NULL, NULL, "5.3.0");
+}
+
+/* ---- DWARF of the builds against the table ------------------------------------ */
+
+static void dwarf_of(const char *path, struct jemalloc_dwarf *d)
+{
+	int rc;
+
+	fixture_exists(path);
+	rc = jemalloc_dwarf_read(path, d);
+	cr_assert_eq(rc, 0, "jemalloc_dwarf_read(%s): %s", path, strerror(-rc));
+}
+
+static void assert_check(const char *layout, bool debug, const struct jemalloc_dwarf *d, int want,
+			 const char *want_why)
+{
+	const struct jemalloc_layout *l = jemalloc_layout_by_name(layout);
+	struct jemalloc_layout dl;
+	char why[256] = "";
+	int rc;
+
+	cr_assert_not_null(l);
+	if (debug) {
+		jemalloc_layout_debug(l, &dl);
+		l = &dl;
+	}
+	rc = jemalloc_layout_check(l, d, why, sizeof(why));
+	cr_assert_eq(rc, want, "check against %s%s: %d (%s)", layout, debug ? " debug" : "", rc,
+		     why);
+	if (want_why)
+		cr_assert(strstr(why, want_why), "expected \"%s\" in: %s", want_why, why);
+}
+
+Test(versions, dwarf_530)
+{
+	struct jemalloc_dwarf d;
+
+	dwarf_of(FX("bin/je530-static"), &d);
+	cr_assert_eq(d.tctx_gctx, 96);
+	cr_assert_eq(d.gctx_bt, 104);
+	cr_assert_eq(d.bt_vec, 0);
+	cr_assert_eq(d.bt_len, 8);
+	cr_assert_eq(d.info_time, 0);
+	cr_assert_eq(d.info_tctx, 8);
+	cr_assert_eq(d.info_size, 16);
+	cr_assert(d.have_nstime && !d.nstime_magic);
+	/* prof_malloc_sample_object(tsd, ptr, size, usize, tctx) */
+	cr_assert(d.have_alloc_fn);
+	cr_assert_eq(d.alloc_ptr, 1);
+	cr_assert_eq(d.alloc_size, 2);
+	cr_assert_eq(d.alloc_usize, 3);
+	cr_assert_eq(d.alloc_tctx, 4);
+	/* prof_free_sampled_object(tsd, usize, prof_info) */
+	cr_assert(d.have_free_fn);
+	cr_assert_eq(d.free_ptr, -1);
+	cr_assert_eq(d.free_usize, 1);
+	cr_assert_eq(d.free_info, 2);
+	cr_assert_eq(d.free_tctx, -1);
+	assert_check("5.3.0", false, &d, 0, NULL);
+	/* the wrong tables are caught */
+	assert_check("5.2.1", false, &d, -EPROTO,
+		     "prof_tctx_t.gctx is at 96 in its debug info, the 5.2.1 layout says 56");
+	assert_check("5.3.1", false, &d, -EPROTO, "parameter ptr of prof_free_sampled_object");
+	assert_check("5.3.0", true, &d, -EPROTO, "prof_info_t.alloc_tctx is at 8");
+}
+
+Test(versions, dwarf_530_shared_library_and_rjem)
+{
+	struct jemalloc_dwarf d;
+
+	dwarf_of(FX("je530/lib/libjemalloc.so.2"), &d);
+	assert_check("5.3.0", false, &d, 0, NULL);
+	dwarf_of(FX("rjem530/lib/libjemalloc.so.2"), &d);
+	assert_check("5.3.0", false, &d, 0, NULL);
+}
+
+Test(versions, dwarf_521)
+{
+	struct jemalloc_dwarf d;
+
+	dwarf_of(FX("bin/je521-static"), &d);
+	cr_assert_eq(d.tctx_gctx, 56);
+	cr_assert_eq(d.gctx_bt, 72);
+	cr_assert_eq(d.bt_vec, 0);
+	cr_assert_eq(d.bt_len, 8);
+	cr_assert_eq(d.info_tctx, -1, "5.2.1 has no prof_info_t");
+	cr_assert(d.have_nstime && !d.nstime_magic);
+	/* prof_malloc_sample_object(tsdn, ptr, usize, tctx) */
+	cr_assert_eq(d.alloc_ptr, 1);
+	cr_assert_eq(d.alloc_size, -1);
+	cr_assert_eq(d.alloc_usize, 2);
+	cr_assert_eq(d.alloc_tctx, 3);
+	/* prof_free_sampled_object(tsd, ptr, usize, tctx) */
+	cr_assert_eq(d.free_ptr, 1);
+	cr_assert_eq(d.free_usize, 2);
+	cr_assert_eq(d.free_info, -1);
+	cr_assert_eq(d.free_tctx, 3);
+	assert_check("5.2.1", false, &d, 0, NULL);
+	assert_check("5.3.0", false, &d, -EPROTO, "the 5.3.0 layout says 96");
+}
+
+Test(versions, dwarf_530_debug_build)
+{
+	struct jemalloc_dwarf d;
+
+	dwarf_of(FX("bin/debug530-static"), &d);
+	cr_assert(d.have_nstime && d.nstime_magic, "nstime_t of a debug build has a magic");
+	cr_assert_eq(d.info_time, 0);
+	cr_assert_eq(d.info_tctx, 16);
+	cr_assert_eq(d.info_size, 24);
+	cr_assert_eq(d.tctx_gctx, 96);
+	cr_assert_eq(d.gctx_bt, 104);
+	assert_check("5.3.0", true, &d, 0, NULL);
+	assert_check("5.3.0", false, &d, -EPROTO,
+		     "prof_info_t.alloc_tctx is at 16 in its debug info, the 5.3.0 layout says 8");
+}
+
+Test(versions, dwarf_absent)
+{
+	struct jemalloc_dwarf d;
+
+	/* a release binary stripped of debug info, a build without -g */
+	fixture_exists(FX("bin/rjem530-rust"));
+	cr_assert_eq(jemalloc_dwarf_read(FX("bin/rjem530-rust"), &d), -ENOENT);
+	fixture_exists(FX("bin/unknown-static"));
+	cr_assert_eq(jemalloc_dwarf_read(FX("bin/unknown-static"), &d), -ENOENT);
+}
+
+/* ---- discovery ---------------------------------------------------------------- */
+
+struct want {
+	const char *ns, *pub, *env, *layout;
+	bool debug, dwarf;
+};
+
+static void target_is(const char *bin, const char *conf_env, const struct want *w)
+{
+	char conf[128], err[1024];
+	const char *env[] = { conf, NULL };
+	struct jemalloc_target *t;
+	struct svc s;
+
+	hb_require_bpf(); /* reads another process's memory: root */
+	fixture_exists(bin);
+	snprintf(conf, sizeof(conf), "%s=prof:true,prof_active:false", conf_env);
+	cr_assert_eq(svc_start_env(&s, bin, NULL, env, (const char *[]){ "--threads", "1", NULL }),
+		     0);
+	cr_assert_eq(jemalloc_target__find(s.pid, NULL, &t, err, sizeof(err)), 0, "%s: %s", bin,
+		     err);
+	cr_assert_str_eq(t->ns_prefix, w->ns, "%s", bin);
+	cr_assert_str_eq(t->pub_prefix, w->pub, "%s", bin);
+	cr_assert_str_eq(t->conf_env, w->env, "%s", bin);
+	cr_assert_str_eq(t->layout->name, w->layout, "%s", bin);
+	cr_assert_eq(t->debug_build, w->debug, "%s", bin);
+	cr_assert_eq(t->dwarf_checked, w->dwarf, "%s", bin);
+	cr_assert(t->opt_prof);
+	cr_assert_eq(t->lg_prof_sample, 19);
+	jemalloc_target__free(t);
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+Test(versions, target_default_prefix)
+{
+	target_is(FX("bin/je530-static"), "MALLOC_CONF",
+		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.0", false, true });
+	target_is(FX("bin/je530-shared"), "MALLOC_CONF",
+		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.0", false, true });
+}
+
+Test(versions, target_rjem_prefix)
+{
+	target_is(FX("bin/rjem530-static"), "_RJEM_MALLOC_CONF",
+		  &(struct want){ "_rjem_je_", "_rjem_", "_RJEM_MALLOC_CONF", "5.3.0", false,
+				  true });
+	target_is(FX("bin/rjem530-shared"), "_RJEM_MALLOC_CONF",
+		  &(struct want){ "_rjem_je_", "_rjem_", "_RJEM_MALLOC_CONF", "5.3.0", false,
+				  true });
+	target_is(FX("bin/rjem530-rust"), "_RJEM_MALLOC_CONF",
+		  &(struct want){ "_rjem_je_", "_rjem_", "_RJEM_MALLOC_CONF", "5.3.0", false,
+				  false });
+}
+
+Test(versions, target_521_and_debug)
+{
+	target_is(FX("bin/je521fix-static"), "MALLOC_CONF",
+		  &(struct want){ "je_", "", "MALLOC_CONF", "5.2.1", false, true });
+	target_is(FX("bin/debug530-static"), "MALLOC_CONF",
+		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.0", true, true });
+	target_is(FX("bin/debug530-static-nodwarf"), "MALLOC_CONF",
+		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.0", true, false });
+}
+
+/* ---- the clear errors ----------------------------------------------------------- */
+
+struct refusal {
+	const char *bin;
+	const char *env; /* "NAME=value" or NULL */
+	const char *layout;
+	const char *flag_sym; /* checked untouched, or NULL */
+};
+
+/* heapbpf refuses: exit 1, one line with every string of want, no output, flag untouched. */
+static void refused(const struct refusal *r, const char *const *want)
+{
+	char out[PATH_MAX], pid[16], err[4096];
+	const char *env[] = { r->env, NULL };
+	const char *args[] = { "--pid", pid, "-d", "2", "-o", out, r->layout ? "--jemalloc-layout" : NULL,
+			       r->layout, NULL };
+	struct stat st;
+	struct svc s;
+	uint64_t flag;
+	uint8_t b;
+
+	hb_require_bpf();
+	fixture_exists(r->bin);
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	cr_assert_eq(svc_start_env(&s, r->bin, NULL, r->env ? env : NULL,
+				   (const char *[]){ "--threads", "2", NULL }),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 1, "stderr: %s", err);
+	cr_assert(strncmp(err, "heapbpf: ", 9) == 0 && strchr(err, '\n') == err + strlen(err) - 1,
+		  "not one heapbpf line: %s", err);
+	for (; *want; want++)
+		cr_assert(strstr(err, *want), "expected \"%s\" in: %s", *want, err);
+	cr_assert_neq(stat(out, &st), 0, "%s was written", out);
+	if (r->flag_sym) {
+		cr_assert_eq(hb_sym_addr(s.pid, r->bin, r->flag_sym, &flag), 0);
+		cr_assert_eq(hb_peek(s.pid, flag, &b, 1), 0);
+		cr_assert_eq(b, 0, "prof_active was touched");
+	}
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+Test(versions, disable_prof_build_refused)
+{
+	refused(&(struct refusal){ FX("bin/noprof530-static"),
+				   "MALLOC_CONF=prof:true,prof_active:false", NULL, NULL },
+		(const char *[]){ "was built without profiling support",
+				  "rebuild it with --enable-prof", NULL });
+}
+
+Test(versions, unknown_version_refused)
+{
+	refused(&(struct refusal){ FX("bin/unknown-static"),
+				   "MALLOC_CONF=prof:true,prof_active:false", NULL, FLAG_530 },
+		(const char *[]){ "jemalloc 5.4.0-0-g0000000000000000000000000000000000000000 in pid",
+				  "is not a version heapbpf knows (5.2.1, 5.3.0, 5.3.1)",
+				  "--jemalloc-layout", NULL });
+}
+
+Test(versions, forced_layout_contradicting_dwarf_refused)
+{
+	refused(&(struct refusal){ FX("bin/je530-static"),
+				   "MALLOC_CONF=prof:true,prof_active:false", "5.2.1", FLAG_530 },
+		(const char *[]){ "does not match heapbpf's 5.2.1 layout",
+				  "prof_tctx_t.gctx is at 96 in its debug info, the 5.2.1 layout "
+				  "says 56",
+				  NULL });
+	refused(&(struct refusal){ FX("bin/je521fix-static"),
+				   "MALLOC_CONF=prof:true,prof_active:false", "5.3.0", FLAG_521 },
+		(const char *[]){ "does not match heapbpf's 5.3.0 layout", NULL });
+}
+
+/* without prof:true, the message names the variable this build reads */
+Test(versions, without_prof_names_the_right_variable)
+{
+	refused(&(struct refusal){ FX("bin/rjem530-static"), NULL, NULL, NULL },
+		(const char *[]){ "restart it with _RJEM_MALLOC_CONF=prof:true,prof_active:false",
+				  NULL });
+	refused(&(struct refusal){ FX("bin/rjem530-rust"), NULL, NULL, NULL },
+		(const char *[]){ "restart it with _RJEM_MALLOC_CONF=prof:true,prof_active:false",
+				  NULL });
+	/* MALLOC_CONF is not what a _rjem_ build reads */
+	refused(&(struct refusal){ FX("bin/rjem530-static"),
+				   "MALLOC_CONF=prof:true,prof_active:false", NULL, NULL },
+		(const char *[]){ "restart it with _RJEM_MALLOC_CONF=", NULL });
+	refused(&(struct refusal){ FX("bin/je521fix-shared"), NULL, NULL, NULL },
+		(const char *[]){ "restart it with MALLOC_CONF=prof:true,prof_active:false", NULL });
+}
+
+/*
+ * 5.2.1 as released, started with prof_active off: heapbpf switches it on,
+ * sees the slow path allocate but no sample, and says why and what to do.
+ * jemalloc's own dump confirms that it sampled nothing meanwhile.
+ */
+Test(versions, late_activation_521_detected)
+{
+	char out[PATH_MAX], dump[PATH_MAX], cmd[PATH_MAX + 8], reply[256], pid[16], err[4096];
+	const char *env[] = { "MALLOC_CONF=" HB_ORACLE_CONF_521, NULL };
+	const char *args[] = { "--pid", pid, "-d", "30", "-o", out, NULL };
+	const char *bin = FX("bin/je521-static");
+	uint64_t accum = 0, flag;
+	struct jedump *d;
+	struct stat st;
+	struct svc s;
+	uint8_t b;
+
+	hb_require_bpf();
+	fixture_exists(bin);
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	snprintf(dump, sizeof(dump), "%s/jemalloc.heap", hb_tmpdir());
+	cr_assert_eq(svc_start_env(&s, bin, NULL, env,
+				   (const char *[]){ "--threads", "4", "--rate", "0", NULL }),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	/* well before the 30 s are up */
+	cr_assert_eq(hb_run(args, err, sizeof(err), 20000), 1, "stderr: %s", err);
+	cr_assert(strstr(err, "took no sample"), "%s", err);
+	cr_assert(strstr(err, "jemalloc 5.2.1 never samples again in a thread that allocated while "
+			      "prof_active was off"),
+		  "%s", err);
+	cr_assert(strstr(err, "start the service with MALLOC_CONF=prof:true,prof_active:true"), "%s",
+		  err);
+	cr_assert_neq(stat(out, &st), 0, "%s was written", out);
+	cr_assert_eq(hb_sym_addr(s.pid, bin, FLAG_521, &flag), 0);
+	cr_assert_eq(hb_peek(s.pid, flag, &b, 1), 0);
+	cr_assert_eq(b, 0, "prof_active was not restored");
+
+	/* jemalloc agrees: nothing sampled, ever (prof_accum keeps every sample) */
+	cr_assert_eq(svc_cmd(&s, "pause", reply, sizeof(reply), 10000), 0);
+	snprintf(cmd, sizeof(cmd), "dump %s", dump);
+	cr_assert_eq(svc_cmd(&s, cmd, reply, sizeof(reply), 20000), 0);
+	cr_assert_str_eq(reply, "dumped");
+	cr_assert_eq(jedump_parse_file(dump, &d), 0);
+	for (size_t i = 0; i < d->nstacks; i++)
+		accum += d->stacks[i].accumobjs;
+	jedump__free(d);
+	cr_assert_eq(accum, 0, "jemalloc sampled %" PRIu64 " objects: the bug did not happen",
+		     accum);
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+/* What the message advises works: started active, 5.2.1 as released samples. */
+Test(versions, late_activation_521_started_active_samples)
+{
+	char out[PATH_MAX], pid[16], err[4096];
+	const char *env[] = { "MALLOC_CONF=prof:true,prof_active:true", NULL };
+	const char *args[] = { "--pid", pid, "-d", "3", "-o", out, NULL };
+	const char *bin = FX("bin/je521-static");
+	struct stat st;
+	struct svc s;
+	uint64_t flag;
+	uint8_t b;
+
+	hb_require_bpf();
+	fixture_exists(bin);
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	cr_assert_eq(svc_start_env(&s, bin, NULL, env,
+				   (const char *[]){ "--threads", "4", "--rate", "0", NULL }),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 0, "stderr: %s", err);
+	cr_assert_eq(stat(out, &st), 0);
+	cr_assert_gt(st.st_size, 100);
+	/* left on, as it was found */
+	cr_assert_eq(hb_sym_addr(s.pid, bin, FLAG_521, &flag), 0);
+	cr_assert_eq(hb_peek(s.pid, flag, &b, 1), 0);
+	cr_assert_eq(b, 1);
+	cr_assert_eq(svc_stop(&s), 0);
+}
