@@ -15,7 +15,12 @@ LIBDIR     ?= /usr/lib/$(shell gcc -print-multiarch)
 PPROF_PROTO ?= /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
 
 CFLAGS     ?= -g -O2
-CFLAGS     += -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE
+override CFLAGS += -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE
+# make SANITIZE=1: user space and tests built with ASan (+LSan) and UBSan
+ifeq ($(SANITIZE),1)
+override CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
+		   -fno-sanitize-recover=undefined
+endif
 CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf -Iuser -MMD -MP
 LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lcurl -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -Ibpf -I$(BUILD)
@@ -44,7 +49,8 @@ EXAMPLES := $(BUILD)/examples/alloc-service-static $(BUILD)/examples/alloc-servi
 BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/userbench
 
 .DELETE_ON_ERROR:
-.PHONY: all deps demo test unit integration examples clean format-check _demo _test fuzz bench _bench
+.PHONY: all deps demo test unit integration examples clean format-check _demo _test fuzz bench _bench \
+	test-sanitize _test-sanitize
 
 all: $(BUILD)/heapbpf
 
@@ -59,6 +65,22 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory _demo
 test: deps
 	$(Q)$(MAKE) --no-print-directory _test
+	$(Q)$(MAKE) --no-print-directory _test-sanitize
+	$(Q)scripts/test-total.sh $(BUILD) $(BUILD)-sanitize
+
+# The unit and integration tests once more, heapbpf and the tests built with
+# AddressSanitizer (LeakSanitizer included) and UBSan, in their own build directory.
+test-sanitize: deps
+	$(Q)$(MAKE) --no-print-directory _test-sanitize
+_test-sanitize:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-sanitize SANITIZE=1 \
+		$(BUILD)-sanitize/heapbpf $(BUILD)-sanitize/tests/unit_tests \
+		$(BUILD)-sanitize/tests/integration_tests $(BUILD)-sanitize/examples/alloc-service-static \
+		$(BUILD)-sanitize/examples/alloc-service-shared $(BUILD)-sanitize/bench/microbench \
+		$(BUILD)-sanitize/bench/trapfloor $(BUILD)-sanitize/bench/userbench
+	@# the jemalloc fixtures are plain builds: share the first pass's
+	$(Q)if [ -d $(BUILD)/fixtures ]; then ln -sfn $(abspath $(BUILD))/fixtures $(BUILD)-sanitize/fixtures; fi
+	$(Q)SANITIZED=1 scripts/run-tests.sh $(BUILD)-sanitize
 
 _demo: $(BUILD)/heapbpf $(EXAMPLES)
 	$(Q)scripts/demo.sh $(BUILD)
