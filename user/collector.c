@@ -28,6 +28,14 @@ struct collector {
 	size_t index_cap; /* power of two */
 	struct tctx_ent *tctxs;
 	size_t ntctx, tctx_cap; /* power of two */
+	/*
+	 * Live sampled objects by pointer, where jemalloc's free hook passes the
+	 * pointer (5.2.1, 5.3.1): open addressing, key 0 = empty, deletion by
+	 * backward shift, so it holds only what is live.
+	 */
+	uint64_t *ptrs;
+	uint32_t *ptr_stack;
+	size_t nptrs, ptr_cap; /* power of two */
 	struct collector_stats stats;
 };
 
@@ -81,6 +89,8 @@ void collector__free(struct collector *c)
 	free(c->index);
 	free(c->hashes);
 	free(c->tctxs);
+	free(c->ptrs);
+	free(c->ptr_stack);
 	free(c);
 }
 
@@ -196,6 +206,76 @@ static void stamp(struct collector *c, uint64_t ts)
 		c->stats.last_ts = ts;
 }
 
+static size_t ptr_slot(const uint64_t *keys, size_t cap, uint64_t ptr)
+{
+	size_t j;
+
+	for (j = mix(ptr) & (cap - 1); keys[j] && keys[j] != ptr; j = (j + 1) & (cap - 1))
+		;
+	return j;
+}
+
+static int ptr_put(struct collector *c, uint64_t ptr, uint32_t stack)
+{
+	size_t j;
+
+	if ((c->nptrs + 1) * 2 > c->ptr_cap) {
+		size_t ncap = c->ptr_cap ? c->ptr_cap * 2 : 1024;
+		uint64_t *nk = calloc(ncap, sizeof(*nk));
+		uint32_t *nv = calloc(ncap, sizeof(*nv));
+
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < c->ptr_cap; i++) {
+			if (c->ptrs[i]) {
+				j = ptr_slot(nk, ncap, c->ptrs[i]);
+				nk[j] = c->ptrs[i];
+				nv[j] = c->ptr_stack[i];
+			}
+		}
+		free(c->ptrs);
+		free(c->ptr_stack);
+		c->ptrs = nk;
+		c->ptr_stack = nv;
+		c->ptr_cap = ncap;
+	}
+	j = ptr_slot(c->ptrs, c->ptr_cap, ptr);
+	if (!c->ptrs[j])
+		c->nptrs++;
+	c->ptrs[j] = ptr;
+	c->ptr_stack[j] = stack;
+	return 0;
+}
+
+/* Removes ptr; its stack in *stack. -ENOENT when heapbpf did not see it sampled. */
+static int ptr_take(struct collector *c, uint64_t ptr, uint32_t *stack)
+{
+	size_t mask = c->ptr_cap - 1, i, j;
+
+	if (!c->ptr_cap)
+		return -ENOENT;
+	i = ptr_slot(c->ptrs, c->ptr_cap, ptr);
+	if (!c->ptrs[i])
+		return -ENOENT;
+	*stack = c->ptr_stack[i];
+	/* backward shift: move up every later entry whose home is not between i and it */
+	for (j = (i + 1) & mask; c->ptrs[j]; j = (j + 1) & mask) {
+		size_t home = mix(c->ptrs[j]) & mask;
+
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			c->ptrs[i] = c->ptrs[j];
+			c->ptr_stack[i] = c->ptr_stack[j];
+			i = j;
+		}
+	}
+	c->ptrs[i] = 0;
+	c->nptrs--;
+	return 0;
+}
+
 static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 {
 	struct tctx_ent *t;
@@ -231,6 +311,11 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 		c->stats.truncated++;
 	stamp(c, e->ts);
 
+	if (e->ptr) {
+		err = ptr_put(c, e->ptr, id);
+		if (err)
+			return err;
+	}
 	if (!e->tctx)
 		return 0;
 	t = tctx_slot(c->tctxs, c->tctx_cap, e->tctx);
@@ -257,6 +342,7 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 	struct tctx_ent *t = e->tctx ? tctx_slot(c->tctxs, c->tctx_cap, e->tctx) : NULL;
 	bool before = e->alloc_time_ns && e->alloc_time_ns < c->attach_coarse_ns;
 	struct hb_stack *s;
+	uint32_t id;
 	double w;
 
 	c->stats.frees++;
@@ -267,19 +353,32 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 		c->stats.frees_after_stop++;
 		return 0;
 	}
-	if (!t || !t->tctx || !t->live || before) {
-		c->stats.frees_unmatched++;
-		c->stats.frees_unmatched_bytes += e->usize;
-		return 0;
+	if (e->ptr) {
+		/*
+		 * The version passes the pointer: exact, whatever was sampled
+		 * before heapbpf attached (5.2.1 records no allocation time).
+		 */
+		if (ptr_take(c, e->ptr, &id))
+			goto unmatched;
+		if (t && t->tctx && t->live && t->stack == id)
+			t->live--;
+	} else {
+		if (!t || !t->tctx || !t->live || before)
+			goto unmatched;
+		t->live--;
+		id = t->stack;
 	}
-	t->live--;
-	s = &c->stacks[t->stack];
+	s = &c->stacks[id];
 	w = hb_unbias_objects(e->usize, c->period);
 	s->inuse_samples--;
 	s->inuse_bytes -= e->usize;
 	s->inuse_objects -= w;
 	s->inuse_space -= w * (double)e->usize;
 	c->stats.frees_matched++;
+	return 0;
+unmatched:
+	c->stats.frees_unmatched++;
+	c->stats.frees_unmatched_bytes += e->usize;
 	return 0;
 }
 
