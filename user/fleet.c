@@ -24,7 +24,7 @@ _Static_assert(SNAP_PPROF == 1u << FMT_PPROF && SNAP_FOLDED == 1u << FMT_FOLDED,
 	       "cli formats are snapshot formats");
 
 /* The last window of --interval is written only when it is at least this long. */
-#define MIN_LAST_WINDOW_NS 1000000000LL
+#define MIN_LAST_WINDOW_NS 100000000LL
 
 static struct cli *o;
 static struct pyro *pyro;
@@ -392,7 +392,7 @@ int fleet_last_window(struct session *s, const struct jemalloc_target *t, const 
 
 	if (!win.k)
 		win.start_ns = s->start_wall_ns;
-	/* an --interval run stopped just after a window: nothing worth a file */
+	/* an --interval run stopped right after a window: nothing worth a file */
 	if (!win.k || end - win.start_ns >= MIN_LAST_WINDOW_NS) {
 		code = emit_window(s, t, end, out, err, errlen);
 		if (code < 0)

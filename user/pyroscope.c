@@ -715,8 +715,9 @@ void pyro__flush(struct pyro *p, bool wait, struct pyro_flush_result *r)
 		r->auth_failed = oc == AUTH;
 		if (r->auth_failed)
 			say(p,
-			    "the server refused the credentials: check HEAPBPF_PYROSCOPE_TENANT, "
-			    "_USER/_PASSWORD or _TOKEN; %zu profile(s) kept in %s",
+			    "the server refused the credentials: check HEAPBPF_PYROSCOPE_TENANT and "
+			    "HEAPBPF_PYROSCOPE_USER/PASSWORD or HEAPBPF_PYROSCOPE_TOKEN (or their "
+			    "_FILE forms); %zu profile(s) kept in %s",
 			    n - i, p->o.spool_dir);
 		else
 			say(p, "%zu profile(s) kept in %s for the next run", n - i, p->o.spool_dir);
