@@ -255,6 +255,27 @@ Test(fleet, pidfile)
 	cr_assert_eq(svc_stop(&a), 0);
 }
 
+/* A timer alerts on real errors only: an idle window is exit 3, with its snapshot written. */
+Test(fleet, idle_window_exits_3_and_still_writes)
+{
+	char pid[16], err[8192], reply[256];
+	const char *out = tmp("snap");
+	struct svc a;
+
+	hb_require_bpf();
+	start_service(&a, "1");
+	cr_assert_eq(svc_cmd(&a, "pause", reply, sizeof(reply), 10000), 0);
+	snprintf(pid, sizeof(pid), "%d", a.pid);
+	{
+		const char *args[] = { "--pid", pid, "-d", "1", "--output-dir", out, NULL };
+
+		cr_assert_eq(hb_run(args, err, sizeof(err), 60000), 3, "%s", err);
+	}
+	cr_assert_eq(count_files(out, ".pb.gz", NULL, 0), 1);
+	cr_assert(strstr(err, "no allocation was sampled"), "%s", err);
+	cr_assert_eq(svc_stop(&a), 0);
+}
+
 /* ---- the shipped systemd unit ---- */
 
 /* The value of the first "Key=" line of a unit file (static buffer). */

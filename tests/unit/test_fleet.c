@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Fleet helpers without BPF: Pyroscope names and URLs, snapshot names and retention, targets. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pyroscope.h"
+#include "snapshot.h"
+#include "targets.h"
+
+static char dir[PATH_MAX];
+
+static void mkdir_tmp(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/heapbpf-unit-fleet.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void rm_tmp(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	if (dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		cr_assert_eq(system(cmd), 0);
+	}
+}
+
+TestSuite(fleet_unit, .init = mkdir_tmp, .fini = rm_tmp);
+
+/* ---- Pyroscope ---- */
+
+Test(fleet_unit, pyroscope_name_sorted_and_validated)
+{
+	struct pyro_label l[] = { { "pid", "42" }, { "hostname", "web-1.example" }, { "env", "prod" } };
+	char buf[256];
+
+	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "redis-server", l, 3), 0);
+	cr_assert_str_eq(buf, "redis-server{env=prod,hostname=web-1.example,pid=42}");
+	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", NULL, 0), 0);
+	cr_assert_str_eq(buf, "svc{}");
+	/* what /ingest's parser would split or Pyroscope's validation would refuse */
+	l[2].value = "a,b";
+	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
+	l[2].value = "prod";
+	l[2].key = "__name__";
+	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
+	l[2].key = "pid"; /* duplicate */
+	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
+	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "bad service", NULL, 0), -EINVAL);
+	cr_assert_eq(pyro_build_name(buf, 8, "svc", l, 1), -ENAMETOOLONG);
+}
+
+Test(fleet_unit, pyroscope_character_rules)
+{
+	char out[64];
+
+	cr_assert(pyro_valid_service("a.b/c-d_e9"));
+	cr_assert_not(pyro_valid_service(""));
+	cr_assert_not(pyro_valid_service("a{b}"));
+	cr_assert(pyro_valid_label_key("_x1"));
+	cr_assert_not(pyro_valid_label_key("1x"));
+	cr_assert_not(pyro_valid_label_key("a.b"));
+	cr_assert_not(pyro_valid_label_key("__x"));
+	cr_assert(pyro_valid_label_value("10.0.0.1:80/x"));
+	for (const char *bad = ",{}= \"\t"; *bad; bad++) {
+		char v[4] = { 'a', *bad, 'b', 0 };
+
+		cr_assert_not(pyro_valid_label_value(v), "%s", v);
+	}
+	pyro_sanitize("my app{1}", true, out, sizeof(out));
+	cr_assert_str_eq(out, "my_app_1_");
+	pyro_sanitize("a,b=c", false, out, sizeof(out));
+	cr_assert_str_eq(out, "a_b_c");
+	pyro_sanitize("", false, out, sizeof(out));
+	cr_assert_str_eq(out, "_");
+}
+
+Test(fleet_unit, pyroscope_ingest_url)
+{
+	char out[256], err[512];
+
+	cr_assert_eq(pyro_ingest_url("https://p.example:4040", out, sizeof(out), err, sizeof(err)),
+		     0);
+	cr_assert_str_eq(out, "https://p.example:4040/ingest");
+	cr_assert_eq(pyro_ingest_url("http://127.0.0.1:4040/prefix/", out, sizeof(out), err,
+				     sizeof(err)),
+		     0);
+	cr_assert_str_eq(out, "http://127.0.0.1:4040/prefix/ingest");
+	cr_assert_eq(pyro_ingest_url("http://h/ingest", out, sizeof(out), err, sizeof(err)), 0);
+	cr_assert_str_eq(out, "http://h/ingest");
+	cr_assert_eq(pyro_ingest_url("ftp://h", out, sizeof(out), err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyro_ingest_url("http://h/?x=1", out, sizeof(out), err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyro_ingest_url("http:///x", out, sizeof(out), err, sizeof(err)), -EINVAL);
+	/* credentials in the URL: refused, and the message does not repeat them */
+	cr_assert_eq(pyro_ingest_url("https://user:hunter2@h", out, sizeof(out), err, sizeof(err)),
+		     -EINVAL);
+	cr_assert_null(strstr(err, "hunter2"), "%s", err);
+	/* an @ in the path is not userinfo */
+	cr_assert_eq(pyro_ingest_url("https://h/a@b", out, sizeof(out), err, sizeof(err)), 0);
+}
+
+Test(fleet_unit, pyroscope_credentials_from_environment_and_files)
+{
+	struct pyro_opts po = { .url = "https://p.example", .spool_dir = "/tmp", .timeout = 1 };
+	char err[512], path[PATH_MAX + 16];
+	struct pyro *p = NULL;
+	FILE *f;
+
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	pyro__free(p);
+	setenv("HEAPBPF_PYROSCOPE_USER", "123", 1);
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "HEAPBPF_PYROSCOPE_PASSWORD"), "%s", err);
+	snprintf(path, sizeof(path), "%s/pw", dir);
+	f = fopen(path, "w");
+	fputs("s3cret-value\n", f);
+	fclose(f);
+	setenv("HEAPBPF_PYROSCOPE_PASSWORD_FILE", path, 1);
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	pyro__free(p);
+	/* both forms of one secret, or basic auth and a token: refused */
+	setenv("HEAPBPF_PYROSCOPE_PASSWORD", "x", 1);
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	unsetenv("HEAPBPF_PYROSCOPE_PASSWORD");
+	setenv("HEAPBPF_PYROSCOPE_TOKEN", "t", 1);
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_null(strstr(err, "s3cret"), "%s", err);
+	unsetenv("HEAPBPF_PYROSCOPE_USER");
+	unsetenv("HEAPBPF_PYROSCOPE_PASSWORD_FILE");
+	/* a header injection attempt */
+	setenv("HEAPBPF_PYROSCOPE_TOKEN", "t\r\nX-Evil: 1", 1);
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_null(strstr(err, "Evil"), "%s", err);
+	/* a token over plain http to another host */
+	setenv("HEAPBPF_PYROSCOPE_TOKEN", "tok", 1);
+	po.url = "http://p.example";
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	po.url = "http://127.0.0.1:4040";
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	pyro__free(p);
+	unsetenv("HEAPBPF_PYROSCOPE_TOKEN");
+}
+
+/* ---- snapshots ---- */
+
+Test(fleet_unit, snapshot_names)
+{
+	char stamp[SNAPSHOT_STAMP_LEN + 1], name[256], parsed[SNAPSHOT_STAMP_LEN + 1];
+
+	snapshot_stamp(86400 * 365 + 3723, stamp);
+	cr_assert_str_eq(stamp, "19710101T010203Z");
+	cr_assert_eq(snapshot_name(name, sizeof(name), stamp, 42, "my app/x", "pb.gz"), 0);
+	cr_assert_str_eq(name, "heap-19710101T010203Z-42-my_app_x.pb.gz");
+	cr_assert(snapshot_parse_name(name, parsed));
+	cr_assert_str_eq(parsed, stamp);
+	cr_assert(snapshot_parse_name("heap-19710101T010203Z-1-a.folded.zst", parsed));
+	cr_assert_not(snapshot_parse_name("heap-19710101T010203Z-1-a.pb.gz.tmp.AbC123", parsed));
+	cr_assert_not(snapshot_parse_name("heap-1971010XT010203Z-1-a.pb.gz", parsed));
+	cr_assert_not(snapshot_parse_name("heap-19710101T010203Z-x-a.pb.gz", parsed));
+	cr_assert_not(snapshot_parse_name("notes.txt", parsed));
+}
+
+static void touch(const char *name, size_t size)
+{
+	char path[PATH_MAX + 256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	for (size_t i = 0; i < size; i++)
+		fputc('x', f);
+	fclose(f);
+}
+
+static bool exists(const char *name)
+{
+	char path[PATH_MAX + 256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return access(path, F_OK) == 0;
+}
+
+Test(fleet_unit, retention_keeps_newest_snapshots)
+{
+	struct retain_result r;
+	char err[256];
+
+	for (int s = 1; s <= 4; s++) {
+		char n[128];
+
+		snprintf(n, sizeof(n), "heap-2025010%dT000000Z-1-a.pb.gz", s);
+		touch(n, 100);
+		snprintf(n, sizeof(n), "heap-2025010%dT000000Z-2-b.pb.gz", s);
+		touch(n, 100);
+	}
+	touch("README", 10000);
+	touch("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123", 10000);
+	cr_assert_eq(snapshot_retain(dir, RETAIN_SNAPSHOTS, 2, 0, &r, err, sizeof(err)), 0);
+	cr_assert_eq(r.deleted_files, 4);
+	cr_assert_eq(r.groups, 2);
+	cr_assert_not(exists("heap-20250102T000000Z-2-b.pb.gz"));
+	cr_assert(exists("heap-20250103T000000Z-1-a.pb.gz"));
+	cr_assert(exists("heap-20250104T000000Z-2-b.pb.gz"));
+	/* never anything that is not a finished snapshot */
+	cr_assert(exists("README"));
+	cr_assert(exists("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123"));
+	/* by size: the oldest snapshot goes, the newest stays even when alone too large */
+	cr_assert_eq(snapshot_retain(dir, RETAIN_SNAPSHOTS, 0, 250, &r, err, sizeof(err)), 0);
+	cr_assert_eq(r.groups, 1);
+	cr_assert(exists("heap-20250104T000000Z-1-a.pb.gz"));
+	cr_assert_not(exists("heap-20250103T000000Z-1-a.pb.gz"));
+	cr_assert_eq(snapshot_retain(dir, RETAIN_SNAPSHOTS, 0, 150, &r, err, sizeof(err)), 0);
+	cr_assert(r.newest_over);
+	cr_assert(exists("heap-20250104T000000Z-2-b.pb.gz"));
+}
+
+Test(fleet_unit, retention_of_the_spool_counts_files)
+{
+	struct retain_result r;
+	char err[256];
+
+	touch("20250101T000000Z-000000001-7.spool", 10);
+	touch("20250101T000000Z-000000002-7.spool", 10);
+	touch("20250102T000000Z-000000001-7.spool", 10);
+	touch(".deliver.lock", 0);
+	cr_assert_eq(snapshot_retain(dir, RETAIN_SPOOL, 2, 0, &r, err, sizeof(err)), 0);
+	cr_assert_eq(r.deleted_files, 1);
+	cr_assert_not(exists("20250101T000000Z-000000001-7.spool"));
+	cr_assert(exists("20250102T000000Z-000000001-7.spool"));
+	cr_assert(exists(".deliver.lock"));
+}
+
+/* ---- targets ---- */
+
+Test(fleet_unit, unit_names)
+{
+	char out[256];
+
+	cr_assert_eq(targets_unit_name("redis-server", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "redis-server.service");
+	cr_assert_eq(targets_unit_name("app@1.service", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "app@1.service");
+	cr_assert_eq(targets_unit_name("session-3.scope", out, sizeof(out)), 0);
+	cr_assert_str_eq(out, "session-3.scope");
+	cr_assert_eq(targets_unit_name("../etc", out, sizeof(out)), -EINVAL);
+	cr_assert_eq(targets_unit_name("a b", out, sizeof(out)), -EINVAL);
+	cr_assert_eq(targets_unit_name("", out, sizeof(out)), -EINVAL);
+}
+
+static void write_procs(const char *rel, const char *text)
+{
+	char path[PATH_MAX + 256], cmd[PATH_MAX + 300];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/%s'", dir, rel);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/%s/cgroup.procs", dir, rel);
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(fleet_unit, unit_pids_from_a_cgroup_tree)
+{
+	pid_t pids[TARGETS_MAX];
+	char err[512];
+	int n;
+
+	/* systemd's layout: the service, a sub-cgroup of it, and a unit of the same name elsewhere */
+	write_procs("system.slice/app.service", "300\n100\n");
+	write_procs("system.slice/app.service/worker", "200\n100\n");
+	write_procs("user.slice/user-1000.slice/user@1000.service/app.slice/app.service", "999\n");
+	n = targets_from_unit("app", dir, pids, TARGETS_MAX, err, sizeof(err));
+	cr_assert_eq(n, 3, "%s", err);
+	cr_assert_eq(pids[0], 100);
+	cr_assert_eq(pids[1], 200);
+	cr_assert_eq(pids[2], 300);
+	/* not under system.slice: found a few levels down */
+	/* "app.slice" means app.slice.service, which does not exist */
+	n = targets_from_unit("app.slice", dir, pids, TARGETS_MAX, err, sizeof(err));
+	cr_assert_eq(n, -ENOENT);
+	write_procs("user.slice/user-1000.slice/user@1000.service/app.slice/other.service", "77\n");
+	n = targets_from_unit("other", dir, pids, TARGETS_MAX, err, sizeof(err));
+	cr_assert_eq(n, 1, "%s", err);
+	cr_assert_eq(pids[0], 77);
+	/* stopped: the cgroup is there but empty; or not there at all */
+	write_procs("system.slice/idle.service", "");
+	cr_assert_eq(targets_from_unit("idle", dir, pids, TARGETS_MAX, err, sizeof(err)), -ESRCH);
+	cr_assert(strstr(err, "not running"), "%s", err);
+	cr_assert_eq(targets_from_unit("gone", dir, pids, TARGETS_MAX, err, sizeof(err)), -ENOENT);
+	cr_assert(strstr(err, "gone.service"), "%s", err);
+}
+
+Test(fleet_unit, pidfile_rules)
+{
+	char path[PATH_MAX + 16], err[512];
+	pid_t pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/pid", dir);
+	f = fopen(path, "w");
+	fprintf(f, "%d\n", getpid());
+	fclose(f);
+	chmod(path, 0644);
+	cr_assert_eq(targets_from_pidfile(path, &pid, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pid, getpid());
+	chmod(path, 0664);
+	cr_assert_eq(targets_from_pidfile(path, &pid, err, sizeof(err)), -EPERM);
+	chmod(path, 0644);
+	f = fopen(path, "w");
+	fprintf(f, "12x\n");
+	fclose(f);
+	cr_assert_eq(targets_from_pidfile(path, &pid, err, sizeof(err)), -EINVAL);
+	f = fopen(path, "w");
+	fprintf(f, "%d\n", INT_MAX - 1);
+	fclose(f);
+	cr_assert_eq(targets_from_pidfile(path, &pid, err, sizeof(err)), -ESRCH);
+	cr_assert_eq(targets_from_pidfile("/nonexistent/pid", &pid, err, sizeof(err)), -ENOENT);
+}
+
+/* ---- command line ---- */
+
+static int parse(struct cli *c, const char *const *args, char *errbuf, size_t errlen)
+{
+	static char *argv[32];
+	FILE *saved = stderr, *mem;
+	int argc = 0, rc;
+
+	argv[argc++] = strdup("heapbpf");
+	for (; *args; args++)
+		argv[argc++] = strdup(*args);
+	argv[argc] = NULL;
+	mem = fmemopen(errbuf, errlen, "w");
+	stderr = mem;
+	rc = cli_parse(argc, argv, c);
+	fclose(mem);
+	stderr = saved;
+	return rc;
+}
+
+Test(fleet_unit, cli_fleet_options)
+{
+	char err[1024] = "";
+	struct cli c;
+
+	{
+		const char *a[] = { "--unit", "redis", "--output-dir", "/var/lib/x", "-f", "pprof",
+				    "-f", "folded", "--compress", "zstd", "--keep", "5",
+				    "--max-bytes", "64M", NULL };
+
+		cr_assert_eq(parse(&c, a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_str_eq(c.unit, "redis");
+		cr_assert_eq(c.formats, 3u);
+		cr_assert(c.zstd);
+		cr_assert_eq(c.keep, 5);
+		cr_assert_eq(c.max_bytes, 64ULL << 20);
+		cr_assert_eq(c.duration, 10.0);
+	}
+	{
+		const char *a[] = { "-p", "1", "--interval", "60", "--pyroscope", "https://p",
+				    "--spool-dir", "/s", "--label", "env=prod", "--label", "pid=",
+				    NULL };
+
+		cr_assert_eq(parse(&c, a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(c.interval, 60.0);
+		cr_assert_eq(c.duration, 0.0, "--interval runs until stopped");
+		cr_assert_eq(c.nlabels, 2);
+		cr_assert_eq(c.pyro_retries, 3);
+	}
+	static const struct {
+		const char *args[8];
+		const char *msg;
+	} bad[] = {
+		{ { "--unit", "a", "-p", "1" }, "one of --pid, --unit" },
+		{ { "-p", "1", "--keep", "3" }, "apply to --output-dir" },
+		{ { "-p", "1", "--output-dir", "/d", "-o", "x" }, "drop --output" },
+		{ { "-p", "1", "--output-dir", "/d", "--compress", "zstd" }, "--format folded" },
+		{ { "-p", "1", "--interval", "5" }, "--interval needs" },
+		{ { "-p", "1", "--interval", "0.5", "--output-dir", "/d" }, "whole seconds" },
+		{ { "-p", "1", "--pyroscope", "https://p" }, "--spool-dir" },
+		{ { "-p", "1", "--label", "a=b" }, "apply to --pyroscope" },
+		{ { "-p", "1", "--output-dir", "/d", "--max-bytes", "12Q" }, "\"12Q\"" },
+		{ { "report", "x.hbr", "--unit", "a" }, "fleet options" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(err, 0, sizeof(err));
+		cr_assert_eq(parse(&c, bad[i].args, err, sizeof(err)), -EINVAL, "case %zu", i);
+		cr_assert(strstr(err, bad[i].msg), "case %zu: %s", i, err);
+	}
+}
