@@ -667,9 +667,11 @@ Test(fleet, interval_windows_carry_deltas_and_restore_the_flag)
 /* ---- Pyroscope ---- */
 
 static int server_port;
+static const char *server_scheme = "http";
 
 /* Starts the rules server (port 0: any); env "NAME=value" entries are its expectations. */
-static void start_server(int port, const char *extra, const char *const *env)
+static void start_server_with(const char *wrapper, int port, const char *extra,
+			      const char *const *env)
 {
 	char portfile[PATH_MAX], portarg[16], buf[32];
 	const char *argv[16];
@@ -679,8 +681,12 @@ static void start_server(int port, const char *extra, const char *const *env)
 	snprintf(portfile, sizeof(portfile), "%s", tmp("server.port"));
 	unlink(portfile);
 	snprintf(portarg, sizeof(portarg), "%d", port);
-	argv[n++] = "/usr/bin/python3";
-	argv[n++] = PYRO_SERVER;
+	if (wrapper) {
+		argv[n++] = wrapper;
+	} else {
+		argv[n++] = "/usr/bin/python3";
+		argv[n++] = PYRO_SERVER;
+	}
 	argv[n++] = "--port-file";
 	argv[n++] = portfile;
 	argv[n++] = "--log";
@@ -708,6 +714,11 @@ static void start_server(int port, const char *extra, const char *const *env)
 	fclose(f);
 	server_port = atoi(buf);
 	cr_assert_gt(server_port, 0);
+}
+
+static void start_server(int port, const char *extra, const char *const *env)
+{
+	start_server_with(NULL, port, extra, env);
 }
 
 static void stop_server(void)
@@ -738,7 +749,7 @@ static void push(const char *pid, const char *spool, const char *extra1, const c
 	const char *args[20];
 	int n = 0, rc;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port);
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", server_scheme, server_port);
 	args[n++] = "--pid";
 	args[n++] = pid;
 	args[n++] = "-d";
@@ -981,5 +992,50 @@ Test(fleet, pyroscope_secrets_stay_out_of_argv_logs_and_messages)
 		cr_assert(strstr(err, "https://"), "%s", err);
 		cr_assert_null(strstr(err, SECRET_TOKEN), "%s", err);
 	}
+	cr_assert_eq(svc_stop(&a), 0);
+}
+
+/* TLS through libcurl with the certificate checked: an unknown CA is refused, --pyroscope-ca works. */
+Test(fleet, pyroscope_tls_verifies_the_certificate)
+{
+	char pid[16], err[65536], lines[4][4096], cmd[4 * PATH_MAX];
+	const char *cert = tmp("cert.pem"), *key = tmp("key.pem"), *spool = tmp("spool");
+	struct svc a;
+
+	hb_require_bpf();
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+		 "-addext subjectAltName=IP:127.0.0.1 -keyout '%s' -out '%s' 2>/dev/null",
+		 key, cert);
+	cr_assert_eq(system(cmd), 0, "openssl could not make a certificate");
+	{
+		/* the server with --tls-cert and --tls-key, through a small wrapper script */
+		char wrapper[PATH_MAX];
+		FILE *f;
+
+		snprintf(wrapper, sizeof(wrapper), "%s", tmp("tls-server.sh"));
+		f = fopen(wrapper, "we");
+		fprintf(f, "#!/bin/sh\nexec /usr/bin/python3 %s --tls-cert '%s' --tls-key '%s' \"$@\"\n",
+			PYRO_SERVER, cert, key);
+		fclose(f);
+		chmod(wrapper, 0755);
+		start_server_with(wrapper, 0, NULL, NULL);
+	}
+	server_scheme = "https";
+	start_service(&a, "1");
+	snprintf(pid, sizeof(pid), "%d", a.pid);
+	mkdir(spool, 0700);
+	/* a certificate no known CA signed: not sent, kept */
+	push(pid, spool, NULL, NULL, 5, err, sizeof(err));
+	cr_assert(strstr(err, "certificate") || strstr(err, "SSL"), "%s", err);
+	cr_assert_eq(accepted(lines, 4), 0);
+	/* with its CA: both go */
+	{
+		char ca[PATH_MAX + 32];
+
+		snprintf(ca, sizeof(ca), "--pyroscope-ca=%s", cert);
+		push(pid, spool, ca, NULL, 0, err, sizeof(err));
+	}
+	cr_assert_eq(accepted(lines, 4), 2, "%s", err);
 	cr_assert_eq(svc_stop(&a), 0);
 }

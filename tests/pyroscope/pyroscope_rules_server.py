@@ -26,7 +26,7 @@ validation), and records what it accepted so that a test can check it:
 
 Accepted profiles are appended as JSON lines to --log. --fail-first N answers
 503 to the first N requests, --fail-all to every one (a server that is up but
-unhealthy). It listens on 127.0.0.1 only, writes its port to --port-file and
+unhealthy). --tls-cert/--tls-key serve https. It listens on 127.0.0.1 only, writes its port to --port-file and
 exits after --lifetime seconds whatever happens.
 """
 import argparse
@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import re
+import ssl
 import sys
 import threading
 import time
@@ -356,6 +357,8 @@ def main():
     ap.add_argument("--fail-all", action="store_true")
     ap.add_argument("--reject-older-than", type=int, default=3600)
     ap.add_argument("--lifetime", type=float, default=120)
+    ap.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
+    ap.add_argument("--tls-key")
     a = ap.parse_args()
 
     srv = HTTPServer(("127.0.0.1", a.port), Handler)
@@ -364,6 +367,10 @@ def main():
     srv.fail_first, srv.fail_all = a.fail_first, a.fail_all
     srv.reject_older = a.reject_older_than
     srv.log, srv.rejects = a.log, a.log + ".rejects"
+    if a.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls_cert, a.tls_key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     # bounded in time, whatever the test does
     threading.Timer(a.lifetime, lambda: os._exit(0)).start()
     tmp = a.port_file + ".tmp"
