@@ -473,6 +473,35 @@ static int run_children(const pid_t *pids, int n, int (*live_pid)(pid_t, char *,
 	return code;
 }
 
+/*
+ * A unit's cgroup also holds helpers (a wrapper shell, a sidecar): the
+ * processes without jemalloc are skipped; one with jemalloc but without
+ * prof:true is kept, so that its error is reported.
+ */
+static int jemalloc_only(pid_t *pids, int n, char *err, size_t errlen)
+{
+	int kept = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct jemalloc_target *t = NULL;
+		char why[512];
+		int rc = jemalloc_target__find(pids[i], o->layout, &t, why, sizeof(why));
+
+		jemalloc_target__free(t);
+		if (rc == -ENOENT && strstr(why, "does not use jemalloc")) {
+			if (o->verbose)
+				fprintf(stderr, "heapbpf: skipped: %s\n", why);
+			continue;
+		}
+		pids[kept++] = pids[i];
+	}
+	if (!kept) {
+		snprintf(err, errlen, "no process of unit %s uses jemalloc", unit_name);
+		return -1;
+	}
+	return kept;
+}
+
 int fleet_run(struct cli *opts, int (*live_pid)(pid_t pid, char *err, size_t errlen), char *err,
 	      size_t errlen)
 {
@@ -492,6 +521,10 @@ int fleet_run(struct cli *opts, int (*live_pid)(pid_t pid, char *err, size_t err
 	} else {
 		pids[0] = o->pid;
 	}
+	if (o->unit && n > 1)
+		n = jemalloc_only(pids, n, err, errlen);
+	if (n < 0)
+		return -1;
 	if (n > 1 && o->output) {
 		snprintf(err, errlen,
 			 "unit %s has %d processes and --output names one file; use --output-dir",

@@ -189,15 +189,18 @@ Test(fleet, unit_profiles_every_process_of_its_cgroup)
 	struct svc a, b;
 	char unit[64], err[16384], names[8][256], pa[16], pb[16];
 	const char *out = tmp("snap");
-	pid_t pids[2];
+	const char *helper[] = { "/bin/sleep", "60", NULL };
+	pid_t pids[3];
 
 	hb_require_bpf();
 	start_service(&a, "2");
 	start_service(&b, "1");
 	pids[0] = a.pid;
 	pids[1] = b.pid;
+	/* a helper without jemalloc (a wrapper shell, a sidecar) is skipped, not an error */
+	pids[2] = hb_spawn(helper, NULL);
 	snprintf(unit, sizeof(unit), "hbfleet-%d", getpid());
-	make_unit_cgroup(unit, pids, 2);
+	make_unit_cgroup(unit, pids, 3);
 	{
 		const char *args[] = { "--unit", unit, "-d", "1", "--output-dir", out, NULL };
 
@@ -211,6 +214,8 @@ Test(fleet, unit_profiles_every_process_of_its_cgroup)
 		  (strstr(names[0], pb) && strstr(names[1], pa)));
 	cr_assert(strstr(names[0], "alloc-service-s"), "%s", names[0]);
 	cr_assert(strstr(err, "2 processes"), "%s", err);
+	kill(pids[2], SIGKILL);
+	hb_wait(pids[2], 5000);
 	cr_assert_eq(svc_stop(&a), 0);
 	cr_assert_eq(svc_stop(&b), 0);
 	/* a unit that is not running is an error, not "no samples" */
