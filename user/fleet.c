@@ -370,7 +370,7 @@ static int on_window(struct session *s, void *arg)
 	win.worst = worse(win.worst, code);
 	retention();
 	if (pyro)
-		pyro__flush(pyro, false, &fr);
+		pyro__flush(pyro, false, 0, &fr);
 	return 0;
 }
 
@@ -558,7 +558,7 @@ int fleet_run(struct cli *opts, int (*live_pid)(pid_t pid, char *err, size_t err
 	if (pyro) {
 		struct pyro_flush_result fr;
 
-		pyro__flush(pyro, true, &fr);
+		pyro__flush(pyro, true, -1, &fr);
 		if (fr.rejected || fr.auth_failed)
 			code = worse(code, EXIT_FAIL);
 		else if (fr.pending || fr.busy)

@@ -597,13 +597,13 @@ static void sleep_ms(long ms)
 		;
 }
 
-static enum outcome deliver(struct pyro *p, const char *file, const struct spooled *s)
+static enum outcome deliver(struct pyro *p, const char *file, const struct spooled *s, int retries)
 {
 	enum outcome oc = RETRY;
 	char why[512];
 	long status = 0, ra = 0;
 
-	for (int attempt = 0; attempt <= p->o.retries; attempt++) {
+	for (int attempt = 0; attempt <= retries; attempt++) {
 		long delay;
 
 		if (attempt) {
@@ -621,7 +621,7 @@ static enum outcome deliver(struct pyro *p, const char *file, const struct spool
 		oc = post_once(p, s, &status, &ra, why, sizeof(why));
 		if (p->o.verbose || oc != SENT)
 			say(p, "%s: %s%s", file, why,
-			    oc == RETRY && attempt < p->o.retries ? " (will retry)" : "");
+			    oc == RETRY && attempt < retries ? " (will retry)" : "");
 		if (oc != RETRY)
 			break;
 	}
@@ -633,7 +633,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void pyro__flush(struct pyro *p, bool wait, struct pyro_flush_result *r)
+void pyro__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_result *r)
 {
 	char lock[PATH_MAX], path[PATH_MAX], err[512];
 	char **names = NULL;
@@ -699,7 +699,7 @@ void pyro__flush(struct pyro *p, bool wait, struct pyro_flush_result *r)
 			free(s.data);
 			continue;
 		}
-		oc = deliver(p, names[i], &s);
+		oc = deliver(p, names[i], &s, retries < 0 ? p->o.retries : retries);
 		free(s.data);
 		if (oc == SENT) {
 			unlink(path);

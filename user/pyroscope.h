@@ -68,9 +68,11 @@ struct pyro_flush_result {
  * Delivers the spool, oldest first; stops at the first profile that could
  * not be delivered (the server is down or refuses the credentials). Only
  * one heapbpf delivers a spool at a time: with wait false, returns at once
- * when another one does. Messages (never a secret) go to stderr.
+ * when another one does. retries < 0: as configured (--interval windows pass
+ * 0: the next window is their retry, and the event loop must not wait long).
+ * Messages (never a secret) go to stderr.
  */
-void pyro__flush(struct pyro *p, bool wait, struct pyro_flush_result *r);
+void pyro__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_result *r);
 
 /* ---- pure helpers (unit-tested) ---- */
 

@@ -1044,3 +1044,45 @@ Test(fleet, pyroscope_tls_verifies_the_certificate)
 	cr_assert_eq(accepted(lines, 4), 2, "%s", err);
 	cr_assert_eq(svc_stop(&a), 0);
 }
+
+/* --interval with Pyroscope: one profile per window, windows back to back, allocations as deltas. */
+Test(fleet, pyroscope_interval_windows)
+{
+	char pid[16], err[65536], lines[8][4096], url[64];
+	const char *spool = tmp("spool");
+	long from[8], until[8];
+	struct svc a;
+	int n;
+
+	hb_require_bpf();
+	start_server(0, NULL, NULL);
+	start_service(&a, "2");
+	snprintf(pid, sizeof(pid), "%d", a.pid);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port);
+	{
+		const char *args[] = { "--pid",	    pid,  "--interval",  "2",   "-d", "6",
+				       "--pyroscope", url, "--spool-dir", spool, "-q", NULL };
+
+		cr_assert_eq(hb_run(args, err, sizeof(err), 60000), 0, "%s", err);
+	}
+	n = accepted(lines, 8);
+	cr_assert_eq(n, 3, "%d profiles: %s", n, err);
+	for (int i = 0; i < n; i++) {
+		from[i] = atol(strstr(lines[i], "\"from\": ") + 8);
+		until[i] = atol(strstr(lines[i], "\"until\": ") + 9);
+		cr_assert_geq(until[i] - from[i], 2, "%s", lines[i]);
+		cr_assert_leq(until[i] - from[i], 3, "%s", lines[i]);
+		if (i)
+			cr_assert_leq(from[i], until[i - 1], "windows %d and %d leave a gap", i - 1,
+				      i);
+	}
+	{
+		long a0 = atol(strstr(lines[0], "\"alloc_objects\": ") + 17);
+		long a2 = atol(strstr(lines[2], "\"alloc_objects\": ") + 17);
+
+		cr_assert_gt(a0, 0);
+		cr_assert_lt(a2, 2 * a0, "window 3 (%ld) vs window 1 (%ld): not a delta", a2, a0);
+	}
+	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 0);
+	cr_assert_eq(svc_stop(&a), 0);
+}
