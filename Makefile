@@ -50,7 +50,7 @@ BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/
 
 .DELETE_ON_ERROR:
 .PHONY: all deps demo test unit integration examples clean format-check _demo _test fuzz bench _bench \
-	test-sanitize _test-sanitize
+	test-sanitize _test-sanitize lint
 
 all: $(BUILD)/heapbpf
 
@@ -85,7 +85,7 @@ _test-sanitize:
 _demo: $(BUILD)/heapbpf $(EXAMPLES)
 	$(Q)scripts/demo.sh $(BUILD)
 
-_test: format-check $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/unit_tests \
+_test: format-check lint $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/unit_tests \
 	$(BUILD)/tests/integration_tests $(BUILD)/fuzz/fuzz_recording fixtures
 	$(Q)scripts/run-tests.sh $(BUILD)
 
@@ -232,6 +232,10 @@ $(BUILD):
 	$(Q)mkdir -p $@
 
 FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h)
+# cppcheck and clang-tidy on our own C code, no warning allowed (part of make test)
+lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h
+	$(Q)scripts/lint.sh $(BUILD)
+
 format-check:
 	$(call msg,FORMAT,check)
 	$(Q)clang-format --dry-run --Werror $(FORMAT_SRCS)

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(
-	make gcc clang llvm clang-format pkg-config binutils gzip
+	make gcc clang llvm clang-format clang-tidy cppcheck pkg-config binutils gzip
 	libbpf-dev bpftool linux-libc-dev
 	libelf-dev libdw-dev libdebuginfod1 libdebuginfod-dev libiberty-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler golang-github-google-pprof-dev

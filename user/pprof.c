@@ -539,22 +539,25 @@ static int gunzip_buf(const uint8_t *gz, size_t len, size_t max_len, uint8_t **o
 	if (cap < 4096)
 		cap = 4096;
 	zs.next_in = (Bytef *)gz;
+	buf = malloc(cap);
+	if (!buf) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	for (;;) {
 		if (!zs.avail_in && in_left) {
 			zs.avail_in = in_left > UINT_MAX ? UINT_MAX : in_left;
 			in_left -= zs.avail_in;
 		}
-		if (used == cap || !buf) {
+		if (used == cap) {
 			uint8_t *nbuf;
 
-			if (buf) {
-				if (cap > max_len) {
-					err = -EFBIG;
-					goto fail;
-				}
-				/* one byte over the limit tells "too large" from "just fits" */
-				cap = cap > max_len / 2 ? max_len + 1 : cap * 2;
+			if (cap > max_len) {
+				err = -EFBIG;
+				goto fail;
 			}
+			/* one byte over the limit tells "too large" from "just fits" */
+			cap = cap > max_len / 2 ? max_len + 1 : cap * 2;
 			nbuf = realloc(buf, cap);
 			if (!nbuf) {
 				err = -ENOMEM;

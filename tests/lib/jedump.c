@@ -43,7 +43,7 @@ static bool eat_str(struct cursor *c, const char *s)
 {
 	size_t n = strlen(s);
 
-	if ((size_t)(c->end - c->p) < n || memcmp(c->p, s, n))
+	if ((size_t)(c->end - c->p) < n || memcmp(c->p, s, n) != 0)
 		return false;
 	c->p += n;
 	return true;
@@ -308,7 +308,7 @@ int jedump_parse(const char *text, size_t len, struct jedump **out)
 {
 	enum parse_state st = ST_MAGIC;
 	size_t stacks_cap = 0, maps_cap = 0;
-	const char *p = text, *end = text + len;
+	const char *p, *end;
 	struct jedump *d;
 	int err = 0;
 
@@ -316,6 +316,8 @@ int jedump_parse(const char *text, size_t len, struct jedump **out)
 	/* A NUL would end a path early: not text jemalloc writes. */
 	if (!text || memchr(text, '\0', len))
 		return -EINVAL;
+	p = text;
+	end = text + len;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
