@@ -392,6 +392,49 @@ SITE static void *worker_main(void *arg)
 	return NULL;
 }
 
+/*
+ * --thread-churn: threads that live for a moment, allocate, free and exit,
+ * so a profiler sees jemalloc's per-thread contexts come and go.
+ */
+SITE static void *short_lived(void *arg)
+{
+	struct worker w = { .rng = (uint64_t)(uintptr_t)arg };
+	void *p[64];
+
+	for (int i = 0; i < 64; i++) {
+		size_t size = rnd_range(&w, 512, 16384);
+
+		p[i] = malloc(size);
+		if (!p[i])
+			die_oom(size);
+		touch(p[i], size);
+	}
+	for (int i = 0; i < 64; i++)
+		free(p[i]);
+	return NULL;
+}
+
+static uint64_t churn_ms;
+
+static void *spawner_main(void *arg)
+{
+	uint64_t n = 0;
+
+	(void)arg;
+	while (!__atomic_load_n(&ctl.stopping, __ATOMIC_RELAXED)) {
+		struct timespec ts = { .tv_sec = churn_ms / 1000,
+				       .tv_nsec = (long)(churn_ms % 1000) * 1000000 };
+		pthread_t t;
+
+		/* paused means no allocation at all: wait it out */
+		if (!__atomic_load_n(&ctl.gate, __ATOMIC_ACQUIRE) &&
+		    pthread_create(&t, NULL, short_lived, (void *)(uintptr_t)(++n * 2654435761u)) == 0)
+			pthread_join(t, NULL);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 static void set_gate_locked(void)
 {
 	__atomic_store_n(&ctl.gate, ctl.paused || ctl.stopping, __ATOMIC_RELEASE);
@@ -659,6 +702,8 @@ static void usage(FILE *f)
 "  -r, --rate N        operations per second per thread, 0 = unlimited\n"
 "                      (default 20000)\n"
 "  -c, --control       take commands on stdin (below)\n"
+"  -T, --thread-churn MS  every MS ms, start a thread that allocates 64\n"
+"                      objects (short_lived), frees them and exits\n"
 "  -h, --help          show this help\n"
 "\n"
 "Without --control it runs until SIGINT/SIGTERM or the end of --duration.\n"
@@ -707,6 +752,7 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "control", no_argument, NULL, 'c' },
+		{ "thread-churn", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -717,7 +763,7 @@ int main(int argc, char **argv)
 	unsigned int i;
 	int c, err;
 
-	while ((c = getopt_long(argc, argv, "t:d:s:r:ch", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:d:s:r:chT:", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_u64(optarg, 1024, &v) || !v)
@@ -738,6 +784,10 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			control = true;
+			break;
+		case 'T':
+			if (parse_u64(optarg, 60000, &churn_ms) || !churn_ms)
+				goto bad_arg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -784,6 +834,16 @@ int main(int argc, char **argv)
 		}
 	}
 	pthread_barrier_wait(&start_barrier);
+	if (churn_ms) {
+		pthread_t spawner;
+
+		err = pthread_create(&spawner, NULL, spawner_main, NULL);
+		if (err) {
+			fprintf(stderr, "alloc-service: pthread_create: %s\n", strerror(err));
+			return 1;
+		}
+		pthread_detach(spawner);
+	}
 
 	if (!control) {
 		fprintf(stderr, "alloc-service: pid %d, %u threads\n", (int)getpid(), nthreads);
