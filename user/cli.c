@@ -31,7 +31,7 @@ static const char usage[] =
 	"                             inuse_objects, alloc_space or alloc_objects\n"
 	"      --raw                  raw sampled counts and bytes instead of unbiased estimates\n"
 	"                             (to compare sample for sample with jemalloc's own dump)\n"
-	"      --ringbuf-size MIB     BPF ring buffer size (default 16)\n"
+	"      --ringbuf-size SIZE    BPF ring buffer size: MiB, or with a k/m suffix (default 16)\n"
 	"      --jemalloc-layout VER  use this jemalloc version's layout for an unrecognized build\n"
 	"      --debug-dir DIR        also look for separate debug info in DIR (a build-id tree\n"
 	"                             DIR/.build-id/xx/yyyy.debug, or debuglink files); repeatable.\n"
@@ -227,6 +227,27 @@ static int parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* "16" (MiB), "512k", "64m": between 16 KiB and 1 GiB. */
+static int parse_size(const char *s, size_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 20;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -EINVAL;
+	if (*end == 'k' || *end == 'K')
+		shift = 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		end++;
+	if (*end || v > (1ULL << 30) >> shift || (v << shift) < (16ULL << 10))
+		return -EINVAL;
+	*out = (size_t)(v << shift);
+	return 0;
+}
+
 static int parse_seconds(const char *s, double *out)
 {
 	char *end;
@@ -323,11 +344,11 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			c->raw = true;
 			break;
 		case OPT_RINGBUF:
-			if (parse_long(optarg, 1, 1024, &v))
+			if (parse_size(optarg, &c->ringbuf_bytes))
 				return bad(
-					"--ringbuf-size needs MiB between 1 and 1024, not \"%s\"",
+					"--ringbuf-size needs 16k to 1024m (a number is MiB), not "
+					"\"%s\"",
 					optarg);
-			c->ringbuf_bytes = (size_t)v << 20;
 			break;
 		case OPT_LAYOUT:
 			c->layout = optarg;

@@ -22,6 +22,7 @@
 #include "fleet.h"
 #include "folded.h"
 #include "guard.h"
+#include "privs.h"
 #include "output.h"
 #include "pprof.h"
 #include "recording.h"
@@ -86,11 +87,36 @@ static int write_profile(const struct hb_profile *p, const char *path)
 	return err;
 }
 
+/* What the profile is of, and what was lost, as pprof comments. */
+static int describe(struct hb_profile *p, const struct collector *c, const char *source,
+		    const struct heapbpf_counters *bc)
+{
+	const struct collector_stats *st = collector__stats(c);
+	int err;
+
+	err = hb_profile_add_comment(p, "heapbpf %s: %s", HEAPBPF_VERSION, source);
+	err = err
+		      ?: hb_profile_add_comment(
+				 p,
+				 "heapbpf: %llu samples, %llu frees of them, %llu frees "
+				 "of objects sampled before attach",
+				 (unsigned long long)st->allocs,
+				 (unsigned long long)st->frees_matched,
+				 (unsigned long long)st->frees_unmatched);
+	if (!err && (bc->alloc_drops || bc->free_drops))
+		err = hb_profile_add_comment(p,
+					     "heapbpf: WARNING: %llu samples and %llu frees were "
+					     "dropped (ring buffer full); totals are too low",
+					     (unsigned long long)bc->alloc_drops,
+					     (unsigned long long)bc->free_drops);
+	return err;
+}
+
 /* Profile (if asked for), summary and exit code, shared by live runs and reports. */
 static int finish(const struct collector *c, struct symbolizer *sym,
-		  const struct jemalloc_target *t, const struct heapbpf_counters *counters,
-		  int64_t start_wall_ns, int64_t duration_ns, bool write, const char *out,
-		  char *err, size_t errlen)
+		  const struct jemalloc_target *t, const char *source,
+		  const struct heapbpf_counters *counters, int64_t start_wall_ns,
+		  int64_t duration_ns, bool write, const char *out, char *err, size_t errlen)
 {
 	struct report_opts ro = {
 		.raw = opts.raw,
@@ -102,8 +128,11 @@ static int finish(const struct collector *c, struct symbolizer *sym,
 
 	if (write) {
 		rc = report__build(c, sym, t, &ro, &prof);
+		if (!rc)
+			rc = describe(prof, c, source, counters);
 		if (rc) {
 			snprintf(err, errlen, "cannot build the profile: %s", strerror(-rc));
+			hb_profile__free(prof);
 			return -1;
 		}
 		rc = write_profile(prof, out);
@@ -143,11 +172,16 @@ static int live(const char *out, char *err, size_t errlen)
 	struct jemalloc_target *t = NULL;
 	struct recorder *rec = NULL;
 	struct guard *g = NULL;
+	char source[512];
 	struct session s = {};
 	struct session_opts so;
 	bool restored;
 	int rc, code = -1;
 
+	/* privileges and kernel features first: say exactly what is missing */
+	rc = privs_check(err, errlen);
+	if (rc)
+		goto out;
 	rc = jemalloc_target__find(opts.pid, opts.layout, &t, err, errlen);
 	if (rc)
 		goto out;
@@ -220,8 +254,10 @@ static int live(const char *out, char *err, size_t errlen)
 		code = fleet_last_window(&s, t, out, err, errlen);
 		goto out;
 	}
-	code = finish(s.collector, s.symbolizer, t, &s.counters, s.start_wall_ns, s.duration_ns,
-		      !opts.record || opts.output_set, out, err, errlen);
+	snprintf(source, sizeof(source), "pid %d (%s), jemalloc %s in %s", t->pid, t->comm,
+		 t->version, t->path);
+	code = finish(s.collector, s.symbolizer, t, source, &s.counters, s.start_wall_ns,
+		      s.duration_ns, !opts.record || opts.output_set, out, err, errlen);
 out:
 	session_cleanup(&s);
 	guard__release(g);
@@ -237,6 +273,7 @@ static int report_recording(const char *out, char *err, size_t errlen)
 		.to = opts.to,
 		.dirs = opts.binary_dirs,
 	};
+	char source[512];
 	struct replay *r;
 	int code;
 
@@ -248,8 +285,10 @@ static int report_recording(const char *out, char *err, size_t errlen)
 	if (!opts.quiet)
 		fprintf(stderr, "heapbpf: recording of pid %s (%s), jemalloc %s in %s\n", r->pid,
 			r->comm, r->version, r->ident.path);
-	code = finish(r->collector, r->symbolizer, &r->ident, &r->counters, r->start_wall_ns,
-		      r->duration_ns, true, out, err, errlen);
+	snprintf(source, sizeof(source), "pid %s (%s), jemalloc %s in %s", r->pid, r->comm,
+		 r->version, r->ident.path);
+	code = finish(r->collector, r->symbolizer, &r->ident, source, &r->counters,
+		      r->start_wall_ns, r->duration_ns, true, out, err, errlen);
 	replay__free(r);
 	return code;
 }
