@@ -107,7 +107,7 @@ static int pyro_name(pid_t pid, const char *comm, char *buf, size_t len)
 		size_t j;
 
 		user_label(i, keys[i], sizeof(keys[i]), &v);
-		for (j = 0; j < n && strcmp(l[j].key, keys[i]); j++)
+		for (j = 0; j < n && strcmp(l[j].key, keys[i]) != 0; j++)
 			;
 		if (j == n && n < PYRO_MAX_LABELS)
 			l[n++] = (struct pyro_label){ keys[i], v };

@@ -664,7 +664,7 @@ void pyro__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_resul
 	while (d && (de = readdir(d))) {
 		size_t l = strlen(de->d_name);
 
-		if (de->d_name[0] == '.' || l < 7 || strcmp(de->d_name + l - 6, ".spool") ||
+		if (de->d_name[0] == '.' || l < 7 || strcmp(de->d_name + l - 6, ".spool") != 0 ||
 		    strstr(de->d_name, ".tmp."))
 			continue;
 		if (n == cap) {
@@ -680,7 +680,8 @@ void pyro__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_resul
 	}
 	if (d)
 		closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 0; i < n; i++) {
 		struct spooled s;
 		enum outcome oc;

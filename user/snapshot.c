@@ -272,7 +272,8 @@ int snapshot_retain(const char *dir, enum retain_kind kind, size_t keep, uint64_
 		snprintf(err, errlen, "cannot list %s: %s", dir, strerror(-rc));
 		goto out;
 	}
-	qsort(e, n, sizeof(*e), cmp_entry);
+	if (n)
+		qsort(e, n, sizeof(*e), cmp_entry);
 	starts = calloc(n + 1, sizeof(*starts));
 	if (!starts) {
 		rc = -ENOMEM;
