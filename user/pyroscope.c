@@ -110,8 +110,10 @@ int pyro_build_name(char *buf, size_t len, const char *service, const struct pyr
 
 	if (!pyro_valid_service(service) || n > PYRO_MAX_LABELS)
 		return -EINVAL;
-	memcpy(sorted, labels, n * sizeof(*labels));
-	qsort(sorted, n, sizeof(*sorted), cmp_label);
+	if (n) {
+		memcpy(sorted, labels, n * sizeof(*labels));
+		qsort(sorted, n, sizeof(*sorted), cmp_label);
+	}
 	off = snprintf(buf, len, "%s{", service);
 	for (size_t i = 0; i < n && off < len; i++) {
 		if (!pyro_valid_label_key(sorted[i].key) ||

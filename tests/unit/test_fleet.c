@@ -335,6 +335,11 @@ static int parse(struct cli *c, const char *const *args, char *errbuf, size_t er
 	FILE *saved = stderr, *mem;
 	int argc = 0, rc;
 
+	/* cli_parse keeps pointers into argv: the previous call's strings live until now */
+	for (int i = 0; argv[i]; i++) {
+		free(argv[i]);
+		argv[i] = NULL;
+	}
 	argv[argc++] = strdup("heapbpf");
 	for (; *args; args++)
 		argv[argc++] = strdup(*args);
