@@ -1090,3 +1090,24 @@ Test(fleet, pyroscope_interval_windows)
 	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 }
+
+/* Never fill a disk: while the server stays away, the spool keeps only the newest profiles. */
+Test(fleet, pyroscope_spool_is_bounded)
+{
+	char pid[16], err[65536], names[4][256];
+	const char *spool = tmp("spool");
+	struct svc a;
+
+	hb_require_bpf();
+	/* a port nothing listens on: start the server, note its port, stop it */
+	start_server(0, NULL, NULL);
+	stop_server();
+	start_service(&a, "1");
+	snprintf(pid, sizeof(pid), "%d", a.pid);
+	mkdir(spool, 0700);
+	for (int r = 0; r < 3; r++)
+		push(pid, spool, "--spool-keep", "2", 5, err, sizeof(err));
+	cr_assert(strstr(err, "deleted the 1 oldest undelivered"), "%s", err);
+	cr_assert_eq(count_files(spool, ".spool", names, 4), 2);
+	cr_assert_eq(svc_stop(&a), 0);
+}
