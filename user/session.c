@@ -282,7 +282,7 @@ static int collect(struct session *s, const struct session_opts *o, const struct
 				if (err < 0)
 					return err;
 				probes__counters(p, &s->counters);
-				err = o->on_interval(s, o->interval_arg);
+				err = o->on_interval ? o->on_interval(s, o->interval_arg) : 0;
 				if (err)
 					return err;
 				break;
