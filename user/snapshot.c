@@ -18,7 +18,8 @@
 #include "pprof.h"
 #include "snapshot.h"
 
-#define ZSTD_LEVEL 9 /* a profile is written once and kept long: spend a little CPU */
+#define ZSTD_LEVEL   9	  /* a profile is written once and kept long: spend a little CPU */
+#define STALE_TEMP_S 3600 /* no write of one profile takes an hour */
 
 void snapshot_stamp(time_t t, char *buf)
 {
@@ -195,6 +196,22 @@ static bool spool_name(const char *name)
 	return name[0] != '.' && ends_with(name, ".spool") && !strstr(name, ".tmp.");
 }
 
+/* An output_write_atomic() temporary of ours, untouched for STALE_TEMP_S. */
+static bool stale_temp(int dfd, const char *name, enum retain_kind kind)
+{
+	const char *t = strstr(name, ".tmp.");
+	char base[NAME_MAX + 1], stamp[SNAPSHOT_STAMP_LEN + 1];
+	struct stat st;
+
+	if (!t || strlen(t) != 11 || (size_t)(t - name) >= sizeof(base))
+		return false;
+	snprintf(base, sizeof(base), "%.*s", (int)(t - name), name);
+	if (kind == RETAIN_SNAPSHOTS ? !snapshot_parse_name(base, stamp) : !spool_name(base))
+		return false;
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_mtime < time(NULL) - STALE_TEMP_S;
+}
+
 /* Deletes the entries of group [i, j); returns how many bytes went. */
 static uint64_t delete_group(int dfd, struct entry *e, size_t i, size_t j, struct retain_result *r)
 {
@@ -244,6 +261,11 @@ int snapshot_retain(const char *dir, enum retain_kind kind, size_t keep, uint64_
 		char stamp[SNAPSHOT_STAMP_LEN + 1];
 		struct stat st;
 
+		/* what a run killed in the middle of a write left behind, once surely dead */
+		if (stale_temp(dfd, de->d_name, kind)) {
+			unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
 		if (kind == RETAIN_SNAPSHOTS ? !snapshot_parse_name(de->d_name, stamp)
 					     : !spool_name(de->d_name))
 			continue;

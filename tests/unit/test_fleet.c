@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -204,7 +205,18 @@ Test(fleet_unit, retention_keeps_newest_snapshots)
 	}
 	touch("README", 10000);
 	touch("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123", 10000);
+	touch("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123", 10000);
+	{
+		/* a temporary nobody touched for two hours: left by a killed run */
+		struct timespec old[2] = { { .tv_sec = time(NULL) - 7200 },
+					   { .tv_sec = time(NULL) - 7200 } };
+		char path[PATH_MAX + 64];
+
+		snprintf(path, sizeof(path), "%s/heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123", dir);
+		cr_assert_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+	}
 	cr_assert_eq(snapshot_retain(dir, RETAIN_SNAPSHOTS, 2, 0, &r, err, sizeof(err)), 0);
+	cr_assert_not(exists("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123"));
 	cr_assert_eq(r.deleted_files, 4);
 	cr_assert_eq(r.groups, 2);
 	cr_assert_not(exists("heap-20250102T000000Z-2-b.pb.gz"));
