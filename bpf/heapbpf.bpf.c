@@ -9,6 +9,13 @@
  * runs once per free of a sampled object. No uretprobes: a uretprobe on a
  * function on the stack while jemalloc unwinds breaks jemalloc's unwinder.
  */
+/*
+ * Plain field access, no CO-RE: heapbpf reads only user-mode registers from
+ * pt_regs, whose layout is the architecture's ABI. Without CO-RE relocations
+ * libbpf need not parse the kernel's BTF at load time (a good part of the
+ * attach latency).
+ */
+#define BPF_NO_PRESERVE_ACCESS_INDEX
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -33,6 +40,14 @@ struct {
 	__uint(max_entries, 16 << 20); /* resized by user space before load */
 } events SEC(".maps");
 
+/* Where an allocation record is built, to be sent sized to its backtrace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct heapbpf_alloc_event);
+} scratch SEC(".maps");
+
 static __always_inline void count(__u64 *c)
 {
 	__sync_fetch_and_add(c, 1);
@@ -52,16 +67,15 @@ int BPF_KPROBE(heapbpf_alloc)
 	struct heapbpf_alloc_event *e;
 	struct heapbpf_args args;
 	__u64 gctx = 0, vec = 0;
-	__u32 len = 0;
+	__u32 len = 0, zero = 0, nframes = 0;
+	__u64 size;
 	__u64 id = bpf_get_current_pid_tgid();
 	long err = 0;
 
 	count(&counters.alloc_hits);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(&counters.alloc_drops);
+	e = bpf_map_lookup_elem(&scratch, &zero);
+	if (!e)
 		return 0;
-	}
 	heapbpf_read_args(ctx, &args);
 	e->type = HEAPBPF_EV_ALLOC;
 	e->pid = id >> 32;
@@ -80,8 +94,22 @@ int BPF_KPROBE(heapbpf_alloc)
 	if (!err) {
 		__u64 bt = gctx + layout.gctx_bt_off;
 
-		err |= bpf_probe_read_user(&vec, sizeof(vec), (void *)(bt + layout.bt_vec_off));
-		err |= bpf_probe_read_user(&len, sizeof(len), (void *)(bt + layout.bt_len_off));
+		if (layout.bt_len_off == layout.bt_vec_off + 8) {
+			/* prof_bt_t {vec, len} in one read: every helper call costs */
+			struct {
+				__u64 vec;
+				__u32 len;
+			} b = {};
+
+			err |= bpf_probe_read_user(&b, 12, (void *)(bt + layout.bt_vec_off));
+			vec = b.vec;
+			len = b.len;
+		} else {
+			err |= bpf_probe_read_user(&vec, sizeof(vec),
+						   (void *)(bt + layout.bt_vec_off));
+			err |= bpf_probe_read_user(&len, sizeof(len),
+						   (void *)(bt + layout.bt_len_off));
+		}
 	}
 	if (!err) {
 		e->bt_len = len;
@@ -91,13 +119,24 @@ int BPF_KPROBE(heapbpf_alloc)
 		if (len && bpf_probe_read_user(e->frames, len * sizeof(__u64), (void *)vec))
 			err = -1;
 		else
-			e->nframes = len;
+			nframes = len;
+		e->nframes = nframes;
 	}
 	if (err) {
 		e->flags |= HEAPBPF_F_READ_FAULT;
 		count(&counters.read_faults);
 	}
-	bpf_ringbuf_submit(e, submit_flags());
+	/*
+	 * Sized to the backtrace: a typical record is a few hundred bytes, not
+	 * the 1088 of a full one, so the ring buffer holds several times more.
+	 */
+	size = HEAPBPF_ALLOC_EVENT_SIZE(nframes);
+	/* the verifier must see the bound on the very register passed below */
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(*e))
+		size = sizeof(*e);
+	if (bpf_ringbuf_output(&events, e, size, submit_flags()))
+		count(&counters.alloc_drops);
 	return 0;
 }
 

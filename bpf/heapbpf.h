@@ -60,6 +60,9 @@ struct heapbpf_alloc_event {
 	__u64 frames[HEAPBPF_MAX_FRAMES]; /* return addresses, leaf first */
 };
 
+/* Bytes of an allocation record with n frames, as sent (n <= HEAPBPF_MAX_FRAMES). */
+#define HEAPBPF_ALLOC_EVENT_SIZE(n) (64 + 8 * (n))
+
 /* The free of a sampled object, as prof_free_sampled_object saw it. */
 struct heapbpf_free_event {
 	__u32 type; /* HEAPBPF_EV_FREE */

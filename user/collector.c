@@ -392,8 +392,16 @@ int collector__event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	memcpy(&type, data, sizeof(type));
-	if (type == HEAPBPF_EV_ALLOC && len >= sizeof(struct heapbpf_alloc_event))
-		return on_alloc(c, data);
+	/* allocation records come sized to their backtrace */
+	if (type == HEAPBPF_EV_ALLOC && len >= HEAPBPF_ALLOC_EVENT_SIZE(0)) {
+		const struct heapbpf_alloc_event *a = data;
+
+		if (a->nframes > HEAPBPF_MAX_FRAMES || len < HEAPBPF_ALLOC_EVENT_SIZE(a->nframes)) {
+			c->stats.malformed++;
+			return 0;
+		}
+		return on_alloc(c, a);
+	}
 	if (type == HEAPBPF_EV_FREE && len >= sizeof(struct heapbpf_free_event))
 		return on_free(c, data);
 	c->stats.malformed++;

@@ -413,7 +413,8 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		elf_object__free(elf);
 		free(open_path);
 	}
-	if (!t->elf) {
+	/* t->elf is set together with s; both checked so the analyzer sees it too */
+	if (!t->elf || !s) {
 		if (stripped[0]) {
 			const char *urls = getenv("DEBUGINFOD_URLS");
 
