@@ -218,7 +218,7 @@ Test(versions, dwarf_521)
 {
 	struct jemalloc_dwarf d;
 
-	dwarf_of(FX("bin/je521-static"), &d);
+	dwarf_of(FX("bin/je521fix-static"), &d);
 	cr_assert_eq(d.tctx_gctx, 56);
 	cr_assert_eq(d.gctx_bt, 72);
 	cr_assert_eq(d.bt_vec, 0);
@@ -264,6 +264,8 @@ Test(versions, dwarf_absent)
 	cr_assert_eq(jemalloc_dwarf_read(FX("bin/rjem530-rust"), &d), -ENOENT);
 	fixture_exists(FX("bin/unknown-static"));
 	cr_assert_eq(jemalloc_dwarf_read(FX("bin/unknown-static"), &d), -ENOENT);
+	fixture_exists(FX("bin/je521-static"));
+	cr_assert_eq(jemalloc_dwarf_read(FX("bin/je521-static"), &d), -ENOENT);
 }
 
 /* ---- discovery ---------------------------------------------------------------- */
@@ -318,6 +320,17 @@ Test(versions, target_rjem_prefix)
 	target_is(FX("bin/rjem530-rust"), "_RJEM_MALLOC_CONF",
 		  &(struct want){ "_rjem_je_", "_rjem_", "_RJEM_MALLOC_CONF", "5.3.0", false,
 				  false });
+}
+
+Test(versions, target_custom_prefixes)
+{
+	/* --with-jemalloc-prefix=myapp_ --with-private-namespace=myapp_ */
+	target_is(FX("bin/custom530-static"), "MYAPP_MALLOC_CONF",
+		  &(struct want){ "myapp_je_", "myapp_", "MYAPP_MALLOC_CONF", "5.3.0", false,
+				  false });
+	/* --with-jemalloc-prefix=je_: the public API shares the private namespace's prefix */
+	target_is(FX("bin/jepub530-static"), "JE_MALLOC_CONF",
+		  &(struct want){ "je_", "je_", "JE_MALLOC_CONF", "5.3.0", false, false });
 }
 
 Test(versions, target_521_and_debug)
@@ -417,6 +430,9 @@ Test(versions, without_prof_names_the_right_variable)
 		(const char *[]){ "restart it with _RJEM_MALLOC_CONF=", NULL });
 	refused(&(struct refusal){ FX("bin/je521fix-shared"), NULL, NULL, NULL },
 		(const char *[]){ "restart it with MALLOC_CONF=prof:true,prof_active:false", NULL });
+	refused(&(struct refusal){ FX("bin/custom530-static"), NULL, NULL, NULL },
+		(const char *[]){ "restart it with MYAPP_MALLOC_CONF=prof:true,prof_active:false",
+				  NULL });
 }
 
 /*
