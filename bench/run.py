@@ -40,6 +40,7 @@ FULL = dict(
     collector_events=2000000, collector_reps=5,
     rate_seconds=3.0, rate_lg=[13, 12, 11, 10, 9],
     unique_stacks=100000, sym_frames=10000, sym_reps=3,
+    record_seconds=10.0, record_reps=3,
 )
 SMOKE = dict(
     idle_reps=1, idle_window=0.2, idle_cycle=0.3,
@@ -51,6 +52,7 @@ SMOKE = dict(
     collector_events=20000, collector_reps=1,
     rate_seconds=0.3, rate_lg=[12],
     unique_stacks=1000, sym_frames=1000, sym_reps=1,
+    record_seconds=0.5, record_reps=1,
 )
 
 TARGETS = {
@@ -808,6 +810,65 @@ def bench_collector(S, doc, res):
     doc.p()
 
 
+# ---- 7. recordings ---------------------------------------------------------------------------
+
+RECORDED_RE = re.compile(r"recorded (\d+) samples and (\d+) frees to .* \((\d+) bytes, "
+                         r"(\d+) uncompressed\)")
+
+
+def bench_recording(S, doc, res):
+    rows = []
+    for _ in range(S["record_reps"]):
+        env = dict(os.environ, MALLOC_CONF=ORACLE)
+        svc = subprocess.Popen([hb.path("examples/alloc-service-static"), "--threads", "4"],
+                               env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)
+            rec = os.path.join(hb.TMP, "bench.hbr")
+            out = subprocess.run([hb.HEAPBPF or hb.path("heapbpf"), "--pid", str(svc.pid),
+                                  "--duration", str(S["record_seconds"]), "--record", rec],
+                                 capture_output=True, text=True,
+                                 timeout=S["record_seconds"] + 60)
+        finally:
+            hb.kill_wait(svc)
+        m = RECORDED_RE.search(out.stderr)
+        if out.returncode or not m:
+            raise BenchError("heapbpf --record failed (%d):\n%s" % (out.returncode,
+                                                                   out.stderr[-2000:]))
+        samples, frees, size, raw = map(int, m.groups())
+        if size != os.path.getsize(rec):
+            raise BenchError("recording size %d != %d on disk" % (size, os.path.getsize(rec)))
+        rows.append(dict(samples=samples, frees=frees, size=size, raw=raw))
+    per_sample = [r["size"] / r["samples"] for r in rows if r["samples"]]
+    raw_per_sample = [r["raw"] / r["samples"] for r in rows if r["samples"]]
+    per_event = [r["size"] / (r["samples"] + r["frees"]) for r in rows if r["samples"]]
+    ratio = [r["raw"] / r["size"] for r in rows if r["size"]]
+    res["recording"] = dict(rows=rows)
+    log("recording: %s bytes/sample" % spread(per_sample, "{:.1f}"))
+    doc.p("## 7. Recordings")
+    doc.p()
+    doc.p("`heapbpf --pid N --duration %.1f --record FILE` on the example service "
+          "(`alloc-service-static --threads 4`, its default 20,000 operations/s per thread, "
+          "`prof:true,prof_active:false`, default sampling), %d times. The file holds every "
+          "sampled allocation (64 bytes plus 8 per frame) and every free of a sampled "
+          "object (64 bytes), each with an 8-byte header and a 4-byte CRC, zstd level 3, "
+          "flushed every second; \"uncompressed\" is that record stream before "
+          "compression, as heapbpf counts it." % (S["record_seconds"], S["record_reps"]))
+    doc.p()
+    doc.table(["measure", "value"], [
+        ["samples per recording", spread([r["samples"] for r in rows], "{:,.0f}")],
+        ["frees of sampled objects per recording", spread([r["frees"] for r in rows],
+                                                          "{:,.0f}")],
+        ["file size (bytes)", spread([r["size"] for r in rows], "{:,.0f}")],
+        ["bytes per sample, file", spread(per_sample, "{:.1f}")],
+        ["bytes per event (sample or free), file", spread(per_event, "{:.1f}")],
+        ["bytes per sample, uncompressed stream", spread(raw_per_sample, "{:.1f}")],
+        ["uncompressed / file", spread(ratio, "{:.1f}")],
+    ])
+    doc.p()
+
+
 # ---- 6. footprint ---------------------------------------------------------------------------
 
 
@@ -948,6 +1009,7 @@ def main():
             attach_ms += o["attach_ms"]
             stop_ms += o["stop_ms"]
     timed("footprint", bench_footprint, S, body, res, attach_ms, stop_ms)
+    timed("recording", bench_recording, S, body, res)
     elapsed = time.monotonic() - t0
 
     summary = [
@@ -995,7 +1057,7 @@ def main():
 SECTIONS = ["## 1. Idle cost", "## 2. Cost while profiling, per sample",
             "## 3. Against the alternatives: redis", "## 4. How cost grows",
             "### Sampling rate", "### Threads", "### Stack depth", "## 5. Collector",
-            "## 6. heapbpf's own footprint", "## Targets"]
+            "## 6. heapbpf's own footprint", "## 7. Recordings", "## Targets"]
 
 
 def check_wellformed(text):

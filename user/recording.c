@@ -82,7 +82,8 @@ struct recorder {
 	uint8_t rec[8 + RECORDING_MAX_RECORD + 4];
 	uint64_t last_flush_ms;
 	uint64_t raw_bytes, file_bytes;
-	int err; /* sticky: the first error */
+	int err;    /* sticky: the first error */
+	bool ended; /* the zstd frame is closed */
 };
 
 static int write_all(struct recorder *r, const void *buf, size_t len)
@@ -176,6 +177,8 @@ int recorder__write(struct recorder *r, enum rec_type type, const void *payload,
 {
 	if (r->err)
 		return r->err;
+	if (r->ended)
+		return -EPIPE;
 	if (len > RECORDING_MAX_RECORD)
 		return -E2BIG;
 	put32(r->rec, type);
@@ -257,17 +260,24 @@ void recorder__sizes(const struct recorder *r, uint64_t *raw, uint64_t *file)
 	*file = r->file_bytes;
 }
 
+int recorder__end(struct recorder *r)
+{
+	if (r->ended || r->err)
+		return r->err;
+	r->err = zfeed(r, NULL, 0, ZSTD_e_end);
+	if (!r->err && fsync(r->fd))
+		r->err = -errno;
+	r->ended = true;
+	return r->err;
+}
+
 int recorder__close(struct recorder *r)
 {
 	int err;
 
 	if (!r)
 		return 0;
-	err = r->err;
-	if (!err)
-		err = zfeed(r, NULL, 0, ZSTD_e_end);
-	if (!err && fsync(r->fd))
-		err = -errno;
+	err = recorder__end(r);
 	if (close(r->fd) && !err)
 		err = -errno;
 	ZSTD_freeCCtx(r->cctx);

@@ -68,7 +68,9 @@ int recorder__event(struct recorder *r, const void *data, size_t len);
 int recorder__stop(struct recorder *r, const struct rec_stop *s);
 /* Makes everything written so far decodable on disk. */
 int recorder__flush(struct recorder *r);
-/* Ends the stream, fsyncs and closes; frees r even on error. */
+/* Ends the stream and fsyncs (nothing can be written after); sizes are final then. */
+int recorder__end(struct recorder *r);
+/* Ends the stream if not yet, fsyncs and closes; frees r even on error. */
 int recorder__close(struct recorder *r);
 /* Bytes of events given / bytes written to the file so far (for the summary). */
 void recorder__sizes(const struct recorder *r, uint64_t *raw, uint64_t *file);
