@@ -15,8 +15,16 @@
  *     Symbolizes FRAMES distinct return addresses spread evenly over the
  *     executable mappings of PID (default: itself), from a cold symbolizer.
  *
+ *   userbench symbolize-object FRAMES PATH
+ *     Loads the shared object PATH (dlopen) and symbolizes FRAMES distinct
+ *     return addresses spread over its executable mappings only: once with a
+ *     cold symbolizer, then with a second symbolizer in the same process, as a
+ *     second profile of the same binary would (its DWARF and debug-info
+ *     search are cached by build-id).
+ *
  * Prints one line of JSON on stdout.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -24,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,6 +189,71 @@ static int bench_collector(long nevents, long nstacks, long nthreads)
 	return 0;
 }
 
+/* Symbolizes addrs with a new symbolizer for pid; returns wall ns, counts named frames. */
+static int64_t symbolize_once(pid_t pid, const uint64_t *addrs, long k, long *named,
+			      size_t *objects)
+{
+	struct symbolizer *s;
+	int64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+	*named = 0;
+	if (symbolizer__new(pid, &s))
+		return -1;
+	for (long i = 0; i < k; i++) {
+		struct sym_result r;
+
+		if (!symbolizer__lookup(s, addrs[i], true, &r) && r.nlines && r.lines[0].function)
+			(*named)++;
+	}
+	*objects = symbolizer__nobjects(s);
+	symbolizer__free(s);
+	return now_ns(CLOCK_MONOTONIC) - t0;
+}
+
+static int bench_symbolize_object(long nframes, const char *path)
+{
+	char real[4096];
+	struct proc_maps *m;
+	uint64_t total = 0, *addrs;
+	long k = 0, named_cold = 0, named_warm = 0;
+	size_t objects = 0;
+	int64_t cold, warm;
+	struct stat st;
+
+	if (!realpath(path, real) || stat(real, &st) || !dlopen(real, RTLD_LAZY | RTLD_LOCAL)) {
+		fprintf(stderr, "userbench: cannot load %s\n", path);
+		return 1;
+	}
+	if (proc_maps__read(getpid(), &m))
+		return 1;
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->v[i].path && !strcmp(m->v[i].path, real) && m->v[i].perms[2] == 'x')
+			total += m->v[i].end - m->v[i].start;
+	}
+	addrs = calloc(nframes, sizeof(*addrs));
+	if (!addrs || !total)
+		return 1;
+	for (size_t i = 0; i < m->n && k < nframes; i++) {
+		const struct proc_map *p = &m->v[i];
+		uint64_t step = total / (uint64_t)nframes;
+
+		if (!p->path || strcmp(p->path, real) || p->perms[2] != 'x')
+			continue;
+		for (uint64_t a = p->start + 1; a < p->end && k < nframes; a += step ? step : 1)
+			addrs[k++] = a;
+	}
+	cold = symbolize_once(getpid(), addrs, k, &named_cold, &objects);
+	warm = symbolize_once(getpid(), addrs, k, &named_warm, &objects);
+	if (cold < 0 || warm < 0)
+		return 1;
+	printf("{\"frames\": %ld, \"named\": %ld, \"object_bytes\": %lld, \"text_bytes\": %" PRIu64
+	       ", \"cold_ns\": %" PRId64 ", \"warm_ns\": %" PRId64 ", \"peak_rss_kib\": %ld}\n",
+	       k, named_cold, (long long)st.st_size, total, cold, warm, peak_rss_kib());
+	proc_maps__free(m);
+	free(addrs);
+	return 0;
+}
+
 static int bench_symbolize(long nframes, pid_t pid)
 {
 	struct proc_maps *m;
@@ -239,7 +313,10 @@ int main(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[1], "symbolize"))
 		return bench_symbolize(atol(argv[2]) > 0 ? atol(argv[2]) : 1,
 				       argc > 3 ? atoi(argv[3]) : getpid());
+	if (argc >= 4 && !strcmp(argv[1], "symbolize-object"))
+		return bench_symbolize_object(atol(argv[2]) > 0 ? atol(argv[2]) : 1, argv[3]);
 	fprintf(stderr, "usage: userbench collector EVENTS STACKS THREADS\n"
-			"       userbench symbolize FRAMES [PID]\n");
+			"       userbench symbolize FRAMES [PID]\n"
+			"       userbench symbolize-object FRAMES PATH\n");
 	return 2;
 }

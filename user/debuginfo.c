@@ -13,6 +13,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "debuginfo.h"
+#include "elfobj.h"
 
 struct dbg_object {
 	char *key; /* build-id, or "dev:ino:size:mtime" */
@@ -23,6 +24,8 @@ struct dbg_object {
 	char *symtab_file;
 	char *debug_file;
 	int refs;
+	struct elf_object *syms; /* the full symbol table, indexed (libdwfl scans linearly) */
+	bool syms_tried;
 	char **paths; /* absolute source paths built from comp_dir, owned */
 	size_t npaths;
 	struct dbg_object *next;
@@ -89,6 +92,7 @@ static void object_free(struct dbg_object *o)
 		return;
 	if (o->dwfl)
 		dwfl_end(o->dwfl);
+	elf_object__free(o->syms);
 	for (size_t i = 0; i < o->npaths; i++)
 		free(o->paths[i]);
 	free(o->paths);
@@ -299,6 +303,32 @@ static void call_site(Dwarf_Die *inl, Dwarf_Files *files, const char **file, int
 		*line = (int64_t)v;
 }
 
+/*
+ * The function at link-time vaddr, by binary search of the object's full
+ * symbol table (its own, or its debug file's); libdwfl's dwfl_module_addrinfo
+ * scans every symbol per lookup, minutes for 10k frames in a large library.
+ */
+static const char *func_name(struct dbg_object *o, uint64_t vaddr, GElf_Off *off)
+{
+	const struct elf_sym *s;
+	const char *mainfile = NULL;
+
+	if (!o->syms_tried) {
+		o->syms_tried = true;
+		if (o->symtab_file)
+			elf_object__open(o->symtab_file, &o->syms);
+		if (!o->syms) {
+			/* no .symtab anywhere: the object's own .dynsym */
+			dwfl_module_info(o->mod, NULL, NULL, NULL, NULL, NULL, &mainfile, NULL);
+			if (mainfile)
+				elf_object__open(mainfile, &o->syms);
+		}
+	}
+	s = o->syms ? elf_object__func_at(o->syms, vaddr) : NULL;
+	*off = s ? vaddr - s->addr : 0;
+	return s ? s->name : NULL;
+}
+
 int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *r)
 {
 	Dwarf_Addr addr = vaddr, cubias = 0;
@@ -308,13 +338,12 @@ int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *
 	Dwarf_Files *files = NULL;
 	Dwfl_Line *dl;
 	GElf_Off off = 0;
-	GElf_Sym sym;
 	size_t nfiles;
 	int n, lineno;
 
 	search(o);
 	r->nlines = 0;
-	symname = dwfl_module_addrinfo(o->mod, addr, &off, &sym, NULL, NULL, NULL);
+	symname = func_name(o, vaddr, &off);
 	r->offset_in_func = off;
 	dl = dwfl_module_getsrc(o->mod, addr);
 	if (dl) {
