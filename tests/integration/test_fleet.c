@@ -48,7 +48,19 @@ static void fleet_fini(void)
 		server_pid = 0;
 	}
 	if (cg_dir[0]) {
-		rmdir(cg_dir); /* empty once its processes are gone */
+		char procs[sizeof(cg_dir) + 16], line[32];
+
+		/* empty once its processes are gone; an exiting one lingers a moment */
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg_dir);
+		for (int i = 0; i < 100 && rmdir(cg_dir) && errno == EBUSY; i++) {
+			FILE *f = fopen(procs, "re");
+
+			while (f && fgets(line, sizeof(line), f))
+				kill(atoi(line), SIGKILL);
+			if (f)
+				fclose(f);
+			hb_sleep_ms(20);
+		}
 		cg_dir[0] = '\0';
 	}
 	if (cg_slice_made)
