@@ -228,11 +228,13 @@ static int live(const char *out, char *err, size_t errlen)
 	rc = session_run(t, &so, &s, err, errlen);
 	if (rec) {
 		uint64_t raw = 0, file = 0;
-		int r2;
+		int r2, r3;
 
 		r2 = recorder__end(rec);
 		recorder__sizes(rec, &raw, &file);
-		r2 = recorder__close(rec) ?: r2;
+		r3 = recorder__close(rec);
+		if (!r2)
+			r2 = r3;
 		if (!rc && (s.record_err || r2)) {
 			rc = s.record_err ? s.record_err : r2;
 			snprintf(err, errlen, "cannot write the recording %s: %s", opts.record,

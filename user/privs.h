@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Least privilege. heapbpf needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)
- * only to load and attach its programs; once the uprobes are live it drops
+ * Least privilege. heapbpf needs CAP_BPF and CAP_SYS_ADMIN only to load and
+ * attach its programs (CAP_PERFMON is not enough: on 6.18 perf_event_open of
+ * a uprobe fails with EACCES without CAP_SYS_ADMIN); once the uprobes are live it drops
  * every capability but those it still uses until it exits:
  *   CAP_SYS_PTRACE      read and write the target's memory (restore the flag),
  *                       open its files through /proc/PID/root
@@ -17,7 +18,7 @@
 
 /*
  * Checks, before touching anything, that this process has what a live run
- * needs (CAP_BPF or CAP_SYS_ADMIN, CAP_PERFMON or CAP_SYS_ADMIN,
+ * needs (CAP_BPF or CAP_SYS_ADMIN, CAP_SYS_ADMIN for the uprobes,
  * CAP_SYS_PTRACE) and that the kernel has BTF and uprobes. On failure
  * returns -EPERM or -ENOTSUP with a sentence naming what is missing.
  */

@@ -318,8 +318,8 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 	rc = probes__load(&t->layout->bpf, o->ringbuf_bytes, &p);
 	if (rc) {
 		rc = fail(err, errlen, rc,
-			  "cannot load the BPF program (heapbpf needs root, or CAP_BPF and "
-			  "CAP_PERFMON, and a kernel with BTF and ring buffers)");
+			  "cannot load the BPF program (heapbpf needs root, and a kernel with "
+			  "BPF ring buffers; run with -v for libbpf's reasons)");
 		goto out;
 	}
 	rc = collector__new(1ULL << t->lg_prof_sample, &s->collector);
