@@ -8,6 +8,7 @@
 
 #include "collector.h"
 #include "heapbpf.h"
+#include "u64map.h"
 #include "unbias.h"
 
 /* A tctx is one (thread, backtrace) context of jemalloc; its address is reused once dead. */
@@ -39,14 +40,6 @@ struct collector {
 	struct collector_stats stats;
 };
 
-static uint64_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
-}
-
 /* frames come as the event's __u64 array: read them through memcpy, not a cast */
 static uint64_t hash_frames(const void *frames, uint32_t n)
 {
@@ -56,7 +49,7 @@ static uint64_t hash_frames(const void *frames, uint32_t n)
 		memcpy(&f, (const char *)frames + i * sizeof(f), sizeof(f));
 		h = (h ^ f) * 0x100000001b3ULL + (h >> 29);
 	}
-	return mix(h);
+	return u64map_hash(h);
 }
 
 int collector__new(uint64_t period, struct collector **out)
@@ -176,7 +169,8 @@ static struct tctx_ent *tctx_slot(struct tctx_ent *tab, size_t cap, uint64_t tct
 {
 	size_t j;
 
-	for (j = mix(tctx) & (cap - 1); tab[j].tctx && tab[j].tctx != tctx; j = (j + 1) & (cap - 1))
+	for (j = u64map_hash(tctx) & (cap - 1); tab[j].tctx && tab[j].tctx != tctx;
+	     j = (j + 1) & (cap - 1))
 		;
 	return &tab[j];
 }
@@ -210,7 +204,7 @@ static size_t ptr_slot(const uint64_t *keys, size_t cap, uint64_t ptr)
 {
 	size_t j;
 
-	for (j = mix(ptr) & (cap - 1); keys[j] && keys[j] != ptr; j = (j + 1) & (cap - 1))
+	for (j = u64map_hash(ptr) & (cap - 1); keys[j] && keys[j] != ptr; j = (j + 1) & (cap - 1))
 		;
 	return j;
 }
@@ -263,7 +257,7 @@ static int ptr_take(struct collector *c, uint64_t ptr, uint32_t *stack)
 	*stack = c->ptr_stack[i];
 	/* backward shift: move up every later entry whose home is not between i and it */
 	for (j = (i + 1) & mask; c->ptrs[j]; j = (j + 1) & mask) {
-		size_t home = mix(c->ptrs[j]) & mask;
+		size_t home = u64map_hash(c->ptrs[j]) & mask;
 
 		if (((j - home) & mask) >= ((j - i) & mask)) {
 			c->ptrs[i] = c->ptrs[j];

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errmsg.h"
 #include "guard.h"
 #include "procmaps.h"
 #include "toggle.h"
@@ -55,19 +56,6 @@ uint64_t proc_start_time(pid_t pid)
 	return v;
 }
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 int guard__acquire(pid_t pid, struct guard **out, char *err, size_t errlen)
 {
 	struct guard *g = calloc(1, sizeof(*g));
@@ -75,12 +63,12 @@ int guard__acquire(pid_t pid, struct guard **out, char *err, size_t errlen)
 	int n;
 
 	if (!g)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	g->pid = pid;
 	if (mkdir(guard_dir(), 0700) && errno != EEXIST) {
 		n = -errno;
 		free(g);
-		return fail(err, errlen, n, "cannot create %s: %s", guard_dir(), strerror(-n));
+		return hb_fail(err, errlen, n, "cannot create %s: %s", guard_dir(), strerror(-n));
 	}
 	snprintf(path, sizeof(path), "%s/%d.lock", guard_dir(), pid);
 	snprintf(g->state, sizeof(g->state), "%s/%d.state", guard_dir(), pid);
@@ -88,7 +76,7 @@ int guard__acquire(pid_t pid, struct guard **out, char *err, size_t errlen)
 	if (g->lock_fd < 0) {
 		n = -errno;
 		free(g);
-		return fail(err, errlen, n, "cannot open %s: %s", path, strerror(-n));
+		return hb_fail(err, errlen, n, "cannot open %s: %s", path, strerror(-n));
 	}
 	if (flock(g->lock_fd, LOCK_EX | LOCK_NB)) {
 		n = pread(g->lock_fd, holder, sizeof(holder) - 1, 0);
@@ -96,10 +84,11 @@ int guard__acquire(pid_t pid, struct guard **out, char *err, size_t errlen)
 		holder[strcspn(holder, "\n")] = '\0';
 		close(g->lock_fd);
 		free(g);
-		return fail(err, errlen, -EBUSY,
-			    "another heapbpf (pid %s) is already profiling pid %d; wait for it to "
-			    "finish or stop it",
-			    holder[0] ? holder : "?", pid);
+		return hb_fail(
+			err, errlen, -EBUSY,
+			"another heapbpf (pid %s) is already profiling pid %d; wait for it to "
+			"finish or stop it",
+			holder[0] ? holder : "?", pid);
 	}
 	/* who holds it, for the message above */
 	n = snprintf(holder, sizeof(holder), "%d\n", getpid());
@@ -165,7 +154,8 @@ int guard__recover(struct guard *g, const struct jemalloc_target *t, bool *resto
 	*restored = false;
 	f = fopen(g->state, "re");
 	if (!f)
-		return errno == ENOENT ? 0 : fail(err, errlen, -errno, "cannot read %s", g->state);
+		return errno == ENOENT ? 0
+				       : hb_fail(err, errlen, -errno, "cannot read %s", g->state);
 	while (fgets(line, sizeof(line), f)) {
 		sscanf(line, "pid=%d", &pid);
 		sscanf(line, "starttime=%llu", &start);
@@ -179,17 +169,17 @@ int guard__recover(struct guard *g, const struct jemalloc_target *t, bool *resto
 		return 0;
 	}
 	if (orig > 1 || addr != t->active_addr || prof_toggle_validate(t, addr))
-		return fail(err, errlen, -EINVAL,
-			    "%s does not match jemalloc in pid %d; remove it if no heapbpf is "
-			    "running",
-			    g->state, t->pid);
+		return hb_fail(err, errlen, -EINVAL,
+			       "%s does not match jemalloc in pid %d; remove it if no heapbpf is "
+			       "running",
+			       g->state, t->pid);
 	tg.addr = addr;
 	tg.orig = (uint8_t)orig;
 	tg.changed = true;
 	rc = prof_toggle__restore(&tg);
 	if (rc)
-		return fail(err, errlen, rc, "cannot restore prof_active in pid %d: %s", t->pid,
-			    strerror(-rc));
+		return hb_fail(err, errlen, rc, "cannot restore prof_active in pid %d: %s", t->pid,
+			       strerror(-rc));
 	*restored = true;
 	return guard__clear(g);
 }

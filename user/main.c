@@ -34,10 +34,10 @@
 
 static struct cli opts;
 
+/* libbpf's messages, debug level included, only with -v */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
 {
-	if (level == LIBBPF_DEBUG && !opts.verbose)
-		return 0;
+	(void)level;
 	if (!opts.verbose)
 		return 0;
 	return vfprintf(stderr, fmt, args);

@@ -13,6 +13,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "errmsg.h"
 #include "heapbpf.h"
 #include "recording.h"
 
@@ -301,21 +302,6 @@ struct rec_reader {
 	uint64_t offset; /* decompressed offset of buf[0] */
 };
 
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
-
 int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_t errlen)
 {
 	struct rec_reader *rd;
@@ -324,24 +310,24 @@ int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_
 
 	rd = calloc(1, sizeof(*rd));
 	if (!rd)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	rd->f = fopen(path, "rbe");
 	if (!rd->f) {
 		int e = -errno;
 
 		free(rd);
-		return fail(err, errlen, e, "cannot open %s: %s", path, strerror(-e));
+		return hb_fail(err, errlen, e, "cannot open %s: %s", path, strerror(-e));
 	}
 	if (fread(h, 1, sizeof(h), rd->f) != sizeof(h) || memcmp(h, RECORDING_MAGIC, 8) != 0) {
 		rec_reader__free(rd);
-		return fail(err, errlen, -EBADMSG, "%s is not a heapbpf recording", path);
+		return hb_fail(err, errlen, -EBADMSG, "%s is not a heapbpf recording", path);
 	}
 	version = get32(h + 8);
 	if (version != RECORDING_VERSION) {
 		rec_reader__free(rd);
-		return fail(err, errlen, -EPROTONOSUPPORT,
-			    "%s is a version %u recording; this heapbpf reads version %d", path,
-			    version, RECORDING_VERSION);
+		return hb_fail(err, errlen, -EPROTONOSUPPORT,
+			       "%s is a version %u recording; this heapbpf reads version %d", path,
+			       version, RECORDING_VERSION);
 	}
 	rd->dctx = ZSTD_createDCtx();
 	rd->in_cap = ZSTD_DStreamInSize();
@@ -351,7 +337,7 @@ int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_
 	rd->buf = malloc(rd->buf_cap);
 	if (!rd->dctx || !rd->in || !rd->buf) {
 		rec_reader__free(rd);
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	rd->frame_left = 1;
 	*out = rd;
@@ -393,7 +379,7 @@ static int fill(struct rec_reader *rd, char *err, size_t errlen)
 			if (rd->ib.size == 0) {
 				rd->eof = true;
 				if (ferror(rd->f))
-					return fail(err, errlen, -EIO, "read error");
+					return hb_fail(err, errlen, -EIO, "read error");
 				return 0;
 			}
 		}
@@ -401,10 +387,10 @@ static int fill(struct rec_reader *rd, char *err, size_t errlen)
 			return 1;
 		r = ZSTD_decompressStream(rd->dctx, &ob, &rd->ib);
 		if (ZSTD_isError(r))
-			return fail(err, errlen, -EBADMSG,
-				    "corrupt compressed data near byte %llu of the records: %s",
-				    (unsigned long long)(rd->offset + rd->buf_len),
-				    ZSTD_getErrorName(r));
+			return hb_fail(err, errlen, -EBADMSG,
+				       "corrupt compressed data near byte %llu of the records: %s",
+				       (unsigned long long)(rd->offset + rd->buf_len),
+				       ZSTD_getErrorName(r));
 		rd->frame_left = r;
 		rd->buf_len += ob.pos;
 		if (ob.pos)
@@ -422,13 +408,13 @@ int rec_reader__next(struct rec_reader *rd, struct rec_record *rec, char *err, s
 			uint32_t type = get32(p), len = get32(p + 4);
 
 			if (len > RECORDING_MAX_RECORD || type < REC_META || type > REC_STOP)
-				return fail(err, errlen, -EBADMSG,
-					    "malformed record at byte %llu (type %u, length %u)",
-					    (unsigned long long)(rd->offset + rd->consumed), type,
-					    len);
+				return hb_fail(err, errlen, -EBADMSG,
+					       "malformed record at byte %llu (type %u, length %u)",
+					       (unsigned long long)(rd->offset + rd->consumed),
+					       type, len);
 			if (avail >= 12 + (size_t)len) {
 				if (get32(p + 8 + len) != record_crc(type, len, p + 8))
-					return fail(
+					return hb_fail(
 						err, errlen, -EBADMSG,
 						"checksum mismatch in the record at byte %llu: "
 						"the recording is corrupt",
@@ -448,10 +434,10 @@ int rec_reader__next(struct rec_reader *rd, struct rec_record *rec, char *err, s
 		if (r == 0) {
 			if (rd->buf_len - rd->consumed == 0 && rd->frame_left == 0)
 				return 0;
-			return fail(err, errlen, -ENODATA,
-				    "the recording is truncated after byte %llu of its records "
-				    "(heapbpf was stopped before it finished writing)",
-				    (unsigned long long)(rd->offset + rd->consumed));
+			return hb_fail(err, errlen, -ENODATA,
+				       "the recording is truncated after byte %llu of its records "
+				       "(heapbpf was stopped before it finished writing)",
+				       (unsigned long long)(rd->offset + rd->consumed));
 		}
 	}
 }

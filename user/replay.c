@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errmsg.h"
 #include "recording.h"
 #include "replay.h"
 
@@ -17,19 +18,6 @@ struct loader {
 	uint64_t lg_prof_sample, start_mono_ns, attach_coarse_ns, stop_mono_ns;
 	bool have_lg;
 };
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 static bool key_is(const char *k, size_t kl, const char *want)
 {
@@ -202,7 +190,7 @@ int replay__load(const char *path, const struct replay_opts *o, struct replay **
 
 	l.r = calloc(1, sizeof(*l.r));
 	if (!l.r)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	rc = rec_reader__open(path, &rd, err, errlen);
 	if (rc)
 		goto out;
@@ -223,13 +211,13 @@ int replay__load(const char *path, const struct replay_opts *o, struct replay **
 			break;
 		}
 		if (rc) {
-			rc = fail(err, errlen, rc == -ENOMEM ? -ENOMEM : -EBADMSG,
-				  "%s: malformed %s record at byte %llu of its records", path,
-				  rec.type == REC_MAP	 ? "mapping"
-				  : rec.type == REC_META ? "header"
-				  : rec.type == REC_STOP ? "end"
-							 : "event",
-				  (unsigned long long)rec.offset);
+			rc = hb_fail(err, errlen, rc == -ENOMEM ? -ENOMEM : -EBADMSG,
+				     "%s: malformed %s record at byte %llu of its records", path,
+				     rec.type == REC_MAP    ? "mapping"
+				     : rec.type == REC_META ? "header"
+				     : rec.type == REC_STOP ? "end"
+							    : "event",
+				     (unsigned long long)rec.offset);
 			goto out;
 		}
 	}
@@ -239,18 +227,18 @@ int replay__load(const char *path, const struct replay_opts *o, struct replay **
 		snprintf(l.r->note, sizeof(l.r->note), "%s", rerr);
 		rc = 0;
 	} else if (rc) {
-		rc = fail(err, errlen, rc, "%s: %s", path, rerr);
+		rc = hb_fail(err, errlen, rc, "%s: %s", path, rerr);
 		goto out;
 	}
 	if (!l.have_lg || !l.r->ident.path) {
-		rc = fail(err, errlen, -EBADMSG,
-			  "%s has no complete header (sampling rate, jemalloc)", path);
+		rc = hb_fail(err, errlen, -EBADMSG,
+			     "%s has no complete header (sampling rate, jemalloc)", path);
 		goto out;
 	}
 	if (!l.r->collector) {
 		rc = collector__new(1ULL << l.lg_prof_sample, &l.r->collector);
 		if (rc) {
-			rc = fail(err, errlen, rc, "out of memory");
+			rc = hb_fail(err, errlen, rc, "out of memory");
 			goto out;
 		}
 	}
@@ -264,15 +252,15 @@ int replay__load(const char *path, const struct replay_opts *o, struct replay **
 		if (!l.build_ids)
 			l.build_ids = calloc(1, sizeof(*l.build_ids));
 		if (!l.build_ids) {
-			rc = fail(err, errlen, -ENOMEM, "out of memory");
+			rc = hb_fail(err, errlen, -ENOMEM, "out of memory");
 			goto out;
 		}
 		l.build_ids[l.maps.n] = NULL;
 		rc = symbolizer__new_offline(&l.maps, (const char *const *)l.build_ids, o->dirs,
 					     &l.r->symbolizer);
 		if (rc) {
-			rc = fail(err, errlen, rc, "cannot set up symbolization: %s",
-				  strerror(-rc));
+			rc = hb_fail(err, errlen, rc, "cannot set up symbolization: %s",
+				     strerror(-rc));
 			goto out;
 		}
 	}

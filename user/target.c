@@ -10,24 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errmsg.h"
 #include "debuginfo.h"
 #include "target.h"
 
 #define SAMPLE_FN "prof_malloc_sample_object"
 #define FREE_FN	  "prof_free_sampled_object"
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 /* Exports jemalloc's API or embeds its version string. */
 static bool looks_like_jemalloc(const struct elf_object *elf)
@@ -156,10 +144,11 @@ static int resolve_func(struct jemalloc_target *t, const char *name, uint64_t *o
 
 static int fail_noprof(char *err, size_t errlen, pid_t pid, const char *path)
 {
-	return fail(err, errlen, -ENOTSUP,
-		    "jemalloc in pid %d (%s) was built without profiling support; rebuild it with "
-		    "--enable-prof (tikv-jemallocator: feature \"profiling\")",
-		    pid, path);
+	return hb_fail(
+		err, errlen, -ENOTSUP,
+		"jemalloc in pid %d (%s) was built without profiling support; rebuild it with "
+		"--enable-prof (tikv-jemallocator: feature \"profiling\")",
+		pid, path);
 }
 
 /*
@@ -237,16 +226,16 @@ static int choose_layout(struct jemalloc_target *t, const char *layout_name, cha
 	if (layout_name) {
 		base = jemalloc_layout_by_name(layout_name);
 		if (!base)
-			return fail(err, errlen, -EINVAL,
-				    "unknown jemalloc layout \"%s\"; known layouts: %s",
-				    layout_name, jemalloc_layout_names());
+			return hb_fail(err, errlen, -EINVAL,
+				       "unknown jemalloc layout \"%s\"; known layouts: %s",
+				       layout_name, jemalloc_layout_names());
 		t->layout_forced = true;
 	}
 	if (!base)
-		return fail(err, errlen, -ENOTSUP,
-			    "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s); "
-			    "force a layout with --jemalloc-layout only if you know it matches",
-			    t->version, t->pid, t->path, jemalloc_layout_names());
+		return hb_fail(err, errlen, -ENOTSUP,
+			       "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s); "
+			       "force a layout with --jemalloc-layout only if you know it matches",
+			       t->version, t->pid, t->path, jemalloc_layout_names());
 
 	/* DWARF, where there is some, is the authority on both questions */
 	drc = jemalloc_dwarf_read(t->debug_file ? t->debug_file : t->open_path, &d);
@@ -262,11 +251,12 @@ static int choose_layout(struct jemalloc_target *t, const char *layout_name, cha
 	if (drc)
 		return 0;
 	if (jemalloc_layout_check(t->layout, &d, why, sizeof(why)))
-		return fail(err, errlen, -EPROTO,
-			    "jemalloc %s in pid %d (%s) does not match heapbpf's %s layout%s: %s; "
-			    "heapbpf will not read its memory with a wrong layout",
-			    t->version, t->pid, t->path, t->layout->name,
-			    t->debug_build ? " for a debug build" : "", why);
+		return hb_fail(
+			err, errlen, -EPROTO,
+			"jemalloc %s in pid %d (%s) does not match heapbpf's %s layout%s: %s; "
+			"heapbpf will not read its memory with a wrong layout",
+			t->version, t->pid, t->path, t->layout->name,
+			t->debug_build ? " for a debug build" : "", why);
 	t->dwarf_checked = true;
 	return 0;
 }
@@ -347,30 +337,30 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 	int rc;
 
 	if (pid <= 0)
-		return fail(err, errlen, -EINVAL, "invalid pid %d", pid);
+		return hb_fail(err, errlen, -EINVAL, "invalid pid %d", pid);
 	t = calloc(1, sizeof(*t));
 	if (!t)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	t->pid = pid;
 	proc_comm(pid, t->comm, sizeof(t->comm));
 	rc = proc_maps__read(pid, &t->maps);
 	if (rc) {
 		snprintf(statpath, sizeof(statpath), "/proc/%d/stat", pid);
 		if (rc == -ESRCH && stat(statpath, &st) == 0)
-			rc = fail(
+			rc = hb_fail(
 				err, errlen, -ESRCH,
 				"pid %d (%s) has no memory mappings: it is a kernel thread or is exiting",
 				pid, t->comm);
 		else if (rc == -ESRCH)
-			rc = fail(err, errlen, -ESRCH, "no process with pid %d", pid);
+			rc = hb_fail(err, errlen, -ESRCH, "no process with pid %d", pid);
 		else
-			rc = fail(err, errlen, rc, "cannot read /proc/%d/maps: %s", pid,
-				  strerror(-rc));
+			rc = hb_fail(err, errlen, rc, "cannot read /proc/%d/maps: %s", pid,
+				     strerror(-rc));
 		goto out_err;
 	}
 	rc = candidate_paths(t->maps, &cands, &ncands);
 	if (rc) {
-		rc = fail(err, errlen, rc, "out of memory");
+		rc = hb_fail(err, errlen, rc, "out of memory");
 		goto out_err;
 	}
 	for (size_t i = 0; i < ncands; i++) {
@@ -418,7 +408,7 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		if (stripped[0]) {
 			const char *urls = getenv("DEBUGINFOD_URLS");
 
-			rc = fail(
+			rc = hb_fail(
 				err, errlen, -ENOENT,
 				"jemalloc in pid %d (%s) is stripped and no debug info for its "
 				"build-id %s was found (looked in /usr/lib/debug/.build-id, "
@@ -432,14 +422,14 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		} else if (noprof[0])
 			rc = fail_noprof(err, errlen, pid, noprof);
 		else
-			rc = fail(err, errlen, -ENOENT,
-				  "pid %d (%s) does not use jemalloc: no jemalloc found in its "
-				  "mappings",
-				  pid, t->comm);
+			rc = hb_fail(err, errlen, -ENOENT,
+				     "pid %d (%s) does not use jemalloc: no jemalloc found in its "
+				     "mappings",
+				     pid, t->comm);
 		goto out_err;
 	}
 	if (!t->path) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		rc = hb_fail(err, errlen, -ENOMEM, "out of memory");
 		goto out_err;
 	}
 	snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s",
@@ -458,15 +448,15 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 
 	m = first_mapping(t->maps, t->path);
 	if (!m || elf_object__load_bias(t->elf, m->start, m->offset, &t->bias)) {
-		rc = fail(err, errlen, -ENOEXEC, "cannot compute where %s is loaded in pid %d",
-			  t->path, pid);
+		rc = hb_fail(err, errlen, -ENOEXEC, "cannot compute where %s is loaded in pid %d",
+			     t->path, pid);
 		goto out_err;
 	}
 	if (resolve_func(t, SAMPLE_FN, &t->alloc_off, &t->alloc_addr) ||
 	    resolve_func(t, FREE_FN, &t->free_off, &t->free_addr)) {
-		rc = fail(err, errlen, -ENOENT,
-			  "jemalloc in pid %d (%s) lacks %s%s or %s%s as a mapped function", pid,
-			  t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
+		rc = hb_fail(err, errlen, -ENOENT,
+			     "jemalloc in pid %d (%s) lacks %s%s or %s%s as a mapped function", pid,
+			     t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
 		goto out_err;
 	}
 	/* optional: without it the late-activation check is not made */
@@ -476,28 +466,30 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 	if (resolve_global(t, "opt_prof", &t->opt_prof_addr) ||
 	    resolve_global(t, "lg_prof_sample", &t->lg_prof_sample_addr) ||
 	    resolve_global(t, t->layout->active_sym, &t->active_addr)) {
-		rc = fail(err, errlen, -ENOENT,
-			  "jemalloc in pid %d (%s) lacks the globals %sopt_prof, %slg_prof_sample "
-			  "or %s%s",
-			  pid, t->path, t->ns_prefix, t->ns_prefix, t->ns_prefix,
-			  t->layout->active_sym);
+		rc = hb_fail(
+			err, errlen, -ENOENT,
+			"jemalloc in pid %d (%s) lacks the globals %sopt_prof, %slg_prof_sample "
+			"or %s%s",
+			pid, t->path, t->ns_prefix, t->ns_prefix, t->ns_prefix,
+			t->layout->active_sym);
 		goto out_err;
 	}
 	rc = proc_mem_read(pid, t->opt_prof_addr, &b, 1);
 	if (!rc)
 		rc = jemalloc_target__read_lg_sample(t, &t->lg_prof_sample);
 	if (rc) {
-		rc = fail(err, errlen, rc, "cannot read the memory of pid %d: %s%s", pid,
-			  strerror(-rc),
-			  rc == -EPERM ? " (heapbpf needs root or CAP_SYS_PTRACE)" : "");
+		rc = hb_fail(err, errlen, rc, "cannot read the memory of pid %d: %s%s", pid,
+			     strerror(-rc),
+			     rc == -EPERM ? " (heapbpf needs root or CAP_SYS_PTRACE)" : "");
 		goto out_err;
 	}
 	t->opt_prof = b != 0;
 	if (!t->opt_prof) {
-		rc = fail(err, errlen, -ENOTSUP,
-			  "jemalloc in pid %d (%s) was started without prof:true; restart it with "
-			  "%s=prof:true,prof_active:false",
-			  pid, t->comm, t->conf_env);
+		rc = hb_fail(
+			err, errlen, -ENOTSUP,
+			"jemalloc in pid %d (%s) was started without prof:true; restart it with "
+			"%s=prof:true,prof_active:false",
+			pid, t->comm, t->conf_env);
 		goto out_err;
 	}
 	free(cands);
