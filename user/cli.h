@@ -9,22 +9,11 @@
 #include <sys/types.h>
 
 #include "profile.h"
-
-#define HEAPBPF_VERSION "0.1.0"
+#include "version.h"
 
 enum out_format {
 	FMT_PPROF,
 	FMT_FOLDED,
-};
-
-/* Exit codes, one table for the whole program. */
-enum exit_code {
-	EXIT_OK = 0,
-	EXIT_FAIL = 1,	     /* nothing written, or an error */
-	EXIT_USAGE = 2,	     /* bad command line */
-	EXIT_NO_SAMPLES = 3, /* profile written, but jemalloc sampled nothing */
-	EXIT_DROPS = 4,	     /* profile written, but events were lost (ring buffer full) */
-	EXIT_NOT_SENT = 5,   /* profile written, not delivered to Pyroscope yet: spooled */
 };
 
 enum cli_mode {
