@@ -19,7 +19,6 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
 #include "heapbpf.h"
 #include "heapbpf_args.bpf.h"
 
