@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Small BPF helpers kept free of BPF-only calls so that tests/unit can
- * compile them as plain C under tests/unit/bpf_stub.h.
+ * Small BPF helpers kept free of BPF helper calls so that they also compile
+ * as plain C: tests/unit/test_bpf_args.c runs them through tests/unit/bpf_stub.h.
  */
 #ifndef __HEAPBPF_ARGS_BPF_H
 #define __HEAPBPF_ARGS_BPF_H
@@ -22,7 +22,7 @@ static __always_inline void heapbpf_read_args(struct pt_regs *ctx, struct heapbp
 	args->a[2] = PT_REGS_PARM3(ctx);
 	args->a[3] = PT_REGS_PARM4(ctx);
 	args->a[4] = PT_REGS_PARM5(ctx);
-#if defined(bpf_target_x86) || defined(HEAPBPF_HOST_TEST)
+#if defined(bpf_target_x86)
 	/* libbpf 1.1 has no PT_REGS_PARM6; x86-64 passes it in r9 */
 	args->a[5] = ctx->r9;
 #else
