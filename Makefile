@@ -176,10 +176,16 @@ $(BUILD)/tests/integration_tests: $(ITEST_OBJS) $(TLIB_OBJS) $(LIB_OBJS)
 
 # ---- benchmarks (make bench; a quick smoke run of them is part of make test) --
 
+# bench/run.py measures into $(BUILD)/bench/results.json, bench/report.py writes BENCHMARKS.md
+# from it; make bench-report rewrites the report from that file without measuring again.
 bench: deps
 	$(Q)$(MAKE) --no-print-directory _bench
 _bench: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS)
-	$(Q)python3 bench/run.py --build $(BUILD) --out BENCHMARKS.md
+	$(Q)python3 bench/run.py --build $(BUILD) --json $(BUILD)/bench/results.json
+	$(Q)python3 bench/report.py $(BUILD)/bench/results.json --out BENCHMARKS.md
+.PHONY: bench-report
+bench-report:
+	$(Q)python3 bench/report.py $(BUILD)/bench/results.json --out BENCHMARKS.md
 
 $(BUILD)/bench/microbench: bench/microbench.c $(JEMALLOC_A) | $(BUILD)
 	$(call msg,CC,$@)

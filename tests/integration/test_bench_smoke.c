@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The benchmark suite works: `bench/run.py --smoke` runs every benchmark of
- * `make bench` once at tiny size and writes its report. Nothing here looks at
- * a time; the report must hold every section and table, a verdict for every
- * target, and the trap count the benchmarks read from heapbpf's counters.
+ * `make bench` once at tiny size and writes its results file, and
+ * `bench/report.py` writes the report from that file alone, twice the same.
+ * Nothing here looks at a time; the report must hold every section and table,
+ * a verdict for every target, and the trap count the benchmarks read from
+ * heapbpf's counters.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -15,6 +17,17 @@
 #include "harness.h"
 
 TestSuite(bench, .fini = hb_tmpdir_cleanup, .timeout = 300);
+
+/* Runs one of the bench scripts; fails the test with its output unless it exits with 0. */
+static void run_script(const char *const *argv, const char *log, int timeout_ms)
+{
+	int rc = hb_wait(hb_spawn(argv, log), timeout_ms);
+	char *text;
+
+	if (rc != 0 && hb_read_file(log, &text) >= 0)
+		cr_assert_fail("%s exited with %d:\n%s", argv[1], rc, text);
+	cr_assert_eq(rc, 0, "%s exited with %d", argv[1], rc);
+}
 
 static int count(const char *text, const char *what)
 {
@@ -37,21 +50,31 @@ Test(bench, smoke_report_is_well_formed)
 		"### Stack depth",
 		"## 5. Collector",
 		"## 6. heapbpf's own footprint",
+		"## 7. Recordings",
 		"## Targets",
 	};
-	char out[PATH_MAX], log[PATH_MAX], *text, *line, *save;
-	const char *argv[] = { "/usr/bin/python3", "bench/run.py", "--smoke", "--build",
-			       hb_build_dir(), "--out", out, NULL };
-	int rc, rows = 0;
+	char res[PATH_MAX], out[PATH_MAX], again[PATH_MAX], log[PATH_MAX];
+	char *text, *text2, *line, *save;
+	const char *build = hb_build_dir();
+	const char *py = "/usr/bin/python3";
+	const char *run[] = { py, "bench/run.py", "--smoke", "--build", build, "--json", res, NULL };
+	const char *report[] = { py, "bench/report.py", res, "--out", out, NULL };
+	const char *report2[] = { py, "bench/report.py", res, "--out", again, NULL };
+	int rows = 0;
 
 	hb_require_bpf();
+	snprintf(res, sizeof(res), "%s/results.json", hb_tmpdir());
 	snprintf(out, sizeof(out), "%s/BENCHMARKS.md", hb_tmpdir());
+	snprintf(again, sizeof(again), "%s/BENCHMARKS-again.md", hb_tmpdir());
 	snprintf(log, sizeof(log), "%s/bench.log", hb_tmpdir());
-	rc = hb_wait(hb_spawn(argv, log), 240000);
-	if (rc != 0 && hb_read_file(log, &text) >= 0)
-		cr_assert_fail("bench/run.py --smoke exited with %d:\n%s", rc, text);
-	cr_assert_eq(rc, 0, "bench/run.py --smoke exited with %d", rc);
+	run_script(run, log, 240000);
+	run_script(report, log, 30000);
 	cr_assert_gt(hb_read_file(out, &text), 0, "no report written");
+	/* reporting needs nothing but the results file: a second report is the same */
+	run_script(report2, log, 30000);
+	cr_assert_gt(hb_read_file(again, &text2), 0, "no second report written");
+	cr_expect_str_eq(text2, text, "two reports from one results file differ");
+	free(text2);
 
 	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
 		cr_expect(strstr(text, sections[i]), "the report lacks \"%s\"", sections[i]);
