@@ -3,21 +3,14 @@
  * Export to Grafana Pyroscope: each profile goes to the server's /ingest
  * endpoint (libcurl), either as the raw gzip-compressed pprof body with
  * format=pprof, or as multipart/form-data with a "profile" part and no
- * format parameter. name=SERVICE{label=value,...}, from/until = the window.
+ * format parameter. name=SERVICE{label=value,...} (pyro_labels.h),
+ * from/until = the window.
  *
  * Nothing is sent straight from memory: a profile is first written to the
- * spool directory (atomically), then the spool is delivered oldest first and
- * each file is deleted once the server accepted it. A profile the server
- * could not take (down, 408/429/5xx after the retries, bad credentials)
- * stays and goes with the next run; the spool is bounded like snapshots.
- *
- * Credentials come from the environment only, never from the command line:
- *   HEAPBPF_PYROSCOPE_TENANT     X-Scope-OrgID (multi-tenant servers)
- *   HEAPBPF_PYROSCOPE_USER       basic auth (Grafana Cloud: the stack's user id)
- *   HEAPBPF_PYROSCOPE_PASSWORD   basic auth password (Grafana Cloud: a token)
- *   HEAPBPF_PYROSCOPE_TOKEN      bearer token (instead of basic auth)
- * each also as NAME_FILE=path (the value is the file's first line), e.g. a
- * systemd credential.
+ * spool (spool.h), then the spool is delivered oldest first and each file is
+ * deleted once the server accepted it. A profile the server could not take
+ * (down, 408/429/5xx after the retries, bad credentials) stays and goes with
+ * the next run; the spool is bounded like snapshots. Credentials: pyro_auth.h.
  */
 #ifndef __HEAPBPF_PYROSCOPE_H
 #define __HEAPBPF_PYROSCOPE_H
@@ -26,12 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PYRO_MAX_LABELS	    32
-#define PYRO_SPOOL_MAX_FILE ((size_t)64 << 20) /* larger spool files are not read */
-
-struct pyro_label {
-	const char *key, *value;
-};
+#include "pyro_labels.h"
 
 struct pyro_opts {
 	const char *url;	  /* the server (http[s]://host[:port][/prefix]) or its /ingest */
@@ -51,7 +39,7 @@ struct pyro;
 int pyro__new(const struct pyro_opts *o, struct pyro **out, char *err, size_t errlen);
 void pyro__free(struct pyro *p);
 
-/* Puts one gzip-compressed pprof profile for name (pyro_build_name) into the spool. */
+/* Puts one gzip-compressed pprof profile for name (pyro_profile_name) into the spool. */
 int pyro__spool(struct pyro *p, const char *name, int64_t from, int64_t until, const void *body,
 		size_t len, char *err, size_t errlen);
 
@@ -76,16 +64,6 @@ void pyro__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_resul
 
 /* ---- pure helpers (unit-tested) ---- */
 
-/* Pyroscope's rules: service [A-Za-z0-9_./-]+; label names [A-Za-z_][A-Za-z0-9_]*, not __*. */
-bool pyro_valid_service(const char *s);
-bool pyro_valid_label_key(const char *k);
-/* A label value /ingest's name parser keeps intact: printable, no ,{}= and no spaces. */
-bool pyro_valid_label_value(const char *v);
-/* Makes any string a valid value (or service name when service): others become '_'. */
-void pyro_sanitize(const char *in, bool service, char *out, size_t len);
-/* "service{k1=v1,k2=v2}" from labels (keys sorted); -ENAMETOOLONG or -EINVAL. */
-int pyro_build_name(char *buf, size_t len, const char *service, const struct pyro_label *labels,
-		    size_t n);
 /*
  * The /ingest URL for a user's URL: http or https, no user:password@, no
  * query or fragment; "/ingest" appended unless it ends in it already.

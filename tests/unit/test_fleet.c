@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Fleet helpers without BPF: Pyroscope names and URLs, snapshot names and retention, targets. */
+/* Fleet helpers without BPF: snapshot names, targets, fleet options. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "pyroscope.h"
 #include "snapshot.h"
 #include "targets.h"
 
@@ -36,120 +35,6 @@ static void rm_tmp(void)
 
 TestSuite(fleet_unit, .init = mkdir_tmp, .fini = rm_tmp);
 
-/* ---- Pyroscope ---- */
-
-Test(fleet_unit, pyroscope_name_sorted_and_validated)
-{
-	struct pyro_label l[] = { { "pid", "42" }, { "hostname", "web-1.example" }, { "env", "prod" } };
-	char buf[256];
-
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "redis-server", l, 3), 0);
-	cr_assert_str_eq(buf, "redis-server{env=prod,hostname=web-1.example,pid=42}");
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", NULL, 0), 0);
-	cr_assert_str_eq(buf, "svc{}");
-	/* what /ingest's parser would split or Pyroscope's validation would refuse */
-	l[2].value = "a,b";
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
-	l[2].value = "prod";
-	l[2].key = "__name__";
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
-	l[2].key = "pid"; /* duplicate */
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "bad service", NULL, 0), -EINVAL);
-	cr_assert_eq(pyro_build_name(buf, 8, "svc", l, 1), -ENAMETOOLONG);
-}
-
-Test(fleet_unit, pyroscope_character_rules)
-{
-	char out[64];
-
-	cr_assert(pyro_valid_service("a.b/c-d_e9"));
-	cr_assert_not(pyro_valid_service(""));
-	cr_assert_not(pyro_valid_service("a{b}"));
-	cr_assert(pyro_valid_label_key("_x1"));
-	cr_assert_not(pyro_valid_label_key("1x"));
-	cr_assert_not(pyro_valid_label_key("a.b"));
-	cr_assert_not(pyro_valid_label_key("__x"));
-	cr_assert(pyro_valid_label_value("10.0.0.1:80/x"));
-	for (const char *bad = ",{}= \"\t"; *bad; bad++) {
-		char v[4] = { 'a', *bad, 'b', 0 };
-
-		cr_assert_not(pyro_valid_label_value(v), "%s", v);
-	}
-	pyro_sanitize("my app{1}", true, out, sizeof(out));
-	cr_assert_str_eq(out, "my_app_1_");
-	pyro_sanitize("a,b=c", false, out, sizeof(out));
-	cr_assert_str_eq(out, "a_b_c");
-	pyro_sanitize("", false, out, sizeof(out));
-	cr_assert_str_eq(out, "_");
-}
-
-Test(fleet_unit, pyroscope_ingest_url)
-{
-	char out[256], err[512];
-
-	cr_assert_eq(pyro_ingest_url("https://p.example:4040", out, sizeof(out), err, sizeof(err)),
-		     0);
-	cr_assert_str_eq(out, "https://p.example:4040/ingest");
-	cr_assert_eq(pyro_ingest_url("http://127.0.0.1:4040/prefix/", out, sizeof(out), err,
-				     sizeof(err)),
-		     0);
-	cr_assert_str_eq(out, "http://127.0.0.1:4040/prefix/ingest");
-	cr_assert_eq(pyro_ingest_url("http://h/ingest", out, sizeof(out), err, sizeof(err)), 0);
-	cr_assert_str_eq(out, "http://h/ingest");
-	cr_assert_eq(pyro_ingest_url("ftp://h", out, sizeof(out), err, sizeof(err)), -EINVAL);
-	cr_assert_eq(pyro_ingest_url("http://h/?x=1", out, sizeof(out), err, sizeof(err)), -EINVAL);
-	cr_assert_eq(pyro_ingest_url("http:///x", out, sizeof(out), err, sizeof(err)), -EINVAL);
-	/* credentials in the URL: refused, and the message does not repeat them */
-	cr_assert_eq(pyro_ingest_url("https://user:hunter2@h", out, sizeof(out), err, sizeof(err)),
-		     -EINVAL);
-	cr_assert_null(strstr(err, "hunter2"), "%s", err);
-	/* an @ in the path is not userinfo */
-	cr_assert_eq(pyro_ingest_url("https://h/a@b", out, sizeof(out), err, sizeof(err)), 0);
-}
-
-Test(fleet_unit, pyroscope_credentials_from_environment_and_files)
-{
-	struct pyro_opts po = { .url = "https://p.example", .spool_dir = "/tmp", .timeout = 1 };
-	char err[512], path[PATH_MAX + 16];
-	struct pyro *p = NULL;
-	FILE *f;
-
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
-	pyro__free(p);
-	setenv("HEAPBPF_PYROSCOPE_USER", "123", 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
-	cr_assert(strstr(err, "HEAPBPF_PYROSCOPE_PASSWORD"), "%s", err);
-	snprintf(path, sizeof(path), "%s/pw", dir);
-	f = fopen(path, "w");
-	fputs("s3cret-value\n", f);
-	fclose(f);
-	setenv("HEAPBPF_PYROSCOPE_PASSWORD_FILE", path, 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
-	pyro__free(p);
-	/* both forms of one secret, or basic auth and a token: refused */
-	setenv("HEAPBPF_PYROSCOPE_PASSWORD", "x", 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
-	unsetenv("HEAPBPF_PYROSCOPE_PASSWORD");
-	setenv("HEAPBPF_PYROSCOPE_TOKEN", "t", 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
-	cr_assert_null(strstr(err, "s3cret"), "%s", err);
-	unsetenv("HEAPBPF_PYROSCOPE_USER");
-	unsetenv("HEAPBPF_PYROSCOPE_PASSWORD_FILE");
-	/* a header injection attempt */
-	setenv("HEAPBPF_PYROSCOPE_TOKEN", "t\r\nX-Evil: 1", 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
-	cr_assert_null(strstr(err, "Evil"), "%s", err);
-	/* a token over plain http to another host */
-	setenv("HEAPBPF_PYROSCOPE_TOKEN", "tok", 1);
-	po.url = "http://p.example";
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
-	po.url = "http://127.0.0.1:4040";
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
-	pyro__free(p);
-	unsetenv("HEAPBPF_PYROSCOPE_TOKEN");
-}
-
 /* ---- snapshots ---- */
 
 Test(fleet_unit, snapshot_names)
@@ -167,88 +52,6 @@ Test(fleet_unit, snapshot_names)
 	cr_assert_not(snapshot_parse_name("heap-1971010XT010203Z-1-a.pb.gz", parsed));
 	cr_assert_not(snapshot_parse_name("heap-19710101T010203Z-x-a.pb.gz", parsed));
 	cr_assert_not(snapshot_parse_name("notes.txt", parsed));
-}
-
-static void touch(const char *name, size_t size)
-{
-	char path[PATH_MAX + 256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
-	for (size_t i = 0; i < size; i++)
-		fputc('x', f);
-	fclose(f);
-}
-
-static bool exists(const char *name)
-{
-	char path[PATH_MAX + 256];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return access(path, F_OK) == 0;
-}
-
-Test(fleet_unit, retention_keeps_newest_snapshots)
-{
-	struct retain_result r;
-	char err[256];
-
-	for (int s = 1; s <= 4; s++) {
-		char n[128];
-
-		snprintf(n, sizeof(n), "heap-2025010%dT000000Z-1-a.pb.gz", s);
-		touch(n, 100);
-		snprintf(n, sizeof(n), "heap-2025010%dT000000Z-2-b.pb.gz", s);
-		touch(n, 100);
-	}
-	touch("README", 10000);
-	touch("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123", 10000);
-	touch("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123", 10000);
-	{
-		/* a temporary nobody touched for two hours: left by a killed run */
-		struct timespec old[2] = { { .tv_sec = time(NULL) - 7200 },
-					   { .tv_sec = time(NULL) - 7200 } };
-		char path[PATH_MAX + 64];
-
-		snprintf(path, sizeof(path), "%s/heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123", dir);
-		cr_assert_eq(utimensat(AT_FDCWD, path, old, 0), 0);
-	}
-	cr_assert_eq(snapshot_retain(dir, RETAIN_SNAPSHOTS, 2, 0, &r, err, sizeof(err)), 0);
-	cr_assert_not(exists("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123"));
-	cr_assert_eq(r.deleted_files, 4);
-	cr_assert_eq(r.groups, 2);
-	cr_assert_not(exists("heap-20250102T000000Z-2-b.pb.gz"));
-	cr_assert(exists("heap-20250103T000000Z-1-a.pb.gz"));
-	cr_assert(exists("heap-20250104T000000Z-2-b.pb.gz"));
-	/* never anything that is not a finished snapshot */
-	cr_assert(exists("README"));
-	cr_assert(exists("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123"));
-	/* by size: the oldest snapshot goes, the newest stays even when alone too large */
-	cr_assert_eq(snapshot_retain(dir, RETAIN_SNAPSHOTS, 0, 250, &r, err, sizeof(err)), 0);
-	cr_assert_eq(r.groups, 1);
-	cr_assert(exists("heap-20250104T000000Z-1-a.pb.gz"));
-	cr_assert_not(exists("heap-20250103T000000Z-1-a.pb.gz"));
-	cr_assert_eq(snapshot_retain(dir, RETAIN_SNAPSHOTS, 0, 150, &r, err, sizeof(err)), 0);
-	cr_assert(r.newest_over);
-	cr_assert(exists("heap-20250104T000000Z-2-b.pb.gz"));
-}
-
-Test(fleet_unit, retention_of_the_spool_counts_files)
-{
-	struct retain_result r;
-	char err[256];
-
-	touch("20250101T000000Z-000000001-7.spool", 10);
-	touch("20250101T000000Z-000000002-7.spool", 10);
-	touch("20250102T000000Z-000000001-7.spool", 10);
-	touch(".deliver.lock", 0);
-	cr_assert_eq(snapshot_retain(dir, RETAIN_SPOOL, 2, 0, &r, err, sizeof(err)), 0);
-	cr_assert_eq(r.deleted_files, 1);
-	cr_assert_not(exists("20250101T000000Z-000000001-7.spool"));
-	cr_assert(exists("20250102T000000Z-000000001-7.spool"));
-	cr_assert(exists(".deliver.lock"));
 }
 
 /* ---- targets ---- */

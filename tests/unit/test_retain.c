@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Directory retention: the generic engine, snapshots (grouped by stamp) and the spool (one by one). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "retain.h"
+#include "snapshot.h"
+#include "spool.h"
+
+TestSuite(retain, .fini = hb_tmpdir_cleanup);
+
+static void touch(const char *name, size_t size)
+{
+	char path[PATH_MAX + 256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	for (size_t i = 0; i < size; i++)
+		fputc('x', f);
+	fclose(f);
+}
+
+static bool exists(const char *name)
+{
+	char path[PATH_MAX + 256];
+
+	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
+	return access(path, F_OK) == 0;
+}
+
+/* Makes name look untouched for two hours: what a killed run left. */
+static void age(const char *name)
+{
+	struct timespec old[2] = { { .tv_sec = time(NULL) - 7200 },
+				   { .tv_sec = time(NULL) - 7200 } };
+	char path[PATH_MAX + 256];
+
+	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
+	cr_assert_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+}
+
+/* "gN-anything.dat" is in group "gN" */
+static bool dat_member(const char *name, char *group)
+{
+	const char *dash = strchr(name, '-'), *dot = strrchr(name, '.');
+
+	if (name[0] != 'g' || !dash || !dot || strcmp(dot, ".dat") != 0 || strstr(name, ".tmp."))
+		return false;
+	snprintf(group, NAME_MAX + 1, "%.*s", (int)(dash - name), name);
+	return true;
+}
+
+Test(retain, groups_go_together_oldest_first_by_count_then_size)
+{
+	struct retain_rules rules = { .member = dat_member, .keep = 2 };
+	struct retain_result r;
+	char err[256], sub[PATH_MAX];
+
+	touch("g1-a.dat", 10);
+	touch("g1-b.dat", 10);
+	touch("g2-a.dat", 10);
+	touch("g3-a.dat", 10);
+	touch("g3-b.dat", 10);
+	touch("other.dat", 1000);
+	snprintf(sub, sizeof(sub), "%s/g0-dir.dat", hb_tmpdir());
+	cr_assert_eq(mkdir(sub, 0700), 0);
+	cr_assert_eq(retain_prune(hb_tmpdir(), &rules, &r, err, sizeof(err)), 0, "%s", err);
+	/* g1 went whole; what is not a member, or not a regular file, stays */
+	cr_assert_eq(r.deleted_files, 2);
+	cr_assert_eq(r.deleted_bytes, 20);
+	cr_assert_eq(r.groups, 2);
+	cr_assert_eq(r.bytes, 30);
+	cr_assert_not(exists("g1-a.dat"));
+	cr_assert_not(exists("g1-b.dat"));
+	cr_assert(exists("g2-a.dat"));
+	cr_assert(exists("other.dat"));
+	cr_assert(exists("g0-dir.dat"));
+	/* by size: g2 goes for g3's 20 bytes; then g3 stays alone even over the limit */
+	rules = (struct retain_rules){ .member = dat_member, .max_bytes = 25 };
+	cr_assert_eq(retain_prune(hb_tmpdir(), &rules, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.deleted_files, 1);
+	cr_assert_not(r.newest_over);
+	rules.max_bytes = 15;
+	cr_assert_eq(retain_prune(hb_tmpdir(), &rules, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.deleted_files, 0);
+	cr_assert_eq(r.groups, 1);
+	cr_assert(r.newest_over);
+	cr_assert(exists("g3-a.dat"));
+	cr_assert(exists("g3-b.dat"));
+}
+
+Test(retain, limits_zero_keep_everything_and_a_missing_directory_is_said)
+{
+	struct retain_rules rules = { .member = dat_member };
+	struct retain_result r;
+	char err[256] = "", missing[PATH_MAX];
+
+	touch("g1-a.dat", 10);
+	touch("g2-a.dat", 10);
+	cr_assert_eq(retain_prune(hb_tmpdir(), &rules, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.deleted_files, 0);
+	cr_assert_eq(r.groups, 2);
+	snprintf(missing, sizeof(missing), "%s/nope", hb_tmpdir());
+	cr_assert_eq(retain_prune(missing, &rules, &r, err, sizeof(err)), -ENOENT);
+	cr_assert(strstr(err, "cannot open") && strstr(err, "/nope"), "%s", err);
+}
+
+Test(retain, snapshots_keep_the_newest_windows)
+{
+	struct retain_result r;
+	char err[256];
+
+	for (int s = 1; s <= 4; s++) {
+		char n[128];
+
+		snprintf(n, sizeof(n), "heap-2025010%dT000000Z-1-a.pb.gz", s);
+		touch(n, 100);
+		snprintf(n, sizeof(n), "heap-2025010%dT000000Z-2-b.pb.gz", s);
+		touch(n, 100);
+	}
+	touch("README", 10000);
+	touch("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123", 10000);
+	touch("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123", 10000);
+	touch("notes.tmp.OLD123", 10);
+	/* temporaries nobody touched for two hours: left by a killed run */
+	age("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123");
+	age("notes.tmp.OLD123");
+	cr_assert_eq(snapshot_prune(hb_tmpdir(), 2, 0, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_not(exists("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123"));
+	cr_assert_eq(r.deleted_files, 4);
+	cr_assert_eq(r.groups, 2);
+	cr_assert_not(exists("heap-20250102T000000Z-2-b.pb.gz"));
+	cr_assert(exists("heap-20250103T000000Z-1-a.pb.gz"));
+	cr_assert(exists("heap-20250104T000000Z-2-b.pb.gz"));
+	/* never anything that is not a finished snapshot, nor the temporary of one still written */
+	cr_assert(exists("README"));
+	cr_assert(exists("notes.tmp.OLD123"));
+	cr_assert(exists("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123"));
+	/* by size: the oldest snapshot goes, the newest stays even when alone too large */
+	cr_assert_eq(snapshot_prune(hb_tmpdir(), 0, 250, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.groups, 1);
+	cr_assert(exists("heap-20250104T000000Z-1-a.pb.gz"));
+	cr_assert_not(exists("heap-20250103T000000Z-1-a.pb.gz"));
+	cr_assert_eq(snapshot_prune(hb_tmpdir(), 0, 150, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert(r.newest_over);
+	cr_assert(exists("heap-20250104T000000Z-2-b.pb.gz"));
+}
+
+Test(retain, the_spool_counts_files_one_by_one)
+{
+	struct retain_result r;
+	struct spool *sp = NULL;
+	char err[256];
+
+	touch("20250101T000000Z-000000001-7.spool", 10);
+	touch("20250101T000000Z-000000002-7.spool", 10);
+	touch("20250102T000000Z-000000001-7.spool", 10);
+	touch("20250101T000000Z-000000000-7.spool.tmp.OLD123", 10);
+	age("20250101T000000Z-000000000-7.spool.tmp.OLD123");
+	touch(".deliver.lock", 0);
+	cr_assert_eq(spool__new(hb_tmpdir(), 2, 0, &sp), 0);
+	cr_assert_eq(spool__prune(sp, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.deleted_files, 1);
+	cr_assert_eq(r.groups, 2);
+	cr_assert_not(exists("20250101T000000Z-000000001-7.spool"));
+	cr_assert(exists("20250101T000000Z-000000002-7.spool"));
+	cr_assert(exists("20250102T000000Z-000000001-7.spool"));
+	cr_assert_not(exists("20250101T000000Z-000000000-7.spool.tmp.OLD123"));
+	cr_assert(exists(".deliver.lock"));
+	spool__free(sp);
+}
