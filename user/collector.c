@@ -7,13 +7,12 @@
 #include <linux/types.h>
 
 #include "collector.h"
+#include "hashmap.h"
 #include "heapbpf.h"
-#include "u64map.h"
 #include "unbias.h"
 
 /* A tctx is one (thread, backtrace) context of jemalloc; its address is reused once dead. */
 struct tctx_ent {
-	uint64_t tctx; /* 0 = empty slot */
 	uint32_t stack;
 	uint32_t live; /* samples heapbpf saw allocated and not yet freed */
 };
@@ -24,33 +23,17 @@ struct collector {
 	uint64_t stop_ns; /* 0 = still sampling */
 	struct hb_stack *stacks;
 	size_t nstacks, cap_stacks;
-	uint32_t *index; /* open addressing: stack index + 1, 0 = empty */
-	uint64_t *hashes;
-	size_t index_cap; /* power of two */
+	struct hashmap stack_by_frames; /* hashmap_hash_bytes(frames) -> stack */
 	struct tctx_ent *tctxs;
-	size_t ntctx, tctx_cap; /* power of two */
+	size_t ntctxs, cap_tctxs;
+	struct hashmap tctx_by_addr; /* hashmap_hash_u64(tctx) -> tctxs[] */
 	/*
 	 * Live sampled objects by pointer, where jemalloc's free hook passes the
-	 * pointer (5.2.1, 5.3.1): open addressing, key 0 = empty, deletion by
-	 * backward shift, so it holds only what is live.
+	 * pointer (5.2.1, 5.3.1): entries leave on free, so it holds only what is live.
 	 */
-	uint64_t *ptrs;
-	uint32_t *ptr_stack;
-	size_t nptrs, ptr_cap; /* power of two */
+	struct hashmap stack_by_ptr; /* hashmap_hash_u64(ptr) -> stack */
 	struct collector_stats stats;
 };
-
-/* frames come as the event's __u64 array: read them through memcpy, not a cast */
-static uint64_t hash_frames(const void *frames, uint32_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n, f;
-
-	for (uint32_t i = 0; i < n; i++) {
-		memcpy(&f, (const char *)frames + i * sizeof(f), sizeof(f));
-		h = (h ^ f) * 0x100000001b3ULL + (h >> 29);
-	}
-	return u64map_hash(h);
-}
 
 int collector__new(uint64_t period, struct collector **out)
 {
@@ -59,15 +42,6 @@ int collector__new(uint64_t period, struct collector **out)
 	if (!c)
 		return -ENOMEM;
 	c->period = (double)period;
-	c->index_cap = 1024;
-	c->index = calloc(c->index_cap, sizeof(*c->index));
-	c->hashes = calloc(c->index_cap, sizeof(*c->hashes));
-	c->tctx_cap = 1024;
-	c->tctxs = calloc(c->tctx_cap, sizeof(*c->tctxs));
-	if (!c->index || !c->hashes || !c->tctxs) {
-		collector__free(c);
-		return -ENOMEM;
-	}
 	*out = c;
 	return 0;
 }
@@ -79,11 +53,10 @@ void collector__free(struct collector *c)
 	for (size_t i = 0; i < c->nstacks; i++)
 		free(c->stacks[i].frames);
 	free(c->stacks);
-	free(c->index);
-	free(c->hashes);
 	free(c->tctxs);
-	free(c->ptrs);
-	free(c->ptr_stack);
+	hashmap__clear(&c->stack_by_frames);
+	hashmap__clear(&c->tctx_by_addr);
+	hashmap__clear(&c->stack_by_ptr);
 	free(c);
 }
 
@@ -97,98 +70,73 @@ void collector__set_stop_time(struct collector *c, uint64_t mono_ns)
 	c->stop_ns = mono_ns;
 }
 
-static int grow_index(struct collector *c)
+/* arr (n used of *cap) with room for one more, doubling from 256; NULL leaves it as it was. */
+static void *room_for_one(void *arr, size_t *cap, size_t n, size_t size)
 {
-	size_t ncap = c->index_cap * 2;
-	uint32_t *ni = calloc(ncap, sizeof(*ni));
-	uint64_t *nh = calloc(ncap, sizeof(*nh));
+	size_t ncap = *cap ? *cap * 2 : 256;
 
-	if (!ni || !nh) {
-		free(ni);
-		free(nh);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < c->index_cap; i++) {
-		size_t j;
-
-		if (!c->index[i])
-			continue;
-		for (j = c->hashes[i] & (ncap - 1); ni[j]; j = (j + 1) & (ncap - 1))
-			;
-		ni[j] = c->index[i];
-		nh[j] = c->hashes[i];
-	}
-	free(c->index);
-	free(c->hashes);
-	c->index = ni;
-	c->hashes = nh;
-	c->index_cap = ncap;
-	return 0;
+	if (n < *cap)
+		return arr;
+	arr = reallocarray(arr, ncap, size);
+	if (arr)
+		*cap = ncap;
+	return arr;
 }
 
-/* The stack with these frames, created if new; -ENOMEM. */
+/* The stack with these frames (the event's __u64 array, any alignment), created if new. */
 static int stack_intern(struct collector *c, const void *frames, uint32_t n, uint32_t *id)
 {
-	uint64_t h = hash_frames(frames, n);
+	size_t len = n * sizeof(uint64_t), it = 0;
+	uint64_t h = hashmap_hash_bytes(frames, len);
 	struct hb_stack *s;
-	size_t j;
+	int err;
 
-	for (j = h & (c->index_cap - 1); c->index[j]; j = (j + 1) & (c->index_cap - 1)) {
-		s = &c->stacks[c->index[j] - 1];
-		if (c->hashes[j] == h && s->nframes == n &&
-		    memcmp(s->frames, frames, n * sizeof(uint64_t)) == 0) {
-			*id = c->index[j] - 1;
+	while (hashmap__next(&c->stack_by_frames, h, &it, id)) {
+		s = &c->stacks[*id];
+		if (s->nframes == n && memcmp(s->frames, frames, len) == 0)
 			return 0;
-		}
 	}
-	if (c->nstacks == c->cap_stacks) {
-		size_t ncap = c->cap_stacks ? c->cap_stacks * 2 : 256;
-		struct hb_stack *nv = realloc(c->stacks, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		c->stacks = nv;
-		c->cap_stacks = ncap;
-	}
+	s = room_for_one(c->stacks, &c->cap_stacks, c->nstacks, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	c->stacks = s;
 	s = &c->stacks[c->nstacks];
 	memset(s, 0, sizeof(*s));
-	s->frames = malloc((n ? n : 1) * sizeof(uint64_t));
+	s->frames = malloc(len ? len : 1);
 	if (!s->frames)
 		return -ENOMEM;
-	memcpy(s->frames, frames, n * sizeof(uint64_t));
+	memcpy(s->frames, frames, len);
 	s->nframes = n;
-	c->index[j] = c->nstacks + 1;
-	c->hashes[j] = h;
-	*id = c->nstacks++;
-	if (c->nstacks * 2 > c->index_cap)
-		return grow_index(c);
+	*id = c->nstacks;
+	err = hashmap__add(&c->stack_by_frames, h, *id);
+	if (err) {
+		free(s->frames);
+		return err;
+	}
+	c->nstacks++;
 	return 0;
 }
 
-static struct tctx_ent *tctx_slot(struct tctx_ent *tab, size_t cap, uint64_t tctx)
+/* The entry of tctx, created (with no live samples) if new. */
+static int tctx_intern(struct collector *c, uint64_t tctx, struct tctx_ent **out)
 {
-	size_t j;
+	uint64_t h = hashmap_hash_u64(tctx);
+	struct tctx_ent *t;
+	uint32_t idx;
+	int err;
 
-	for (j = u64map_hash(tctx) & (cap - 1); tab[j].tctx && tab[j].tctx != tctx;
-	     j = (j + 1) & (cap - 1))
-		;
-	return &tab[j];
-}
-
-static int grow_tctx(struct collector *c)
-{
-	size_t ncap = c->tctx_cap * 2;
-	struct tctx_ent *nt = calloc(ncap, sizeof(*nt));
-
-	if (!nt)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->tctx_cap; i++) {
-		if (c->tctxs[i].tctx)
-			*tctx_slot(nt, ncap, c->tctxs[i].tctx) = c->tctxs[i];
+	if (hashmap__get(&c->tctx_by_addr, h, &idx)) {
+		t = room_for_one(c->tctxs, &c->cap_tctxs, c->ntctxs, sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		c->tctxs = t;
+		idx = c->ntctxs;
+		err = hashmap__add(&c->tctx_by_addr, h, idx);
+		if (err)
+			return err;
+		c->tctxs[c->ntctxs++] = (struct tctx_ent){ 0 };
 	}
-	free(c->tctxs);
-	c->tctxs = nt;
-	c->tctx_cap = ncap;
+	*out = &c->tctxs[idx];
 	return 0;
 }
 
@@ -198,76 +146,6 @@ static void stamp(struct collector *c, uint64_t ts)
 		c->stats.first_ts = ts;
 	if (ts > c->stats.last_ts)
 		c->stats.last_ts = ts;
-}
-
-static size_t ptr_slot(const uint64_t *keys, size_t cap, uint64_t ptr)
-{
-	size_t j;
-
-	for (j = u64map_hash(ptr) & (cap - 1); keys[j] && keys[j] != ptr; j = (j + 1) & (cap - 1))
-		;
-	return j;
-}
-
-static int ptr_put(struct collector *c, uint64_t ptr, uint32_t stack)
-{
-	size_t j;
-
-	if ((c->nptrs + 1) * 2 > c->ptr_cap) {
-		size_t ncap = c->ptr_cap ? c->ptr_cap * 2 : 1024;
-		uint64_t *nk = calloc(ncap, sizeof(*nk));
-		uint32_t *nv = calloc(ncap, sizeof(*nv));
-
-		if (!nk || !nv) {
-			free(nk);
-			free(nv);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < c->ptr_cap; i++) {
-			if (c->ptrs[i]) {
-				j = ptr_slot(nk, ncap, c->ptrs[i]);
-				nk[j] = c->ptrs[i];
-				nv[j] = c->ptr_stack[i];
-			}
-		}
-		free(c->ptrs);
-		free(c->ptr_stack);
-		c->ptrs = nk;
-		c->ptr_stack = nv;
-		c->ptr_cap = ncap;
-	}
-	j = ptr_slot(c->ptrs, c->ptr_cap, ptr);
-	if (!c->ptrs[j])
-		c->nptrs++;
-	c->ptrs[j] = ptr;
-	c->ptr_stack[j] = stack;
-	return 0;
-}
-
-/* Removes ptr; its stack in *stack. -ENOENT when heapbpf did not see it sampled. */
-static int ptr_take(struct collector *c, uint64_t ptr, uint32_t *stack)
-{
-	size_t mask = c->ptr_cap - 1, i, j;
-
-	if (!c->ptr_cap)
-		return -ENOENT;
-	i = ptr_slot(c->ptrs, c->ptr_cap, ptr);
-	if (!c->ptrs[i])
-		return -ENOENT;
-	*stack = c->ptr_stack[i];
-	/* backward shift: move up every later entry whose home is not between i and it */
-	for (j = (i + 1) & mask; c->ptrs[j]; j = (j + 1) & mask) {
-		size_t home = u64map_hash(c->ptrs[j]) & mask;
-
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			c->ptrs[i] = c->ptrs[j];
-			c->ptr_stack[i] = c->ptr_stack[j];
-			i = j;
-		}
-	}
-	c->ptrs[i] = 0;
-	c->nptrs--;
-	return 0;
 }
 
 static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
@@ -306,18 +184,15 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 	stamp(c, e->ts);
 
 	if (e->ptr) {
-		err = ptr_put(c, e->ptr, id);
+		err = hashmap__put(&c->stack_by_ptr, hashmap_hash_u64(e->ptr), id);
 		if (err)
 			return err;
 	}
 	if (!e->tctx)
 		return 0;
-	t = tctx_slot(c->tctxs, c->tctx_cap, e->tctx);
-	if (!t->tctx) {
-		t->tctx = e->tctx;
-		t->live = 0;
-		c->ntctx++;
-	}
+	err = tctx_intern(c, e->tctx, &t);
+	if (err)
+		return err;
 	/*
 	 * A tctx address is reused only after all its samples were freed; a new
 	 * stack on a tctx with live samples means frees were lost: start over.
@@ -326,15 +201,13 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 		t->live = 0;
 	t->stack = id;
 	t->live++;
-	if (c->ntctx * 2 > c->tctx_cap)
-		return grow_tctx(c);
 	return 0;
 }
 
 static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 {
-	struct tctx_ent *t = e->tctx ? tctx_slot(c->tctxs, c->tctx_cap, e->tctx) : NULL;
 	bool before = e->alloc_time_ns && e->alloc_time_ns < c->attach_coarse_ns;
+	struct tctx_ent *t = NULL;
 	struct hb_stack *s;
 	uint32_t id;
 	double w;
@@ -347,17 +220,19 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 		c->stats.frees_after_stop++;
 		return 0;
 	}
+	if (e->tctx && !hashmap__get(&c->tctx_by_addr, hashmap_hash_u64(e->tctx), &id))
+		t = &c->tctxs[id];
 	if (e->ptr) {
 		/*
 		 * The version passes the pointer: exact, whatever was sampled
 		 * before heapbpf attached (5.2.1 records no allocation time).
 		 */
-		if (ptr_take(c, e->ptr, &id))
+		if (hashmap__del(&c->stack_by_ptr, hashmap_hash_u64(e->ptr), &id))
 			goto unmatched;
-		if (t && t->tctx && t->live && t->stack == id)
+		if (t && t->live && t->stack == id)
 			t->live--;
 	} else {
-		if (!t || !t->tctx || !t->live || before)
+		if (!t || !t->live || before)
 			goto unmatched;
 		t->live--;
 		id = t->stack;

@@ -11,15 +11,14 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "hashmap.h"
 #include "pprof.h"
 
-/* Open-addressing hash set of strings; a slot holds index + 1, 0 is empty. */
+/* The string table: strs[] in pprof's order, found again through by_str. */
 struct strtab {
 	const char **strs;
-	uint64_t *hashes; /* kept so that growing does not rehash every string */
 	size_t n, cap;
-	size_t *slots;
-	size_t nslots; /* power of two, at least 2 * cap so probes stay short */
+	struct hashmap by_str; /* hashmap_hash_str(s) -> index in strs */
 };
 
 struct enc {
@@ -33,8 +32,7 @@ struct enc {
 	/* at most one function per line, so these never grow */
 	Perftools__Profiles__Function *funcs, **funcp;
 	size_t nfuncs;
-	size_t *fslots;
-	size_t nfslots;
+	struct hashmap func_by_strs; /* hash of (name, system_name, filename) -> funcs[] */
 	Perftools__Profiles__Sample *samples, **samplep;
 	uint64_t *loc_ids;
 	int64_t *values;
@@ -47,100 +45,35 @@ static void *zalloc(size_t n, size_t size)
 	return calloc(n ? n : 1, size);
 }
 
-static size_t pow2_at_least(size_t n)
-{
-	size_t p = 16;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	/* FNV-1a: cheap, and symbol names are not adversarial. */
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static uint64_t mix64(uint64_t h)
-{
-	/* splitmix64 finalizer: spreads small consecutive ids over all bits */
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return h;
-}
-
-static int strtab_grow(struct strtab *st)
-{
-	size_t ncap = st->cap ? st->cap * 2 : 1024;
-	size_t nslots, mask, *slots;
-	const char **strs;
-	uint64_t *hashes;
-
-	if (ncap > SIZE_MAX / 4 / sizeof(size_t))
-		return -ENOMEM;
-	nslots = ncap * 2;
-	strs = reallocarray(st->strs, ncap, sizeof(*strs));
-	if (!strs)
-		return -ENOMEM;
-	st->strs = strs;
-	hashes = reallocarray(st->hashes, ncap, sizeof(*hashes));
-	if (!hashes)
-		return -ENOMEM;
-	st->hashes = hashes;
-	slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-
-	mask = nslots - 1;
-	for (size_t i = 0; i < st->n; i++) {
-		size_t j = st->hashes[i] & mask;
-
-		while (slots[j])
-			j = (j + 1) & mask;
-		slots[j] = i + 1;
-	}
-	free(st->slots);
-	st->slots = slots;
-	st->nslots = nslots;
-	st->cap = ncap;
-	return 0;
-}
-
 /* Sets *id to the string table index of @s, adding it when new. */
 static int strtab_intern(struct strtab *st, const char *s, int64_t *id)
 {
-	uint64_t h = hash_str(s);
-	size_t i, mask;
+	uint64_t h = hashmap_hash_str(s);
+	const char **strs;
+	size_t it = 0;
+	uint32_t k;
 	int err;
 
-	/* Grow before probing so the probe below always finds a free slot. */
-	if (st->n == st->cap) {
-		err = strtab_grow(st);
-		if (err)
-			return err;
-	}
-	mask = st->nslots - 1;
-	for (i = h & mask; st->slots[i]; i = (i + 1) & mask) {
-		size_t k = st->slots[i] - 1;
-
-		if (st->hashes[k] == h && strcmp(st->strs[k], s) == 0) {
+	while (hashmap__next(&st->by_str, h, &it, &k)) {
+		if (strcmp(st->strs[k], s) == 0) {
 			*id = k;
 			return 0;
 		}
 	}
-	st->slots[i] = st->n + 1;
+	if (st->n == st->cap) {
+		size_t ncap = st->cap ? st->cap * 2 : 1024;
+
+		strs = reallocarray(st->strs, ncap, sizeof(*strs));
+		if (!strs)
+			return -ENOMEM;
+		st->strs = strs;
+		st->cap = ncap;
+	}
+	/* fails past UINT32_MAX - 1 strings, more than any profile holds */
+	err = hashmap__add(&st->by_str, h, st->n);
+	if (err)
+		return err;
 	st->strs[st->n] = s;
-	st->hashes[st->n] = h;
 	*id = st->n++;
 	return 0;
 }
@@ -148,23 +81,29 @@ static int strtab_intern(struct strtab *st, const char *s, int64_t *id)
 static void strtab_free(struct strtab *st)
 {
 	free(st->strs);
-	free(st->hashes);
-	free(st->slots);
+	hashmap__clear(&st->by_str);
 }
 
-/* Returns the id of the function (name, system_name, filename), adding it when new. */
-static uint64_t func_id(struct enc *e, int64_t name, int64_t system_name, int64_t filename)
+/* Sets *id to the id of the function (name, system_name, filename), adding it when new. */
+static int func_id(struct enc *e, int64_t name, int64_t system_name, int64_t filename, uint64_t *id)
 {
-	uint64_t h = mix64(mix64(mix64(name) ^ system_name) ^ filename);
-	size_t mask = e->nfslots - 1;
+	const int64_t key[3] = { name, system_name, filename };
+	uint64_t h = hashmap_hash_bytes(key, sizeof(key));
 	Perftools__Profiles__Function *f;
-	size_t i;
+	size_t it = 0;
+	uint32_t k;
+	int err;
 
-	for (i = h & mask; e->fslots[i]; i = (i + 1) & mask) {
-		f = &e->funcs[e->fslots[i] - 1];
-		if (f->name == name && f->system_name == system_name && f->filename == filename)
-			return f->id;
+	while (hashmap__next(&e->func_by_strs, h, &it, &k)) {
+		f = &e->funcs[k];
+		if (f->name == name && f->system_name == system_name && f->filename == filename) {
+			*id = f->id;
+			return 0;
+		}
 	}
+	err = hashmap__add(&e->func_by_strs, h, e->nfuncs);
+	if (err)
+		return err;
 	/* Cannot overflow: the arrays were sized for one function per line. */
 	f = &e->funcs[e->nfuncs];
 	perftools__profiles__function__init(f);
@@ -173,8 +112,8 @@ static uint64_t func_id(struct enc *e, int64_t name, int64_t system_name, int64_
 	f->system_name = system_name;
 	f->filename = filename;
 	e->funcp[e->nfuncs++] = f;
-	e->fslots[i] = f->id;
-	return f->id;
+	*id = f->id;
+	return 0;
 }
 
 static void enc_free(struct enc *e)
@@ -188,7 +127,7 @@ static void enc_free(struct enc *e)
 	free(e->linep);
 	free(e->funcs);
 	free(e->funcp);
-	free(e->fslots);
+	hashmap__clear(&e->func_by_strs);
 	free(e->samples);
 	free(e->samplep);
 	free(e->loc_ids);
@@ -246,10 +185,6 @@ static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines, s
 
 	if (__builtin_mul_overflow(p->nsamples, (size_t)HB_NVALUES, &nvalues))
 		return -ENOMEM;
-	if (nlines > SIZE_MAX / 4 / sizeof(*e->fslots))
-		return -ENOMEM;
-	/* load factor at most 1/2 */
-	e->nfslots = pow2_at_least(nlines) * 2;
 
 	e->maps = zalloc(p->nmappings, sizeof(*e->maps));
 	e->mapp = zalloc(p->nmappings, sizeof(*e->mapp));
@@ -259,15 +194,13 @@ static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines, s
 	e->linep = zalloc(nlines, sizeof(*e->linep));
 	e->funcs = zalloc(nlines, sizeof(*e->funcs));
 	e->funcp = zalloc(nlines, sizeof(*e->funcp));
-	e->fslots = zalloc(e->nfslots, sizeof(*e->fslots));
 	e->samples = zalloc(p->nsamples, sizeof(*e->samples));
 	e->samplep = zalloc(p->nsamples, sizeof(*e->samplep));
 	e->loc_ids = zalloc(nframes, sizeof(*e->loc_ids));
 	e->values = zalloc(nvalues, sizeof(*e->values));
 	e->comments = zalloc(p->ncomments + 1, sizeof(*e->comments));
 	if (!e->maps || !e->mapp || !e->locs || !e->locp || !e->lines || !e->linep || !e->funcs ||
-	    !e->funcp || !e->fslots || !e->samples || !e->samplep || !e->loc_ids || !e->values ||
-	    !e->comments)
+	    !e->funcp || !e->samples || !e->samplep || !e->loc_ids || !e->values || !e->comments)
 		return -ENOMEM;
 	return 0;
 }
@@ -318,9 +251,8 @@ static int enc_line(struct enc *e, const struct hb_line *l, Perftools__Profiles_
 	if (err)
 		return err;
 	perftools__profiles__line__init(pl);
-	pl->function_id = func_id(e, name, system_name, filename);
 	pl->line = l->line;
-	return 0;
+	return func_id(e, name, system_name, filename, &pl->function_id);
 }
 
 static int enc_locations(struct enc *e, const struct hb_profile *p)

@@ -9,11 +9,9 @@
 #include <linux/types.h>
 
 #include "demangle.h"
+#include "hashmap.h"
 #include "heapbpf.h"
 #include "report.h"
-#include "u64map.h"
-
-#define NO_STACK_KEY UINT64_MAX
 
 struct builder {
 	const struct jemalloc_target *t;
@@ -21,9 +19,9 @@ struct builder {
 	struct hb_profile *p;
 	size_t cap_locs, cap_samples;
 	bool *loc_is_je;
-	struct u64map loc_by_addr;
+	struct hashmap loc_by_addr;
 	int32_t *map_by_obj; /* symbolizer object -> hb mapping index + 1 */
-	struct u64map sample_by_hash;
+	struct hashmap sample_by_locs;
 	double (*acc)[HB_NVALUES]; /* unrounded sums per sample */
 };
 
@@ -96,13 +94,13 @@ static bool frame_is_jemalloc(struct builder *b, const struct sym_result *r)
 /* The location for a raw frame address, created on first sight. */
 static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
 {
-	uint64_t key = addr ? addr : NO_STACK_KEY;
+	uint64_t key = hashmap_hash_u64(addr);
 	struct sym_result r;
 	struct hb_location *l;
 	char name[512];
 	int err;
 
-	if (u64map_get(&b->loc_by_addr, key, idx) == 0)
+	if (hashmap__get(&b->loc_by_addr, key, idx) == 0)
 		return 0;
 	if (b->p->nlocations == b->cap_locs) {
 		size_t ncap = b->cap_locs ? b->cap_locs * 2 : 256;
@@ -167,28 +165,18 @@ static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
 	}
 	b->loc_is_je[b->p->nlocations] = addr && frame_is_jemalloc(b, &r);
 	*idx = b->p->nlocations++;
-	return u64map_put(&b->loc_by_addr, key, *idx);
-}
-
-static uint64_t hash_locs(const uint32_t *v, uint32_t n)
-{
-	uint64_t h = 0x6a09e667f3bcc908ULL ^ n;
-
-	for (uint32_t i = 0; i < n; i++)
-		h = u64map_hash(h ^ v[i]) + i;
-	return h ? h : 1;
+	return hashmap__add(&b->loc_by_addr, key, *idx);
 }
 
 /* Adds one trimmed stack's values, merging with an identical stack. */
 static int add_sample(struct builder *b, uint32_t *locs, uint32_t n, const double v[HB_NVALUES])
 {
-	uint64_t h = hash_locs(locs, n);
+	uint64_t h = hashmap_hash_bytes(locs, n * sizeof(*locs));
 	struct hb_sample *smp;
+	size_t it = 0;
 	uint32_t idx;
 
-	for (;; h = h + 1 ? h + 1 : 1) {
-		if (u64map_get(&b->sample_by_hash, h, &idx))
-			break;
+	while (hashmap__next(&b->sample_by_locs, h, &it, &idx)) {
 		smp = &b->p->samples[idx];
 		if (smp->nlocs == n && memcmp(smp->locs, locs, n * sizeof(*locs)) == 0) {
 			for (int k = 0; k < HB_NVALUES; k++)
@@ -218,7 +206,7 @@ static int add_sample(struct builder *b, uint32_t *locs, uint32_t n, const doubl
 	smp->nlocs = n;
 	memcpy(b->acc[idx], v, sizeof(b->acc[idx]));
 	b->p->nsamples++;
-	return u64map_put(&b->sample_by_hash, h, idx);
+	return hashmap__add(&b->sample_by_locs, h, idx);
 nomem:
 	free(locs);
 	return -ENOMEM;
@@ -317,8 +305,8 @@ out:
 	free(b.loc_is_je);
 	free(b.map_by_obj);
 	free(b.acc);
-	u64map_free(&b.loc_by_addr);
-	u64map_free(&b.sample_by_hash);
+	hashmap__clear(&b.loc_by_addr);
+	hashmap__clear(&b.sample_by_locs);
 	if (err) {
 		hb_profile__free(b.p);
 		return err;
