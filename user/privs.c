@@ -3,11 +3,14 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "errmsg.h"
 #include "privs.h"
 
 /* $HEAPBPF_SYSFS (tests) or /sys: where the kernel's features are looked up. */
@@ -24,6 +27,43 @@ static bool sysfs_has(const char *rel)
 
 	snprintf(path, sizeof(path), "%s/%s", sysfs(), rel);
 	return access(path, F_OK) == 0;
+}
+
+int privs_check_kernel(char *err, size_t errlen)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int fd, e;
+
+	/*
+	 * libbpf attaches uprobes through the uprobe PMU's perf events (a
+	 * kernel with CONFIG_UPROBE_EVENTS registers it, since Linux 4.17).
+	 */
+	if (!sysfs_has("bus/event_source/devices/uprobe"))
+		return hb_fail(err, errlen, -ENOTSUP,
+			       "this kernel has no uprobes (%s/bus/event_source/devices/uprobe is "
+			       "missing); heapbpf needs CONFIG_UPROBE_EVENTS",
+			       sysfs());
+	/*
+	 * The one map type heapbpf needs that an older kernel lacks (Linux 5.8);
+	 * creating one also proves the bpf() system call works. BTF is not
+	 * needed: the programs carry no CO-RE relocations.
+	 */
+	fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, NULL, 0, 0, page > 0 ? page : 4096, NULL);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	e = errno;
+	if (e == ENOSYS)
+		return hb_fail(err, errlen, -ENOTSUP,
+			       "this kernel has no bpf() system call; heapbpf needs a kernel built "
+			       "with CONFIG_BPF_SYSCALL");
+	if (e == EINVAL)
+		return hb_fail(err, errlen, -ENOTSUP,
+			       "this kernel has no BPF ring buffer (it refused a "
+			       "BPF_MAP_TYPE_RINGBUF map); heapbpf needs Linux 5.8 or later");
+	return hb_fail(err, errlen, -e, "the kernel refused to create a BPF ring buffer (%s)",
+		       strerror(e));
 }
 
 int privs_check(char *err, size_t errlen)
@@ -45,27 +85,10 @@ int privs_check(char *err, size_t errlen)
 	else if (!HAS(CAP_SYS_PTRACE))
 		missing = "CAP_SYS_PTRACE (to read and write the target's memory)";
 #undef HAS
-	if (missing) {
-		snprintf(err, errlen, "heapbpf lacks %s; run it as root (sudo heapbpf ...)",
-			 missing);
-		return -EPERM;
-	}
-	if (!sysfs_has("kernel/btf/vmlinux")) {
-		snprintf(
-			err, errlen,
-			"this kernel has no BTF (%s/kernel/btf/vmlinux is missing); heapbpf needs a "
-			"kernel built with CONFIG_DEBUG_INFO_BTF",
-			sysfs());
-		return -ENOTSUP;
-	}
-	if (!sysfs_has("bus/event_source/devices/uprobe")) {
-		snprintf(err, errlen,
-			 "this kernel has no uprobes (%s/bus/event_source/devices/uprobe is "
-			 "missing); heapbpf needs CONFIG_UPROBE_EVENTS",
-			 sysfs());
-		return -ENOTSUP;
-	}
-	return 0;
+	if (missing)
+		return hb_fail(err, errlen, -EPERM,
+			       "heapbpf lacks %s; run it as root (sudo heapbpf ...)", missing);
+	return privs_check_kernel(err, errlen);
 }
 
 uint64_t privs_kept_mask(void)

@@ -19,10 +19,19 @@
 /*
  * Checks, before touching anything, that this process has what a live run
  * needs (CAP_BPF or CAP_SYS_ADMIN, CAP_SYS_ADMIN for the uprobes,
- * CAP_SYS_PTRACE) and that the kernel has BTF and uprobes. On failure
- * returns -EPERM or -ENOTSUP with a sentence naming what is missing.
+ * CAP_SYS_PTRACE), then privs_check_kernel(). On failure returns -EPERM
+ * (or what the kernel answered) with a sentence naming what is missing.
  */
 int privs_check(char *err, size_t errlen);
+
+/*
+ * The kernel features a live run needs: the uprobe PMU under
+ * $HEAPBPF_SYSFS (tests) or /sys, and the bpf() system call with the BPF
+ * ring buffer map type (Linux 5.8), probed by creating one. On failure
+ * returns -ENOTSUP (or what the kernel answered) with a sentence naming
+ * what is missing.
+ */
+int privs_check_kernel(char *err, size_t errlen);
 
 /* The capabilities kept after attaching, as a bit mask (1 << CAP_*). */
 uint64_t privs_kept_mask(void);
