@@ -2,18 +2,18 @@
 /*
  * What heapbpf reads from jemalloc, per jemalloc version: probe argument
  * positions, struct offsets, the name of the active flag. One table entry
- * per version; a new version is a new entry, not new code.
+ * per version; a new version is a new entry, not new code. docs/jemalloc.md
+ * has the facts behind each entry.
  *
  * Where the jemalloc object carries DWARF, the same facts are read from it
- * (libdw) and must agree with the entry: a mismatch is an error, not a guess.
+ * and must agree with the entry (layout_dwarf.h): a mismatch is an error,
+ * not a guess.
  */
 #ifndef __HEAPBPF_LAYOUT_H
 #define __HEAPBPF_LAYOUT_H
 
 #include <linux/types.h>
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 
 #include "heapbpf.h"
 
@@ -49,32 +49,5 @@ const struct jemalloc_layout *jemalloc_layout_by_name(const char *name);
 const char *jemalloc_layout_names(void);
 /* The layout of a --enable-debug build of l's version. */
 void jemalloc_layout_debug(const struct jemalloc_layout *l, struct jemalloc_layout *out);
-
-/* Offsets and parameter positions as an object's DWARF describes them; -1: not described. */
-struct jemalloc_dwarf {
-	int64_t tctx_gctx, gctx_bt, bt_vec, bt_len;
-	int64_t info_time, info_tctx, info_size; /* prof_info_t (5.3) */
-	/* 0-based positions of the named parameters, -1 when the function has none by that name */
-	int alloc_ptr, alloc_size, alloc_usize, alloc_tctx;
-	int free_ptr, free_usize, free_info, free_tctx;
-	bool have_alloc_fn, have_free_fn;
-	bool nstime_magic; /* nstime_t has a magic member: a --enable-debug build */
-	bool have_nstime;
-};
-
-/*
- * Reads what jemalloc's own compile unit (src/prof.c) describes in the DWARF
- * of the ELF file at path. -ENOENT when the file has no DWARF for jemalloc,
- * other negative errno when it cannot be read.
- */
-int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d);
-
-/*
- * Compares layout l with what DWARF describes. 0 when everything heapbpf
- * reads agrees; -EPROTO with the first disagreement in why ("prof_tctx_t.gctx
- * is at offset 88, the 5.3.0 layout says 96") otherwise.
- */
-int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc_dwarf *d,
-			  char *why, size_t len);
 
 #endif /* __HEAPBPF_LAYOUT_H */

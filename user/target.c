@@ -12,6 +12,7 @@
 
 #include "errmsg.h"
 #include "debuginfo.h"
+#include "layout_dwarf.h"
 #include "target.h"
 
 #define SAMPLE_FN "prof_malloc_sample_object"
@@ -321,19 +322,182 @@ static int open_candidate(pid_t pid, const char *path, struct elf_object **elf, 
 	return 0;
 }
 
+/* /proc/PID/maps, or why the pid has none. */
+static int read_maps(struct jemalloc_target *t, char *err, size_t errlen)
+{
+	char statpath[64];
+	struct stat st;
+	int rc = proc_maps__read(t->pid, &t->maps);
+
+	if (!rc)
+		return 0;
+	snprintf(statpath, sizeof(statpath), "/proc/%d/stat", t->pid);
+	if (rc == -ESRCH && stat(statpath, &st) == 0)
+		return hb_fail(
+			err, errlen, -ESRCH,
+			"pid %d (%s) has no memory mappings: it is a kernel thread or is exiting",
+			t->pid, t->comm);
+	if (rc == -ESRCH)
+		return hb_fail(err, errlen, -ESRCH, "no process with pid %d", t->pid);
+	return hb_fail(err, errlen, rc, "cannot read /proc/%d/maps: %s", t->pid, strerror(-rc));
+}
+
+/* Why no candidate object qualified: the first jemalloc-looking one, for the message. */
+struct find_miss {
+	char stripped[4096]; /* no symbol table, and no debug info found */
+	char noprof[4096];   /* symbols, but no sampling function */
+	char build_id[128];  /* what the debug info lookup looked for */
+};
+
+/*
+ * jemalloc's sampling function in the candidate at path, from its symbol
+ * table or its separate debug info. On success t owns the object (elf,
+ * symelf, paths); otherwise miss notes why it did not qualify.
+ */
+static const struct elf_sym *try_candidate(struct jemalloc_target *t, const char *path,
+					   struct find_miss *miss)
+{
+	struct elf_object *elf, *symelf;
+	const struct elf_sym *s;
+	char *open_path;
+
+	if (open_candidate(t->pid, path, &elf, &open_path))
+		return NULL;
+	symelf = elf;
+	s = elf_object__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
+	if (!s && !elf_object__has_symtab(elf) && looks_like_jemalloc(elf)) {
+		symelf = debug_symbols(open_path, &t->debug_file, miss->build_id,
+				       sizeof(miss->build_id));
+		s = symelf ? elf_object__sym_by_suffix(symelf, SAMPLE_FN, STT_FUNC) : NULL;
+		if (!s) {
+			elf_object__free(symelf);
+			symelf = elf;
+			free(t->debug_file);
+			t->debug_file = NULL;
+		}
+	}
+	if (s) {
+		t->elf = elf;
+		t->symelf = symelf;
+		t->open_path = open_path;
+		t->path = strdup(path);
+		t->is_main_exe = t->maps->v[0].path && strcmp(path, t->maps->v[0].path) == 0;
+		return s;
+	}
+	if (!miss->stripped[0] && !miss->noprof[0]) {
+		bool is_je = looks_like_jemalloc(elf);
+
+		if (is_je && !elf_object__has_symtab(elf))
+			snprintf(miss->stripped, sizeof(miss->stripped), "%s", path);
+		else if (is_je)
+			snprintf(miss->noprof, sizeof(miss->noprof), "%s", path);
+	}
+	elf_object__free(elf);
+	free(open_path);
+	return NULL;
+}
+
+static int fail_not_found(const struct jemalloc_target *t, const struct find_miss *miss, char *err,
+			  size_t errlen)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	bool dbgd = urls && urls[0];
+
+	if (miss->stripped[0])
+		return hb_fail(err, errlen, -ENOENT,
+			       "jemalloc in pid %d (%s) is stripped and no debug info for its "
+			       "build-id %s was found (looked in /usr/lib/debug/.build-id, "
+			       "--debug-dir, the .gnu_debuglink file next to it, and %s%s); "
+			       "install its debug symbols (Debian: the -dbgsym package) or point "
+			       "--debug-dir or DEBUGINFOD_URLS at them",
+			       t->pid, miss->stripped, miss->build_id,
+			       dbgd ? "debuginfod at " : "no debuginfod (DEBUGINFOD_URLS unset)",
+			       dbgd ? urls : "");
+	if (miss->noprof[0])
+		return fail_noprof(err, errlen, t->pid, miss->noprof);
+	return hb_fail(err, errlen, -ENOENT,
+		       "pid %d (%s) does not use jemalloc: no jemalloc found in its mappings",
+		       t->pid, t->comm);
+}
+
+/* The object holding jemalloc among the process's mappings, and its sampling function. */
+static int find_jemalloc(struct jemalloc_target *t, const struct elf_sym **sym, char *err,
+			 size_t errlen)
+{
+	struct find_miss miss = { .build_id = "(none)" };
+	const struct elf_sym *s = NULL;
+	const char **cands = NULL;
+	size_t ncands = 0;
+	int rc = candidate_paths(t->maps, &cands, &ncands);
+
+	if (rc)
+		return hb_fail(err, errlen, rc, "out of memory");
+	for (size_t i = 0; i < ncands && !s; i++)
+		s = try_candidate(t, cands[i], &miss);
+	free(cands);
+	/* t->elf is set together with s; both checked so the analyzer sees it too */
+	if (!t->elf || !s)
+		return fail_not_found(t, &miss, err, errlen);
+	if (!t->path)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	*sym = s;
+	return 0;
+}
+
+/* Where the probed functions and the globals heapbpf reads are in the process. */
+static int resolve_addresses(struct jemalloc_target *t, char *err, size_t errlen)
+{
+	const struct proc_map *m = first_mapping(t->maps, t->path);
+
+	if (!m || elf_object__load_bias(t->elf, m->start, m->offset, &t->bias))
+		return hb_fail(err, errlen, -ENOEXEC, "cannot compute where %s is loaded in pid %d",
+			       t->path, t->pid);
+	if (resolve_func(t, SAMPLE_FN, &t->alloc_off, &t->alloc_addr) ||
+	    resolve_func(t, FREE_FN, &t->free_off, &t->free_addr))
+		return hb_fail(err, errlen, -ENOENT,
+			       "jemalloc in pid %d (%s) lacks %s%s or %s%s as a mapped function",
+			       t->pid, t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
+	/* optional: without it the late-activation check is not made */
+	if (t->layout->activity_fn &&
+	    resolve_func(t, t->layout->activity_fn, &t->activity_off, &t->activity_addr))
+		t->activity_off = t->activity_addr = 0;
+	if (resolve_global(t, "opt_prof", &t->opt_prof_addr) ||
+	    resolve_global(t, "lg_prof_sample", &t->lg_prof_sample_addr) ||
+	    resolve_global(t, t->layout->active_sym, &t->active_addr))
+		return hb_fail(err, errlen, -ENOENT,
+			       "jemalloc in pid %d (%s) lacks the globals %sopt_prof, "
+			       "%slg_prof_sample or %s%s",
+			       t->pid, t->path, t->ns_prefix, t->ns_prefix, t->ns_prefix,
+			       t->layout->active_sym);
+	return 0;
+}
+
+/* opt_prof and lg_prof_sample as the process holds them now. */
+static int read_prof_state(struct jemalloc_target *t, char *err, size_t errlen)
+{
+	uint8_t b;
+	int rc = proc_mem_read(t->pid, t->opt_prof_addr, &b, 1);
+
+	if (!rc)
+		rc = jemalloc_target__read_lg_sample(t, &t->lg_prof_sample);
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot read the memory of pid %d: %s%s", t->pid,
+			       strerror(-rc),
+			       rc == -EPERM ? " (heapbpf needs root or CAP_SYS_PTRACE)" : "");
+	t->opt_prof = b != 0;
+	if (!t->opt_prof)
+		return hb_fail(err, errlen, -ENOTSUP,
+			       "jemalloc in pid %d (%s) was started without prof:true; restart it "
+			       "with %s=prof:true,prof_active:false",
+			       t->pid, t->comm, t->conf_env);
+	return 0;
+}
+
 int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_target **out,
 			  char *err, size_t errlen)
 {
 	struct jemalloc_target *t;
-	const char **cands = NULL;
-	size_t ncands = 0;
-	char stripped[4096] = "", noprof[4096] = "", build_id[128] = "(none)";
-	struct elf_object *symelf;
 	const struct elf_sym *s = NULL;
-	const struct proc_map *m;
-	char statpath[64];
-	struct stat st;
-	uint8_t b;
 	int rc;
 
 	if (pid <= 0)
@@ -343,95 +507,11 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	t->pid = pid;
 	proc_comm(pid, t->comm, sizeof(t->comm));
-	rc = proc_maps__read(pid, &t->maps);
-	if (rc) {
-		snprintf(statpath, sizeof(statpath), "/proc/%d/stat", pid);
-		if (rc == -ESRCH && stat(statpath, &st) == 0)
-			rc = hb_fail(
-				err, errlen, -ESRCH,
-				"pid %d (%s) has no memory mappings: it is a kernel thread or is exiting",
-				pid, t->comm);
-		else if (rc == -ESRCH)
-			rc = hb_fail(err, errlen, -ESRCH, "no process with pid %d", pid);
-		else
-			rc = hb_fail(err, errlen, rc, "cannot read /proc/%d/maps: %s", pid,
-				     strerror(-rc));
+	rc = read_maps(t, err, errlen);
+	if (!rc)
+		rc = find_jemalloc(t, &s, err, errlen);
+	if (rc || !s)
 		goto out_err;
-	}
-	rc = candidate_paths(t->maps, &cands, &ncands);
-	if (rc) {
-		rc = hb_fail(err, errlen, rc, "out of memory");
-		goto out_err;
-	}
-	for (size_t i = 0; i < ncands; i++) {
-		struct elf_object *elf;
-		char *open_path;
-
-		if (open_candidate(pid, cands[i], &elf, &open_path))
-			continue;
-		symelf = elf;
-		s = elf_object__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
-		if (!s && !elf_object__has_symtab(elf) && looks_like_jemalloc(elf)) {
-			symelf = debug_symbols(open_path, &t->debug_file, build_id,
-					       sizeof(build_id));
-			s = symelf ? elf_object__sym_by_suffix(symelf, SAMPLE_FN, STT_FUNC) : NULL;
-			if (!s) {
-				elf_object__free(symelf);
-				symelf = elf;
-				free(t->debug_file);
-				t->debug_file = NULL;
-			}
-		}
-		if (s) {
-			t->elf = elf;
-			t->symelf = symelf;
-			t->open_path = open_path;
-			t->path = strdup(cands[i]);
-			t->is_main_exe = t->maps->v[0].path &&
-					 strcmp(cands[i], t->maps->v[0].path) == 0;
-			break;
-		}
-		/* remember why a jemalloc-looking object did not qualify */
-		if (!stripped[0] && !noprof[0]) {
-			bool is_je = looks_like_jemalloc(elf);
-
-			if (is_je && !elf_object__has_symtab(elf))
-				snprintf(stripped, sizeof(stripped), "%s", cands[i]);
-			else if (is_je)
-				snprintf(noprof, sizeof(noprof), "%s", cands[i]);
-		}
-		elf_object__free(elf);
-		free(open_path);
-	}
-	/* t->elf is set together with s; both checked so the analyzer sees it too */
-	if (!t->elf || !s) {
-		if (stripped[0]) {
-			const char *urls = getenv("DEBUGINFOD_URLS");
-
-			rc = hb_fail(
-				err, errlen, -ENOENT,
-				"jemalloc in pid %d (%s) is stripped and no debug info for its "
-				"build-id %s was found (looked in /usr/lib/debug/.build-id, "
-				"--debug-dir, the .gnu_debuglink file next to it, and %s%s); "
-				"install its debug symbols (Debian: the -dbgsym package) or point "
-				"--debug-dir or DEBUGINFOD_URLS at them",
-				pid, stripped, build_id,
-				urls && urls[0] ? "debuginfod at "
-						: "no debuginfod (DEBUGINFOD_URLS unset)",
-				urls && urls[0] ? urls : "");
-		} else if (noprof[0])
-			rc = fail_noprof(err, errlen, pid, noprof);
-		else
-			rc = hb_fail(err, errlen, -ENOENT,
-				     "pid %d (%s) does not use jemalloc: no jemalloc found in its "
-				     "mappings",
-				     pid, t->comm);
-		goto out_err;
-	}
-	if (!t->path) {
-		rc = hb_fail(err, errlen, -ENOMEM, "out of memory");
-		goto out_err;
-	}
 	snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s",
 		 (int)(strlen(s->name) - strlen(SAMPLE_FN)), s->name);
 	detect_public_prefix(t);
@@ -439,64 +519,18 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		rc = fail_noprof(err, errlen, pid, t->path);
 		goto out_err;
 	}
-
 	if (elf_object__jemalloc_version(t->elf, t->version, sizeof(t->version)))
 		snprintf(t->version, sizeof(t->version), "unknown");
 	rc = choose_layout(t, layout_name, err, errlen);
+	if (!rc)
+		rc = resolve_addresses(t, err, errlen);
+	if (!rc)
+		rc = read_prof_state(t, err, errlen);
 	if (rc)
 		goto out_err;
-
-	m = first_mapping(t->maps, t->path);
-	if (!m || elf_object__load_bias(t->elf, m->start, m->offset, &t->bias)) {
-		rc = hb_fail(err, errlen, -ENOEXEC, "cannot compute where %s is loaded in pid %d",
-			     t->path, pid);
-		goto out_err;
-	}
-	if (resolve_func(t, SAMPLE_FN, &t->alloc_off, &t->alloc_addr) ||
-	    resolve_func(t, FREE_FN, &t->free_off, &t->free_addr)) {
-		rc = hb_fail(err, errlen, -ENOENT,
-			     "jemalloc in pid %d (%s) lacks %s%s or %s%s as a mapped function", pid,
-			     t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
-		goto out_err;
-	}
-	/* optional: without it the late-activation check is not made */
-	if (t->layout->activity_fn &&
-	    resolve_func(t, t->layout->activity_fn, &t->activity_off, &t->activity_addr))
-		t->activity_off = t->activity_addr = 0;
-	if (resolve_global(t, "opt_prof", &t->opt_prof_addr) ||
-	    resolve_global(t, "lg_prof_sample", &t->lg_prof_sample_addr) ||
-	    resolve_global(t, t->layout->active_sym, &t->active_addr)) {
-		rc = hb_fail(
-			err, errlen, -ENOENT,
-			"jemalloc in pid %d (%s) lacks the globals %sopt_prof, %slg_prof_sample "
-			"or %s%s",
-			pid, t->path, t->ns_prefix, t->ns_prefix, t->ns_prefix,
-			t->layout->active_sym);
-		goto out_err;
-	}
-	rc = proc_mem_read(pid, t->opt_prof_addr, &b, 1);
-	if (!rc)
-		rc = jemalloc_target__read_lg_sample(t, &t->lg_prof_sample);
-	if (rc) {
-		rc = hb_fail(err, errlen, rc, "cannot read the memory of pid %d: %s%s", pid,
-			     strerror(-rc),
-			     rc == -EPERM ? " (heapbpf needs root or CAP_SYS_PTRACE)" : "");
-		goto out_err;
-	}
-	t->opt_prof = b != 0;
-	if (!t->opt_prof) {
-		rc = hb_fail(
-			err, errlen, -ENOTSUP,
-			"jemalloc in pid %d (%s) was started without prof:true; restart it with "
-			"%s=prof:true,prof_active:false",
-			pid, t->comm, t->conf_env);
-		goto out_err;
-	}
-	free(cands);
 	*out = t;
 	return 0;
 out_err:
-	free(cands);
 	jemalloc_target__free(t);
 	return rc;
 }

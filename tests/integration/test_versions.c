@@ -24,6 +24,7 @@
 #include "harness.h"
 #include "jedump.h"
 #include "layout.h"
+#include "layout_dwarf.h"
 #include "oracle.h"
 #include "target.h"
 

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* The jemalloc layout table against the facts in DESIGN.md. */
+/*
+ * The jemalloc layout table against the facts in docs/jemalloc.md, and its
+ * check against what an object's DWARF describes.
+ */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
 
 #include "layout.h"
+#include "layout_dwarf.h"
 
 #define V530 "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"
 

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errmsg.h"
+#include "layout_dwarf.h"
+
+#define NONE HEAPBPF_ARG_NONE
+
+static void dwarf_init(struct jemalloc_dwarf *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->tctx_gctx = d->gctx_bt = d->bt_vec = d->bt_len = -1;
+	d->info_time = d->info_tctx = d->info_size = -1;
+	d->alloc_ptr = d->alloc_size = d->alloc_usize = d->alloc_tctx = -1;
+	d->free_ptr = d->free_usize = d->free_info = d->free_tctx = -1;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static bool is_declaration(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	bool flag = false;
+
+	return dwarf_attr(die, DW_AT_declaration, &a) && dwarf_formflag(&a, &flag) == 0 && flag;
+}
+
+/* Offset of member name in struct die, or -1. */
+static int64_t member_offset(Dwarf_Die *st, const char *name)
+{
+	Dwarf_Die m;
+
+	if (dwarf_child(st, &m) != 0)
+		return -1;
+	do {
+		Dwarf_Attribute a;
+		Dwarf_Word off;
+		const char *n;
+
+		if (dwarf_tag(&m) != DW_TAG_member)
+			continue;
+		n = dwarf_diename(&m);
+		if (!n || strcmp(n, name) != 0)
+			continue;
+		if (!dwarf_attr(&m, DW_AT_data_member_location, &a) || dwarf_formudata(&a, &off))
+			return -1;
+		return (int64_t)off;
+	} while (dwarf_siblingof(&m, &m) == 0);
+	return -1;
+}
+
+/* Positions of ptr, size, usize, tctx, prof_info among fn's parameters; false if unnamed. */
+static bool param_positions(Dwarf_Die *fn, int pos[5])
+{
+	static const char *const names[5] = { "ptr", "size", "usize", "tctx", "prof_info" };
+	Dwarf_Die p;
+	int i = 0;
+
+	for (int k = 0; k < 5; k++)
+		pos[k] = -1;
+	if (dwarf_child(fn, &p) != 0)
+		return false;
+	do {
+		const char *n;
+
+		if (dwarf_tag(&p) != DW_TAG_formal_parameter)
+			continue;
+		n = dwarf_diename(&p);
+		if (!n)
+			return false; /* a declaration: parameters without names */
+		for (int k = 0; k < 5; k++) {
+			if (strcmp(n, names[k]) == 0)
+				pos[k] = i;
+		}
+		i++;
+	} while (dwarf_siblingof(&p, &p) == 0);
+	return i > 0;
+}
+
+static void scan_cu(Dwarf_Die *cu, struct jemalloc_dwarf *d, int depth)
+{
+	Dwarf_Die c;
+
+	if (dwarf_child(cu, &c) != 0)
+		return;
+	do {
+		const char *n = dwarf_diename(&c);
+		int tag = dwarf_tag(&c), pos[5];
+		Dwarf_Die st;
+		Dwarf_Attribute a;
+
+		/* dwz (Debian's -dbgsym files) moves shared types into partial units */
+		if (tag == DW_TAG_imported_unit && depth < 4) {
+			if (dwarf_attr(&c, DW_AT_import, &a) && dwarf_formref_die(&a, &st))
+				scan_cu(&st, d, depth + 1);
+			continue;
+		}
+		if (!n)
+			continue;
+		if (tag == DW_TAG_structure_type && !is_declaration(&c)) {
+			if (strcmp(n, "prof_tctx_s") == 0) {
+				d->tctx_gctx = member_offset(&c, "gctx");
+			} else if (strcmp(n, "prof_gctx_s") == 0) {
+				d->gctx_bt = member_offset(&c, "bt");
+			} else if (strcmp(n, "prof_bt_s") == 0) {
+				d->bt_vec = member_offset(&c, "vec");
+				d->bt_len = member_offset(&c, "len");
+			} else if (strcmp(n, "prof_info_s") == 0) {
+				d->info_time = member_offset(&c, "alloc_time");
+				d->info_tctx = member_offset(&c, "alloc_tctx");
+				d->info_size = member_offset(&c, "alloc_size");
+			}
+		} else if (tag == DW_TAG_typedef && strcmp(n, "nstime_t") == 0) {
+			if (dwarf_attr(&c, DW_AT_type, &a) && dwarf_formref_die(&a, &st)) {
+				d->have_nstime = true;
+				d->nstime_magic = member_offset(&st, "magic") >= 0;
+			}
+		} else if (tag == DW_TAG_subprogram) {
+			/* named in the private namespace: je_prof_malloc_sample_object */
+			if (ends_with(n, "prof_malloc_sample_object") && !d->have_alloc_fn &&
+			    param_positions(&c, pos)) {
+				d->have_alloc_fn = true;
+				d->alloc_ptr = pos[0];
+				d->alloc_size = pos[1];
+				d->alloc_usize = pos[2];
+				d->alloc_tctx = pos[3];
+			} else if (ends_with(n, "prof_free_sampled_object") && !d->have_free_fn &&
+				   param_positions(&c, pos)) {
+				d->have_free_fn = true;
+				d->free_ptr = pos[0];
+				d->free_usize = pos[2];
+				d->free_tctx = pos[3];
+				d->free_info = pos[4];
+			}
+		}
+	} while (dwarf_siblingof(&c, &c) == 0);
+}
+
+int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	bool found = false;
+	Dwarf *dw;
+	int fd;
+
+	dwarf_init(d);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dw = dwarf_begin(fd, DWARF_C_READ);
+	if (!dw) {
+		close(fd);
+		return -ENOENT;
+	}
+	/*
+	 * Only jemalloc's src/prof.c: it defines both probed functions and
+	 * sees every struct involved. Other compile units are skipped unread.
+	 */
+	while (!found && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+		const char *name;
+
+		if (dwarf_offdie(dw, off + hsize, &cu) && (name = dwarf_diename(&cu)) &&
+		    ends_with(name, "src/prof.c")) {
+			scan_cu(&cu, d, 0);
+			found = d->have_alloc_fn || d->tctx_gctx >= 0;
+		}
+		off = next;
+	}
+	dwarf_end(dw);
+	close(fd);
+	return found ? 0 : -ENOENT;
+}
+
+static int arg_pos(__u8 arg)
+{
+	return arg == NONE ? -1 : arg;
+}
+
+static int mismatch(char *why, size_t len, const char *what, int64_t dwarf, const char *lname,
+		    int64_t table)
+{
+	if (dwarf < 0)
+		return hb_fail(why, len, -EPROTO,
+			       "its debug info has no %s, the %s layout has it at %lld", what,
+			       lname, (long long)table);
+	if (table < 0)
+		return hb_fail(why, len, -EPROTO,
+			       "%s is at %lld in its debug info, the %s layout has none", what,
+			       (long long)dwarf, lname);
+	return hb_fail(why, len, -EPROTO,
+		       "%s is at %lld in its debug info, the %s layout says %lld", what,
+		       (long long)dwarf, lname, (long long)table);
+}
+
+int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc_dwarf *d,
+			  char *why, size_t len)
+{
+	const struct heapbpf_layout *b = &l->bpf;
+	/*
+	 * A struct member the DWARF does not describe cannot be checked (debug
+	 * info without types, -g1); one it describes differently is an error.
+	 */
+	const struct {
+		const char *what;
+		int64_t dwarf, table;
+		bool applies;
+	} checks[] = {
+		{ "prof_tctx_t.gctx", d->tctx_gctx, b->tctx_gctx_off, d->tctx_gctx >= 0 },
+		{ "prof_gctx_t.bt", d->gctx_bt, b->gctx_bt_off, d->gctx_bt >= 0 },
+		{ "prof_bt_t.vec", d->bt_vec, b->bt_vec_off, d->bt_vec >= 0 },
+		{ "prof_bt_t.len", d->bt_len, b->bt_len_off, d->bt_len >= 0 },
+		/* prof_info_t only where the free hook gets one */
+		{ "prof_info_t.alloc_time", d->info_time, b->info_time_off,
+		  d->info_time >= 0 && b->free_info_arg != NONE && b->info_has_time },
+		{ "prof_info_t.alloc_tctx", d->info_tctx, b->info_tctx_off,
+		  d->info_tctx >= 0 && b->free_info_arg != NONE },
+		{ "prof_info_t.alloc_size", d->info_size, b->info_size_off,
+		  d->info_size >= 0 && b->free_info_arg != NONE },
+		/* argument positions, where DWARF names the parameters */
+		{ "parameter ptr of prof_malloc_sample_object", d->alloc_ptr,
+		  arg_pos(b->alloc_ptr_arg), d->have_alloc_fn },
+		{ "parameter size of prof_malloc_sample_object", d->alloc_size,
+		  arg_pos(b->alloc_size_arg), d->have_alloc_fn },
+		{ "parameter usize of prof_malloc_sample_object", d->alloc_usize,
+		  arg_pos(b->alloc_usize_arg), d->have_alloc_fn },
+		{ "parameter tctx of prof_malloc_sample_object", d->alloc_tctx,
+		  arg_pos(b->alloc_tctx_arg), d->have_alloc_fn },
+		{ "parameter ptr of prof_free_sampled_object", d->free_ptr,
+		  arg_pos(b->free_ptr_arg), d->have_free_fn },
+		{ "parameter usize of prof_free_sampled_object", d->free_usize,
+		  arg_pos(b->free_usize_arg), d->have_free_fn },
+		{ "parameter prof_info of prof_free_sampled_object", d->free_info,
+		  arg_pos(b->free_info_arg), d->have_free_fn },
+		{ "parameter tctx of prof_free_sampled_object", d->free_tctx,
+		  arg_pos(b->free_tctx_arg), d->have_free_fn },
+	};
+
+	for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		if (checks[i].applies && checks[i].dwarf != checks[i].table)
+			return mismatch(why, len, checks[i].what, checks[i].dwarf, l->name,
+					checks[i].table);
+	}
+	return 0;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The jemalloc layout as an object's own DWARF describes it (libdw), and its
+ * comparison with a table entry (layout.h): where the target carries debug
+ * info, heapbpf refuses to run on offsets or parameter positions that
+ * disagree with the layout it would use.
+ */
+#ifndef __HEAPBPF_LAYOUT_DWARF_H
+#define __HEAPBPF_LAYOUT_DWARF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+/* Offsets and parameter positions as an object's DWARF describes them; -1: not described. */
+struct jemalloc_dwarf {
+	int64_t tctx_gctx, gctx_bt, bt_vec, bt_len;
+	int64_t info_time, info_tctx, info_size; /* prof_info_t (5.3) */
+	/* 0-based positions of the named parameters, -1 when the function has none by that name */
+	int alloc_ptr, alloc_size, alloc_usize, alloc_tctx;
+	int free_ptr, free_usize, free_info, free_tctx;
+	bool have_alloc_fn, have_free_fn;
+	bool nstime_magic; /* nstime_t has a magic member: a --enable-debug build */
+	bool have_nstime;
+};
+
+/*
+ * Reads what jemalloc's own compile unit (src/prof.c) describes in the DWARF
+ * of the ELF file at path. -ENOENT when the file has no DWARF for jemalloc,
+ * other negative errno when it cannot be read.
+ */
+int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d);
+
+/*
+ * Compares layout l with what DWARF describes. 0 when everything heapbpf
+ * reads agrees; -EPROTO with the first disagreement in why ("prof_tctx_t.gctx
+ * is at 88 in its debug info, the 5.3.0 layout says 96") otherwise.
+ */
+int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc_dwarf *d,
+			  char *why, size_t len);
+
+#endif /* __HEAPBPF_LAYOUT_DWARF_H */
