@@ -27,15 +27,21 @@ static bool service_char(unsigned char c)
 	return isalnum(c) || c == '_' || c == '.' || c == '/' || c == '-';
 }
 
-bool pyro_valid_service(const char *s)
+/* Not empty, at most max characters, each one ok. */
+static bool valid_string(const char *s, size_t max, bool (*ok)(unsigned char c))
 {
-	if (!s || !*s || strlen(s) > 256)
+	if (!s || !*s || strlen(s) > max)
 		return false;
 	for (; *s; s++) {
-		if (!service_char((unsigned char)*s))
+		if (!ok((unsigned char)*s))
 			return false;
 	}
 	return true;
+}
+
+bool pyro_valid_service(const char *s)
+{
+	return valid_string(s, 256, service_char);
 }
 
 static bool value_char(unsigned char c)
@@ -45,13 +51,7 @@ static bool value_char(unsigned char c)
 
 bool pyro_valid_label_value(const char *v)
 {
-	if (!v || !*v || strlen(v) > 1024)
-		return false;
-	for (; *v; v++) {
-		if (!value_char((unsigned char)*v))
-			return false;
-	}
-	return true;
+	return valid_string(v, 1024, value_char);
 }
 
 void pyro_sanitize(const char *in, bool service, char *out, size_t len)
