@@ -205,31 +205,39 @@ void spool__remove(struct spool *sp, const char *file)
 
 /* ---- reading ---- */
 
-static int read_whole(const char *path, char **data, size_t *len)
+/* The whole file, NUL-terminated, or NULL with a negative errno in *rc. */
+static char *read_whole(const char *path, size_t *len, int *rc)
 {
+	char *data = NULL;
 	struct stat st;
 	ssize_t n;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size > SPOOL_MAX_FILE) {
-		close(fd);
-		return -EBADMSG;
+	if (fd < 0) {
+		*rc = -errno;
+		return NULL;
 	}
-	*data = malloc(st.st_size + 1);
-	if (!*data) {
-		close(fd);
-		return -ENOMEM;
-	}
-	n = read(fd, *data, st.st_size);
-	close(fd);
+	*rc = -EBADMSG;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (size_t)st.st_size > SPOOL_MAX_FILE)
+		goto fail;
+	*rc = -ENOMEM;
+	data = malloc(st.st_size + 1);
+	if (!data)
+		goto fail;
+	*rc = -EIO;
+	n = read(fd, data, st.st_size);
 	if (n != st.st_size)
-		return -EIO;
-	(*data)[n] = '\0';
+		goto fail;
+	close(fd);
+	data[n] = '\0';
 	*len = n;
-	return 0;
+	*rc = 0;
+	return data;
+fail:
+	close(fd);
+	free(data);
+	return NULL;
 }
 
 /* "HBSPOOL1\nname=...\nfrom=N\nuntil=N\n\n" then the body; data is NUL-terminated. */
@@ -264,6 +272,8 @@ int spool__read(const struct spool *sp, const char *file, struct spool_profile *
 	memset(p, 0, sizeof(*p));
 	*data = NULL;
 	rc = file_path(sp, file, path);
-	rc = rc ?: read_whole(path, data, &len);
-	return rc ?: parse(*data, len, p);
+	if (rc)
+		return rc;
+	*data = read_whole(path, &len, &rc);
+	return *data ? parse(*data, len, p) : rc;
 }
