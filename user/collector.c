@@ -209,7 +209,7 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 	bool before = e->alloc_time_ns && e->alloc_time_ns < c->attach_coarse_ns;
 	struct tctx_ent *t = NULL;
 	struct hb_stack *s;
-	uint32_t id;
+	uint32_t id, ti;
 	double w;
 
 	c->stats.frees++;
@@ -220,8 +220,8 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 		c->stats.frees_after_stop++;
 		return 0;
 	}
-	if (e->tctx && !hashmap__get(&c->tctx_by_addr, hashmap_hash_u64(e->tctx), &id))
-		t = &c->tctxs[id];
+	if (e->tctx && !hashmap__get(&c->tctx_by_addr, hashmap_hash_u64(e->tctx), &ti))
+		t = &c->tctxs[ti];
 	if (e->ptr) {
 		/*
 		 * The version passes the pointer: exact, whatever was sampled

@@ -53,7 +53,8 @@ static inline uint64_t hashmap_hash_str(const char *s)
 
 /*
  * The next value stored under hash: *it starts at 0 and counts the slots
- * probed. Returns false once every value under hash has been seen.
+ * probed. Returns false once every value under hash has been seen. Adding or
+ * removing ends the walk: slots move.
  */
 static inline bool hashmap__next(const struct hashmap *m, uint64_t hash, size_t *it, uint32_t *val)
 {
