@@ -3,9 +3,9 @@
 """A local stand-in for Grafana Pyroscope's /ingest endpoint, for heapbpf's tests.
 
 This is NOT Pyroscope. It enforces the ingest rules heapbpf must follow, as
-Pyroscope documents and implements them (see shared DESIGN.md, "Output
-formats", and Pyroscope's ingest handler, labelset parser and profile
-validation), and records what it accepted so that a test can check it:
+Pyroscope documents and implements them (see docs/pyroscope.md, and
+Pyroscope's ingest handler, labelset parser and profile validation), and
+records what it accepted so that a test can check it:
 
   - POST /ingest only; name= is required and parsed like Pyroscope's labelset
     parser: service name [A-Za-z0-9_./-]+, label names [A-Za-z0-9_.]+ and
