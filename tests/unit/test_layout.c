@@ -162,7 +162,8 @@ Test(layout, check_against_dwarf)
 	/* one offset off: an error naming the field, both values and the layout */
 	d.gctx_bt = 112;
 	cr_assert_eq(jemalloc_layout_check(l, &d, why, sizeof(why)), -EPROTO);
-	cr_assert_str_eq(why, "prof_gctx_t.bt is at 112 in its debug info, the 5.3.0 layout says 104");
+	cr_assert_str_eq(why,
+			 "prof_gctx_t.bt is at 112 in its debug info, the 5.3.0 layout says 104");
 
 	/* a parameter moved */
 	d = dwarf_530();
