@@ -259,6 +259,57 @@ static int parse_seconds(const char *s, double *out)
 	return 0;
 }
 
+/* The options that do not go together, and the defaults that depend on others. */
+static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool have_duration)
+{
+	if (c->mode == MODE_REPORT &&
+	    (c->unit || c->pidfile || c->output_dir || c->interval || c->pyroscope || c->keep ||
+	     c->max_bytes || c->zstd || c->nlabels || c->spool_dir))
+		return bad("report writes one profile: the fleet options (--unit, --output-dir, "
+			   "--interval, --pyroscope, ...) apply to live runs%s",
+			   "");
+	if (c->mode == MODE_LIVE && have_pid + !!c->unit + !!c->pidfile > 1)
+		return bad("give one of --pid, --unit and --pidfile%s", "");
+	if (c->mode == MODE_LIVE && !have_pid && !c->unit && !c->pidfile)
+		return bad("--pid is required (or --unit NAME, or --pidfile PATH)%s", "");
+	if (c->output_dir && c->output)
+		return bad("--output-dir names its files itself: drop --output%s", "");
+	if (!c->output_dir && (c->keep || c->max_bytes || c->zstd))
+		return bad("--keep, --max-bytes and --compress apply to --output-dir%s", "");
+	if (c->output_dir && !c->formats)
+		c->formats = 1u << FMT_PPROF;
+	if (c->zstd && !(c->formats & (1u << FMT_FOLDED)))
+		return bad("--compress zstd applies to --format folded (pprof is gzip-compressed "
+			   "already)%s",
+			   "");
+	if (c->interval && !c->output_dir && !c->pyroscope)
+		return bad("--interval needs --output-dir or --pyroscope, where the windows go%s",
+			   "");
+	if (c->interval && c->output)
+		return bad("--interval writes a file per window: use --output-dir, not --output%s",
+			   "");
+	if (c->interval && c->record)
+		return bad("--interval and --record cannot be combined%s", "");
+	if (c->interval && !have_duration)
+		c->duration = 0;
+	if (c->interval && c->duration && c->duration < c->interval)
+		return bad("--duration must be at least one --interval%s", "");
+	if (!c->pyroscope && (c->service_name || c->nlabels || c->spool_dir || c->spool_keep ||
+			      c->spool_max_bytes || c->pyro_multipart || c->pyro_ca))
+		return bad("--service-name, --label, --spool-* and --pyroscope-* apply to "
+			   "--pyroscope%s",
+			   "");
+	if (c->pyroscope && !c->spool_dir && !c->output_dir)
+		return bad("--pyroscope needs --spool-dir (or --output-dir), where a profile waits "
+			   "when the server cannot take it%s",
+			   "");
+	if (have_type &&
+	    !(c->output_dir ? c->formats & (1u << FMT_FOLDED) : c->format == FMT_FOLDED))
+		return bad("--sample-type applies to --format folded (pprof carries all four)%s",
+			   "");
+	return 0;
+}
+
 int cli_parse(int argc, char **argv, struct cli *c)
 {
 	bool have_pid = false, have_type = false, have_duration = false;
@@ -489,50 +540,5 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);
-	if (c->mode == MODE_REPORT &&
-	    (c->unit || c->pidfile || c->output_dir || c->interval || c->pyroscope || c->keep ||
-	     c->max_bytes || c->zstd || c->nlabels || c->spool_dir))
-		return bad("report writes one profile: the fleet options (--unit, --output-dir, "
-			   "--interval, --pyroscope, ...) apply to live runs%s",
-			   "");
-	if (c->mode == MODE_LIVE && have_pid + !!c->unit + !!c->pidfile > 1)
-		return bad("give one of --pid, --unit and --pidfile%s", "");
-	if (c->mode == MODE_LIVE && !have_pid && !c->unit && !c->pidfile)
-		return bad("--pid is required (or --unit NAME, or --pidfile PATH)%s", "");
-	if (c->output_dir && c->output)
-		return bad("--output-dir names its files itself: drop --output%s", "");
-	if (!c->output_dir && (c->keep || c->max_bytes || c->zstd))
-		return bad("--keep, --max-bytes and --compress apply to --output-dir%s", "");
-	if (c->output_dir && !c->formats)
-		c->formats = 1u << FMT_PPROF;
-	if (c->zstd && !(c->formats & (1u << FMT_FOLDED)))
-		return bad("--compress zstd applies to --format folded (pprof is gzip-compressed "
-			   "already)%s",
-			   "");
-	if (c->interval && !c->output_dir && !c->pyroscope)
-		return bad("--interval needs --output-dir or --pyroscope, where the windows go%s",
-			   "");
-	if (c->interval && c->output)
-		return bad("--interval writes a file per window: use --output-dir, not --output%s",
-			   "");
-	if (c->interval && c->record)
-		return bad("--interval and --record cannot be combined%s", "");
-	if (c->interval && !have_duration)
-		c->duration = 0;
-	if (c->interval && c->duration && c->duration < c->interval)
-		return bad("--duration must be at least one --interval%s", "");
-	if (!c->pyroscope && (c->service_name || c->nlabels || c->spool_dir || c->spool_keep ||
-			      c->spool_max_bytes || c->pyro_multipart || c->pyro_ca))
-		return bad("--service-name, --label, --spool-* and --pyroscope-* apply to "
-			   "--pyroscope%s",
-			   "");
-	if (c->pyroscope && !c->spool_dir && !c->output_dir)
-		return bad("--pyroscope needs --spool-dir (or --output-dir), where a profile waits "
-			   "when the server cannot take it%s",
-			   "");
-	if (have_type &&
-	    !(c->output_dir ? c->formats & (1u << FMT_FOLDED) : c->format == FMT_FOLDED))
-		return bad("--sample-type applies to --format folded (pprof carries all four)%s",
-			   "");
-	return 0;
+	return check_combinations(c, have_pid, have_type, have_duration);
 }

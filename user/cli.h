@@ -9,12 +9,8 @@
 #include <sys/types.h>
 
 #include "profile.h"
+#include "sink.h"
 #include "version.h"
-
-enum out_format {
-	FMT_PPROF,
-	FMT_FOLDED,
-};
 
 enum cli_mode {
 	MODE_LIVE,   /* heapbpf --pid N */

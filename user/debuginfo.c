@@ -31,6 +31,12 @@ struct dbg_object {
 	struct dbg_object *next;
 };
 
+/*
+ * The two pieces of file-scope state in user/, both documented caches of the
+ * process rather than run state: the objects opened so far (shared by every
+ * symbolizer, dropped by dbg_cache_clear), and the debug search path, which
+ * libdwfl reads through a char ** in its callbacks, set once by main.
+ */
 static struct dbg_object *cache;
 /* "+" enables CRC checks of debuglink files; "" = next to the file */
 static char *debuginfo_path;

@@ -13,7 +13,7 @@
 
 #include <bpf/libbpf.h>
 
-#include "cli.h"
+#include "errmsg.h"
 #include "guard.h"
 #include "privs.h"
 #include "probes.h"
@@ -21,6 +21,7 @@
 #include "session.h"
 #include "summary.h"
 #include "toggle.h"
+#include "version.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -93,12 +94,6 @@ static int make_timer(double first_s, double interval_s)
 		return -errno;
 	}
 	return fd;
-}
-
-static int fail(char *err, size_t errlen, int code, const char *what)
-{
-	snprintf(err, errlen, "%s: %s", what, strerror(code < 0 ? -code : code));
-	return code < 0 ? code : -code;
 }
 
 /* The state file a later run restores from, should this one be killed -9. */
@@ -198,303 +193,312 @@ static bool fault_collect(void)
 	return f && strcmp(f, "collect") == 0;
 }
 
-/* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
+/* Everything one session holds open; stop() releases it whatever was reached. */
+struct loop {
+	struct probes *p;
+	struct ring_buffer *rb;
+	struct prof_toggle tg;
+	int ep, sfd, pfd, dfd, tfd, ifd, lfd;
+	int64_t t0; /* CLOCK_MONOTONIC when sampling was switched on; 0 before */
+	uint64_t attach_coarse;
+};
+
 /* 0: keep checking; 1: settled (detach the probe); -ENODATA: the bug is in effect. */
-static int late_active_check(struct session *s, const struct jemalloc_target *t, struct probes *p,
-			     int64_t t0)
+static int late_active_check(struct session *s, const struct jemalloc_target *t,
+			     const struct loop *l)
 {
 	struct heapbpf_counters c;
 
-	probes__counters(p, &c);
+	probes__counters(l->p, &c);
 	if (c.alloc_hits)
 		return 1;
 	if (c.activity_bytes >= ((uint64_t)LATE_PERIODS << t->lg_prof_sample)) {
 		s->late_active_bytes = c.activity_bytes;
 		return -ENODATA;
 	}
-	return now_ns(CLOCK_MONOTONIC) - t0 > (int64_t)(LATE_MAX_S * 1e9);
+	return now_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
 }
 
+static int consume(struct ring_buffer *rb)
+{
+	int err = ring_buffer__consume(rb);
+
+	if (err < 0)
+		return err;
+	return err > 0 && fault_collect() ? -EIO : 0;
+}
+
+/* One ready event; 1 when the session ends, 0 to go on, or a negative errno. */
+static int on_ready(struct session *s, const struct session_opts *o,
+		    const struct jemalloc_target *t, struct loop *l, uint32_t tag)
+{
+	struct signalfd_siginfo si;
+	struct heapbpf_counters bc;
+	uint64_t ticks;
+	int err;
+
+	switch (tag) {
+	case EV_RING:
+		return consume(l->rb);
+	case EV_SIGNAL:
+		if (read(l->sfd, &si, sizeof(si)) == sizeof(si))
+			s->stop_signal = si.ssi_signo;
+		s->reason = STOP_SIGNAL;
+		return 1;
+	case EV_PIDFD:
+		s->reason = STOP_TARGET_EXIT;
+		return 1;
+	case EV_DEADLINE:
+		s->reason = STOP_DURATION;
+		return 1;
+	case EV_LATE:
+		if (read(l->lfd, &ticks, sizeof(ticks)) < 0)
+			return 0;
+		err = late_active_check(s, t, l);
+		if (err > 0) {
+			probes__detach_activity(l->p);
+			epoll_ctl(l->ep, EPOLL_CTL_DEL, l->lfd, NULL);
+		}
+		return err < 0 ? err : 0;
+	case EV_INTERVAL:
+		/* a window ends: everything sampled so far is in the collector */
+		if (read(l->ifd, &ticks, sizeof(ticks)) < 0)
+			return 0;
+		err = ring_buffer__consume(l->rb);
+		if (err < 0)
+			return err;
+		probes__counters(l->p, &s->counters);
+		return o->on_interval ? o->on_interval(s, o->interval_arg) : 0;
+	case EV_TICK:
+		/* EAGAIN only: the timer is non-blocking and was readable */
+		if (read(l->tfd, &ticks, sizeof(ticks)) < 0)
+			return 0;
+		probes__counters(l->p, &bc);
+		summary_status_line(stderr, (now_ns(CLOCK_MONOTONIC) - l->t0) / 1e9,
+				    collector__stats(s->collector), &bc);
+		return 0;
+	}
+	return 0;
+}
+
+/* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
 static int collect(struct session *s, const struct session_opts *o, const struct jemalloc_target *t,
-		   struct probes *p, struct ring_buffer *rb, int ep, int sfd, int tfd, int ifd,
-		   int lfd, int64_t t0)
+		   struct loop *l)
 {
 	struct epoll_event evs[8];
 
 	for (;;) {
-		int n = epoll_wait(ep, evs, 8, PROBES_POLL_MS);
+		int n = epoll_wait(l->ep, evs, 8, PROBES_POLL_MS);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		/* n == 0: records below the wake-up threshold: consume them on time */
 		if (n == 0) {
-			/* records below the wake-up threshold: consume them on time */
-			int err = ring_buffer__consume(rb);
+			int err = consume(l->rb);
 
-			if (err < 0)
+			if (err)
 				return err;
-			if (err > 0 && fault_collect())
-				return -EIO;
-			continue;
 		}
 		for (int i = 0; i < n; i++) {
-			uint64_t ticks;
-			struct signalfd_siginfo si;
-			int err;
+			int rc = on_ready(s, o, t, l, evs[i].data.u32);
 
-			switch (evs[i].data.u32) {
-			case EV_RING:
-				err = ring_buffer__consume(rb);
-				if (err < 0)
-					return err;
-				if (fault_collect())
-					return -EIO;
-				break;
-			case EV_SIGNAL:
-				if (read(sfd, &si, sizeof(si)) == sizeof(si))
-					s->stop_signal = si.ssi_signo;
-				s->reason = STOP_SIGNAL;
-				return 0;
-			case EV_PIDFD:
-				s->reason = STOP_TARGET_EXIT;
-				return 0;
-			case EV_DEADLINE:
-				s->reason = STOP_DURATION;
-				return 0;
-			case EV_LATE:
-				if (read(lfd, &ticks, sizeof(ticks)) < 0)
-					break;
-				err = late_active_check(s, t, p, t0);
-				if (err < 0)
-					return err;
-				if (err > 0) {
-					probes__detach_activity(p);
-					epoll_ctl(ep, EPOLL_CTL_DEL, lfd, NULL);
-				}
-				break;
-			case EV_INTERVAL:
-				/* a window ends: everything sampled so far is in the collector */
-				if (read(ifd, &ticks, sizeof(ticks)) < 0)
-					break;
-				err = ring_buffer__consume(rb);
-				if (err < 0)
-					return err;
-				probes__counters(p, &s->counters);
-				err = o->on_interval ? o->on_interval(s, o->interval_arg) : 0;
-				if (err)
-					return err;
-				break;
-			case EV_TICK: {
-				struct heapbpf_counters bc;
-
-				/* EAGAIN only: the timer is non-blocking and was readable */
-				if (read(tfd, &ticks, sizeof(ticks)) < 0)
-					break;
-				probes__counters(p, &bc);
-				summary_status_line(stderr, (now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
-						    collector__stats(s->collector), &bc);
-				break;
-			}
-			}
+			if (rc)
+				return rc < 0 ? rc : 0;
 		}
 	}
+}
+
+/* Probes loaded, collector, symbolizer and recording header ready, the event loop set up. */
+static int open_session(struct session *s, const struct session_opts *o,
+			const struct jemalloc_target *t, struct loop *l, char *err, size_t errlen)
+{
+	sigset_t set;
+	int rc;
+
+	rc = probes__load(&t->layout->bpf, o->ringbuf_bytes, &l->p);
+	if (rc)
+		return hb_fail(err, errlen, rc,
+			       "cannot load the BPF program (heapbpf needs root, and a kernel with "
+			       "BPF ring buffers; run with -v for libbpf's reasons): %s",
+			       strerror(-rc));
+	rc = collector__new(1ULL << t->lg_prof_sample, &s->collector);
+	rc = rc ?: symbolizer__new(t->pid, &s->symbolizer);
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot set up the collector: %s", strerror(-rc));
+	s->recorder = o->recorder;
+	rc = s->recorder ? record_header(s, t) : 0;
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot write the recording: %s", strerror(-rc));
+	rc = probes__ring_buffer(l->p, on_event, s, &l->rb);
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot open the BPF ring buffer: %s",
+			       strerror(-rc));
+	l->ep = epoll_create1(EPOLL_CLOEXEC);
+	sigset_stop(&set);
+	l->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	l->pfd = syscall(SYS_pidfd_open, t->pid, 0);
+	if (l->ep < 0 || l->sfd < 0 || l->pfd < 0)
+		return hb_fail(err, errlen, -errno, "%s: %s",
+			       errno == ESRCH ? "the target process exited"
+					      : "cannot set up the event loop",
+			       strerror(errno));
+	rc = add_fd(l->ep, ring_buffer__epoll_fd(l->rb), EV_RING);
+	rc = rc ?: add_fd(l->ep, l->sfd, EV_SIGNAL);
+	rc = rc ?: add_fd(l->ep, l->pfd, EV_PIDFD);
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot set up the event loop: %s", strerror(-rc));
+	return 0;
+}
+
+/* Probes attached first, then prof_active on: no sample is missed. */
+static int start_sampling(struct session *s, const struct session_opts *o,
+			  const struct jemalloc_target *t, struct loop *l, char *err, size_t errlen)
+{
+	int rc;
+
+	/* objects sampled before this instant are not ours (jemalloc's clock, 5.3) */
+	l->attach_coarse = now_ns(CLOCK_MONOTONIC_COARSE);
+	collector__set_attach_time(s->collector, l->attach_coarse);
+	rc = probes__attach(l->p, t);
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot attach uprobes to jemalloc: %s",
+			       strerror(-rc));
+	rc = prof_toggle__on(&l->tg, t, o->guard ? save_state : NULL, o->guard);
+	if (rc == -EROFS)
+		return hb_fail(err, errlen, rc,
+			       "cannot write heapbpf's state file under %s, so prof_active was not "
+			       "switched on",
+			       guard_dir());
+	if (rc)
+		return hb_fail(err, errlen, rc,
+			       "cannot switch jemalloc's prof_active on in pid %d: %s", t->pid,
+			       rc == -EFAULT
+				       ? "the flag's address is not in jemalloc's writable data"
+			       : rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)"
+			       : rc == -ESRCH  ? "the process exited"
+					       : strerror(-rc));
+	s->was_active = !l->tg.changed;
+	/* loaded and attached: from here on heapbpf needs ptrace and file access only */
+	rc = privs_drop_after_attach();
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot drop capabilities after attaching: %s",
+			       strerror(-rc));
+	s->start_wall_ns = now_ns(CLOCK_REALTIME);
+	l->t0 = now_ns(CLOCK_MONOTONIC);
+	if (s->recorder)
+		record_start(s, l->t0, l->attach_coarse);
+	return 0;
+}
+
+/* A timer on the loop; *fd stays -1 when first_s is 0. */
+static int add_timer(struct loop *l, int *fd, double first_s, double interval_s, uint32_t tag)
+{
+	if (first_s <= 0)
+		return 0;
+	*fd = make_timer(first_s, interval_s);
+	return *fd < 0 ? *fd : add_fd(l->ep, *fd, tag);
+}
+
+static int add_timers(const struct session_opts *o, const struct jemalloc_target *t, struct loop *l,
+		      char *err, size_t errlen)
+{
+	int rc;
+
+	rc = add_timer(l, &l->dfd, o->duration, 0, EV_DEADLINE);
+	/* the status line is a nicety: without its timer the session goes on */
+	if (o->status_line)
+		add_timer(l, &l->tfd, 1, 1, EV_TICK);
+	rc = rc
+		     ?: add_timer(l, &l->ifd, o->on_interval ? o->interval : 0, o->interval,
+				  EV_INTERVAL);
+	rc = rc ?: add_timer(l, &l->lfd, t->activity_off ? LATE_CHECK_S : 0, LATE_CHECK_S, EV_LATE);
+	return rc ? hb_fail(err, errlen, rc, "cannot set up the timer: %s", strerror(-rc)) : 0;
+}
+
+static int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
+			     size_t errlen)
+{
+	return hb_fail(
+		err, errlen, -ENODATA,
+		"jemalloc %s in pid %d allocated %.1f MiB through its slow path while prof_active "
+		"was on but took no sample: jemalloc 5.2.1 never samples again in a thread that "
+		"allocated while prof_active was off (fixed after 5.2.1 by jemalloc commit "
+		"9e031c1d); start the service with %s=prof:true,prof_active:true so that sampling "
+		"is on from the start (heapbpf then leaves it on), or use a jemalloc with the fix "
+		"(5.3.0 or later)",
+		t->version, t->pid, s->late_active_bytes / 1048576.0, t->conf_env);
+}
+
+/* Every path: sampling off first, then drain what is in flight, then detach and close. */
+static int stop(struct session *s, const struct session_opts *o, const struct jemalloc_target *t,
+		struct loop *l, int rc, char *err, size_t errlen)
+{
+	int64_t stop_mono = now_ns(CLOCK_MONOTONIC);
+	int fds[] = { l->ep, l->sfd, l->pfd, l->dfd, l->tfd, l->ifd, l->lfd };
+
+	if (s->collector)
+		collector__set_stop_time(s->collector, stop_mono);
+	/* in the stream where the collector learns it, so a replay matches this run */
+	if (s->recorder && l->t0 && !s->record_err)
+		s->record_err = record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
+	if (l->tg.changed) {
+		int r2 = prof_toggle__restore(&l->tg);
+
+		/* only a restored flag may forget its state: else the next run restores it */
+		if ((!r2 || r2 == -ESRCH) && o->guard)
+			guard__clear(o->guard);
+		if (r2 && r2 != -ESRCH && !rc)
+			rc = hb_fail(err, errlen, r2,
+				     "cannot switch jemalloc's prof_active back off in pid %d: %s",
+				     t->pid, strerror(-r2));
+	}
+	if (l->t0)
+		s->duration_ns = now_ns(CLOCK_MONOTONIC) - l->t0;
+	if (l->rb) {
+		if (l->tg.addr)
+			ring_buffer__poll(l->rb, DRAIN_MS);
+		if (l->p)
+			probes__detach(l->p);
+		ring_buffer__consume(l->rb);
+	}
+	if (l->p)
+		probes__counters(l->p, &s->counters);
+	if (s->recorder && l->t0)
+		record_stop(s, stop_mono, l->attach_coarse);
+	if (o->status_line && l->t0)
+		fputc('\n', stderr);
+	probes__free(l->p);
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	return rc;
 }
 
 int session_run(const struct jemalloc_target *t, const struct session_opts *o, struct session *s,
 		char *err, size_t errlen)
 {
-	struct probes *p = NULL;
-	struct ring_buffer *rb = NULL;
-	struct prof_toggle tg = {};
-	int ep = -1, sfd = -1, pfd = -1, dfd = -1, tfd = -1, ifd = -1, lfd = -1, rc;
-	int64_t t0 = 0, stop_mono;
-	uint64_t attach_coarse = 0;
-	sigset_t set;
+	struct loop l = {
+		.ep = -1, .sfd = -1, .pfd = -1, .dfd = -1, .tfd = -1, .ifd = -1, .lfd = -1
+	};
+	int rc;
 
 	memset(s, 0, sizeof(*s));
 	s->reason = STOP_ERROR;
-	rc = probes__load(&t->layout->bpf, o->ringbuf_bytes, &p);
-	if (rc) {
-		rc = fail(err, errlen, rc,
-			  "cannot load the BPF program (heapbpf needs root, and a kernel with "
-			  "BPF ring buffers; run with -v for libbpf's reasons)");
-		goto out;
+	rc = open_session(s, o, t, &l, err, errlen);
+	rc = rc ?: start_sampling(s, o, t, &l, err, errlen);
+	rc = rc ?: add_timers(o, t, &l, err, errlen);
+	if (!rc) {
+		rc = collect(s, o, t, &l);
+		if (rc == -ENODATA && s->late_active_bytes)
+			late_active_error(s, t, err, errlen);
+		else if (rc)
+			hb_fail(err, errlen, rc, "collecting events failed: %s", strerror(-rc));
 	}
-	rc = collector__new(1ULL << t->lg_prof_sample, &s->collector);
-	if (!rc)
-		rc = symbolizer__new(t->pid, &s->symbolizer);
-	if (rc) {
-		rc = fail(err, errlen, rc, "cannot set up the collector");
-		goto out;
-	}
-	s->recorder = o->recorder;
-	if (s->recorder) {
-		rc = record_header(s, t);
-		if (rc) {
-			rc = fail(err, errlen, rc, "cannot write the recording");
-			goto out;
-		}
-	}
-	rc = probes__ring_buffer(p, on_event, s, &rb);
-	if (rc) {
-		rc = fail(err, errlen, rc, "cannot open the BPF ring buffer");
-		goto out;
-	}
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	sigset_stop(&set);
-	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	pfd = syscall(SYS_pidfd_open, t->pid, 0);
-	if (ep < 0 || sfd < 0 || pfd < 0) {
-		rc = -errno;
-		rc = fail(err, errlen, rc,
-			  rc == -ESRCH ? "the target process exited"
-				       : "cannot set up the event loop");
-		goto out;
-	}
-	rc = add_fd(ep, ring_buffer__epoll_fd(rb), EV_RING);
-	if (!rc)
-		rc = add_fd(ep, sfd, EV_SIGNAL);
-	if (!rc)
-		rc = add_fd(ep, pfd, EV_PIDFD);
-	if (rc) {
-		rc = fail(err, errlen, rc, "cannot set up the event loop");
-		goto out;
-	}
-
-	/* objects sampled before this instant are not ours (jemalloc's clock, 5.3) */
-	attach_coarse = now_ns(CLOCK_MONOTONIC_COARSE);
-	collector__set_attach_time(s->collector, attach_coarse);
-	rc = probes__attach(p, t);
-	if (rc) {
-		rc = fail(err, errlen, rc, "cannot attach uprobes to jemalloc");
-		goto out;
-	}
-	/* the probes are live before sampling starts: no sample is missed */
-	rc = prof_toggle__on(&tg, t, o->guard ? save_state : NULL, o->guard);
-	if (rc == -EROFS) {
-		snprintf(err, errlen,
-			 "cannot write heapbpf's state file under %s, so prof_active was not "
-			 "switched on",
-			 guard_dir());
-		goto out;
-	}
-	if (rc) {
-		snprintf(err, errlen, "cannot switch jemalloc's prof_active on in pid %d: %s",
-			 t->pid,
-			 rc == -EFAULT	 ? "the flag's address is not in jemalloc's writable data"
-			 : rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)"
-			 : rc == -ESRCH	 ? "the process exited"
-					 : strerror(-rc));
-		goto out;
-	}
-	s->was_active = !tg.changed;
-	/* loaded and attached: from here on heapbpf needs ptrace and file access only */
-	rc = privs_drop_after_attach();
-	if (rc) {
-		fail(err, errlen, rc, "cannot drop capabilities after attaching");
-		goto out;
-	}
-	s->start_wall_ns = now_ns(CLOCK_REALTIME);
-	t0 = now_ns(CLOCK_MONOTONIC);
-	if (s->recorder)
-		record_start(s, t0, attach_coarse);
-	if (o->duration > 0) {
-		dfd = make_timer(o->duration, 0);
-		if (dfd < 0 || (rc = add_fd(ep, dfd, EV_DEADLINE))) {
-			rc = fail(err, errlen, dfd < 0 ? dfd : rc, "cannot set up the timer");
-			goto out;
-		}
-	}
-	if (o->status_line) {
-		tfd = make_timer(1, 1);
-		if (tfd >= 0) {
-			struct epoll_event ev = { .events = EPOLLIN };
-
-			ev.data.u32 = EV_TICK;
-			epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
-		}
-	}
-	if (o->interval > 0 && o->on_interval) {
-		ifd = make_timer(o->interval, o->interval);
-		if (ifd < 0 || (rc = add_fd(ep, ifd, EV_INTERVAL))) {
-			rc = fail(err, errlen, ifd < 0 ? ifd : rc, "cannot set up the timer");
-			goto out;
-		}
-	}
-	if (t->activity_off) {
-		lfd = make_timer(LATE_CHECK_S, LATE_CHECK_S);
-		if (lfd < 0 || (rc = add_fd(ep, lfd, EV_LATE))) {
-			rc = fail(err, errlen, lfd < 0 ? lfd : rc, "cannot set up the timer");
-			goto out;
-		}
-	}
-	rc = collect(s, o, t, p, rb, ep, sfd, tfd, ifd, lfd, t0);
-	if (rc == -ENODATA && s->late_active_bytes)
-		snprintf(
-			err, errlen,
-			"jemalloc %s in pid %d allocated %.1f MiB through its slow path while "
-			"prof_active was on but took no sample: jemalloc 5.2.1 never samples again "
-			"in a thread that allocated while prof_active was off (fixed after 5.2.1 by "
-			"jemalloc commit 9e031c1d); start the service with "
-			"%s=prof:true,prof_active:true so that sampling is on from the start "
-			"(heapbpf then leaves it on), or use a jemalloc with the fix (5.3.0 or later)",
-			t->version, t->pid, s->late_active_bytes / 1048576.0, t->conf_env);
-	else if (rc)
-		fail(err, errlen, rc, "collecting events failed");
-out:
-	/* every path: sampling off first, then drain what is in flight, then detach */
-	stop_mono = now_ns(CLOCK_MONOTONIC);
-	if (s->collector)
-		collector__set_stop_time(s->collector, stop_mono);
-	/* in the stream where the collector learns it, so a replay matches this run */
-	if (s->recorder && t0 && !s->record_err)
-		s->record_err = record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
-	if (tg.changed) {
-		int r2 = prof_toggle__restore(&tg);
-
-		/* only a restored flag may forget its state: else the next run restores it */
-		if ((!r2 || r2 == -ESRCH) && o->guard)
-			guard__clear(o->guard);
-		if (r2 && r2 != -ESRCH && !rc) {
-			rc = r2;
-			snprintf(err, errlen,
-				 "cannot switch jemalloc's prof_active back off in pid %d: %s",
-				 t->pid, strerror(-r2));
-		}
-	}
-	if (t0)
-		s->duration_ns = now_ns(CLOCK_MONOTONIC) - t0;
-	if (rb) {
-		if (tg.addr)
-			ring_buffer__poll(rb, DRAIN_MS);
-		if (p)
-			probes__detach(p);
-		ring_buffer__consume(rb);
-	}
-	if (p)
-		probes__counters(p, &s->counters);
-	if (s->recorder && t0)
-		record_stop(s, stop_mono, attach_coarse);
-	if (o->status_line && t0)
-		fputc('\n', stderr);
-	probes__free(p);
-	if (ep >= 0)
-		close(ep);
-	if (sfd >= 0)
-		close(sfd);
-	if (pfd >= 0)
-		close(pfd);
-	if (dfd >= 0)
-		close(dfd);
-	if (tfd >= 0)
-		close(tfd);
-	if (ifd >= 0)
-		close(ifd);
-	if (lfd >= 0)
-		close(lfd);
-	return rc;
+	return stop(s, o, t, &l, rc, err, errlen);
 }
 
 void session_cleanup(struct session *s)

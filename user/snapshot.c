@@ -95,14 +95,6 @@ int snapshot_prune(const char *dir, size_t keep, uint64_t max_bytes, struct reta
 	return retain_prune(dir, &rules, r, err, errlen);
 }
 
-int snapshot_retain(const char *dir, enum retain_kind kind, size_t keep, uint64_t max_bytes,
-		    struct retain_result *r, char *err, size_t errlen)
-{
-	if (kind != RETAIN_SNAPSHOTS)
-		return hb_fail(err, errlen, -EINVAL, "the spool is pruned by spool__prune()");
-	return snapshot_prune(dir, keep, max_bytes, r, err, errlen);
-}
-
 int snapshot_mkdir(const char *dir)
 {
 	char path[PATH_MAX];

@@ -45,14 +45,6 @@ bool snapshot_parse_name(const char *name, char stamp[SNAPSHOT_STAMP_LEN + 1]);
 int snapshot_prune(const char *dir, size_t keep, uint64_t max_bytes, struct retain_result *r,
 		   char *err, size_t errlen);
 
-/* Transitional: fleet.c's call until it uses snapshot_prune(); the spool prunes itself. */
-enum retain_kind {
-	RETAIN_SNAPSHOTS,
-};
-
-int snapshot_retain(const char *dir, enum retain_kind kind, size_t keep, uint64_t max_bytes,
-		    struct retain_result *r, char *err, size_t errlen);
-
 /* Creates dir (and missing parents) with mode 0750 if it does not exist. */
 int snapshot_mkdir(const char *dir);
 

@@ -415,7 +415,7 @@ static int fail_not_found(const struct jemalloc_target *t, const struct find_mis
 			       dbgd ? urls : "");
 	if (miss->noprof[0])
 		return fail_noprof(err, errlen, t->pid, miss->noprof);
-	return hb_fail(err, errlen, -ENOENT,
+	return hb_fail(err, errlen, JEMALLOC_ENOTFOUND,
 		       "pid %d (%s) does not use jemalloc: no jemalloc found in its mappings",
 		       t->pid, t->comm);
 }

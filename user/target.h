@@ -8,6 +8,7 @@
 #ifndef __HEAPBPF_TARGET_H
 #define __HEAPBPF_TARGET_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -47,6 +48,9 @@ struct jemalloc_target {
 	bool opt_prof;
 	uint64_t lg_prof_sample;
 };
+
+/* jemalloc_target__find's code for a process without any jemalloc (distinct from errors). */
+#define JEMALLOC_ENOTFOUND (-ENOPKG)
 
 /*
  * Finds jemalloc in pid. On failure returns negative errno and writes a

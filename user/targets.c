@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errmsg.h"
 #include "targets.h"
 
 #define MAX_ROOTS    8
@@ -169,8 +170,7 @@ int targets_from_unit(const char *unit, const char *root, pid_t *pids, size_t ma
 	int nroots;
 
 	if (targets_unit_name(unit, name, sizeof(name))) {
-		snprintf(err, errlen, "\"%s\" is not a systemd unit name", unit);
-		return -EINVAL;
+		return hb_fail(err, errlen, -EINVAL, "\"%s\" is not a systemd unit name", unit);
 	}
 	if (root) {
 		snprintf(roots[0], PATH_MAX, "%s", root);
@@ -179,12 +179,11 @@ int targets_from_unit(const char *unit, const char *root, pid_t *pids, size_t ma
 		nroots = cgroup_roots(roots, MAX_ROOTS);
 	}
 	if (nroots <= 0) {
-		snprintf(
-			err, errlen,
+		return hb_fail(
+			err, errlen, -ENOENT,
 			"no cgroup2 or systemd cgroup hierarchy is mounted, so %s cannot be found; "
 			"use --pid or --pidfile",
 			name);
-		return -ENOENT;
 	}
 	for (int i = 0; i < nroots; i++) {
 		struct stat st;
@@ -200,15 +199,15 @@ int targets_from_unit(const char *unit, const char *root, pid_t *pids, size_t ma
 		collect_pids(dir, 0, pids, max, &n);
 	}
 	if (!found) {
-		snprintf(err, errlen,
-			 "unit %s has no cgroup under %s%s: it is not running (or not a systemd "
-			 "unit)",
-			 name, roots[0], nroots > 1 ? " or the other cgroup hierarchies" : "");
-		return -ENOENT;
+		return hb_fail(
+			err, errlen, -ENOENT,
+			"unit %s has no cgroup under %s%s: it is not running (or not a systemd "
+			"unit)",
+			name, roots[0], nroots > 1 ? " or the other cgroup hierarchies" : "");
 	}
 	if (!n) {
-		snprintf(err, errlen, "unit %s is not running: its cgroup holds no process", name);
-		return -ESRCH;
+		return hb_fail(err, errlen, -ESRCH,
+			       "unit %s is not running: its cgroup holds no process", name);
 	}
 	qsort(pids, n, sizeof(*pids), cmp_pid);
 	return (int)n;
@@ -224,39 +223,37 @@ int targets_from_pidfile(const char *path, pid_t *pid, char *err, size_t errlen)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot open the pid file %s: %s", path, strerror(errno));
-		return -errno;
+		return hb_fail(err, errlen, -errno, "cannot open the pid file %s: %s", path,
+			       strerror(errno));
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
-		snprintf(err, errlen, "the pid file %s is not a regular file", path);
-		return -EINVAL;
+		return hb_fail(err, errlen, -EINVAL, "the pid file %s is not a regular file", path);
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
 		close(fd);
-		snprintf(err, errlen,
-			 "the pid file %s may be written by others than its owner, so it cannot "
-			 "be trusted to name the process to profile; make it 0644",
-			 path);
-		return -EPERM;
+		return hb_fail(
+			err, errlen, -EPERM,
+			"the pid file %s may be written by others than its owner, so it cannot "
+			"be trusted to name the process to profile; make it 0644",
+			path);
 	}
 	len = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (len < 0) {
-		snprintf(err, errlen, "cannot read the pid file %s: %s", path, strerror(errno));
-		return -EIO;
+		return hb_fail(err, errlen, -EIO, "cannot read the pid file %s: %s", path,
+			       strerror(errno));
 	}
 	buf[len] = '\0';
 	errno = 0;
 	v = strtol(buf, &end, 10);
 	if (end == buf || errno || v <= 0 || v > INT_MAX || (*end && strcmp(end, "\n") != 0)) {
-		snprintf(err, errlen, "the pid file %s does not hold a process id", path);
-		return -EINVAL;
+		return hb_fail(err, errlen, -EINVAL, "the pid file %s does not hold a process id",
+			       path);
 	}
 	if (kill((pid_t)v, 0) && errno == ESRCH) {
-		snprintf(err, errlen, "the pid file %s names pid %ld, which is not running", path,
-			 v);
-		return -ESRCH;
+		return hb_fail(err, errlen, -ESRCH,
+			       "the pid file %s names pid %ld, which is not running", path, v);
 	}
 	*pid = (pid_t)v;
 	return 0;

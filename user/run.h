@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The state of one heapbpf run, passed explicitly: main builds a struct run
+ * from the options, fleet.c runs each target with a struct target_run of its
+ * own, live.c runs the session and window.c turns what was collected into
+ * profiles. Nothing of a run lives in file-scope variables.
+ */
+#ifndef __HEAPBPF_RUN_H
+#define __HEAPBPF_RUN_H
+
+#include <limits.h>
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "cli.h"
+#include "collector.h"
+#include "heapbpf.h"
+#include "pyro_labels.h"
+#include "symbolize.h"
+#include "target.h"
+
+struct pyro;
+
+/*
+ * What went short in a run, combined by OR over windows and targets; only
+ * main turns it into an exit code (a failure beats "not delivered" beats
+ * drops beats "no samples"). A target run in a child process exits with it.
+ */
+enum run_outcome {
+	RUN_NO_SAMPLES = 1 << 0, /* a profile was written, but nothing was sampled */
+	RUN_DROPS = 1 << 1,	 /* events were lost (ring buffer full) */
+	RUN_NOT_SENT = 1 << 2,	 /* profiles wait in the spool for the next run */
+	RUN_FAILED = 1 << 3,	 /* an error: nothing (more) written */
+};
+
+struct run {
+	const struct cli *opts;
+	time_t start;		   /* window k of any target is stamped start + k * interval */
+	char unit_name[256];	   /* --unit, as a unit name ("" without --unit) */
+	struct pyro *pyro;	   /* --pyroscope, or NULL */
+	struct pyro_naming naming; /* how profiles are named for Pyroscope */
+	char spool_dir[PATH_MAX];  /* where profiles wait for Pyroscope */
+	unsigned int outcome;	   /* RUN_* of everything run so far */
+};
+
+/* What a profile is built from: a live session's or a recording's collection. */
+struct heap_data {
+	struct collector *collector;
+	struct symbolizer *symbolizer;
+	const struct heapbpf_counters *counters;
+};
+
+/* One target of a run, and its windows so far. */
+struct target_run {
+	struct run *run;
+	pid_t pid;
+	const struct jemalloc_target *t; /* once found (a recording's identity in reports) */
+	char source[512];   /* "pid N (comm), jemalloc V in PATH": what the profile is of */
+	const char *output; /* the profile's file: -o, or a default name; NULL: none */
+	unsigned int k;	    /* windows written */
+	int64_t start_ns;   /* wall-clock start of the current window */
+	struct collector_stats prev;
+	struct heapbpf_counters prev_bc;
+	bool any_samples;
+	unsigned int outcome; /* RUN_* of this target */
+};
+
+/* True when profiles go where the fleet options send them (directory, windows, Pyroscope). */
+static inline bool run_fleet_output(const struct cli *o)
+{
+	return o->output_dir || o->interval || o->pyroscope;
+}
+
+/* The one message for a target that sampled nothing; sets RUN_NO_SAMPLES. */
+void run_no_samples(struct target_run *tr);
+
+#endif /* __HEAPBPF_RUN_H */

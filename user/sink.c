@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "errmsg.h"
+#include "folded.h"
+#include "output.h"
+#include "pprof.h"
+#include "pyroscope.h"
+#include "sink.h"
+
+#define ZSTD_LEVEL 9 /* a profile is written once and kept long: spend a little CPU */
+
+const char *sink_extension(enum out_format format, bool zstd)
+{
+	if (format == FMT_PPROF)
+		return "pb.gz";
+	return zstd ? "folded.zst" : "folded";
+}
+
+static int zstd_in_place(uint8_t **buf, size_t *len)
+{
+	size_t bound = ZSTD_compressBound(*len), clen;
+	uint8_t *z = malloc(bound ? bound : 1);
+
+	if (!z)
+		return -ENOMEM;
+	clen = ZSTD_compress(z, bound, *buf, *len, ZSTD_LEVEL);
+	if (ZSTD_isError(clen)) {
+		free(z);
+		return -EIO;
+	}
+	free(*buf);
+	*buf = z;
+	*len = clen;
+	return 0;
+}
+
+static int encode_folded(const struct hb_profile *p, enum hb_value which, uint8_t **buf,
+			 size_t *len)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&text, &n);
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	err = folded_write(p, which, m);
+	if (fclose(m) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(text);
+		return err;
+	}
+	*buf = (uint8_t *)text;
+	*len = n;
+	return 0;
+}
+
+int sink_encode(const struct hb_profile *p, const struct sink *s, uint8_t **buf, size_t *len)
+{
+	int err;
+
+	*buf = NULL;
+	*len = 0;
+	switch (s->format) {
+	case FMT_PPROF:
+		return pprof_encode(p, buf, len);
+	case FMT_FOLDED:
+		err = encode_folded(p, s->sample_type, buf, len);
+		if (!err && s->zstd)
+			err = zstd_in_place(buf, len);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (err) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return err;
+}
+
+int sink_write(const struct hb_profile *p, const struct sink *s, char *err, size_t errlen)
+{
+	const char *where = s->kind == SINK_SPOOL ? "the Pyroscope spool" : s->path;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (s->kind == SINK_SPOOL && s->format != FMT_PPROF)
+		return hb_fail(err, errlen, -EINVAL, "Pyroscope takes pprof profiles only");
+	rc = sink_encode(p, s, &buf, &len);
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot encode the profile for %s: %s", where,
+			       strerror(-rc));
+	if (s->kind == SINK_SPOOL) {
+		rc = pyro__spool(s->pyro, s->name, s->from_s, s->until_s, buf, len, err, errlen);
+	} else {
+		rc = output_write_buffer(s->path, buf, len);
+		if (rc)
+			hb_fail(err, errlen, rc, "cannot write %s: %s", s->path, strerror(-rc));
+	}
+	free(buf);
+	return rc;
+}
