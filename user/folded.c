@@ -123,16 +123,8 @@ int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
 	size_t n = 0;
 	int err = 0;
 
-	if ((unsigned int)which >= HB_NVALUES)
+	if ((unsigned int)which >= HB_NVALUES || hb_profile_check_samples(p))
 		return -EINVAL;
-	for (size_t i = 0; i < p->nsamples; i++) {
-		const struct hb_sample *s = &p->samples[i];
-
-		for (uint32_t j = 0; j < s->nlocs; j++) {
-			if (s->locs[j] >= p->nlocations)
-				return -EINVAL;
-		}
-	}
 
 	st = calloc(p->nsamples ? p->nsamples : 1, sizeof(*st));
 	if (!st)

@@ -7,6 +7,18 @@
 #define NONE HEAPBPF_ARG_NONE
 
 /*
+ * What every 5.3.x shares: prof_malloc_sample_object(tsd, ptr, size, usize,
+ * tctx); prof_cnt_t has 8 counters, so tctx->gctx @96 and gctx->bt @104;
+ * prof_info_t {alloc_time @0, alloc_tctx @8, alloc_size @16}. The free
+ * hook's arguments differ by version.
+ */
+#define LAYOUT_5_3                                                                                 \
+	.alloc_ptr_arg = 1, .alloc_size_arg = 2, .alloc_usize_arg = 3, .alloc_tctx_arg = 4,        \
+	.free_tctx_arg = NONE, .tctx_gctx_off = 96, .gctx_bt_off = 104, .bt_vec_off = 0,           \
+	.bt_len_off = 8, .info_time_off = 0, .info_tctx_off = 8, .info_size_off = 16,              \
+	.info_has_time = 1
+
+/*
  * x86-64, release builds. Every offset below was read from the DWARF of a
  * -g build of that version (gdb ptype /o) and is checked against the
  * target's own DWARF whenever it has some (layout_dwarf.c). docs/jemalloc.md
@@ -49,30 +61,16 @@ static const struct jemalloc_layout layouts[] = {
 		/*
 		 * 5.3.0: prof_malloc_sample_object(tsd, ptr, size, usize, tctx),
 		 * prof_free_sampled_object(tsd, usize, prof_info_t *info).
-		 * prof_cnt_t has 8 counters: tctx->gctx @96, gctx->bt @104;
-		 * prof_info_t {alloc_time @0, alloc_tctx @8, alloc_size @16}.
 		 */
 		.name = "5.3.0",
 		.version_prefix = "5.3.0-",
 		.active_sym = "prof_active_state",
 		.debug_info_shift = 8,
 		.bpf = {
-			.alloc_ptr_arg = 1,
-			.alloc_size_arg = 2,
-			.alloc_usize_arg = 3,
-			.alloc_tctx_arg = 4,
+			LAYOUT_5_3,
 			.free_ptr_arg = NONE,
 			.free_usize_arg = 1,
 			.free_info_arg = 2,
-			.free_tctx_arg = NONE,
-			.tctx_gctx_off = 96,
-			.gctx_bt_off = 104,
-			.bt_vec_off = 0,
-			.bt_len_off = 8,
-			.info_time_off = 0,
-			.info_tctx_off = 8,
-			.info_size_off = 16,
-			.info_has_time = 1,
 		},
 	},
 	{
@@ -85,22 +83,10 @@ static const struct jemalloc_layout layouts[] = {
 		.active_sym = "prof_active_state",
 		.debug_info_shift = 8,
 		.bpf = {
-			.alloc_ptr_arg = 1,
-			.alloc_size_arg = 2,
-			.alloc_usize_arg = 3,
-			.alloc_tctx_arg = 4,
+			LAYOUT_5_3,
 			.free_ptr_arg = 1,
 			.free_usize_arg = 2,
 			.free_info_arg = 3,
-			.free_tctx_arg = NONE,
-			.tctx_gctx_off = 96,
-			.gctx_bt_off = 104,
-			.bt_vec_off = 0,
-			.bt_len_off = 8,
-			.info_time_off = 0,
-			.info_tctx_off = 8,
-			.info_size_off = 16,
-			.info_has_time = 1,
 		},
 	},
 };

@@ -160,14 +160,10 @@ static int check_profile(const struct hb_profile *p, size_t *nlines, size_t *nfr
 		if (__builtin_add_overflow(lines, l->nlines, &lines))
 			return -EOVERFLOW;
 	}
+	if (hb_profile_check_samples(p))
+		return -EINVAL;
 	for (size_t i = 0; i < p->nsamples; i++) {
-		const struct hb_sample *s = &p->samples[i];
-
-		for (uint32_t j = 0; j < s->nlocs; j++) {
-			if (s->locs[j] >= p->nlocations)
-				return -EINVAL;
-		}
-		if (__builtin_add_overflow(frames, s->nlocs, &frames))
+		if (__builtin_add_overflow(frames, p->samples[i].nlocs, &frames))
 			return -EOVERFLOW;
 	}
 	for (size_t i = 0; i < p->ncomments; i++) {

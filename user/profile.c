@@ -82,3 +82,16 @@ void hb_profile__free(struct hb_profile *p)
 	free(p->comments);
 	free(p);
 }
+
+int hb_profile_check_samples(const struct hb_profile *p)
+{
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct hb_sample *s = &p->samples[i];
+
+		for (uint32_t j = 0; j < s->nlocs; j++) {
+			if (s->locs[j] >= p->nlocations)
+				return -EINVAL;
+		}
+	}
+	return 0;
+}

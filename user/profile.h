@@ -75,6 +75,9 @@ struct hb_profile {
 int hb_profile_add_comment(struct hb_profile *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* 0 when every sample's location indices are inside p->locations, else -EINVAL. */
+int hb_profile_check_samples(const struct hb_profile *p);
+
 /* Frees everything a profile owns (all strings, arrays) and the struct itself; NULL is fine. */
 void hb_profile__free(struct hb_profile *p);
 
