@@ -414,15 +414,15 @@ int debuginfo_find_executable(const char *build_id, char *found, size_t len)
 	int fd;
 
 	if (!build_id || !build_id[0] || !urls || !urls[0])
-		return -1;
+		return -ENOENT;
 	c = debuginfod_begin();
 	if (!c)
-		return -1;
+		return -ENOMEM;
 	/* a build-id length of 0: the id is given as a hex string */
 	fd = debuginfod_find_executable(c, (const unsigned char *)build_id, 0, &path);
 	debuginfod_end(c);
 	if (fd >= 0 && path)
 		snprintf(found, len, "%s", path);
 	free(path);
-	return fd >= 0 ? fd : -1;
+	return fd;
 }

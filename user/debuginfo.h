@@ -55,7 +55,8 @@ int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *
 
 /*
  * An executable or shared object by build-id (hex) from debuginfod, when
- * DEBUGINFOD_URLS is set: its open descriptor, path in found; -1 otherwise.
+ * DEBUGINFOD_URLS is set: its open descriptor, path in found; else a negative errno
+ * (-ENOENT when debuginfod is not configured or does not have it).
  */
 int debuginfo_find_executable(const char *build_id, char *found, size_t len);
 

@@ -79,10 +79,10 @@ static int try_open(const char *path, const char *build_id, char *found, size_t 
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return -1;
+		return -errno;
 	if (!same_build_id(fd, build_id)) {
 		close(fd);
-		return -1;
+		return -ENOENT;
 	}
 	snprintf(found, len, "%s", path);
 	return fd;
