@@ -31,6 +31,12 @@ const volatile struct heapbpf_layout layout = {};
  * more than the uprobe trap itself on a VM (an IPI per record).
  */
 const volatile __u64 wakeup_bytes = 0;
+/*
+ * Offset of child_pid in the sched_process_fork tracepoint's record, read by
+ * user space from the tracepoint's format file: it moved between kernels
+ * (6.x made the comm fields __data_loc), and without CO-RE nothing else says.
+ */
+const volatile __u32 fork_child_pid_off = 0;
 
 struct heapbpf_counters counters = {};
 
@@ -38,6 +44,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20); /* resized by user space before load */
 } events SEC(".maps");
+
+/* The target and every process forked from it (or from those) while heapbpf runs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEAPBPF_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, __u8);
+} tracked SEC(".maps");
 
 /* Where an allocation record is built, to be sent sized to its backtrace. */
 struct {
@@ -193,5 +207,56 @@ int BPF_KPROBE(heapbpf_activity)
 {
 	count(&counters.activity_hits);
 	__sync_fetch_and_add(&counters.activity_bytes, PT_REGS_PARM1(ctx));
+	return 0;
+}
+
+static __always_inline void proc_event(__u32 type, __u32 pid, __u32 child)
+{
+	struct heapbpf_proc_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(&counters.proc_drops);
+		return;
+	}
+	e->type = type;
+	e->pid = pid;
+	e->child = child;
+	e->pad = 0;
+	e->ts = bpf_ktime_get_ns();
+	/* rare, and user space acts on it: wake it now */
+	bpf_ringbuf_submit(e, 0);
+}
+
+/*
+ * Every fork (and thread creation) in the system passes here; only those of
+ * tracked processes go further. The new task is tracked at once, before it
+ * can fork again; user space forgets it again when it turns out a thread.
+ */
+SEC("tracepoint/sched/sched_process_fork")
+int heapbpf_fork(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, child = 0;
+	__u8 one = 1;
+
+	if (!bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	if (bpf_probe_read_kernel(&child, sizeof(child), ctx + fork_child_pid_off) || !child)
+		return 0;
+	if (bpf_map_update_elem(&tracked, &child, &one, BPF_ANY))
+		count(&counters.untracked_forks);
+	proc_event(HEAPBPF_EV_FORK, tgid, child);
+	return 0;
+}
+
+/* A tracked process that calls exec gets a fresh jemalloc: no longer ours to restore. */
+SEC("tracepoint/sched/sched_process_exec")
+int heapbpf_exec(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (!bpf_map_lookup_elem(&tracked, &tgid))
+		return 0;
+	bpf_map_delete_elem(&tracked, &tgid);
+	proc_event(HEAPBPF_EV_EXEC, tgid, 0);
 	return 0;
 }

@@ -15,7 +15,12 @@
 enum heapbpf_event_type {
 	HEAPBPF_EV_ALLOC = 1,
 	HEAPBPF_EV_FREE = 2,
+	HEAPBPF_EV_FORK = 3, /* a tracked process made a new task (a process or a thread) */
+	HEAPBPF_EV_EXEC = 4, /* a tracked process called exec: its jemalloc is a new one */
 };
+
+/* Processes heapbpf follows through fork at once: the target and its descendants. */
+#define HEAPBPF_MAX_TRACKED 8192
 
 /*
  * Where jemalloc keeps what the probes read, for one jemalloc version.
@@ -77,6 +82,19 @@ struct heapbpf_free_event {
 	__u64 alloc_size;    /* prof_info_t.alloc_size; 0 if unknown */
 };
 
+/*
+ * A fork or an exec in the tracked process tree. A fork copies the parent's
+ * prof_active byte, and uprobes filtered to the parent do not follow the
+ * child: user space restores the flag in every child forked while it was on.
+ */
+struct heapbpf_proc_event {
+	__u32 type;  /* HEAPBPF_EV_FORK or HEAPBPF_EV_EXEC */
+	__u32 pid;   /* FORK: the parent process; EXEC: the process that exec'ed */
+	__u32 child; /* FORK: the new task's id; EXEC: 0 */
+	__u32 pad;
+	__u64 ts;
+};
+
 /* flags */
 #define HEAPBPF_F_READ_FAULT 0x1 /* a bpf_probe_read_user of jemalloc memory failed */
 #define HEAPBPF_F_TRUNCATED  0x2 /* bt.len was larger than HEAPBPF_MAX_FRAMES */
@@ -95,11 +113,14 @@ struct heapbpf_counters {
 	 */
 	__u64 activity_hits;
 	__u64 activity_bytes;
+	__u64 proc_drops;      /* fork/exec events lost (ring buffer full) */
+	__u64 untracked_forks; /* children not tracked: HEAPBPF_MAX_TRACKED reached */
 };
 
 _Static_assert(sizeof(struct heapbpf_layout) == 8 + 8 * 4, "layout size");
 _Static_assert(sizeof(struct heapbpf_alloc_event) == 64 + 8 * HEAPBPF_MAX_FRAMES,
 	       "alloc event size");
 _Static_assert(sizeof(struct heapbpf_free_event) == 64, "free event size");
+_Static_assert(sizeof(struct heapbpf_proc_event) == 24, "proc event size");
 
 #endif /* __HEAPBPF_H */

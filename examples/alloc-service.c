@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -554,6 +555,93 @@ static void cmd_stats(void)
 	reply("stats %" PRIu64 " %" PRIu64, nallocs, nfrees);
 }
 
+/*
+ * A forked child: only the forking thread lives on in it. It keeps
+ * allocating (so that it samples if its copy of prof_active is on) until its
+ * time is up, detached from the controller's pipes.
+ */
+SITE static __attribute__((noreturn)) void forked_child(uint64_t seconds)
+{
+	struct timespec nap = { 0, 10 * 1000 * 1000 };
+	void *keep[64] = { 0 };
+
+	if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout))
+		_exit(1);
+	for (uint64_t i = 0; i < seconds * 100; i++) {
+		for (unsigned int j = 0; j < 64; j++) {
+			free(keep[j]);
+			keep[j] = malloc(64 + (j + i) % 4096);
+			if (!keep[j])
+				_exit(1);
+			touch(keep[j], 64);
+		}
+		nanosleep(&nap, NULL);
+	}
+	_exit(0);
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/* fork, fork2 [SECONDS]; forkexec PROG [ARG...] */
+static void cmd_fork(const char *cmd, char *arg)
+{
+	uint64_t seconds = 120;
+	int fds[2];
+	pid_t child, grandchild = 0;
+
+	/* the children are not waited for: let the kernel reap them */
+	signal(SIGCHLD, SIG_IGN);
+	if (strcmp(cmd, "forkexec") && *arg && parse_u64(arg, 86400, &seconds)) {
+		reply("error %s takes seconds", cmd);
+		return;
+	}
+	if (!strcmp(cmd, "forkexec") && !*arg) {
+		reply("error forkexec needs a program");
+		return;
+	}
+	if (pipe(fds)) {
+		reply("error pipe: %s", strerror(errno));
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		close(fds[0]);
+		if (!strcmp(cmd, "forkexec")) {
+			char *argv[16] = { 0 };
+			int n = 0;
+
+			for (char *t = strtok(arg, " \t"); t && n < 15; t = strtok(NULL, " \t"))
+				argv[n++] = t;
+			close(fds[1]);
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		if (!strcmp(cmd, "fork2")) {
+			grandchild = fork();
+			if (grandchild == 0)
+				forked_child(seconds);
+		}
+		if (write(fds[1], &grandchild, sizeof(grandchild)) != sizeof(grandchild))
+			_exit(1);
+		close(fds[1]);
+		forked_child(seconds);
+	}
+	close(fds[1]);
+	if (child < 0) {
+		close(fds[0]);
+		reply("error fork: %s", strerror(errno));
+		return;
+	}
+	/* forkexec: EOF at exec; the others: the grandchild's pid (0 when none) */
+	if (read(fds[0], &grandchild, sizeof(grandchild)) != sizeof(grandchild))
+		grandchild = 0;
+	close(fds[0]);
+	if (grandchild > 0)
+		reply("forked %d %d", (int)child, (int)grandchild);
+	else
+		reply("forked %d", (int)child);
+}
+
 static void run_command(char *line)
 {
 	size_t len;
@@ -581,6 +669,8 @@ static void run_command(char *line)
 		cmd_active(arg);
 	} else if (!strcmp(line, "stats")) {
 		cmd_stats();
+	} else if (!strcmp(line, "fork") || !strcmp(line, "fork2") || !strcmp(line, "forkexec")) {
+		cmd_fork(line, arg);
 	} else if (!strcmp(line, "quit")) {
 		shut_down("bye");
 	} else if (!*line) {
@@ -716,6 +806,11 @@ static void usage(FILE *f)
 "  dump PATH      mallctl(\"prof.dump\") to PATH           -> dumped | error MSG\n"
 "  active [0|1]   read (or set, then read) mallctl(\"prof.active\") -> active 0|1\n"
 "  stats          allocations and frees done so far  -> stats ALLOCS FREES\n"
+"  fork [N]       fork a child that allocates (forked_child) for N s (default\n"
+"                 120), then exits                         -> forked CHILD\n"
+"  fork2 [N]      the same, and that child forks a grandchild\n"
+"                                               -> forked CHILD GRANDCHILD\n"
+"  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
 "  quit           stop the workers and exit 0                     -> bye\n"
 "Anything else is answered \"error MSG\". EOF on stdin, SIGINT, SIGTERM or the\n"
 "end of --duration stop it (exit 0) without a reply.\n"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "errmsg.h"
+#include "forks.h"
 #include "guard.h"
 #include "procmaps.h"
 #include "toggle.h"
@@ -19,6 +20,7 @@ struct guard {
 	pid_t pid;
 	int lock_fd;
 	char state[4096];
+	char path[4096]; /* the jemalloc object, as the target's maps name it */
 };
 
 const char *guard_dir(void)
@@ -56,15 +58,17 @@ uint64_t proc_start_time(pid_t pid)
 	return v;
 }
 
-int guard__acquire(pid_t pid, struct guard **out, char *err, size_t errlen)
+int guard__acquire(const struct jemalloc_target *t, struct guard **out, char *err, size_t errlen)
 {
 	struct guard *g = calloc(1, sizeof(*g));
 	char path[4096], holder[32] = "?";
+	pid_t pid = t->pid;
 	int n;
 
 	if (!g)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	g->pid = pid;
+	snprintf(g->path, sizeof(g->path), "%s", t->path);
 	if (mkdir(guard_dir(), 0700) && errno != EEXIST) {
 		n = -errno;
 		free(g);
@@ -111,20 +115,47 @@ void guard__release(struct guard *g)
 	free(g);
 }
 
-int guard__save(struct guard *g, uint64_t addr, uint8_t orig)
+/* The state file's text: the target, its flag, and each child forked while it was on. */
+static char *state_text(const struct guard *g, uint64_t addr, uint8_t orig,
+			const struct forks *children, size_t *len)
 {
-	char tmp[4200], buf[256];
-	int fd, n, err = 0;
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
 
+	if (!f)
+		return NULL;
+	fprintf(f, "pid=%d\nstarttime=%" PRIu64 "\naddr=0x%" PRIx64 "\norig=%u\npath=%s\n", g->pid,
+		proc_start_time(g->pid), addr, orig, g->path);
+	for (size_t i = 0; children && i < children->n; i++) {
+		if (!children->v[i].execed)
+			fprintf(f, "child=%d %" PRIu64 "\n", children->v[i].pid,
+				children->v[i].start);
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int guard__save(struct guard *g, uint64_t addr, uint8_t orig, const struct forks *children)
+{
+	char tmp[4200];
+	size_t n = 0;
+	char *buf = state_text(g, addr, orig, children, &n);
+	int fd, err = 0;
+
+	if (!buf)
+		return -ENOMEM;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", g->state);
-	n = snprintf(buf, sizeof(buf),
-		     "pid=%d\nstarttime=%" PRIu64 "\naddr=0x%" PRIx64 "\norig=%u\n", g->pid,
-		     proc_start_time(g->pid), addr, orig);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		free(buf);
 		return -errno;
-	if (write(fd, buf, n) != n || fsync(fd))
+	}
+	if (write(fd, buf, n) != (ssize_t)n || fsync(fd))
 		err = errno ? -errno : -EIO;
+	free(buf);
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && rename(tmp, g->state))
@@ -141,45 +172,87 @@ int guard__clear(struct guard *g)
 	return 0;
 }
 
-int guard__recover(struct guard *g, const struct jemalloc_target *t, bool *restored, char *err,
-		   size_t errlen)
-{
-	unsigned long long start = 0, addr = 0;
-	unsigned int orig = 2;
-	struct prof_toggle tg = { .pid = t->pid };
-	char line[256];
-	int pid = 0, rc;
-	FILE *f;
+struct state {
+	int pid;
+	unsigned long long start, addr;
+	unsigned int orig;
+	char path[4096];
+	pid_t child[256];
+	uint64_t child_start[256];
+	size_t nchildren;
+};
 
-	*restored = false;
-	f = fopen(g->state, "re");
+static int read_state(const char *file, struct state *st)
+{
+	char line[4200];
+	FILE *f = fopen(file, "re");
+
+	memset(st, 0, sizeof(*st));
+	st->orig = 2;
 	if (!f)
-		return errno == ENOENT ? 0
-				       : hb_fail(err, errlen, -errno, "cannot read %s", g->state);
+		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		sscanf(line, "pid=%d", &pid);
-		sscanf(line, "starttime=%llu", &start);
-		sscanf(line, "addr=%llx", &addr);
-		sscanf(line, "orig=%u", &orig);
+		unsigned long long cs;
+		int cp;
+
+		line[strcspn(line, "\n")] = '\0';
+		sscanf(line, "pid=%d", &st->pid);
+		sscanf(line, "starttime=%llu", &st->start);
+		sscanf(line, "addr=%llx", &st->addr);
+		sscanf(line, "orig=%u", &st->orig);
+		if (strncmp(line, "path=", 5) == 0)
+			snprintf(st->path, sizeof(st->path), "%.4000s", line + 5);
+		if (sscanf(line, "child=%d %llu", &cp, &cs) == 2 && st->nchildren < 256) {
+			st->child[st->nchildren] = cp;
+			st->child_start[st->nchildren++] = cs;
+		}
 	}
 	fclose(f);
-	/* another process that had this pid before: nothing of ours is in this one */
-	if (pid != t->pid || start != proc_start_time(t->pid)) {
+	return 0;
+}
+
+/* Children a killed run left sampling: each checked to be the same process with our jemalloc. */
+static void recover_children(const struct state *st, struct guard_recovery *r)
+{
+	if (st->orig > 1 || !st->path[0])
+		return;
+	for (size_t i = 0; i < st->nchildren; i++) {
+		if (!forks_restore_one(st->child[i], st->child_start[i], st->addr,
+				       (uint8_t)st->orig, st->path))
+			r->children++;
+	}
+}
+
+int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guard_recovery *r,
+		   char *err, size_t errlen)
+{
+	struct prof_toggle tg = { .pid = t->pid };
+	struct state st;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = read_state(g->state, &st);
+	if (rc)
+		return rc == -ENOENT ? 0 : hb_fail(err, errlen, rc, "cannot read %s", g->state);
+	/* another process that had this pid before: only its children may still be ours */
+	if (st.pid != t->pid || st.start != proc_start_time(t->pid)) {
+		recover_children(&st, r);
 		guard__clear(g);
 		return 0;
 	}
-	if (orig > 1 || addr != t->active_addr || prof_toggle_validate(t, addr))
+	if (st.orig > 1 || st.addr != t->active_addr || prof_toggle_validate(t, st.addr))
 		return hb_fail(err, errlen, -EINVAL,
 			       "%s does not match jemalloc in pid %d; remove it if no heapbpf is "
 			       "running",
 			       g->state, t->pid);
-	tg.addr = addr;
-	tg.orig = (uint8_t)orig;
+	tg.addr = st.addr;
+	tg.orig = (uint8_t)st.orig;
 	tg.changed = true;
 	rc = prof_toggle__restore(&tg);
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot restore prof_active in pid %d: %s", t->pid,
 			       strerror(-rc));
-	*restored = true;
+	r->parent = true;
+	recover_children(&st, r);
 	return guard__clear(g);
 }

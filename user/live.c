@@ -54,7 +54,7 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 		   char *err, size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
-	bool restored;
+	struct guard_recovery rec;
 	int rc;
 
 	*done = false;
@@ -62,17 +62,22 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 	rc = privs_check(err, errlen);
 	rc = rc ?: jemalloc_target__find(tr->pid, o->layout, t, err, errlen);
 	/* one heapbpf per target; and undo what a killed one left behind */
-	rc = rc ?: guard__acquire(tr->pid, g, err, errlen);
-	rc = rc ?: guard__recover(*g, *t, &restored, err, errlen);
+	rc = rc ?: guard__acquire(*t, g, err, errlen);
+	rc = rc ?: guard__recover(*g, *t, &rec, err, errlen);
 	if (rc)
 		return rc;
-	if (restored)
+	if (rec.parent)
 		fprintf(stderr,
 			"heapbpf: restored prof_active in pid %d, left on by a heapbpf run that was "
 			"killed\n",
 			tr->pid);
+	if (rec.children)
+		fprintf(stderr,
+			"heapbpf: restored prof_active in %zu process(es) forked from pid %d while a "
+			"killed heapbpf run had it on\n",
+			rec.children, tr->pid);
 	if (o->reset) {
-		if (!restored && !o->quiet)
+		if (!rec.parent && !rec.children && !o->quiet)
 			fprintf(stderr, "heapbpf: pid %d: nothing to reset\n", tr->pid);
 		*done = true;
 		return 0;
@@ -148,6 +153,31 @@ static int collect(struct target_run *tr, struct guard *g, struct session *s, ch
 	return rc;
 }
 
+/* Children forked during the window: said always (a failure is a failure of the run). */
+static void report_forks(struct target_run *tr, const struct session *s)
+{
+	const struct forks_result *f = &s->fork_result;
+
+	tr->forks = *f;
+	if (s->fork_state_err)
+		fprintf(stderr,
+			"heapbpf: warning: the state file under %s could not list every forked "
+			"child; a kill -9 of this run would not have restored them\n",
+			guard_dir());
+	if (f->failed) {
+		fprintf(stderr,
+			"heapbpf: pid %d: prof_active could not be switched back off in %zu "
+			"process(es) forked from it; they keep sampling until they exit\n",
+			tr->pid, f->failed);
+		tr->outcome |= RUN_FAILED;
+	}
+	if (f->forked && !tr->run->opts->quiet)
+		fprintf(stderr,
+			"heapbpf: pid %d forked %zu process(es) while sampling was on: prof_active "
+			"restored in %zu, %zu had exited or exec'ed\n",
+			tr->pid, f->forked, f->restored, f->gone);
+}
+
 int live_run(struct target_run *tr, char *err, size_t errlen)
 {
 	struct jemalloc_target *t = NULL;
@@ -161,6 +191,7 @@ int live_run(struct target_run *tr, char *err, size_t errlen)
 	if (rc || done)
 		goto out;
 	rc = collect(tr, g, &s, err, errlen);
+	report_forks(tr, &s);
 	if (rc)
 		goto out;
 	if (s.reason == STOP_TARGET_EXIT && !tr->run->opts->quiet)

@@ -16,6 +16,7 @@ struct probes {
 	struct bpf_link *alloc_link;
 	struct bpf_link *free_link;
 	struct bpf_link *activity_link; /* t->activity_off, while the late-activation check runs */
+	struct bpf_link *fork_link, *exec_link; /* the target's process tree */
 	struct ring_buffer *rb;
 };
 
@@ -29,7 +30,8 @@ static size_t round_pow2_pages(size_t bytes)
 	return v;
 }
 
-int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes, struct probes **out)
+int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
+		 uint32_t fork_child_pid_off, struct probes **out)
 {
 	struct probes *p = calloc(1, sizeof(*p));
 	int err;
@@ -42,6 +44,7 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes, stru
 		goto fail;
 	}
 	p->skel->rodata->layout = *layout;
+	p->skel->rodata->fork_child_pid_off = fork_child_pid_off;
 	/* the collector is woken at a quarter full, and polls every PROBES_POLL_MS otherwise */
 	p->skel->rodata->wakeup_bytes = round_pow2_pages(ringbuf_bytes) / 4;
 	err = bpf_map__set_max_entries(p->skel->maps.events, round_pow2_pages(ringbuf_bytes));
@@ -57,9 +60,39 @@ fail:
 	return err;
 }
 
+/* Forks and execs of the target and of every process forked from it from now on. */
+static int attach_tree(struct probes *p, pid_t pid)
+{
+	__u32 key = pid;
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(p->skel->maps.tracked, &key, sizeof(key), &one, sizeof(one),
+				 BPF_ANY))
+		return -errno;
+	p->fork_link = bpf_program__attach_tracepoint(p->skel->progs.heapbpf_fork, "sched",
+						      "sched_process_fork");
+	if (!p->fork_link)
+		return -errno;
+	p->exec_link = bpf_program__attach_tracepoint(p->skel->progs.heapbpf_exec, "sched",
+						      "sched_process_exec");
+	return p->exec_link ? 0 : -errno;
+}
+
+void probes__untrack(struct probes *p, pid_t pid)
+{
+	__u32 key = pid;
+
+	bpf_map__delete_elem(p->skel->maps.tracked, &key, sizeof(key), 0);
+}
+
 int probes__attach(struct probes *p, const struct jemalloc_target *t)
 {
 	int err;
+
+	/* before the uprobes, so that no fork in the window is missed */
+	err = attach_tree(p, t->pid);
+	if (err)
+		goto fail;
 
 	/* by file offset, on the object as we see it, filtered to the target's pid */
 	p->alloc_link = bpf_program__attach_uprobe(p->skel->progs.heapbpf_alloc, false, t->pid,
@@ -110,8 +143,12 @@ void probes__detach(struct probes *p)
 {
 	bpf_link__destroy(p->alloc_link);
 	bpf_link__destroy(p->free_link);
+	bpf_link__destroy(p->fork_link);
+	bpf_link__destroy(p->exec_link);
 	p->alloc_link = NULL;
 	p->free_link = NULL;
+	p->fork_link = NULL;
+	p->exec_link = NULL;
 	probes__detach_activity(p);
 }
 
@@ -127,6 +164,8 @@ void probes__counters(const struct probes *p, struct heapbpf_counters *c)
 	c->read_faults = src->read_faults;
 	c->activity_hits = src->activity_hits;
 	c->activity_bytes = src->activity_bytes;
+	c->proc_drops = src->proc_drops;
+	c->untracked_forks = src->untracked_forks;
 }
 
 void probes__free(struct probes *p)

@@ -4,6 +4,8 @@
 #define __HEAPBPF_PROBES_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "heapbpf.h"
 #include "target.h"
@@ -19,13 +21,21 @@ typedef int (*probes_event_fn)(void *ctx, void *data, size_t len);
  */
 #define PROBES_POLL_MS 100
 
-/* Opens and loads the BPF object with the target's layout and a ring buffer of ringbuf_bytes. */
-int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes, struct probes **out);
 /*
- * Attaches both uprobes to the target's jemalloc, for its pid only, and the
- * activity probe where the target has one (t->activity_off).
+ * Opens and loads the BPF object with the target's layout, a ring buffer of
+ * ringbuf_bytes and the sched_process_fork record's child_pid offset.
+ */
+int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
+		 uint32_t fork_child_pid_off, struct probes **out);
+/*
+ * Starts following the target's process tree (fork and exec tracepoints,
+ * the target tracked), then attaches both uprobes to the target's jemalloc,
+ * for its pid only, and the activity probe where the target has one
+ * (t->activity_off).
  */
 int probes__attach(struct probes *p, const struct jemalloc_target *t);
+/* Stops following pid's forks (a thread, or a process that exec'ed). */
+void probes__untrack(struct probes *p, pid_t pid);
 /* Detaches the activity probe only (its counters stay readable). */
 void probes__detach_activity(struct probes *p);
 /* A ring buffer delivering events to fn; owned by p. */

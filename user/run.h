@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "collector.h"
+#include "forks.h"
 #include "heapbpf.h"
 #include "pyro_labels.h"
 #include "symbolize.h"
@@ -65,7 +66,8 @@ struct target_run {
 	struct collector_stats prev;
 	struct heapbpf_counters prev_bc;
 	bool any_samples;
-	unsigned int outcome; /* RUN_* of this target */
+	struct forks_result forks; /* children forked while sampling was on, once restored */
+	unsigned int outcome;	   /* RUN_* of this target */
 };
 
 /* True when profiles go where the fleet options send them (directory, windows, Pyroscope). */

@@ -14,6 +14,7 @@
 #include <bpf/libbpf.h>
 
 #include "errmsg.h"
+#include "forks.h"
 #include "guard.h"
 #include "privs.h"
 #include "probes.h"
@@ -99,17 +100,7 @@ static int make_timer(double first_s, double interval_s)
 /* The state file a later run restores from, should this one be killed -9. */
 static int save_state(void *arg, uint64_t addr, uint8_t orig)
 {
-	return guard__save(arg, addr, orig) ? -EROFS : 0;
-}
-
-/* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
-static int on_event(void *ctx, void *data, size_t len)
-{
-	struct session *s = ctx;
-
-	if (s->recorder && !s->record_err)
-		s->record_err = recorder__event(s->recorder, data, len);
-	return collector__event(s->collector, data, len);
+	return guard__save(arg, addr, orig, NULL) ? -EROFS : 0;
 }
 
 static int record_meta_u64(struct recorder *r, const char *key, uint64_t v)
@@ -195,13 +186,57 @@ static bool fault_collect(void)
 
 /* Everything one session holds open; stop() releases it whatever was reached. */
 struct loop {
+	struct session *s;
+	const struct session_opts *o;
 	struct probes *p;
 	struct ring_buffer *rb;
 	struct prof_toggle tg;
+	bool ours; /* heapbpf switched prof_active on: forked copies are ours to restore */
 	int ep, sfd, pfd, dfd, tfd, ifd, lfd;
 	int64_t t0; /* CLOCK_MONOTONIC when sampling was switched on; 0 before */
 	uint64_t attach_coarse;
 };
+
+/*
+ * A fork in the target's tree while prof_active is on: the child's copy of
+ * the flag is ours to restore, and the state file a killed run leaves says so.
+ */
+static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
+{
+	struct session *s = l->s;
+	int rc;
+
+	if (e->type == HEAPBPF_EV_EXEC) {
+		forks__exec(&s->forks, e->pid);
+		probes__untrack(l->p, e->pid);
+		return 0;
+	}
+	rc = l->ours ? forks__add(&s->forks, e->child) : 0;
+	if (rc <= 0) {
+		/* a thread, a task already gone, or a flag we did not switch on */
+		if (!rc)
+			probes__untrack(l->p, e->child);
+		return rc;
+	}
+	if (l->o->guard && guard__save(l->o->guard, l->tg.addr, l->tg.orig, &s->forks))
+		s->fork_state_err = true;
+	return 0;
+}
+
+/* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct loop *l = ctx;
+	struct session *s = l->s;
+	const __u32 *type = data;
+
+	if (len >= sizeof(struct heapbpf_proc_event) &&
+	    (*type == HEAPBPF_EV_FORK || *type == HEAPBPF_EV_EXEC))
+		return on_proc_event(l, data);
+	if (s->recorder && !s->record_err)
+		s->record_err = recorder__event(s->recorder, data, len);
+	return collector__event(s->collector, data, len);
+}
 
 /* 0: keep checking; 1: settled (detach the probe); -ENODATA: the bug is in effect. */
 static int late_active_check(struct session *s, const struct jemalloc_target *t,
@@ -318,7 +353,12 @@ static int open_session(struct session *s, const struct session_opts *o,
 	sigset_t set;
 	int rc;
 
-	rc = probes__load(&t->layout->bpf, o->ringbuf_bytes, &l->p);
+	uint32_t fork_off;
+
+	rc = forks_child_pid_offset(&fork_off, err, errlen);
+	if (rc)
+		return rc;
+	rc = probes__load(&t->layout->bpf, o->ringbuf_bytes, fork_off, &l->p);
 	if (rc)
 		return hb_fail(err, errlen, rc,
 			       "cannot load the BPF program (heapbpf needs root, and a kernel with "
@@ -332,7 +372,7 @@ static int open_session(struct session *s, const struct session_opts *o,
 	rc = s->recorder ? record_header(s, t) : 0;
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot write the recording: %s", strerror(-rc));
-	rc = probes__ring_buffer(l->p, on_event, s, &l->rb);
+	rc = probes__ring_buffer(l->p, on_event, l, &l->rb);
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot open the BPF ring buffer: %s",
 			       strerror(-rc));
@@ -381,6 +421,7 @@ static int start_sampling(struct session *s, const struct session_opts *o,
 			       : rc == -ESRCH  ? "the process exited"
 					       : strerror(-rc));
 	s->was_active = !l->tg.changed;
+	l->ours = l->tg.changed;
 	/* loaded and attached: from here on heapbpf needs ptrace and file access only */
 	rc = privs_drop_after_attach();
 	if (rc)
@@ -444,19 +485,15 @@ static int stop(struct session *s, const struct session_opts *o, const struct je
 	/* in the stream where the collector learns it, so a replay matches this run */
 	if (s->recorder && l->t0 && !s->record_err)
 		s->record_err = record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
-	if (l->tg.changed) {
-		int r2 = prof_toggle__restore(&l->tg);
+	int r2 = prof_toggle__restore(&l->tg);
 
-		/* only a restored flag may forget its state: else the next run restores it */
-		if ((!r2 || r2 == -ESRCH) && o->guard)
-			guard__clear(o->guard);
-		if (r2 && r2 != -ESRCH && !rc)
-			rc = hb_fail(err, errlen, r2,
-				     "cannot switch jemalloc's prof_active back off in pid %d: %s",
-				     t->pid, strerror(-r2));
-	}
+	if (r2 && r2 != -ESRCH && !rc)
+		rc = hb_fail(err, errlen, r2,
+			     "cannot switch jemalloc's prof_active back off in pid %d: %s", t->pid,
+			     strerror(-r2));
 	if (l->t0)
 		s->duration_ns = now_ns(CLOCK_MONOTONIC) - l->t0;
+	/* the drain also brings the forks that copied the flag just before it went off */
 	if (l->rb) {
 		if (l->tg.addr)
 			ring_buffer__poll(l->rb, DRAIN_MS);
@@ -464,6 +501,11 @@ static int stop(struct session *s, const struct session_opts *o, const struct je
 			probes__detach(l->p);
 		ring_buffer__consume(l->rb);
 	}
+	if (l->ours)
+		forks__restore(&s->forks, l->tg.addr, l->tg.orig, t->path, &s->fork_result);
+	/* only a restored flag may forget its state: else the next run restores it */
+	if (l->ours && (!r2 || r2 == -ESRCH) && !s->fork_result.failed && o->guard)
+		guard__clear(o->guard);
 	if (l->p)
 		probes__counters(l->p, &s->counters);
 	if (s->recorder && l->t0)
@@ -481,9 +523,15 @@ static int stop(struct session *s, const struct session_opts *o, const struct je
 int session_run(const struct jemalloc_target *t, const struct session_opts *o, struct session *s,
 		char *err, size_t errlen)
 {
-	struct loop l = {
-		.ep = -1, .sfd = -1, .pfd = -1, .dfd = -1, .tfd = -1, .ifd = -1, .lfd = -1
-	};
+	struct loop l = { .s = s,
+			  .o = o,
+			  .ep = -1,
+			  .sfd = -1,
+			  .pfd = -1,
+			  .dfd = -1,
+			  .tfd = -1,
+			  .ifd = -1,
+			  .lfd = -1 };
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -505,6 +553,7 @@ void session_cleanup(struct session *s)
 {
 	collector__free(s->collector);
 	symbolizer__free(s->symbolizer);
+	forks__free(&s->forks);
 	s->collector = NULL;
 	s->symbolizer = NULL;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "collector.h"
+#include "forks.h"
 #include "heapbpf.h"
 #include "symbolize.h"
 #include "target.h"
@@ -59,6 +60,10 @@ struct session {
 	uint64_t late_active_bytes;
 	struct recorder *recorder;
 	int record_err; /* first error writing the recording, 0 if none */
+	/* processes forked from the target while prof_active was on, and their restore */
+	struct forks forks;
+	struct forks_result fork_result;
+	bool fork_state_err; /* the state file could not list a child */
 };
 
 /* Blocks the signals the session stops on; call first thing in main. */

@@ -44,6 +44,14 @@ static int describe(struct hb_profile *p, const struct target_run *tr, const str
 						" frees of them, %" PRIu64
 						" frees of objects sampled before attach",
 						st->allocs, st->frees_matched, st->frees_unmatched);
+	if (!err && tr->forks.forked)
+		err = hb_profile_add_comment(
+			p,
+			"heapbpf: %zu process(es) forked from pid %d while "
+			"sampling was on: prof_active restored in %zu, %zu had "
+			"exited or exec'ed, %zu could not be restored",
+			tr->forks.forked, tr->pid, tr->forks.restored, tr->forks.gone,
+			tr->forks.failed);
 	if (!err && drops_of(bc))
 		err = hb_profile_add_comment(p,
 					     "heapbpf: WARNING: %" PRIu64 " samples and %" PRIu64

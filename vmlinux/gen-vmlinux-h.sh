@@ -29,8 +29,9 @@ BEGIN { RS = "" }
 # struct pt_regs: what BPF_KPROBE and PT_REGS_PARMn read, with what it needs
 /^typedef __u(16|64) u(16|64);$/ ||
 /^struct (pt_regs|fred_cs|fred_ss) \{/ ||
-# the map types and ring buffer flags heapbpf.bpf.c names
+# the map types, map update flags and ring buffer flags heapbpf.bpf.c names
 /^enum bpf_map_type \{/ ||
+/^enum \{\n\tBPF_ANY/ ||
 /^enum \{\n\tBPF_RB_/ {
 	if (n++)
 		printf "\n"

@@ -129,6 +129,13 @@ enum bpf_map_type {
 };
 
 enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+	BPF_F_LOCK = 4,
+};
+
+enum {
 	BPF_RB_NO_WAKEUP = 1,
 	BPF_RB_FORCE_WAKEUP = 2,
 };

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * A fork never leaves a child sampling: every process forked from the target
+ * while heapbpf had prof_active on (children and grandchildren) gets its copy
+ * of the flag switched back, on every way out; a child that called exec has
+ * a jemalloc of its own and is left alone. Flags are read from the processes'
+ * memory at addresses found with nm, not with heapbpf's code.
+ */
+#include <dirent.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+#define IDLE_CONF "prof:true,prof_active:false"
+
+struct fk {
+	struct svc s;
+	const char *bin;
+	uint64_t flag;
+	char pid[16], out[PATH_MAX], err[PATH_MAX];
+	pid_t hp;
+	pid_t kids[2];
+};
+
+static uint8_t flag_of(pid_t pid, uint64_t addr)
+{
+	uint8_t b = 0xff;
+
+	cr_assert_eq(hb_peek(pid, addr, &b, 1), 0, "cannot read pid %d", pid);
+	return b;
+}
+
+static void start(struct fk *f, const char *duration)
+{
+	const char *args[] = { "--threads", "2", NULL };
+
+	hb_require_bpf();
+	memset(f, 0, sizeof(*f));
+	f->bin = hb_path("examples/alloc-service-static");
+	cr_assert_eq(svc_start(&f->s, f->bin, IDLE_CONF, args), 0);
+	cr_assert_eq(hb_sym_addr(f->s.pid, f->bin, "je_prof_active_state", &f->flag), 0);
+	snprintf(f->pid, sizeof(f->pid), "%d", f->s.pid);
+	snprintf(f->out, sizeof(f->out), "%s/out.pb.gz", hb_tmpdir());
+	snprintf(f->err, sizeof(f->err), "%s/heapbpf.err", hb_tmpdir());
+	f->hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", f->pid, "-d", duration,
+					   "-o", f->out, NULL },
+			 f->err);
+	cr_assert_gt(f->hp, 0);
+	cr_assert(hb_wait_byte(f->s.pid, f->flag, 1, 20000, f->hp),
+		  "heapbpf did not switch prof_active on");
+}
+
+/* "fork" or "fork2" in the target; the child (and grandchild) pids, inheriting the flag on. */
+static void fork_in_target(struct fk *f, const char *cmd)
+{
+	char reply[128];
+	int n;
+
+	cr_assert_eq(svc_cmd(&f->s, cmd, reply, sizeof(reply), 10000), 0);
+	n = sscanf(reply, "forked %d %d", &f->kids[0], &f->kids[1]);
+	cr_assert_geq(n, 1, "%s: %s", cmd, reply);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(flag_of(f->kids[i], f->flag), 1,
+			     "the child did not inherit prof_active on: the test shows nothing");
+}
+
+static void end_kids(struct fk *f)
+{
+	for (int i = 0; i < 2; i++) {
+		if (f->kids[i] > 0)
+			kill(f->kids[i], SIGKILL);
+	}
+}
+
+static char *stderr_of(struct fk *f)
+{
+	char *text;
+
+	cr_assert_geq(hb_read_file(f->err, &text), 0);
+	return text;
+}
+
+TestSuite(forks, .fini = hb_tmpdir_cleanup, .timeout = 120);
+
+Test(forks, child_forked_in_the_window_is_restored)
+{
+	struct fk f;
+	char *text;
+
+	start(&f, "0");
+	fork_in_target(&f, "fork 60");
+	kill(f.hp, SIGINT);
+	cr_assert_eq(hb_wait(f.hp, 30000), 0);
+	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
+	cr_assert_eq(flag_of(f.kids[0], f.flag), 0, "the child still samples");
+	text = stderr_of(&f);
+	cr_assert(strstr(text, "forked 1 process(es) while sampling was on: prof_active restored "
+			       "in 1"),
+		  "%s", text);
+	free(text);
+	cr_assert_gt(hb_read_file(f.out, &text), 0);
+	free(text);
+	end_kids(&f);
+	cr_assert_eq(svc_stop(&f.s), 0);
+}
+
+Test(forks, grandchild_is_restored_too)
+{
+	struct fk f;
+	char *text;
+
+	start(&f, "3");
+	fork_in_target(&f, "fork2 60");
+	cr_assert_gt(f.kids[1], 0, "no grandchild");
+	cr_assert_eq(hb_wait(f.hp, 30000), 0);
+	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
+	cr_assert_eq(flag_of(f.kids[0], f.flag), 0, "the child still samples");
+	cr_assert_eq(flag_of(f.kids[1], f.flag), 0, "the grandchild still samples");
+	text = stderr_of(&f);
+	cr_assert(strstr(text, "forked 2 process(es)"), "%s", text);
+	free(text);
+	end_kids(&f);
+	cr_assert_eq(svc_stop(&f.s), 0);
+}
+
+/* exec'ed program with sampling on by its own configuration: heapbpf must not touch it */
+Test(forks, child_that_execs_is_left_alone)
+{
+	struct fk f;
+	char cmd[PATH_MAX + 128], reply[128], exe[PATH_MAX], link[64];
+	uint64_t flag2 = 0;
+	ssize_t n = 0;
+	char *text;
+
+	start(&f, "0");
+	snprintf(
+		cmd, sizeof(cmd),
+		"forkexec /usr/bin/env MALLOC_CONF=prof:true,prof_active:true %s --threads 1 -d 60",
+		f.bin);
+	cr_assert_eq(svc_cmd(&f.s, cmd, reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &f.kids[0]), 1, "%s", reply);
+	/* env has exec'ed the service, and its jemalloc is up */
+	snprintf(link, sizeof(link), "/proc/%d/exe", f.kids[0]);
+	for (int i = 0; i < 100; i++) {
+		char real[PATH_MAX];
+
+		n = readlink(link, exe, sizeof(exe) - 1);
+		if (n > 0 && realpath(f.bin, real) && strncmp(exe, real, n) == 0 &&
+		    !hb_sym_addr(f.kids[0], f.bin, "je_prof_active_state", &flag2) &&
+		    flag_of(f.kids[0], flag2) == 1)
+			break;
+		flag2 = 0;
+		hb_sleep_ms(100);
+	}
+	cr_assert_neq(flag2, 0, "the exec'ed service did not come up with sampling on");
+	kill(f.hp, SIGINT);
+	cr_assert_eq(hb_wait(f.hp, 30000), 0);
+	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
+	cr_assert_eq(flag_of(f.kids[0], flag2), 1, "heapbpf wrote into a process that exec'ed");
+	text = stderr_of(&f);
+	cr_assert(strstr(text, "restored in 0, 1 had exited or exec'ed"), "%s", text);
+	free(text);
+	end_kids(&f);
+	cr_assert_eq(svc_stop(&f.s), 0);
+}
+
+Test(forks, target_exits_while_its_child_lives)
+{
+	struct fk f;
+	char reply[64];
+	int rc;
+
+	start(&f, "0");
+	fork_in_target(&f, "fork 60");
+	cr_assert_eq(svc_cmd(&f.s, "quit", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(svc_stop(&f.s), 0);
+	rc = hb_wait(f.hp, 30000);
+	/* it wrote what it had: 0, or 3 if nothing was sampled in so short a window */
+	cr_assert(rc == 0 || rc == 3, "heapbpf exited %d", rc);
+	cr_assert_eq(flag_of(f.kids[0], f.flag), 0, "the orphaned child still samples");
+	end_kids(&f);
+}
+
+Test(forks, kill_9_then_reset_restores_parent_and_child)
+{
+	struct fk f;
+	char err[4096];
+
+	start(&f, "0");
+	fork_in_target(&f, "fork 60");
+	/* the state file lists the child as soon as heapbpf saw the fork */
+	hb_sleep_ms(500);
+	kill(f.hp, SIGKILL);
+	hb_wait(f.hp, 10000);
+	cr_assert_eq(flag_of(f.s.pid, f.flag), 1, "kill -9 cannot have restored anything");
+	cr_assert_eq(flag_of(f.kids[0], f.flag), 1);
+	cr_assert_eq(hb_run((const char *[]){ "--reset", "--pid", f.pid, NULL }, err, sizeof(err),
+			    30000),
+		     0, "%s", err);
+	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
+	cr_assert_eq(flag_of(f.kids[0], f.flag), 0, "--reset left the child sampling");
+	cr_assert(strstr(err, "restored prof_active in 1 process(es) forked from pid"), "%s", err);
+	end_kids(&f);
+	cr_assert_eq(svc_stop(&f.s), 0);
+}
+
+/* ---- Debian's redis-server: BGSAVE forks a child that lives while it writes ---- */
+
+/* The first child process of parent found in /proc (0 when none yet). */
+static pid_t child_of(pid_t parent)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = 0;
+
+	cr_assert_not_null(d);
+	while (!found && (de = readdir(d))) {
+		char path[300], buf[512], *p;
+		int ppid = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
+		    sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == parent)
+			found = atoi(de->d_name);
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+static void redis_cli(int port, const char *args, char *out, size_t len)
+{
+	char cmd[512];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "redis-cli -h 127.0.0.1 -p %d %s 2>&1", port, args);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	out[0] = '\0';
+	if (!fgets(out, (int)len, p))
+		out[0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	pclose(p);
+}
+
+Test(forks, redis_bgsave_child_is_restored)
+{
+	const char *lib = hb_path("jemalloc/libjemalloc.so.2");
+	char libdir[PATH_MAX], portarg[16], pid[16], out[PATH_MAX], errp[PATH_MAX], log[PATH_MAX];
+	char reply[256] = "", *text;
+	int port = 20000 + getpid() % 20000;
+	uint64_t flag;
+	pid_t redis, hp, child = 0;
+	int rc;
+
+	hb_require_bpf();
+	cr_assert_eq(access("/usr/bin/redis-server", X_OK), 0,
+		     "redis-server is missing: run make deps (scripts/install-deps.sh)");
+	cr_assert_not_null(realpath(lib, libdir));
+	*strrchr(libdir, '/') = '\0';
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	snprintf(log, sizeof(log), "%s/redis.log", hb_tmpdir());
+	setenv("LD_LIBRARY_PATH", libdir, 1);
+	setenv("MALLOC_CONF", IDLE_CONF, 1);
+	redis = hb_spawn((const char *[]){ "/usr/bin/redis-server", "--port", portarg, "--bind",
+					   "127.0.0.1", "--save", "", "--appendonly", "no", "--dir",
+					   hb_tmpdir(), NULL },
+			 log);
+	unsetenv("LD_LIBRARY_PATH");
+	unsetenv("MALLOC_CONF");
+	for (int i = 0; i < 100 && strcmp(reply, "PONG"); i++) {
+		hb_sleep_ms(100);
+		redis_cli(port, "ping", reply, sizeof(reply));
+	}
+	cr_assert_str_eq(reply, "PONG", "redis-server did not start (see %s)", log);
+	cr_assert_eq(hb_sym_addr(redis, lib, "je_prof_active_state", &flag), 0);
+	/* 20000 keys written at 0.5 ms each: a BGSAVE child that lives about 10 s */
+	cr_assert_eq(system(strcat(strcpy(out, "redis-benchmark -h 127.0.0.1 -t set -n 20000 "
+					       "-r 100000 -d 64 -q >/dev/null -p "),
+				   portarg)),
+		     0);
+	redis_cli(port, "config set rdb-key-save-delay 500", reply, sizeof(reply));
+	cr_assert_str_eq(reply, "OK");
+
+	snprintf(pid, sizeof(pid), "%d", redis);
+	snprintf(out, sizeof(out), "%s/redis.pb.gz", hb_tmpdir());
+	snprintf(errp, sizeof(errp), "%s/heapbpf.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "-o", out,
+					NULL },
+		      errp);
+	cr_assert(hb_wait_byte(redis, flag, 1, 20000, hp), "heapbpf did not switch sampling on");
+	redis_cli(port, "bgsave", reply, sizeof(reply));
+	cr_assert(strstr(reply, "Background saving started"), "%s", reply);
+	for (int i = 0; i < 100 && !child; i++) {
+		child = child_of(redis);
+		if (!child)
+			hb_sleep_ms(50);
+	}
+	cr_assert_gt(child, 0, "no BGSAVE child appeared");
+	cr_assert_eq(flag_of(child, flag), 1, "the BGSAVE child did not inherit sampling on");
+	hb_sleep_ms(300);
+	kill(hp, SIGINT);
+	rc = hb_wait(hp, 30000);
+	cr_assert_gt(hb_read_file(errp, &text), 0);
+	/* redis is idle while it saves: no sample (exit 3) is fine, anything else is not */
+	cr_assert(rc == 0 || rc == 3, "heapbpf exited %d:\n%s", rc, text);
+	cr_assert(strstr(text, "forked 1 process(es) while sampling was on"), "%s", text);
+	/* still saving: its flag is off again; already done: said so */
+	if (kill(child, 0) == 0 && strstr(text, "restored in 1"))
+		cr_assert_eq(flag_of(child, flag), 0, "the BGSAVE child still samples");
+	else
+		cr_assert(strstr(text, "restored in 0, 1 had exited"), "%s", text);
+	free(text);
+	cr_assert_eq(flag_of(redis, flag), 0);
+	kill(redis, SIGTERM);
+	hb_wait(redis, 30000);
+}
