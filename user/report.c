@@ -163,6 +163,7 @@ static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
 		if (!hl->function || !hl->system_name || (r.lines[i].file && !hl->file))
 			return -ENOMEM;
 	}
+	// NOLINTNEXTLINE(clang-analyzer-core.NullDereference): grown just above, with locations
 	b->loc_is_je[b->p->nlocations] = addr && frame_is_jemalloc(b, &r);
 	*idx = b->p->nlocations++;
 	return hashmap__add(&b->loc_by_addr, key, *idx);
@@ -230,6 +231,8 @@ static int add_stack(struct builder *b, const struct hb_stack *st, bool raw)
 			free(locs);
 			return err;
 		}
+		/* grown with the locations: the analyzer cannot see hashmap__get() finds none first */
+		// NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
 		is_je[i] = b->loc_is_je[locs[i]];
 	}
 	skip = hb_trim_count(is_je, n);
