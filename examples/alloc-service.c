@@ -560,14 +560,61 @@ static void cmd_stats(void)
  * allocating (so that it samples if its copy of prof_active is on) until its
  * time is up, detached from the controller's pipes.
  */
-SITE static __attribute__((noreturn)) void forked_child(uint64_t seconds)
+static volatile sig_atomic_t child_dump;
+
+static void on_usr2(int sig)
 {
-	struct timespec nap = { 0, 10 * 1000 * 1000 };
+	(void)sig;
+	child_dump = 1;
+}
+
+/* forkw: the child stops allocating and dumps its profile to DIR/child-PID.heap. */
+static void child_dump_to(const char *dir)
+{
+	char path[PATH_MAX], done[PATH_MAX + 8];
+	const char *p = path;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/child-%d.heap", dir, (int)getpid());
+	if (mallctl("prof.dump", NULL, NULL, &p, sizeof(p)))
+		_exit(1);
+	/* the marker says the dump is complete */
+	snprintf(done, sizeof(done), "%s.done", path);
+	f = fopen(done, "w");
+	if (!f || fclose(f))
+		_exit(1);
+}
+
+SITE static __attribute__((noreturn)) void forked_child(uint64_t seconds, const char *dump_dir)
+{
+	struct timespec nap = { 0, (dump_dir ? 1 : 10) * 1000 * 1000 };
 	void *keep[64] = { 0 };
 
-	if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout))
+	/* no pipe of the controller's stays open in a child that outlives a test */
+	if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout) ||
+	    !freopen("/dev/null", "w", stderr))
 		_exit(1);
-	for (uint64_t i = 0; i < seconds * 100; i++) {
+	if (dump_dir) {
+		/* forkw: allocate from SIGUSR1 on, until SIGUSR2 */
+		sigset_t go;
+		int sig;
+
+		signal(SIGUSR2, on_usr2);
+		sigemptyset(&go);
+		sigaddset(&go, SIGUSR1);
+		if (sigwait(&go, &sig))
+			_exit(1);
+	}
+	for (uint64_t i = 0; i < seconds * (dump_dir ? 1000 : 100); i++) {
+		if (child_dump == 1) {
+			/* from here on it only waits out its time: the counts stay as dumped */
+			child_dump_to(dump_dir);
+			child_dump = 2;
+		}
+		if (child_dump) {
+			nanosleep(&nap, NULL);
+			continue;
+		}
 		for (unsigned int j = 0; j < 64; j++) {
 			free(keep[j]);
 			keep[j] = malloc(64 + (j + i) % 4096);
@@ -582,15 +629,27 @@ SITE static __attribute__((noreturn)) void forked_child(uint64_t seconds)
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out);
 
-/* fork, fork2 [SECONDS]; forkexec PROG [ARG...] */
+/* fork, fork2 [SECONDS]; forkw SECONDS DIR; forkexec PROG [ARG...] */
 static void cmd_fork(const char *cmd, char *arg)
 {
 	uint64_t seconds = 120;
+	const char *dump_dir = NULL;
 	int fds[2];
 	pid_t child, grandchild = 0;
+	sigset_t usr1, old;
 
 	/* the children are not waited for: let the kernel reap them */
 	signal(SIGCHLD, SIG_IGN);
+	if (!strcmp(cmd, "forkw")) {
+		char *dir = arg + strcspn(arg, " \t");
+
+		if (!*dir) {
+			reply("error forkw needs SECONDS DIR");
+			return;
+		}
+		*dir++ = '\0';
+		dump_dir = dir + strspn(dir, " \t");
+	}
 	if (strcmp(cmd, "forkexec") && *arg && parse_u64(arg, 86400, &seconds)) {
 		reply("error %s takes seconds", cmd);
 		return;
@@ -603,8 +662,16 @@ static void cmd_fork(const char *cmd, char *arg)
 		reply("error pipe: %s", strerror(errno));
 		return;
 	}
+	/* forkw's SIGUSR1 must wait for its sigwait: blocked from before the fork */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, &old);
 	child = fork();
+	if (child != 0)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (child == 0) {
+		if (!dump_dir)
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
 		close(fds[0]);
 		if (!strcmp(cmd, "forkexec")) {
 			char *argv[16] = { 0 };
@@ -619,12 +686,12 @@ static void cmd_fork(const char *cmd, char *arg)
 		if (!strcmp(cmd, "fork2")) {
 			grandchild = fork();
 			if (grandchild == 0)
-				forked_child(seconds);
+				forked_child(seconds, NULL);
 		}
 		if (write(fds[1], &grandchild, sizeof(grandchild)) != sizeof(grandchild))
 			_exit(1);
 		close(fds[1]);
-		forked_child(seconds);
+		forked_child(seconds, dump_dir);
 	}
 	close(fds[1]);
 	if (child < 0) {
@@ -669,7 +736,8 @@ static void run_command(char *line)
 		cmd_active(arg);
 	} else if (!strcmp(line, "stats")) {
 		cmd_stats();
-	} else if (!strcmp(line, "fork") || !strcmp(line, "fork2") || !strcmp(line, "forkexec")) {
+	} else if (!strcmp(line, "fork") || !strcmp(line, "fork2") || !strcmp(line, "forkw") ||
+		   !strcmp(line, "forkexec")) {
 		cmd_fork(line, arg);
 	} else if (!strcmp(line, "quit")) {
 		shut_down("bye");
@@ -810,6 +878,9 @@ static void usage(FILE *f)
 "                 120), then exits                         -> forked CHILD\n"
 "  fork2 [N]      the same, and that child forks a grandchild\n"
 "                                               -> forked CHILD GRANDCHILD\n"
+"  forkw N DIR    a child that waits for SIGUSR1, then allocates (forked_child)\n"
+"                 until SIGUSR2, dumps its profile to DIR/child-PID.heap (and\n"
+"                 DIR/child-PID.heap.done), and waits out its N s -> forked CHILD\n"
 "  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
 "  quit           stop the workers and exit 0                     -> bye\n"
 "Anything else is answered \"error MSG\". EOF on stdin, SIGINT, SIGTERM or the\n"

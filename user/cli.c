@@ -40,8 +40,13 @@ static const char usage[] =
 	"      --record FILE          also write every event, with what later reports need, to a\n"
 	"                             zstd-compressed recording (a profile is then written only\n"
 	"                             with -o or --format)\n"
-	"      --reset                only restore prof_active in PID if a heapbpf run that was\n"
-	"                             killed (kill -9) left it on; every run also does this first\n"
+	"      --reset                only restore prof_active in PID (and in what it forked) if a\n"
+	"                             heapbpf run that was killed (kill -9) left it on; every run\n"
+	"                             also does this first\n"
+	"      --follow-forks         also profile every process PID forks while sampling is on\n"
+	"                             (children, grandchildren): each sample labelled pid=N, folded\n"
+	"                             stacks rooted at \"pid N\". Without it, a child's samples never\n"
+	"                             mix in; either way its prof_active is switched back off\n"
 	"\n"
 	"Fleet use (timers, daemons, Grafana Pyroscope):\n"
 	"      --unit NAME            every process of a systemd unit (found in its cgroup),\n"
@@ -120,6 +125,7 @@ enum {
 	OPT_PYRO_RETRIES,
 	OPT_PYRO_MULTIPART,
 	OPT_PYRO_CA,
+	OPT_FOLLOW_FORKS,
 };
 
 static const struct option options[] = {
@@ -154,6 +160,7 @@ static const struct option options[] = {
 	{ "pyroscope-retries", required_argument, NULL, OPT_PYRO_RETRIES },
 	{ "pyroscope-multipart", no_argument, NULL, OPT_PYRO_MULTIPART },
 	{ "pyroscope-ca", required_argument, NULL, OPT_PYRO_CA },
+	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -288,6 +295,10 @@ static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool
 	if (c->interval && c->output)
 		return bad("--interval writes a file per window: use --output-dir, not --output%s",
 			   "");
+	if (c->follow_forks && c->record)
+		return bad("--follow-forks and --record cannot be combined (a recording is of one "
+			   "process)%s",
+			   "");
 	if (c->interval && c->record)
 		return bad("--interval and --record cannot be combined%s", "");
 	if (c->interval && !have_duration)
@@ -357,6 +368,9 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_RESET:
 			c->reset = true;
+			break;
+		case OPT_FOLLOW_FORKS:
+			c->follow_forks = true;
 			break;
 		case OPT_RECORD:
 			if (!optarg[0])
@@ -529,9 +543,10 @@ int cli_parse(int argc, char **argv, struct cli *c)
 		if (optind >= argc)
 			return bad("report needs a recording file%s", "");
 		c->recording = argv[optind++];
-		if (have_pid || have_duration || c->record || c->layout || c->reset)
-			return bad("report reads a recording: --pid, --duration, --record and "
-				   "--jemalloc-layout do not apply%s",
+		if (have_pid || have_duration || c->record || c->layout || c->reset ||
+		    c->follow_forks)
+			return bad("report reads a recording: --pid, --duration, --record, "
+				   "--follow-forks and --jemalloc-layout do not apply%s",
 				   "");
 		if (c->to >= 0 && c->to <= c->from)
 			return bad("--to must be after --from%s", "");

@@ -38,6 +38,7 @@ struct cli {
 	size_t ringbuf_bytes;
 	const char *layout; /* forced jemalloc layout, or NULL */
 	char *debug_dirs;   /* --debug-dir values joined by ':', or NULL (owned) */
+	bool follow_forks;  /* also profile the children forked while sampling is on */
 	bool quiet, verbose;
 	/* fleet use (user/fleet.c) */
 	const char *unit;	/* --unit NAME */

@@ -72,8 +72,15 @@ static size_t render(const struct hb_profile *p, const struct hb_sample *s, char
 {
 	size_t len = 0;
 
+	/* --follow-forks: the process is the root frame, so each one is a tree of its own */
+	if (s->pid) {
+		char proc[32];
+
+		snprintf(proc, sizeof(proc), "pid %" PRId64, s->pid);
+		len = append_frame(dst, len, proc, false);
+	}
 	if (!s->nlocs)
-		return put_frame(dst, "[unknown]");
+		return append_frame(dst, len, "[unknown]", false);
 	/* locations are leaf first, lines callee first: walk both backwards */
 	for (uint32_t i = s->nlocs; i-- > 0;) {
 		const struct hb_location *l = &p->locations[s->locs[i]];

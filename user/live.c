@@ -28,6 +28,8 @@ static struct heap_data session_data(struct session *s)
 		.collector = s->collector,
 		.symbolizer = s->symbolizer,
 		.counters = &s->counters,
+		.procs = s->procs,
+		.nprocs = s->nprocs,
 	};
 }
 
@@ -132,6 +134,8 @@ static int collect(struct target_run *tr, struct guard *g, struct session *s, ch
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.status_line = !o->quiet && isatty(STDERR_FILENO),
 		.guard = g,
+		.follow_forks = o->follow_forks,
+		.quiet = o->quiet,
 	};
 	int rc;
 

@@ -34,6 +34,8 @@ struct enc {
 	size_t nfuncs;
 	struct hashmap func_by_strs; /* hash of (name, system_name, filename) -> funcs[] */
 	Perftools__Profiles__Sample *samples, **samplep;
+	Perftools__Profiles__Label *labels, **labelp; /* one "pid" label per sample, if any */
+	int64_t pid_key;
 	uint64_t *loc_ids;
 	int64_t *values;
 	int64_t *comments;
@@ -130,6 +132,8 @@ static void enc_free(struct enc *e)
 	hashmap__clear(&e->func_by_strs);
 	free(e->samples);
 	free(e->samplep);
+	free(e->labels);
+	free(e->labelp);
 	free(e->loc_ids);
 	free(e->values);
 	free(e->comments);
@@ -192,11 +196,14 @@ static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines, s
 	e->funcp = zalloc(nlines, sizeof(*e->funcp));
 	e->samples = zalloc(p->nsamples, sizeof(*e->samples));
 	e->samplep = zalloc(p->nsamples, sizeof(*e->samplep));
+	e->labels = zalloc(p->nsamples, sizeof(*e->labels));
+	e->labelp = zalloc(p->nsamples, sizeof(*e->labelp));
 	e->loc_ids = zalloc(nframes, sizeof(*e->loc_ids));
 	e->values = zalloc(nvalues, sizeof(*e->values));
 	e->comments = zalloc(p->ncomments + 1, sizeof(*e->comments));
 	if (!e->maps || !e->mapp || !e->locs || !e->locp || !e->lines || !e->linep || !e->funcs ||
-	    !e->funcp || !e->samples || !e->samplep || !e->loc_ids || !e->values || !e->comments)
+	    !e->funcp || !e->samples || !e->samplep || !e->labels || !e->labelp || !e->loc_ids ||
+	    !e->values || !e->comments)
 		return -ENOMEM;
 	return 0;
 }
@@ -295,6 +302,15 @@ static void enc_samples(struct enc *e, const struct hb_profile *p)
 		ps->n_value = HB_NVALUES;
 		ps->value = &e->values[i * HB_NVALUES];
 		memcpy(ps->value, s->v, sizeof(s->v));
+		if (s->pid) {
+			/* --follow-forks: which process; a numeric label, as pprof's -tagfocus reads */
+			perftools__profiles__label__init(&e->labels[i]);
+			e->labels[i].key = e->pid_key;
+			e->labels[i].num = s->pid;
+			e->labelp[i] = &e->labels[i];
+			ps->n_label = 1;
+			ps->label = &e->labelp[i];
+		}
 		e->samplep[i] = ps;
 	}
 }
@@ -396,6 +412,12 @@ int pprof_encode(const struct hb_profile *p, uint8_t **out, size_t *out_len)
 	err = enc_locations(&e, p);
 	if (err)
 		goto out;
+	for (size_t i = 0; i < p->nsamples && !e.pid_key; i++) {
+		if (p->samples[i].pid)
+			err = strtab_intern(&e.st, "pid", &e.pid_key);
+		if (err)
+			goto out;
+	}
 	enc_samples(&e, p);
 
 	for (size_t i = 0; i < p->ncomments; i++) {

@@ -17,6 +17,8 @@ struct probes {
 	struct bpf_link *free_link;
 	struct bpf_link *activity_link; /* t->activity_off, while the late-activation check runs */
 	struct bpf_link *fork_link, *exec_link; /* the target's process tree */
+	struct bpf_link **kid_links;		/* --follow-forks: alloc and free per child */
+	size_t nkid_links;
 	struct ring_buffer *rb;
 };
 
@@ -133,6 +135,31 @@ int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct 
 	return 0;
 }
 
+int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t pid)
+{
+	struct bpf_link **v = realloc(p->kid_links, (p->nkid_links + 2) * sizeof(*v));
+	struct bpf_link *a, *f;
+
+	if (!v)
+		return -ENOMEM;
+	p->kid_links = v;
+	a = bpf_program__attach_uprobe(p->skel->progs.heapbpf_alloc, false, pid, t->open_path,
+				       t->alloc_off);
+	if (!a)
+		return -errno;
+	f = bpf_program__attach_uprobe(p->skel->progs.heapbpf_free, false, pid, t->open_path,
+				       t->free_off);
+	if (!f) {
+		int err = -errno;
+
+		bpf_link__destroy(a);
+		return err;
+	}
+	v[p->nkid_links++] = a;
+	v[p->nkid_links++] = f;
+	return 0;
+}
+
 void probes__detach_activity(struct probes *p)
 {
 	bpf_link__destroy(p->activity_link);
@@ -149,6 +176,11 @@ void probes__detach(struct probes *p)
 	p->free_link = NULL;
 	p->fork_link = NULL;
 	p->exec_link = NULL;
+	for (size_t i = 0; i < p->nkid_links; i++)
+		bpf_link__destroy(p->kid_links[i]);
+	free(p->kid_links);
+	p->kid_links = NULL;
+	p->nkid_links = 0;
 	probes__detach_activity(p);
 }
 

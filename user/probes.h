@@ -34,6 +34,8 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
  * (t->activity_off).
  */
 int probes__attach(struct probes *p, const struct jemalloc_target *t);
+/* --follow-forks: the allocation and free uprobes for one more process (a forked child). */
+int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t pid);
 /* Stops following pid's forks (a thread, or a process that exec'ed). */
 void probes__untrack(struct probes *p, pid_t pid);
 /* Detaches the activity probe only (its counters stay readable). */

@@ -54,6 +54,7 @@ struct hb_sample {
 	uint32_t nlocs;
 	uint32_t *locs; /* 0-based indices into hb_profile.locations, leaf first */
 	int64_t v[HB_NVALUES];
+	int64_t pid; /* --follow-forks: the process (pprof label "pid"); 0 = no label */
 };
 
 struct hb_profile {

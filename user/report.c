@@ -170,16 +170,18 @@ static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
 }
 
 /* Adds one trimmed stack's values, merging with an identical stack. */
-static int add_sample(struct builder *b, uint32_t *locs, uint32_t n, const double v[HB_NVALUES])
+static int add_sample(struct builder *b, uint32_t *locs, uint32_t n, const double v[HB_NVALUES],
+		      int64_t pid)
 {
-	uint64_t h = hashmap_hash_bytes(locs, n * sizeof(*locs));
+	uint64_t h = hashmap_hash_bytes(locs, n * sizeof(*locs)) ^ hashmap_hash_u64(pid);
 	struct hb_sample *smp;
 	size_t it = 0;
 	uint32_t idx;
 
 	while (hashmap__next(&b->sample_by_locs, h, &it, &idx)) {
 		smp = &b->p->samples[idx];
-		if (smp->nlocs == n && memcmp(smp->locs, locs, n * sizeof(*locs)) == 0) {
+		if (smp->nlocs == n && smp->pid == pid &&
+		    memcmp(smp->locs, locs, n * sizeof(*locs)) == 0) {
 			for (int k = 0; k < HB_NVALUES; k++)
 				b->acc[idx][k] += v[k];
 			free(locs);
@@ -205,6 +207,7 @@ static int add_sample(struct builder *b, uint32_t *locs, uint32_t n, const doubl
 	memset(smp, 0, sizeof(*smp));
 	smp->locs = locs;
 	smp->nlocs = n;
+	smp->pid = pid;
 	memcpy(b->acc[idx], v, sizeof(b->acc[idx]));
 	b->p->nsamples++;
 	return hashmap__add(&b->sample_by_locs, h, idx);
@@ -213,7 +216,7 @@ nomem:
 	return -ENOMEM;
 }
 
-static int add_stack(struct builder *b, const struct hb_stack *st, bool raw)
+static int add_stack(struct builder *b, const struct hb_stack *st, bool raw, int64_t pid)
 {
 	uint32_t n = st->nframes ? st->nframes : 1, *locs, skip;
 	bool is_je[HEAPBPF_MAX_FRAMES];
@@ -251,7 +254,24 @@ static int add_stack(struct builder *b, const struct hb_stack *st, bool raw)
 		v[HB_INUSE_OBJECTS] = st->inuse_objects;
 		v[HB_INUSE_SPACE] = st->inuse_space;
 	}
-	return add_sample(b, locs, n, v);
+	return add_sample(b, locs, n, v, pid);
+}
+
+/* Every stack of one collector with something allocated or in use in this window. */
+static int add_collector(struct builder *b, const struct collector *c, bool raw, int64_t pid)
+{
+	for (size_t i = 0; i < collector__nstacks(c); i++) {
+		const struct hb_stack *st = collector__stack(c, i);
+		int err;
+
+		/* nothing allocated in this window and nothing in use (after collector__reset_alloc) */
+		if (!st->samples && !st->inuse_samples)
+			continue;
+		err = add_stack(b, st, raw, pid);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int report__build(const struct collector *c, struct symbolizer *s, const struct jemalloc_target *t,
@@ -273,16 +293,11 @@ int report__build(const struct collector *c, struct symbolizer *s, const struct 
 	b.p->raw = opts->raw;
 	b.p->time_nanos = opts->time_nanos;
 	b.p->duration_nanos = opts->duration_nanos;
-	for (size_t i = 0; i < collector__nstacks(c); i++) {
-		const struct hb_stack *st = collector__stack(c, i);
-
-		/* nothing allocated in this window and nothing in use (after collector__reset_alloc) */
-		if (!st->samples && !st->inuse_samples)
-			continue;
-		err = add_stack(&b, st, opts->raw);
-		if (err)
-			goto out;
-	}
+	err = add_collector(&b, c, opts->raw, opts->nprocs ? opts->pid : 0);
+	for (size_t i = 0; !err && i < opts->nprocs; i++)
+		err = add_collector(&b, opts->procs[i].c, opts->raw, opts->procs[i].pid);
+	if (err)
+		goto out;
 	/* an object's flags are known only once all its frames were looked up */
 	for (size_t i = 0; i < symbolizer__nobjects(s); i++) {
 		const struct sym_object *so = symbolizer__object(s, i);

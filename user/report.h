@@ -11,15 +11,30 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "collector.h"
 #include "profile.h"
 #include "symbolize.h"
 #include "target.h"
 
+/* --follow-forks: one more process's collection, its samples labelled with its pid. */
+struct report_proc {
+	pid_t pid;
+	struct collector *c; /* the session's, fed by its events; the report only reads it */
+};
+
 struct report_opts {
 	bool raw; /* raw sampled counts/bytes instead of unbiased estimates */
 	int64_t time_nanos, duration_nanos;
+	/*
+	 * With procs: the target's collector is labelled with pid too, and the
+	 * stacks of every process are kept apart (same symbolizer: a forked
+	 * child maps what its parent maps).
+	 */
+	pid_t pid;
+	const struct report_proc *procs;
+	size_t nprocs;
 };
 
 /* Number of leading (leaf-side) frames that belong to jemalloc. */

@@ -20,6 +20,7 @@
 #include "forks.h"
 #include "heapbpf.h"
 #include "pyro_labels.h"
+#include "report.h"
 #include "symbolize.h"
 #include "target.h"
 
@@ -49,9 +50,11 @@ struct run {
 
 /* What a profile is built from: a live session's or a recording's collection. */
 struct heap_data {
-	struct collector *collector;
+	struct collector *collector; /* the target's */
 	struct symbolizer *symbolizer;
 	const struct heapbpf_counters *counters;
+	struct report_proc *procs; /* --follow-forks: the children's, labelled by pid */
+	size_t nprocs;
 };
 
 /* One target of a run, and its windows so far. */

@@ -188,6 +188,7 @@ static bool fault_collect(void)
 struct loop {
 	struct session *s;
 	const struct session_opts *o;
+	const struct jemalloc_target *t;
 	struct probes *p;
 	struct ring_buffer *rb;
 	struct prof_toggle tg;
@@ -196,6 +197,47 @@ struct loop {
 	int64_t t0; /* CLOCK_MONOTONIC when sampling was switched on; 0 before */
 	uint64_t attach_coarse;
 };
+
+/*
+ * --follow-forks: a child gets a collector and uprobes of its own. What it
+ * samples between its fork and the attach is not seen: it is said at once.
+ */
+static int follow(struct loop *l, pid_t child, pid_t parent)
+{
+	struct session *s = l->s;
+	struct report_proc *v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
+	int err;
+
+	if (!v)
+		return -ENOMEM;
+	s->procs = v;
+	err = collector__new(collector__period(s->collector), &v[s->nprocs].c);
+	if (err)
+		return err;
+	v[s->nprocs].pid = child;
+	collector__set_attach_time(v[s->nprocs].c, now_ns(CLOCK_MONOTONIC_COARSE));
+	s->nprocs++;
+	err = probes__attach_pid(l->p, l->t, child);
+	if (err) {
+		/* it exited already, or cannot be probed: its flag is restored all the same */
+		fprintf(stderr, "heapbpf: cannot follow pid %d (forked from %d): %s\n", child,
+			parent, strerror(-err));
+		return 0;
+	}
+	if (!l->o->quiet)
+		fprintf(stderr, "heapbpf: following pid %d (forked from %d)\n", child, parent);
+	return 0;
+}
+
+/* The collector of the process an event came from. */
+static struct collector *collector_of(struct session *s, __u32 pid)
+{
+	for (size_t i = 0; i < s->nprocs; i++) {
+		if (s->procs[i].pid == (pid_t)pid)
+			return s->procs[i].c;
+	}
+	return s->collector;
+}
 
 /*
  * A fork in the target's tree while prof_active is on: the child's copy of
@@ -220,7 +262,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	}
 	if (l->o->guard && guard__save(l->o->guard, l->tg.addr, l->tg.orig, &s->forks))
 		s->fork_state_err = true;
-	return 0;
+	return l->o->follow_forks ? follow(l, e->child, e->pid) : 0;
 }
 
 /* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
@@ -235,6 +277,9 @@ static int on_event(void *ctx, void *data, size_t len)
 		return on_proc_event(l, data);
 	if (s->recorder && !s->record_err)
 		s->record_err = recorder__event(s->recorder, data, len);
+	/* both records carry the process in their second field */
+	if (s->nprocs && len >= 2 * sizeof(__u32))
+		return collector__event(collector_of(s, type[1]), data, len);
 	return collector__event(s->collector, data, len);
 }
 
@@ -422,8 +467,11 @@ static int start_sampling(struct session *s, const struct session_opts *o,
 					       : strerror(-rc));
 	s->was_active = !l->tg.changed;
 	l->ours = l->tg.changed;
-	/* loaded and attached: from here on heapbpf needs ptrace and file access only */
-	rc = privs_drop_after_attach();
+	/*
+	 * Loaded and attached: from here on heapbpf needs ptrace and file access
+	 * only; --follow-forks attaches to each new child, and keeps what that takes.
+	 */
+	rc = o->follow_forks ? 0 : privs_drop_after_attach();
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot drop capabilities after attaching: %s",
 			       strerror(-rc));
@@ -482,6 +530,8 @@ static int stop(struct session *s, const struct session_opts *o, const struct je
 
 	if (s->collector)
 		collector__set_stop_time(s->collector, stop_mono);
+	for (size_t i = 0; i < s->nprocs; i++)
+		collector__set_stop_time(s->procs[i].c, stop_mono);
 	/* in the stream where the collector learns it, so a replay matches this run */
 	if (s->recorder && l->t0 && !s->record_err)
 		s->record_err = record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
@@ -525,6 +575,7 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 {
 	struct loop l = { .s = s,
 			  .o = o,
+			  .t = t,
 			  .ep = -1,
 			  .sfd = -1,
 			  .pfd = -1,
@@ -554,6 +605,11 @@ void session_cleanup(struct session *s)
 	collector__free(s->collector);
 	symbolizer__free(s->symbolizer);
 	forks__free(&s->forks);
+	for (size_t i = 0; i < s->nprocs; i++)
+		collector__free(s->procs[i].c);
+	free(s->procs);
+	s->procs = NULL;
+	s->nprocs = 0;
 	s->collector = NULL;
 	s->symbolizer = NULL;
 }

@@ -16,6 +16,7 @@
 #include "collector.h"
 #include "forks.h"
 #include "heapbpf.h"
+#include "report.h"
 #include "symbolize.h"
 #include "target.h"
 
@@ -45,6 +46,9 @@ struct session_opts {
 	double interval;
 	int (*on_interval)(struct session *s, void *arg);
 	void *interval_arg;
+	/* --follow-forks: also profile every child forked while sampling is on */
+	bool follow_forks;
+	bool quiet; /* no "following pid N" lines */
 };
 
 struct session {
@@ -63,6 +67,9 @@ struct session {
 	/* processes forked from the target while prof_active was on, and their restore */
 	struct forks forks;
 	struct forks_result fork_result;
+	/* --follow-forks: each followed child's collection (the target's is collector) */
+	struct report_proc *procs;
+	size_t nprocs;
 	bool fork_state_err; /* the state file could not list a child */
 };
 

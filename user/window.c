@@ -30,10 +30,32 @@ static uint64_t drops_of(const struct heapbpf_counters *bc)
 	return bc->alloc_drops + bc->free_drops;
 }
 
+/* The counts of every process of the window (the target, and the children it follows). */
+static struct collector_stats total_stats(const struct heap_data *d)
+{
+	struct collector_stats t = *collector__stats(d->collector);
+
+	for (size_t i = 0; i < d->nprocs; i++) {
+		const struct collector_stats *c = collector__stats(d->procs[i].c);
+
+		t.allocs += c->allocs;
+		t.frees += c->frees;
+		t.alloc_bytes += c->alloc_bytes;
+		t.frees_matched += c->frees_matched;
+		t.frees_unmatched += c->frees_unmatched;
+		t.frees_unmatched_bytes += c->frees_unmatched_bytes;
+		t.frees_after_stop += c->frees_after_stop;
+		t.read_faults += c->read_faults;
+		t.truncated += c->truncated;
+		t.malformed += c->malformed;
+	}
+	return t;
+}
+
 /* What the profile is of, and what was lost, as pprof comments. */
 static int describe(struct hb_profile *p, const struct target_run *tr, const struct heap_data *d)
 {
-	const struct collector_stats *st = collector__stats(d->collector);
+	const struct collector_stats all = total_stats(d), *st = &all;
 	const struct heapbpf_counters *bc = d->counters;
 	int err;
 
@@ -155,7 +177,7 @@ static void say_window(const struct target_run *tr, const struct heap_data *d,
 		       const struct hb_profile *p, int64_t end_ns, const char *where)
 {
 	const struct cli *o = tr->run->opts;
-	const struct collector_stats *st = collector__stats(d->collector);
+	const struct collector_stats all = total_stats(d), *st = &all;
 
 	if (o->quiet)
 		return;
@@ -173,11 +195,14 @@ int window_emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 		size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
-	const struct collector_stats *st = collector__stats(d->collector);
+	const struct collector_stats all = total_stats(d), *st = &all;
 	struct report_opts ro = {
 		.raw = o->raw,
 		.time_nanos = tr->start_ns,
 		.duration_nanos = end_ns - tr->start_ns,
+		.pid = tr->pid,
+		.procs = d->procs,
+		.nprocs = d->nprocs,
 	};
 	uint64_t drops = drops_of(d->counters) - drops_of(&tr->prev_bc);
 	struct hb_profile *prof = NULL;
@@ -216,6 +241,8 @@ int window_emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 	tr->start_ns = end_ns;
 	/* the next window's allocations start from zero; what is in use carries over */
 	collector__reset_alloc(d->collector);
+	for (size_t i = 0; i < d->nprocs; i++)
+		collector__reset_alloc(d->procs[i].c);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
+#include "oracle.h"
 
 #define IDLE_CONF "prof:true,prof_active:false"
 
@@ -28,6 +29,28 @@ struct fk {
 	pid_t hp;
 	pid_t kids[2];
 };
+
+/* What a failed test would leave running: killed when the test ends, however it ends. */
+static pid_t leftovers[8];
+
+static void remember(pid_t pid)
+{
+	for (size_t i = 0; i < sizeof(leftovers) / sizeof(leftovers[0]); i++) {
+		if (!leftovers[i]) {
+			leftovers[i] = pid;
+			return;
+		}
+	}
+}
+
+static void forks_fini(void)
+{
+	for (size_t i = 0; i < sizeof(leftovers) / sizeof(leftovers[0]); i++) {
+		if (leftovers[i] > 0)
+			kill(leftovers[i], SIGKILL);
+	}
+	hb_tmpdir_cleanup();
+}
 
 static uint8_t flag_of(pid_t pid, uint64_t addr)
 {
@@ -67,6 +90,8 @@ static void fork_in_target(struct fk *f, const char *cmd)
 	n = sscanf(reply, "forked %d %d", &f->kids[0], &f->kids[1]);
 	cr_assert_geq(n, 1, "%s: %s", cmd, reply);
 	for (int i = 0; i < n; i++)
+		remember(f->kids[i]);
+	for (int i = 0; i < n; i++)
 		cr_assert_eq(flag_of(f->kids[i], f->flag), 1,
 			     "the child did not inherit prof_active on: the test shows nothing");
 }
@@ -87,7 +112,7 @@ static char *stderr_of(struct fk *f)
 	return text;
 }
 
-TestSuite(forks, .fini = hb_tmpdir_cleanup, .timeout = 120);
+TestSuite(forks, .fini = forks_fini, .timeout = 120);
 
 Test(forks, child_forked_in_the_window_is_restored)
 {
@@ -146,6 +171,7 @@ Test(forks, child_that_execs_is_left_alone)
 		f.bin);
 	cr_assert_eq(svc_cmd(&f.s, cmd, reply, sizeof(reply), 10000), 0);
 	cr_assert_eq(sscanf(reply, "forked %d", &f.kids[0]), 1, "%s", reply);
+	remember(f.kids[0]);
 	/* env has exec'ed the service, and its jemalloc is up */
 	snprintf(link, sizeof(link), "/proc/%d/exe", f.kids[0]);
 	for (int i = 0; i < 100; i++) {
@@ -279,6 +305,7 @@ Test(forks, redis_bgsave_child_is_restored)
 			 log);
 	unsetenv("LD_LIBRARY_PATH");
 	unsetenv("MALLOC_CONF");
+	remember(redis);
 	for (int i = 0; i < 100 && strcmp(reply, "PONG"); i++) {
 		hb_sleep_ms(100);
 		redis_cli(port, "ping", reply, sizeof(reply));
@@ -308,6 +335,7 @@ Test(forks, redis_bgsave_child_is_restored)
 			hb_sleep_ms(50);
 	}
 	cr_assert_gt(child, 0, "no BGSAVE child appeared");
+	remember(child);
 	cr_assert_eq(flag_of(child, flag), 1, "the BGSAVE child did not inherit sampling on");
 	hb_sleep_ms(300);
 	kill(hp, SIGINT);
@@ -325,4 +353,79 @@ Test(forks, redis_bgsave_child_is_restored)
 	cr_assert_eq(flag_of(redis, flag), 0);
 	kill(redis, SIGTERM);
 	hb_wait(redis, 30000);
+}
+
+/* ---- --follow-forks: a pre-forked worker's samples under its own pid, exact ---- */
+
+static bool file_has(const char *path, const char *needle)
+{
+	char *text;
+	bool found;
+
+	if (hb_read_file(path, &text) < 0)
+		return false;
+	found = strstr(text, needle) != NULL;
+	free(text);
+	return found;
+}
+
+Test(forks, follow_forks_profiles_each_worker_exactly)
+{
+	char conf[128], cmd[PATH_MAX], reply[128], line[64], dump[PATH_MAX], *text;
+	const char *env[] = { conf, NULL };
+	const char *args[] = { "--threads", "1", NULL };
+	struct fk f = {};
+	int64_t n;
+
+	hb_require_bpf();
+	f.bin = hb_path("examples/alloc-service-static");
+	snprintf(conf, sizeof(conf), "MALLOC_CONF=%s", HB_ORACLE_CONF);
+	cr_assert_eq(svc_start_env(&f.s, f.bin, NULL, env, args), 0);
+	cr_assert_eq(hb_sym_addr(f.s.pid, f.bin, "je_prof_active_state", &f.flag), 0);
+	snprintf(f.pid, sizeof(f.pid), "%d", f.s.pid);
+	snprintf(f.out, sizeof(f.out), "%s/out.pb.gz", hb_tmpdir());
+	snprintf(f.err, sizeof(f.err), "%s/heapbpf.err", hb_tmpdir());
+	f.hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", f.pid, "-d", "0", "--raw",
+					  "--follow-forks", "-o", f.out, NULL },
+			f.err);
+	cr_assert(hb_wait_byte(f.s.pid, f.flag, 1, 20000, f.hp), "heapbpf did not start");
+	/* two pre-forked workers, each waiting for SIGUSR1 before it allocates */
+	for (int i = 0; i < 2; i++) {
+		snprintf(cmd, sizeof(cmd), "forkw 60 %s", hb_tmpdir());
+		cr_assert_eq(svc_cmd(&f.s, cmd, reply, sizeof(reply), 10000), 0);
+		cr_assert_eq(sscanf(reply, "forked %d", &f.kids[i]), 1, "%s", reply);
+		remember(f.kids[i]);
+	}
+	/* heapbpf has them under uprobes before they allocate: nothing of theirs is missed */
+	for (int i = 0; i < 2; i++) {
+		snprintf(line, sizeof(line), "following pid %d (forked from %d)", f.kids[i],
+			 f.s.pid);
+		for (int t = 0; t < 200 && !file_has(f.err, line); t++)
+			hb_sleep_ms(50);
+		cr_assert(file_has(f.err, line), "heapbpf does not follow pid %d", f.kids[i]);
+		kill(f.kids[i], SIGUSR1);
+	}
+	hb_sleep_ms(2500);
+	for (int i = 0; i < 2; i++) {
+		kill(f.kids[i], SIGUSR2);
+		snprintf(dump, sizeof(dump), "%s/child-%d.heap.done", hb_tmpdir(), f.kids[i]);
+		for (int t = 0; t < 200 && access(dump, F_OK); t++)
+			hb_sleep_ms(50);
+		cr_assert_eq(access(dump, F_OK), 0, "worker %d wrote no dump", f.kids[i]);
+	}
+	kill(f.hp, SIGINT);
+	cr_assert_eq(hb_wait(f.hp, 30000), 0);
+	cr_assert_eq(flag_of(f.kids[0], f.flag), 0);
+	cr_assert_eq(flag_of(f.kids[1], f.flag), 0);
+	for (int i = 0; i < 2; i++) {
+		snprintf(dump, sizeof(dump), "%s/child-%d.heap", hb_tmpdir(), f.kids[i]);
+		n = hb_oracle_compare_pid(f.out, f.kids[i], dump, "forked_child");
+		cr_assert_gt(n, 50, "worker %d: only %ld samples compared", f.kids[i], (long)n);
+	}
+	/* the target's own samples are labelled too, and no worker's site is among them */
+	cr_assert_gt(hb_read_file(f.err, &text), 0);
+	cr_assert(strstr(text, "forked 2 process(es)"), "%s", text);
+	free(text);
+	end_kids(&f);
+	cr_assert_eq(svc_stop(&f.s), 0);
 }

@@ -72,8 +72,19 @@ static void keycat(char *key, size_t len, const char *name)
 	snprintf(key + l, len - l, "%s%s", l ? ";" : "", name);
 }
 
-/* heapbpf's side: the pprof file as written. */
-static void table_from_pprof(struct table *t, const char *path)
+/* The sample's "pid" label, 0 when it has none. */
+static int64_t sample_pid(const Perftools__Profiles__Profile *p,
+			  const Perftools__Profiles__Sample *s)
+{
+	for (size_t i = 0; i < s->n_label; i++) {
+		if (strcmp(p->string_table[s->label[i]->key], "pid") == 0)
+			return s->label[i]->num;
+	}
+	return 0;
+}
+
+/* heapbpf's side: the pprof file as written (with pid: only that process's samples). */
+static void table_from_pprof(struct table *t, const char *path, int64_t pid)
 {
 	Perftools__Profiles__Profile *p;
 	char *buf, key[16384];
@@ -85,13 +96,16 @@ static void table_from_pprof(struct table *t, const char *path)
 		Perftools__Profiles__Sample *s = p->sample[i];
 		int64_t v[HB_NVALUES];
 
+		if (pid && sample_pid(p, s) != pid)
+			continue;
 		key[0] = '\0';
 		for (size_t j = 0; j < s->n_location_id; j++) {
 			Perftools__Profiles__Location *l = p->location[s->location_id[j] - 1];
 
 			cr_assert_eq(l->id, s->location_id[j]);
 			for (size_t k = 0; k < l->n_line; k++) {
-				Perftools__Profiles__Function *f = p->function[l->line[k]->function_id - 1];
+				Perftools__Profiles__Function *f =
+					p->function[l->line[k]->function_id - 1];
 
 				keycat(key, sizeof(key), p->string_table[f->name]);
 			}
@@ -147,6 +161,8 @@ static void table_from_jedump(struct table *t, const char *path, pid_t pid, cons
 	jedump__free(d);
 }
 
+static int64_t compare(const struct table *hb, const struct table *je, const char *only);
+
 void hb_oracle_run(const struct hb_oracle *o)
 {
 	const char *threads = o->threads ? o->threads : "1";
@@ -173,8 +189,9 @@ void hb_oracle_run(const struct hb_oracle *o)
 		     o->flag_sym, o->je_object);
 
 	snprintf(pid, sizeof(pid), "%d", s.pid);
-	const char *argv[16] = { hb_path("heapbpf"), "--pid", pid, "--duration", "0", "--raw",
-				 "-q", "-o", out };
+	const char *argv[16] = {
+		hb_path("heapbpf"), "--pid", pid, "--duration", "0", "--raw", "-q", "-o", out
+	};
 	n = 9;
 	if (o->layout) {
 		argv[n++] = "--jemalloc-layout";
@@ -196,32 +213,63 @@ void hb_oracle_run(const struct hb_oracle *o)
 	cr_assert_eq(svc_cmd(&s, cmd, reply, sizeof(reply), 20000), 0);
 	cr_assert_str_eq(reply, "dumped");
 
-	table_from_pprof(&hb, out);
+	table_from_pprof(&hb, out, 0);
 	table_from_jedump(&je, dump, s.pid, o->layout);
 	cr_assert_eq(svc_stop(&s), 0);
-	for (size_t i = 0; i < je.n; i++) {
-		const struct entry *j = &je.e[i], *h = table_find(&hb, j->key);
+	total = compare(&hb, &je, NULL);
+	/* a comparison of nothing proves nothing */
+	cr_assert_gt(total, 500, "only %" PRId64 " samples: the workload did not run", total);
+	cr_assert_gt(hb.n, 4);
+	table_free(&hb);
+	table_free(&je);
+}
 
+/*
+ * Every stack of jemalloc's (that holds the function only, when given) has
+ * heapbpf's values exactly, and heapbpf has no stack jemalloc lacks; returns
+ * the samples compared.
+ */
+static int64_t compare(const struct table *hb, const struct table *je, const char *only)
+{
+	int64_t total = 0;
+
+	for (size_t i = 0; i < je->n; i++) {
+		const struct entry *j = &je->e[i], *h = table_find(hb, j->key);
+
+		if (only && !strstr(j->key, only))
+			continue;
 		if (!j->v[HB_ALLOC_OBJECTS] && !j->v[HB_INUSE_OBJECTS])
 			continue;
 		total += j->v[HB_ALLOC_OBJECTS];
 		cr_assert(h, "jemalloc has stack %s (%" PRId64 " samples) that heapbpf lacks",
 			  j->key, j->v[HB_ALLOC_OBJECTS]);
 		for (int k = 0; k < HB_NVALUES; k++)
-			cr_expect_eq(h->v[k], j->v[k], "%s of %s: heapbpf %" PRId64 ", jemalloc %" PRId64,
+			cr_expect_eq(h->v[k], j->v[k],
+				     "%s of %s: heapbpf %" PRId64 ", jemalloc %" PRId64,
 				     hb_value_names[k], j->key, h->v[k], j->v[k]);
 	}
-	for (size_t i = 0; i < hb.n; i++) {
-		const struct entry *h = &hb.e[i];
+	for (size_t i = 0; i < hb->n; i++) {
+		const struct entry *h = &hb->e[i];
 
+		if (only && !strstr(h->key, only))
+			continue;
 		if (!h->v[HB_ALLOC_OBJECTS] && !h->v[HB_INUSE_OBJECTS])
 			continue;
-		cr_expect(table_find(&je, h->key), "heapbpf has stack %s that jemalloc lacks",
+		cr_expect(table_find(je, h->key), "heapbpf has stack %s that jemalloc lacks",
 			  h->key);
 	}
-	/* a comparison of nothing proves nothing */
-	cr_assert_gt(total, 500, "only %" PRId64 " samples: the workload did not run", total);
-	cr_assert_gt(hb.n, 4);
+	return total;
+}
+
+int64_t hb_oracle_compare_pid(const char *pprof, pid_t pid, const char *dump, const char *only)
+{
+	struct table hb = {}, je = {};
+	int64_t total;
+
+	table_from_pprof(&hb, pprof, pid);
+	table_from_jedump(&je, dump, pid, NULL);
+	total = compare(&hb, &je, only);
 	table_free(&hb);
 	table_free(&je);
+	return total;
 }

@@ -11,6 +11,9 @@
 #ifndef __HEAPBPF_ORACLE_H
 #define __HEAPBPF_ORACLE_H
 
+#include <stdint.h>
+#include <sys/types.h>
+
 /* The configuration for jemalloc 5.3 (5.2.1 has no prof_unbias and dumps raw counts anyway). */
 #define HB_ORACLE_CONF	   "prof:true,prof_active:false,prof_accum:true,prof_unbias:false"
 #define HB_ORACLE_CONF_521 "prof:true,prof_active:false,prof_accum:true"
@@ -27,5 +30,13 @@ struct hb_oracle {
 
 /* Runs the comparison; fails the calling Criterion test on any difference. */
 void hb_oracle_run(const struct hb_oracle *o);
+
+/*
+ * The samples labelled pid in heapbpf's pprof against the jemalloc dump
+ * that process wrote, over the stacks that hold the function only (NULL:
+ * all); fails the calling test on any difference, returns the samples
+ * compared.
+ */
+int64_t hb_oracle_compare_pid(const char *pprof, pid_t pid, const char *dump, const char *only);
 
 #endif /* __HEAPBPF_ORACLE_H */

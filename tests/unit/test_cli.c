@@ -92,6 +92,7 @@ Test(cli, defaults)
 	cr_assert_null(r.c.layout);
 	cr_assert_not(r.c.quiet);
 	cr_assert_not(r.c.verbose);
+	cr_assert_not(r.c.follow_forks);
 	cr_assert_str_empty(r.err);
 	cr_assert_str_empty(r.out);
 	run_free(&r);
@@ -118,6 +119,7 @@ Test(cli, long_options)
 		strdup("5.3.0"),
 		strdup("--quiet"),
 		strdup("--verbose"),
+		strdup("--follow-forks"),
 		NULL,
 	};
 	int argc = sizeof(argv) / sizeof(argv[0]) - 1;
@@ -126,6 +128,7 @@ Test(cli, long_options)
 
 	memcpy(copies, argv, sizeof(argv));
 	cr_assert_eq(cli_parse(argc, argv, &c), 0);
+	cr_assert(c.follow_forks);
 	cr_assert_eq(c.pid, 42);
 	cr_assert_eq(c.duration, 2.5);
 	cr_assert_str_eq(c.output, "out.folded");
@@ -274,6 +277,8 @@ static struct bad_case bad_cases[] = {
 	{ { "-p", "1", "extra" }, "\"extra\"" },
 	{ { "extra", "-p", "1" }, "\"extra\"" },
 	{ { "-p", "1", "--", "-q" }, "\"-q\"" },
+	{ { "-p", "1", "--follow-forks", "--record", "x" }, "--follow-forks and --record" },
+	{ { "report", "x.hbr", "--follow-forks" }, "--follow-forks" },
 };
 
 ParameterizedTestParameters(cli, errors)

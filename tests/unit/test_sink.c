@@ -186,3 +186,58 @@ Test(sink, unknown_format_is_refused)
 	cr_assert_neq(access(s.path, F_OK), 0);
 	hb_profile__free(p);
 }
+
+Test(sink, follow_forks_pid_is_a_label_and_a_root_frame)
+{
+	struct hb_profile *p = profile();
+	struct sink pf = { .kind = SINK_FILE, .format = FMT_PPROF, .path = in_dir("p.pb.gz") };
+	struct sink ff = { .kind = SINK_FILE,
+			   .format = FMT_FOLDED,
+			   .sample_type = HB_ALLOC_OBJECTS,
+			   .path = in_dir("p.folded") };
+	Perftools__Profiles__Profile *pp = NULL;
+	char err[256] = "";
+	const char *want = "pid 4242;main;alloc_a 4\npid 77;main;alloc_b 1\n";
+	uint8_t *buf;
+	size_t n;
+
+	p->samples[0].pid = 4242;
+	p->samples[1].pid = 77;
+	cr_assert_eq(sink_write(p, &pf, err, sizeof(err)), 0, "%s", err);
+	n = slurp(pf.path, &buf);
+	cr_assert_eq(pprof_decode(buf, n, &pp), 0);
+	for (size_t i = 0; i < 2; i++) {
+		cr_assert_eq(pp->sample[i]->n_label, 1);
+		cr_assert_str_eq(pp->string_table[pp->sample[i]->label[0]->key], "pid");
+		cr_assert_eq(pp->sample[i]->label[0]->num, p->samples[i].pid);
+	}
+	perftools__profiles__profile__free_unpacked(pp, NULL);
+	free(buf);
+	cr_assert_eq(sink_write(p, &ff, err, sizeof(err)), 0, "%s", err);
+	n = slurp(ff.path, &buf);
+	cr_assert_eq(n, strlen(want));
+	cr_assert_eq(memcmp(buf, want, n), 0, "%.*s", (int)n, (char *)buf);
+	free(buf);
+	hb_profile__free(p);
+}
+
+Test(sink, without_pids_no_label_and_no_pid_string)
+{
+	struct hb_profile *p = profile();
+	struct sink pf = { .kind = SINK_FILE, .format = FMT_PPROF, .path = in_dir("q.pb.gz") };
+	Perftools__Profiles__Profile *pp = NULL;
+	char err[256] = "";
+	uint8_t *buf;
+	size_t n;
+
+	cr_assert_eq(sink_write(p, &pf, err, sizeof(err)), 0, "%s", err);
+	n = slurp(pf.path, &buf);
+	cr_assert_eq(pprof_decode(buf, n, &pp), 0);
+	for (size_t i = 0; i < pp->n_sample; i++)
+		cr_assert_eq(pp->sample[i]->n_label, 0);
+	for (size_t i = 0; i < pp->n_string_table; i++)
+		cr_assert_str_neq(pp->string_table[i], "pid");
+	perftools__profiles__profile__free_unpacked(pp, NULL);
+	free(buf);
+	hb_profile__free(p);
+}
