@@ -83,6 +83,7 @@ static const char usage[] =
 	"  sudo heapbpf -p 4242 -f folded -t alloc_space -o heap.folded\n"
 	"  go tool pprof -http :8080 heap.pb.gz         # look at it\n"
 	"  sudo heapbpf -p 4242 -d 60 --record heap.hbr # record now, report later, elsewhere\n"
+	"  sudo heapbpf -p 4242 -d 30 --follow-forks    # and the workers it forks meanwhile\n"
 	"\n"
 	"heapbpf report RECORDING: every report of a live run, offline, from a recording.\n"
 	"  -o, -f, -t, --raw          as above\n"
