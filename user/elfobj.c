@@ -33,6 +33,7 @@ struct elf_object {
 
 static int init_libelf(void)
 {
+	/* a process-wide cache, not run state: libelf's version is set once per process */
 	static int state; /* 0 = not yet, 1 = ok, -1 = failed */
 
 	if (!state)

@@ -115,6 +115,7 @@ const struct jemalloc_layout *jemalloc_layout_by_name(const char *name)
 
 const char *jemalloc_layout_names(void)
 {
+	/* a cache of a constant (the table's names), built on first use */
 	static char names[128];
 
 	if (!names[0]) {
