@@ -234,12 +234,68 @@ Test(fleet, unit_profiles_every_process_of_its_cgroup)
 	cr_assert_eq(svc_stop(&b), 0);
 	/* a unit that is not running is an error, not "no samples" */
 	{
-		const char *args[] = { "--unit", "hbfleet-no-such-unit", "-d", "1",
-				       "--output-dir", out, NULL };
+		const char *args[] = { "--unit", "hbfleet-no-such-unit", "-d",
+				       "1",	 "--output-dir",	 out,
+				       NULL };
 
 		cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 1, "%s", err);
 		cr_assert(strstr(err, "hbfleet-no-such-unit.service"), "%s", err);
 	}
+}
+
+/*
+ * A process forked by a unit's process during the window joins the unit's
+ * cgroup with sampling on: its flag goes back off with its parent's, and
+ * --follow-forks profiles it under its own pid in the parent's snapshot.
+ */
+Test(fleet, unit_child_forked_in_the_window_is_restored_and_followed)
+{
+	struct svc a;
+	char unit[64], reply[64], errpath[PATH_MAX], names[4][256], path[PATH_MAX + 256];
+	const char *out = tmp("snapf");
+	uint64_t flag;
+	uint8_t b = 0xff;
+	pid_t hp, child = 0;
+	char *text;
+	int rc;
+
+	hb_require_bpf();
+	start_service(&a, "1");
+	snprintf(unit, sizeof(unit), "hbfork-%d", getpid());
+	make_unit_cgroup(unit, &a.pid, 1);
+	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	snprintf(errpath, sizeof(errpath), "%s/unitfork.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--unit", unit, "-d", "0",
+					"--follow-forks", "--output-dir", out, "-f", "folded",
+					NULL },
+		      errpath);
+	cr_assert(hb_wait_byte(a.pid, flag, 1, 20000, hp), "heapbpf did not start");
+	cr_assert_eq(svc_cmd(&a, "fork 30", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
+	cr_assert_eq(hb_peek(child, flag, &b, 1), 0);
+	cr_assert_eq(b, 1, "the child did not inherit sampling on");
+	hb_sleep_ms(1500);
+	kill(hp, SIGTERM);
+	rc = hb_wait(hp, 30000);
+	cr_assert_geq(hb_read_file(errpath, &text), 0);
+	cr_assert_eq(rc, 0, "%s", text);
+	cr_assert(strstr(text, "following pid"), "%s", text);
+	free(text);
+	cr_assert_eq(hb_peek(child, flag, &b, 1), 0);
+	cr_assert_eq(b, 0, "the unit's forked child still samples");
+	cr_assert_eq(hb_peek(a.pid, flag, &b, 1), 0);
+	cr_assert_eq(b, 0);
+	/* one snapshot, the parent's, whose folded stacks have a root per process */
+	cr_assert_eq(count_files(out, ".folded", names, 4), 1);
+	snprintf(path, sizeof(path), "%s/%s", out, names[0]);
+	snprintf(reply, sizeof(reply), "pid %d;", child);
+	cr_assert(file_contains(path, reply), "no stack of the child in %s", path);
+	snprintf(reply, sizeof(reply), "pid %d;", a.pid);
+	cr_assert(file_contains(path, reply), "no stack of the parent in %s", path);
+	kill(child, SIGKILL);
+	cr_assert_eq(svc_stop(&a), 0);
 }
 
 Test(fleet, pidfile)
@@ -257,8 +313,8 @@ Test(fleet, pidfile)
 	fclose(f);
 	chmod(pf, 0644);
 	{
-		const char *args[] = { "--pidfile", pf, "-d", "1", "--output-dir", out,
-				       "-f",	    "folded", NULL };
+		const char *args[] = { "--pidfile", pf,	  "-d",	    "1", "--output-dir",
+				       out,	    "-f", "folded", NULL };
 
 		cr_assert_eq(hb_run(args, err, sizeof(err), 60000), 0, "%s", err);
 	}
@@ -503,8 +559,8 @@ Test(fleet, systemd_unit_execstart_snapshots_with_retention)
 		rc = run_unit(unit, state, overrides, NULL, err, sizeof(err));
 		/* SuccessExitStatus=3: an idle window is not a failure */
 		cr_assert(rc == 0 || rc == 3, "run %d: exit %d: %s", r, rc, err);
-		cr_assert_eq(count_files(dir, ".pb.gz", names, 16), r < 2 ? r + 1 : 2,
-			     "run %d: %s", r, err);
+		cr_assert_eq(count_files(dir, ".pb.gz", names, 16), r < 2 ? r + 1 : 2, "run %d: %s",
+			     r, err);
 		snprintf(stamps[r], sizeof(stamps[r]), "%.16s", names[r < 2 ? r : 1] + 5);
 		/* one snapshot a second at most: the stamp is the window's second */
 		hb_sleep_ms(1100);
@@ -653,8 +709,10 @@ Test(fleet, interval_windows_carry_deltas_and_restore_the_flag)
 	start_service(&a, "2");
 	snprintf(pid, sizeof(pid), "%d", a.pid);
 	{
-		const char *argv[] = { hb_path("heapbpf"), "--pid", pid, "--interval", "1", "-d", "4.5",
-				       "--output-dir", out, "-q", NULL };
+		const char *argv[] = {
+			hb_path("heapbpf"), "--pid", pid,  "--interval", "1", "-d", "4.5",
+			"--output-dir",	    out,     "-q", NULL
+		};
 
 		h = hb_spawn(argv, tmp("heapbpf.out"));
 	}
@@ -682,10 +740,9 @@ Test(fleet, interval_windows_carry_deltas_and_restore_the_flag)
 	/* in use is the state at the window's end, carried over from the windows before */
 	cr_assert_gt(sample_sum(path, "inuse_space"), 0);
 	/* prof_active went back off when the run ended */
-	cr_assert_eq(
-		hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"), "je_prof_active_state",
-			    &flag),
-		0);
+	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
 	cr_assert_eq(hb_peek(a.pid, flag, &b, 1), 0);
 	cr_assert_eq(b, 0);
 	cr_assert_eq(svc_stop(&a), 0);
@@ -957,8 +1014,10 @@ Test(fleet, pyroscope_secrets_stay_out_of_argv_logs_and_messages)
 	setenv("HEAPBPF_PYROSCOPE_TOKEN_FILE", tokfile, 1);
 	{
 		/* while it runs, its command line holds no secret */
-		const char *argv[] = { hb_path("heapbpf"), "--pid", pid, "-d", "2", "--pyroscope",
-				       url, "--spool-dir", spool, "-v", NULL };
+		const char *argv[] = {
+			hb_path("heapbpf"), "--pid", pid,  "-d", "2", "--pyroscope", url,
+			"--spool-dir",	    spool,   "-v", NULL
+		};
 		char path[64];
 		ssize_t n;
 		pid_t h;
@@ -1000,9 +1059,11 @@ Test(fleet, pyroscope_secrets_stay_out_of_argv_logs_and_messages)
 	/* credentials in the URL are refused, without repeating them */
 	unsetenv("HEAPBPF_PYROSCOPE_TOKEN");
 	{
-		const char *args[] = { "--pid",	      pid,   "-d",	    "1",
+		const char *args[] = { "--pid",	      pid,
+				       "-d",	      "1",
 				       "--pyroscope", "https://u:" SECRET_PASSWD "@127.0.0.1:1",
-				       "--spool-dir", spool, NULL };
+				       "--spool-dir", spool,
+				       NULL };
 
 		cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 1, "%s", err);
 		cr_assert(strstr(err, "must not carry credentials"), "%s", err);
@@ -1011,8 +1072,10 @@ Test(fleet, pyroscope_secrets_stay_out_of_argv_logs_and_messages)
 	/* and a token would not travel over plain http to another host */
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", SECRET_TOKEN, 1);
 	{
-		const char *args[] = { "--pid",	      pid,   "-d", "1", "--pyroscope",
-				       "http://pyroscope.invalid:4040", "--spool-dir", spool,
+		const char *args[] = { "--pid",	      pid,
+				       "-d",	      "1",
+				       "--pyroscope", "http://pyroscope.invalid:4040",
+				       "--spool-dir", spool,
 				       NULL };
 
 		cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 1, "%s", err);
@@ -1042,7 +1105,8 @@ Test(fleet, pyroscope_tls_verifies_the_certificate)
 
 		snprintf(wrapper, sizeof(wrapper), "%s", tmp("tls-server.sh"));
 		f = fopen(wrapper, "we");
-		fprintf(f, "#!/bin/sh\nexec /usr/bin/python3 %s --tls-cert '%s' --tls-key '%s' \"$@\"\n",
+		fprintf(f,
+			"#!/bin/sh\nexec /usr/bin/python3 %s --tls-cert '%s' --tls-key '%s' \"$@\"\n",
 			PYRO_SERVER, cert, key);
 		fclose(f);
 		chmod(wrapper, 0755);
@@ -1083,8 +1147,10 @@ Test(fleet, pyroscope_interval_windows)
 	snprintf(pid, sizeof(pid), "%d", a.pid);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port);
 	{
-		const char *argv[] = { hb_path("heapbpf"), "--pid", pid, "--interval", "2", "-d", "6",
-				       "--pyroscope", url, "--spool-dir", spool, "-q", NULL };
+		const char *argv[] = {
+			hb_path("heapbpf"), "--pid", pid,	    "--interval", "2",	"-d", "6",
+			"--pyroscope",	    url,     "--spool-dir", spool,	  "-q", NULL
+		};
 
 		h = hb_spawn(argv, tmp("heapbpf.out"));
 	}
