@@ -15,6 +15,7 @@
 struct stack {
 	char *text;
 	int64_t value;
+	bool base; /* a diff's base sample (negated): the first of two columns */
 };
 
 /* Copies @name into @dst (when not NULL) made safe for the format; returns its length. */
@@ -105,19 +106,26 @@ static int cmp_stack(const void *a, const void *b)
 	return strcmp(x->text, y->text);
 }
 
-static int write_stacks(const struct stack *st, size_t n, FILE *f)
+/* diff: "stack BASE NEW", the two-column input of differential flame graphs */
+static int write_stacks(const struct stack *st, size_t n, bool diff, FILE *f)
 {
 	for (size_t i = 0; i < n;) {
-		int64_t sum = 0;
+		int64_t sum[2] = { 0, 0 };
 		size_t j;
+		int r;
 
 		for (j = i; j < n && strcmp(st[j].text, st[i].text) == 0; j++) {
+			int64_t *acc = &sum[st[j].base ? 0 : 1];
+
 			/* saturate rather than wrap: a wrapped sum would go negative */
-			if (__builtin_add_overflow(sum, st[j].value, &sum))
-				sum = INT64_MAX;
+			if (__builtin_add_overflow(*acc, st[j].base ? -st[j].value : st[j].value,
+						   acc))
+				*acc = INT64_MAX;
 		}
 		errno = 0;
-		if (fprintf(f, "%s %" PRId64 "\n", st[i].text, sum) < 0)
+		r = diff ? fprintf(f, "%s %" PRId64 " %" PRId64 "\n", st[i].text, sum[0], sum[1])
+			 : fprintf(f, "%s %" PRId64 "\n", st[i].text, sum[1]);
+		if (r < 0)
 			return errno ? -errno : -EIO;
 		i = j;
 	}
@@ -128,11 +136,14 @@ int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
 {
 	struct stack *st;
 	size_t n = 0;
+	bool diff = false;
 	int err = 0;
 
 	if ((unsigned int)which >= HB_NVALUES || hb_profile_check_samples(p))
 		return -EINVAL;
 
+	for (size_t i = 0; i < p->nsamples && !diff; i++)
+		diff = p->samples[i].diff_base;
 	st = calloc(p->nsamples ? p->nsamples : 1, sizeof(*st));
 	if (!st)
 		return -ENOMEM;
@@ -140,7 +151,8 @@ int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
 		const struct hb_sample *s = &p->samples[i];
 		size_t len;
 
-		if (s->v[which] <= 0)
+		/* a diff's base samples are negated: what counts is that they are not zero */
+		if (diff ? !s->v[which] : s->v[which] <= 0)
 			continue;
 		len = render(p, s, NULL);
 		st[n].text = malloc(len + 1);
@@ -151,11 +163,12 @@ int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
 		render(p, s, st[n].text);
 		st[n].text[len] = '\0';
 		st[n].value = s->v[which];
+		st[n].base = s->diff_base;
 		n++;
 	}
 	qsort(st, n, sizeof(*st), cmp_stack);
 
-	err = write_stacks(st, n, f);
+	err = write_stacks(st, n, diff, f);
 	if (err)
 		goto out;
 	/* buffered write errors only show up on flush: report them here, not later */

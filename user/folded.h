@@ -19,8 +19,11 @@
  * newline, tab and CR become spaces. A location without lines prints as its
  * address (0x...), a sample without locations as "[unknown]". Stacks that
  * print identically are merged (values summed) and lines are sorted by
- * stack text. Flushes @f; returns 0, -EINVAL for a bad @which or a
- * dangling location index, -ENOMEM, or the negative errno of a write error.
+ * stack text. A diff (any sample marked diff_base) is written with two
+ * values per line, "stack BASE NEW" (difffolded's format, for differential
+ * flame graphs), every stack with a change on either side. Flushes @f;
+ * returns 0, -EINVAL for a bad @which or a dangling location index,
+ * -ENOMEM, or the negative errno of a write error.
  */
 int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f);
 

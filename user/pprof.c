@@ -34,8 +34,9 @@ struct enc {
 	size_t nfuncs;
 	struct hashmap func_by_strs; /* hash of (name, system_name, filename) -> funcs[] */
 	Perftools__Profiles__Sample *samples, **samplep;
-	Perftools__Profiles__Label *labels, **labelp; /* one "pid" label per sample, if any */
-	int64_t pid_key;
+	/* per sample: "pid" (--follow-forks) and "pprof::base" (a diff's base), if any */
+	Perftools__Profiles__Label *labels, **labelp;
+	int64_t pid_key, base_key, true_str;
 	uint64_t *loc_ids;
 	int64_t *values;
 	int64_t *comments;
@@ -196,8 +197,8 @@ static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines, s
 	e->funcp = zalloc(nlines, sizeof(*e->funcp));
 	e->samples = zalloc(p->nsamples, sizeof(*e->samples));
 	e->samplep = zalloc(p->nsamples, sizeof(*e->samplep));
-	e->labels = zalloc(p->nsamples, sizeof(*e->labels));
-	e->labelp = zalloc(p->nsamples, sizeof(*e->labelp));
+	e->labels = zalloc(2 * p->nsamples, sizeof(*e->labels));
+	e->labelp = zalloc(2 * p->nsamples, sizeof(*e->labelp));
 	e->loc_ids = zalloc(nframes, sizeof(*e->loc_ids));
 	e->values = zalloc(nvalues, sizeof(*e->values));
 	e->comments = zalloc(p->ncomments + 1, sizeof(*e->comments));
@@ -302,14 +303,24 @@ static void enc_samples(struct enc *e, const struct hb_profile *p)
 		ps->n_value = HB_NVALUES;
 		ps->value = &e->values[i * HB_NVALUES];
 		memcpy(ps->value, s->v, sizeof(s->v));
+		ps->label = &e->labelp[2 * i];
 		if (s->pid) {
 			/* --follow-forks: which process; a numeric label, as pprof's -tagfocus reads */
-			perftools__profiles__label__init(&e->labels[i]);
-			e->labels[i].key = e->pid_key;
-			e->labels[i].num = s->pid;
-			e->labelp[i] = &e->labels[i];
-			ps->n_label = 1;
-			ps->label = &e->labelp[i];
+			Perftools__Profiles__Label *l = &e->labels[2 * i + ps->n_label];
+
+			perftools__profiles__label__init(l);
+			l->key = e->pid_key;
+			l->num = s->pid;
+			e->labelp[2 * i + ps->n_label++] = l;
+		}
+		if (s->diff_base) {
+			/* what pprof -diff_base marks its negated base samples with */
+			Perftools__Profiles__Label *l = &e->labels[2 * i + ps->n_label];
+
+			perftools__profiles__label__init(l);
+			l->key = e->base_key;
+			l->str = e->true_str;
+			e->labelp[2 * i + ps->n_label++] = l;
 		}
 		e->samplep[i] = ps;
 	}
@@ -412,12 +423,15 @@ int pprof_encode(const struct hb_profile *p, uint8_t **out, size_t *out_len)
 	err = enc_locations(&e, p);
 	if (err)
 		goto out;
-	for (size_t i = 0; i < p->nsamples && !e.pid_key; i++) {
-		if (p->samples[i].pid)
+	for (size_t i = 0; !err && i < p->nsamples; i++) {
+		if (p->samples[i].pid && !e.pid_key)
 			err = strtab_intern(&e.st, "pid", &e.pid_key);
-		if (err)
-			goto out;
+		if (!err && p->samples[i].diff_base && !e.base_key)
+			err = strtab_intern(&e.st, "pprof::base", &e.base_key)
+				      ?: strtab_intern(&e.st, "true", &e.true_str);
 	}
+	if (err)
+		goto out;
 	enc_samples(&e, p);
 
 	for (size_t i = 0; i < p->ncomments; i++) {

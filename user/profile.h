@@ -54,7 +54,8 @@ struct hb_sample {
 	uint32_t nlocs;
 	uint32_t *locs; /* 0-based indices into hb_profile.locations, leaf first */
 	int64_t v[HB_NVALUES];
-	int64_t pid; /* --follow-forks: the process (pprof label "pid"); 0 = no label */
+	int64_t pid;	/* --follow-forks: the process (pprof label "pid"); 0 = no label */
+	bool diff_base; /* heapbpf diff: a negated sample of the base (label pprof::base) */
 };
 
 struct hb_profile {
