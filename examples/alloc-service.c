@@ -629,6 +629,37 @@ SITE static __attribute__((noreturn)) void forked_child(uint64_t seconds, const 
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out);
 
+/* hold N: N MiB more in use, in 1 MiB blocks, from a site of its own: a known change. */
+static void **held;
+static size_t nheld;
+
+SITE static void held_buffers(uint64_t mib)
+{
+	void **v = realloc(held, (nheld + mib) * sizeof(*v));
+
+	if (!v)
+		die_oom((nheld + mib) * sizeof(*v));
+	held = v;
+	for (uint64_t i = 0; i < mib; i++) {
+		held[nheld] = malloc(1 << 20);
+		if (!held[nheld])
+			die_oom(1 << 20);
+		touch(held[nheld++], 1 << 20);
+	}
+}
+
+static void cmd_hold(const char *arg)
+{
+	uint64_t mib;
+
+	if (parse_u64(arg, 65536, &mib)) {
+		reply("error hold takes MiB");
+		return;
+	}
+	held_buffers(mib);
+	reply("held %zu", nheld);
+}
+
 /* fork, fork2 [SECONDS]; forkw SECONDS DIR; forkexec PROG [ARG...] */
 static void cmd_fork(const char *cmd, char *arg)
 {
@@ -739,6 +770,8 @@ static void run_command(char *line)
 	} else if (!strcmp(line, "fork") || !strcmp(line, "fork2") || !strcmp(line, "forkw") ||
 		   !strcmp(line, "forkexec")) {
 		cmd_fork(line, arg);
+	} else if (!strcmp(line, "hold")) {
+		cmd_hold(arg);
 	} else if (!strcmp(line, "quit")) {
 		shut_down("bye");
 	} else if (!*line) {
@@ -882,6 +915,8 @@ static void usage(FILE *f)
 "                 until SIGUSR2, dumps its profile to DIR/child-PID.heap (and\n"
 "                 DIR/child-PID.heap.done), and waits out its N s -> forked CHILD\n"
 "  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
+"  hold N         N MiB more in use, in 1 MiB blocks (held_buffers), kept until\n"
+"                 exit                                     -> held BLOCKS\n"
 "  quit           stop the workers and exit 0                     -> bye\n"
 "Anything else is answered \"error MSG\". EOF on stdin, SIGINT, SIGTERM or the\n"
 "end of --duration stop it (exit 0) without a reply.\n"
