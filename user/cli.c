@@ -13,6 +13,7 @@
 static const char usage[] =
 	"Usage: heapbpf --pid PID [options]\n"
 	"       heapbpf report RECORDING [options]\n"
+	"       heapbpf top --pid PID [options]\n"
 	"\n"
 	"Profiles the heap of a running process that uses jemalloc, from outside: attaches\n"
 	"uprobes to jemalloc's sampling path, switches jemalloc's prof_active on for the\n"
@@ -94,6 +95,20 @@ static const char usage[] =
 	"      --debug-dir DIR        as above\n"
 	"  heapbpf report heap.hbr -f folded -t alloc_space --from 10 --to 20 -o window.folded\n"
 	"\n"
+	"heapbpf top --pid PID: the allocation sites live, refreshed every second: in-use\n"
+	"growth and allocation rate over the last second, in use, totals, samples, drops. On a\n"
+	"terminal it fills the screen (keys: g/a/u sort by growth, allocation, in use; s/f/F\n"
+	"rows by site, function, file; p pauses; q quits); otherwise it prints one plain table\n"
+	"per second. prof_active is on while it runs. No profile is written unless -o is given\n"
+	"(then one of the whole run).\n"
+	"  -p, --pidfile, -o, -f, -t, --raw, --ringbuf-size, --jemalloc-layout, --debug-dir\n"
+	"                             as above\n"
+	"  -d, --duration SECONDS     stop after SECONDS (default 0: until q, Ctrl-C or SIGTERM)\n"
+	"      --sort KEY             growth (default), alloc or inuse\n"
+	"      --by KEY               site (default: caller and line), function or file\n"
+	"  sudo heapbpf top --pid 4242\n"
+	"  sudo heapbpf top -p 4242 --by function -d 60 > top.log   # one table per second\n"
+	"\n"
 	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
 	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
 	"to Pyroscope (kept in the spool for the next run).\n";
@@ -127,6 +142,8 @@ enum {
 	OPT_PYRO_MULTIPART,
 	OPT_PYRO_CA,
 	OPT_FOLLOW_FORKS,
+	OPT_SORT,
+	OPT_BY,
 };
 
 static const struct option options[] = {
@@ -162,6 +179,8 @@ static const struct option options[] = {
 	{ "pyroscope-multipart", no_argument, NULL, OPT_PYRO_MULTIPART },
 	{ "pyroscope-ca", required_argument, NULL, OPT_PYRO_CA },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
+	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "by", required_argument, NULL, OPT_BY },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -276,9 +295,9 @@ static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool
 		return bad("report writes one profile: the fleet options (--unit, --output-dir, "
 			   "--interval, --pyroscope, ...) apply to live runs%s",
 			   "");
-	if (c->mode == MODE_LIVE && have_pid + !!c->unit + !!c->pidfile > 1)
+	if (c->mode != MODE_REPORT && have_pid + !!c->unit + !!c->pidfile > 1)
 		return bad("give one of --pid, --unit and --pidfile%s", "");
-	if (c->mode == MODE_LIVE && !have_pid && !c->unit && !c->pidfile)
+	if (c->mode != MODE_REPORT && !have_pid && !c->unit && !c->pidfile)
 		return bad("--pid is required (or --unit NAME, or --pidfile PATH)%s", "");
 	if (c->output_dir && c->output)
 		return bad("--output-dir names its files itself: drop --output%s", "");
@@ -322,9 +341,28 @@ static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool
 	return 0;
 }
 
+/* heapbpf top: one process, on the terminal; --sort and --by only there. */
+static int check_top(struct cli *c, bool have_duration, bool have_top)
+{
+	if (c->mode != MODE_TOP)
+		return have_top ? bad("--sort and --by apply to heapbpf top%s", "") : 0;
+	if (c->unit || c->output_dir || c->interval || c->pyroscope || c->record || c->reset ||
+	    c->follow_forks)
+		return bad("heapbpf top shows one process as it runs: --unit, --output-dir, "
+			   "--interval, --pyroscope, --record, --reset and --follow-forks do not "
+			   "apply%s",
+			   "");
+	if (c->output && strcmp(c->output, "-") == 0)
+		return bad("heapbpf top draws on stdout: give -o a file name, not \"%s\"",
+			   c->output);
+	if (!have_duration)
+		c->duration = 0;
+	return 0;
+}
+
 int cli_parse(int argc, char **argv, struct cli *c)
 {
-	bool have_pid = false, have_type = false, have_duration = false;
+	bool have_pid = false, have_type = false, have_duration = false, have_top = false;
 	char name[3];
 	long v;
 	int opt;
@@ -334,6 +372,10 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	/* "heapbpf report FILE ...": options as for a live run, minus the live ones */
 	if (argc > 1 && strcmp(argv[1], "report") == 0) {
 		c->mode = MODE_REPORT;
+		argc--;
+		argv++;
+	} else if (argc > 1 && strcmp(argv[1], "top") == 0) {
+		c->mode = MODE_TOP;
 		argc--;
 		argv++;
 	}
@@ -372,6 +414,18 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_FOLLOW_FORKS:
 			c->follow_forks = true;
+			break;
+		case OPT_SORT:
+			if (top_sort_parse(optarg, &c->top_sort))
+				return bad("unknown --sort \"%s\"; use growth, alloc or inuse",
+					   optarg);
+			have_top = true;
+			break;
+		case OPT_BY:
+			if (top_by_parse(optarg, &c->top_by))
+				return bad("unknown --by \"%s\"; use site, function or file",
+					   optarg);
+			have_top = true;
 			break;
 		case OPT_RECORD:
 			if (!optarg[0])
@@ -556,5 +610,6 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);
-	return check_combinations(c, have_pid, have_type, have_duration);
+	return check_top(c, have_duration, have_top)
+		       ?: check_combinations(c, have_pid, have_type, have_duration);
 }

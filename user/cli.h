@@ -10,11 +10,13 @@
 
 #include "profile.h"
 #include "sink.h"
+#include "top.h"
 #include "version.h"
 
 enum cli_mode {
 	MODE_LIVE,   /* heapbpf --pid N */
 	MODE_REPORT, /* heapbpf report FILE */
+	MODE_TOP,    /* heapbpf top --pid N */
 };
 
 #define CLI_MAX_DIRS   16
@@ -39,6 +41,9 @@ struct cli {
 	const char *layout; /* forced jemalloc layout, or NULL */
 	char *debug_dirs;   /* --debug-dir values joined by ':', or NULL (owned) */
 	bool follow_forks;  /* also profile the children forked while sampling is on */
+	/* heapbpf top: the first sort and rows */
+	enum top_sort top_sort;
+	enum top_by top_by;
 	bool quiet, verbose;
 	/* fleet use (user/fleet.c) */
 	const char *unit;	/* --unit NAME */

@@ -114,8 +114,8 @@ static int run_target(struct run *r, pid_t pid, char *err, size_t errlen)
 	char outbuf[256];
 	int rc;
 
-	/* a plain run always writes a file (unless it only records); fleet modes only with -o */
-	if (!tr.output && !run_fleet_output(o) && !o->record) {
+	/* a plain run always writes a file (unless it only records); fleet modes, top: only -o */
+	if (!tr.output && !run_fleet_output(o) && !o->record && o->mode != MODE_TOP) {
 		default_output(pid, o, outbuf, sizeof(outbuf));
 		tr.output = outbuf;
 	}

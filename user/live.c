@@ -12,6 +12,7 @@
 #include "privs.h"
 #include "recording.h"
 #include "session.h"
+#include "top.h"
 #include "window.h"
 
 static int64_t wall_ns(void)
@@ -129,6 +130,7 @@ static int collect(struct target_run *tr, struct guard *g, struct session *s, ch
 {
 	const struct cli *o = tr->run->opts;
 	struct recorder *rec = NULL;
+	struct top *top = NULL;
 	struct session_opts so = {
 		.duration = o->duration,
 		.ringbuf_bytes = o->ringbuf_bytes,
@@ -151,7 +153,22 @@ static int collect(struct target_run *tr, struct guard *g, struct session *s, ch
 		so.on_interval = on_window;
 		so.interval_arg = tr;
 	}
+	if (o->mode == MODE_TOP) {
+		struct top_opts to = {
+			.pid = tr->pid,
+			.t = tr->t,
+			.raw = o->raw,
+			.ui = { .sort = o->top_sort, .by = o->top_by },
+		};
+
+		rc = top__new(&to, &top, err, errlen);
+		if (rc)
+			return rc;
+		top__session_opts(top, &so);
+	}
 	rc = session_run(tr->t, &so, s, err, errlen);
+	/* the terminal as it was, before anything more is said */
+	top__free(top);
 	if (rec)
 		rc = finish_recording(o, rec, s, rc, err, errlen);
 	return rc;
@@ -199,7 +216,10 @@ int live_run(struct target_run *tr, char *err, size_t errlen)
 	if (rc)
 		goto out;
 	if (s.reason == STOP_TARGET_EXIT && !tr->run->opts->quiet)
-		fprintf(stderr, "heapbpf: pid %d exited; writing what was collected\n", tr->pid);
+		fprintf(stderr, "heapbpf: pid %d exited%s\n", tr->pid,
+			tr->run->opts->mode == MODE_TOP && !tr->output
+				? ""
+				: "; writing what was collected");
 	if (!tr->k)
 		tr->start_ns = s.start_wall_ns;
 	d = session_data(&s);

@@ -31,7 +31,8 @@
 /* After switching sampling off, threads already past jemalloc's check may still sample. */
 #define DRAIN_MS 50
 
-enum { EV_RING = 1, EV_SIGNAL, EV_PIDFD, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE };
+/* EV_WATCH + i: session_opts.watch[i] */
+enum { EV_RING = 1, EV_SIGNAL, EV_PIDFD, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE, EV_WATCH };
 
 /*
  * jemalloc 5.2.1's late-activation bug: a thread that allocated while
@@ -299,6 +300,14 @@ static int late_active_check(struct session *s, const struct jemalloc_target *t,
 	return now_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
 }
 
+/* A callback's return: 1 ends the session as asked. */
+static int asked(struct session *s, int rc)
+{
+	if (rc > 0)
+		s->reason = STOP_USER;
+	return rc;
+}
+
 static int consume(struct ring_buffer *rb)
 {
 	int err = ring_buffer__consume(rb);
@@ -348,7 +357,7 @@ static int on_ready(struct session *s, const struct session_opts *o,
 		if (err < 0)
 			return err;
 		probes__counters(l->p, &s->counters);
-		return o->on_interval ? o->on_interval(s, o->interval_arg) : 0;
+		return o->on_interval ? asked(s, o->on_interval(s, o->interval_arg)) : 0;
 	case EV_TICK:
 		/* EAGAIN only: the timer is non-blocking and was readable */
 		if (read(l->tfd, &ticks, sizeof(ticks)) < 0)
@@ -358,6 +367,8 @@ static int on_ready(struct session *s, const struct session_opts *o,
 				    collector__stats(s->collector), &bc);
 		return 0;
 	}
+	if (tag >= EV_WATCH && tag - EV_WATCH < o->nwatch)
+		return asked(s, o->watch[tag - EV_WATCH].on_ready(s, o->watch[tag - EV_WATCH].arg));
 	return 0;
 }
 
@@ -433,6 +444,8 @@ static int open_session(struct session *s, const struct session_opts *o,
 	rc = add_fd(l->ep, ring_buffer__epoll_fd(l->rb), EV_RING);
 	rc = rc ?: add_fd(l->ep, l->sfd, EV_SIGNAL);
 	rc = rc ?: add_fd(l->ep, l->pfd, EV_PIDFD);
+	for (size_t i = 0; !rc && i < o->nwatch; i++)
+		rc = add_fd(l->ep, o->watch[i].fd, EV_WATCH + i);
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot set up the event loop: %s", strerror(-rc));
 	return 0;

@@ -25,7 +25,10 @@ enum stop_reason {
 	STOP_SIGNAL,
 	STOP_TARGET_EXIT,
 	STOP_ERROR,
+	STOP_USER, /* a callback said so (heapbpf top: the quit key) */
 };
+
+#define SESSION_MAX_WATCH 2
 
 struct recorder;
 struct guard;
@@ -40,8 +43,8 @@ struct session_opts {
 	/*
 	 * heapbpf --interval: every interval seconds (whole seconds), with the
 	 * ring buffer drained and s->counters current, on_interval is called
-	 * while sampling goes on; a non-zero return ends the session with that
-	 * error. 0 or NULL: no windows.
+	 * while sampling goes on; a negative errno ends the session with that
+	 * error, 1 ends it as asked (STOP_USER). 0 or NULL: no windows.
 	 */
 	double interval;
 	int (*on_interval)(struct session *s, void *arg);
@@ -49,6 +52,17 @@ struct session_opts {
 	/* --follow-forks: also profile every child forked while sampling is on */
 	bool follow_forks;
 	bool quiet; /* no "following pid N" lines */
+	/*
+	 * heapbpf top: more descriptors on the event loop (the terminal's keys,
+	 * SIGWINCH). on_ready runs when fd is readable or hung up, with the same
+	 * returns as on_interval.
+	 */
+	struct session_watch {
+		int fd;
+		int (*on_ready)(struct session *s, void *arg);
+		void *arg;
+	} watch[SESSION_MAX_WATCH];
+	size_t nwatch;
 };
 
 struct session {
