@@ -14,6 +14,7 @@ static const char usage[] =
 	"Usage: heapbpf --pid PID [options]\n"
 	"       heapbpf report RECORDING [options]\n"
 	"       heapbpf top --pid PID [options]\n"
+	"       heapbpf diff BASE NEW [options]\n"
 	"\n"
 	"Profiles the heap of a running process that uses jemalloc, from outside: attaches\n"
 	"uprobes to jemalloc's sampling path, switches jemalloc's prof_active on for the\n"
@@ -94,6 +95,15 @@ static const char usage[] =
 	"                             their recorded paths and, with DEBUGINFOD_URLS, debuginfod\n"
 	"      --debug-dir DIR        as above\n"
 	"  heapbpf report heap.hbr -f folded -t alloc_space --from 10 --to 20 -o window.folded\n"
+	"\n"
+	"heapbpf diff BASE NEW: what changed between two profiles (pprof files, heapbpf's or\n"
+	"any with Go's heap sample types, or recordings), stacks matched by function and file\n"
+	"so that a rebuilt binary still matches. Prints the largest changes of -t (default\n"
+	"inuse_space) and writes the differential profile: pprof in pprof's -diff_base form\n"
+	"(the base negated, labelled pprof::base), or folded as \"stack BASE NEW\" for\n"
+	"differential flame graphs (default heapbpf-diff-TIME.pb.gz).\n"
+	"  -o, -f pprof|folded, -t, --binary-path, --debug-dir, -q   as above\n"
+	"  heapbpf diff before.pb.gz after.pb.gz -t alloc_space -f folded -o change.folded\n"
 	"\n"
 	"heapbpf top --pid PID: the allocation sites live, refreshed every second: in-use\n"
 	"growth and allocation rate over the last second, in use, totals, samples, drops. On a\n"
@@ -289,15 +299,19 @@ static int parse_seconds(const char *s, double *out)
 /* The options that do not go together, and the defaults that depend on others. */
 static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool have_duration)
 {
-	if (c->mode == MODE_REPORT &&
-	    (c->unit || c->pidfile || c->output_dir || c->interval || c->pyroscope || c->keep ||
-	     c->max_bytes || c->zstd || c->nlabels || c->spool_dir))
-		return bad("report writes one profile: the fleet options (--unit, --output-dir, "
-			   "--interval, --pyroscope, ...) apply to live runs%s",
+	bool offline = c->mode == MODE_REPORT || c->mode == MODE_DIFF;
+
+	if (offline && (c->unit || c->pidfile || c->output_dir || c->interval || c->pyroscope ||
+			c->keep || c->max_bytes || c->zstd || c->nlabels || c->spool_dir))
+		return bad("report and diff write one profile: the fleet options (--unit, "
+			   "--output-dir, --interval, --pyroscope, ...) apply to live runs%s",
 			   "");
-	if (c->mode != MODE_REPORT && have_pid + !!c->unit + !!c->pidfile > 1)
+	/* diff: the type its summary ranks the changes by, whatever the format */
+	if (c->mode == MODE_DIFF)
+		have_type = false;
+	if (!offline && have_pid + !!c->unit + !!c->pidfile > 1)
 		return bad("give one of --pid, --unit and --pidfile%s", "");
-	if (c->mode != MODE_REPORT && !have_pid && !c->unit && !c->pidfile)
+	if (!offline && !have_pid && !c->unit && !c->pidfile)
 		return bad("--pid is required (or --unit NAME, or --pidfile PATH)%s", "");
 	if (c->output_dir && c->output)
 		return bad("--output-dir names its files itself: drop --output%s", "");
@@ -376,6 +390,10 @@ int cli_parse(int argc, char **argv, struct cli *c)
 		argv++;
 	} else if (argc > 1 && strcmp(argv[1], "top") == 0) {
 		c->mode = MODE_TOP;
+		argc--;
+		argv++;
+	} else if (argc > 1 && strcmp(argv[1], "diff") == 0) {
+		c->mode = MODE_DIFF;
 		argc--;
 		argv++;
 	}
@@ -605,8 +623,22 @@ int cli_parse(int argc, char **argv, struct cli *c)
 				   "");
 		if (c->to >= 0 && c->to <= c->from)
 			return bad("--to must be after --from%s", "");
+	} else if (c->mode == MODE_DIFF) {
+		if (argc - optind < 2)
+			return bad("diff needs two profiles: BASE and NEW%s", "");
+		c->diff_paths[0] = argv[optind++];
+		c->diff_paths[1] = argv[optind++];
+		if (have_pid || have_duration || c->record || c->layout || c->reset ||
+		    c->follow_forks || c->from || c->to >= 0 || c->raw)
+			return bad(
+				"diff compares two profiles: --pid, --duration, --record, "
+				"--follow-forks, --jemalloc-layout, --from, --to and --raw do not "
+				"apply%s",
+				"");
+		if (c->format != FMT_PPROF && c->format != FMT_FOLDED)
+			return bad("diff writes pprof or folded%s", "");
 	} else if (c->nbinary_dirs || c->from || c->to >= 0) {
-		return bad("--from, --to and --binary-path apply to heapbpf report%s", "");
+		return bad("--from, --to and --binary-path apply to heapbpf report and diff%s", "");
 	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);

@@ -17,6 +17,7 @@ enum cli_mode {
 	MODE_LIVE,   /* heapbpf --pid N */
 	MODE_REPORT, /* heapbpf report FILE */
 	MODE_TOP,    /* heapbpf top --pid N */
+	MODE_DIFF,   /* heapbpf diff BASE NEW */
 };
 
 #define CLI_MAX_DIRS   16
@@ -27,6 +28,7 @@ struct cli {
 	pid_t pid;
 	const char *record;			   /* --record FILE, or NULL */
 	const char *recording;			   /* report: the recording to read */
+	const char *diff_paths[2];		   /* diff: BASE and NEW */
 	double from, to;			   /* report: window in seconds; to < 0 = the end */
 	const char *binary_dirs[CLI_MAX_DIRS + 1]; /* report: --binary-path, NULL-terminated */
 	int nbinary_dirs;

@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "cli.h"
 #include "diff.h"
 #include "errmsg.h"
 #include "hashmap.h"
 #include "pprof.h"
 #include "replay.h"
 #include "report.h"
+#include "sink.h"
+#include "summary.h"
+#include "version.h"
 
 /* ---- loading ---- */
 
@@ -467,4 +473,95 @@ size_t diff_top(const struct diff *d, enum hb_value which, size_t *idx, size_t n
 		}
 	}
 	return k;
+}
+
+/* ---- heapbpf diff BASE NEW ---- */
+
+/* "main;run;leaf" of a stack, root first, for the summary (cut at len). */
+static void stack_text(const struct diff *d, const struct diff_stack *st, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = st->nlocs; i-- > 0 && n + 1 < len;) {
+		const char *f = d->p->locations[st->locs[i]].lines[0].function;
+
+		n += snprintf(buf + n, len - n, "%s%s", n ? ";" : "", f);
+	}
+}
+
+static void value_text(char *buf, size_t len, enum hb_value which, int64_t v)
+{
+	char b[24];
+
+	if (which == HB_ALLOC_SPACE || which == HB_INUSE_SPACE) {
+		summary_bytes(b, sizeof(b), (double)llabs(v));
+		snprintf(buf, len, "%s%s", v < 0 ? "-" : "+", b);
+	} else {
+		snprintf(buf, len, "%+" PRId64, v);
+	}
+}
+
+/* The top changes on stderr, largest first, with their sign. */
+static void print_top(const struct diff *d, enum hb_value which, const char *base, const char *new)
+{
+	size_t idx[10], n = diff_top(d, which, idx, 10);
+	char total[32], v[32], stack[512];
+
+	value_text(total, sizeof(total), which, d->new_total[which] - d->base_total[which]);
+	fprintf(stderr, "heapbpf: %s minus %s, %s: %s in total; the largest changes:\n", new, base,
+		hb_value_names[which], total);
+	for (size_t i = 0; i < n; i++) {
+		const struct diff_stack *st = &d->stacks[idx[i]];
+
+		value_text(v, sizeof(v), which, st->new[which] - st->base[which]);
+		stack_text(d, st, stack, sizeof(stack));
+		fprintf(stderr, "  %12s  %s\n", v, stack);
+	}
+	if (!n)
+		fprintf(stderr, "  (no stack changed)\n");
+}
+
+int diff_command(const struct cli *o, char *err, size_t errlen)
+{
+	struct hb_profile *base = NULL, *new = NULL;
+	struct diff *d = NULL;
+	struct sink s = {
+		.kind = SINK_FILE,
+		.format = o->format,
+		.sample_type = o->sample_type,
+		.path = o->output,
+	};
+	char outbuf[64], ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int rc;
+
+	if (!s.path) {
+		localtime_r(&now, &tm);
+		strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
+		snprintf(outbuf, sizeof(outbuf), "heapbpf-diff-%s.%s", ts,
+			 sink_extension(o->format, false));
+		s.path = outbuf;
+	}
+
+	rc = diff_load(o->diff_paths[0], o->binary_dirs, &base, err, errlen);
+	rc = rc ?: diff_load(o->diff_paths[1], o->binary_dirs, &new, err, errlen);
+	rc = rc ?: diff__new(base, new, &d);
+	if (rc && !err[0])
+		hb_fail(err, errlen, rc, "cannot compare the profiles: %s", strerror(-rc));
+	rc = rc
+		     ?: hb_profile_add_comment(d->p, "heapbpf %s: diff, %s minus %s",
+					       HEAPBPF_VERSION, o->diff_paths[1], o->diff_paths[0]);
+	if (!rc && !o->quiet)
+		print_top(d, o->sample_type, o->diff_paths[0], o->diff_paths[1]);
+	if (!rc) {
+		rc = sink_write(d->p, &s, err, errlen);
+		if (!rc && !o->quiet && strcmp(s.path, "-"))
+			fprintf(stderr, "heapbpf: wrote %s\n", s.path);
+	}
+	diff__free(d);
+	hb_profile__free(base);
+	hb_profile__free(new);
+	return rc;
 }

@@ -5,7 +5,7 @@
  *   1. the command line becomes a struct run, passed down explicitly
  *   2. live: every target (fleet.c), each one found, sampled and written
  *      window by window (live.c, window.c); or report: a recording replayed
- *      into the same windows
+ *      into the same windows; or diff: two profiles compared (diff.c)
  *   3. what went short in the run becomes the exit code, here and only here
  */
 #include <errno.h>
@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "debuginfo.h"
+#include "diff.h"
 #include "fleet.h"
 #include "replay.h"
 #include "run.h"
@@ -111,8 +112,16 @@ int main(int argc, char **argv)
 	}
 	libbpf_set_print(opts.verbose ? libbpf_print : NULL);
 	dbg_set_debug_dirs(opts.debug_dirs);
-	rc = opts.mode == MODE_REPORT ? report_recording(&r, err, sizeof(err))
-				      : fleet_run(&r, err, sizeof(err));
+	switch (opts.mode) {
+	case MODE_REPORT:
+		rc = report_recording(&r, err, sizeof(err));
+		break;
+	case MODE_DIFF:
+		rc = diff_command(&opts, err, sizeof(err));
+		break;
+	default:
+		rc = fleet_run(&r, err, sizeof(err));
+	}
 	if (rc) {
 		fprintf(stderr, "heapbpf: %s\n", err[0] ? err : strerror(-rc));
 		r.outcome |= RUN_FAILED;
