@@ -157,6 +157,8 @@ static int site_row(const struct top_site *a, const struct top_site *b, struct t
 	const struct top_site *any = b ? b : a;
 	int64_t va[HB_NVALUES] = { 0 }, vb[HB_NVALUES] = { 0 };
 
+	if (!any)
+		return 0;
 	if (a)
 		memcpy(va, a->v, sizeof(va));
 	if (b)
@@ -398,7 +400,9 @@ static void fmt_bytes(char *buf, size_t len, double b, bool sign)
 
 static void fmt_count(char *buf, size_t len, double c)
 {
-	if (c < 10000)
+	if (c < 10 && c != (double)(int64_t)c)
+		snprintf(buf, len, "%.1f", c);
+	else if (c < 10000)
 		snprintf(buf, len, "%.0f", c);
 	else if (c < 1e7)
 		snprintf(buf, len, "%.1fk", c / 1e3);
