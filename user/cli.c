@@ -65,8 +65,10 @@ static const char usage[] =
 	"      --service-name NAME    Pyroscope service name (default: the unit, else comm)\n"
 	"      --label KEY=VALUE      Pyroscope label; repeatable (defaults: hostname, pid,\n"
 	"                             comm; an empty VALUE drops one)\n"
-	"      --spool-dir DIR        undelivered profiles wait here (default DIR/spool of\n"
-	"                             --output-dir); --spool-keep N, --spool-max-bytes SIZE\n"
+	"      --spool-dir DIR        undelivered profiles wait here (default: DIR/spool of\n"
+	"                             --output-dir, else $STATE_DIRECTORY/spool under systemd,\n"
+	"                             else /var/lib/heapbpf/spool, created 0700);\n"
+	"                             --spool-keep N, --spool-max-bytes SIZE\n"
 	"      --pyroscope-timeout S  per request (default 10); --pyroscope-retries N (default 3)\n"
 	"      --pyroscope-multipart  send multipart/form-data instead of format=pprof\n"
 	"      --pyroscope-ca FILE    CA bundle for the server's certificate\n"
@@ -343,10 +345,6 @@ static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool
 			      c->spool_max_bytes || c->pyro_multipart || c->pyro_ca))
 		return bad("--service-name, --label, --spool-* and --pyroscope-* apply to "
 			   "--pyroscope%s",
-			   "");
-	if (c->pyroscope && !c->spool_dir && !c->output_dir)
-		return bad("--pyroscope needs --spool-dir (or --output-dir), where a profile waits "
-			   "when the server cannot take it%s",
 			   "");
 	if (have_type &&
 	    !(c->output_dir ? c->formats & (1u << FMT_FOLDED) : c->format == FMT_FOLDED))

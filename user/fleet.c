@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +16,37 @@
 #include "pyroscope.h"
 #include "snapshot.h"
 #include "targets.h"
+
+/*
+ * Where profiles wait for Pyroscope: --spool-dir; else beside --output-dir's
+ * snapshots; else heapbpf's state directory (systemd's $STATE_DIRECTORY, its
+ * first entry, or /var/lib/heapbpf), the default one made 0700: profiles hold
+ * a process's function names and addresses.
+ */
+static int spool_dir(const struct cli *o, char *dir, size_t len)
+{
+	const char *state = getenv("STATE_DIRECTORY");
+	int n;
+
+	if (o->spool_dir || o->output_dir) {
+		snprintf(dir, len, "%s%s", o->spool_dir ?: o->output_dir,
+			 o->spool_dir ? "" : "/spool");
+		return snapshot_mkdir(dir);
+	}
+	n = state && state[0] ? (int)strcspn(state, ":") : 0;
+	if (n)
+		snprintf(dir, len, "%.*s", n, state);
+	else
+		snprintf(dir, len, "/var/lib/heapbpf");
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	if (strlen(dir) + sizeof("/spool") > len)
+		return -ENAMETOOLONG;
+	strcat(dir, "/spool");
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
 
 /* Everything about --pyroscope that can be wrong, said before profiling starts. */
 static int pyro_setup(struct run *r, char *err, size_t errlen)
@@ -42,9 +74,7 @@ static int pyro_setup(struct run *r, char *err, size_t errlen)
 	rc = pyro_naming_check(&r->naming, err, errlen);
 	if (rc)
 		return rc;
-	snprintf(r->spool_dir, sizeof(r->spool_dir), "%s%s", o->spool_dir ?: o->output_dir,
-		 o->spool_dir ? "" : "/spool");
-	rc = snapshot_mkdir(r->spool_dir);
+	rc = spool_dir(o, r->spool_dir, sizeof(r->spool_dir));
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot create the spool directory %s: %s",
 			       r->spool_dir, strerror(-rc));

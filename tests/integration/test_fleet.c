@@ -898,6 +898,36 @@ Test(fleet, pyroscope_accepts_raw_and_multipart_with_tenant_and_basic_auth)
 	cr_assert_eq(svc_stop(&a), 0);
 }
 
+/* --pyroscope URL alone: a default spool, systemd's state directory when set, made 0700 */
+Test(fleet, pyroscope_alone_spools_in_the_state_directory)
+{
+	char pid[16], err[65536], lines[4][4096], url[64], spool[PATH_MAX + 16];
+	const char *state = tmp("state");
+	struct stat st;
+	struct svc a;
+	int rc;
+
+	hb_require_bpf();
+	start_server(0, NULL, NULL);
+	start_service(&a, "2");
+	snprintf(pid, sizeof(pid), "%d", a.pid);
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", server_scheme, server_port);
+	snprintf(spool, sizeof(spool), "%s/spool", state);
+	setenv("STATE_DIRECTORY", state, 1);
+	rc = hb_run((const char *[]){ "--pid", pid, "-d", "1", "--pyroscope", url, NULL }, err,
+		    sizeof(err), 90000);
+	unsetenv("STATE_DIRECTORY");
+	cr_assert_eq(rc, 0, "%s", err);
+	cr_assert_eq(accepted(lines, 4), 1, "%s", err);
+	cr_assert_eq(stat(state, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0700, "%s is %o", state, st.st_mode & 0777);
+	cr_assert_eq(stat(spool, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0700, "%s is %o", spool, st.st_mode & 0777);
+	/* delivered: nothing waits */
+	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 0);
+	cr_assert_eq(svc_stop(&a), 0);
+}
+
 static void assert_distinct(char lines[][4096], int n)
 {
 	for (int i = 0; i < n; i++) {
