@@ -432,13 +432,11 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			c->follow_forks = true;
 			break;
 		case OPT_SORT:
-			if (top_sort_parse(optarg, &c->top_sort))
+		case OPT_BY:
+			if (opt == OPT_SORT && top_sort_parse(optarg, &c->top_sort))
 				return bad("unknown --sort \"%s\"; use growth, alloc or inuse",
 					   optarg);
-			have_top = true;
-			break;
-		case OPT_BY:
-			if (top_by_parse(optarg, &c->top_by))
+			if (opt == OPT_BY && top_by_parse(optarg, &c->top_by))
 				return bad("unknown --by \"%s\"; use site, function or file",
 					   optarg);
 			have_top = true;

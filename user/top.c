@@ -304,38 +304,30 @@ static size_t escape_len(const char *buf, size_t n)
 	return i < n ? i + 1 : n;
 }
 
+/* One key; the letters in the order of enum top_sort and enum top_by. */
 static enum top_action key(struct top_ui *ui, char c)
 {
-	switch (c) {
-	case 'q':
-	case 'Q':
-	case 0x03: /* Ctrl-C: raw mode delivers it as a key */
-	case 0x04: /* Ctrl-D */
+	/* Ctrl-C and Ctrl-D: raw mode delivers them as keys */
+	static const char quits[] = "qQ\x03\x04", sorts[] = "gau", bys[] = "sfF";
+	const char *k;
+
+	if (!c)
+		return TOP_NONE;
+	if (strchr(quits, c))
 		return TOP_QUIT;
-	case 'g':
-	case 'a':
-	case 'u':
-		ui->sort = c == 'g' ? TOP_SORT_GROWTH : c == 'a' ? TOP_SORT_ALLOC : TOP_SORT_INUSE;
-		return TOP_REDRAW;
-	case '\t':
+	if ((k = strchr(sorts, c)))
+		ui->sort = k - sorts;
+	else if ((k = strchr(bys, c)))
+		ui->by = k - bys;
+	else if (c == '\t')
 		ui->sort = (ui->sort + 1) % TOP_NSORTS;
-		return TOP_REDRAW;
-	case 's':
-	case 'f':
-	case 'F':
-		ui->by = c == 's' ? TOP_BY_SITE : c == 'f' ? TOP_BY_FUNCTION : TOP_BY_FILE;
-		return TOP_REDRAW;
-	case 'c':
+	else if (c == 'c')
 		ui->by = (ui->by + 1) % TOP_NBYS;
-		return TOP_REDRAW;
-	case 'p':
-	case ' ':
+	else if (c == 'p' || c == ' ')
 		ui->paused = !ui->paused;
-		return TOP_REDRAW;
-	case 0x0c: /* Ctrl-L */
-		return TOP_REDRAW;
-	}
-	return TOP_NONE;
+	else if (c != 0x0c) /* Ctrl-L: redraw */
+		return TOP_NONE;
+	return TOP_REDRAW;
 }
 
 enum top_action top_keys(struct top_ui *ui, const char *buf, size_t n)

@@ -110,7 +110,12 @@ static const struct exp_sample cur_samples[] = {
 struct two {
 	struct top_snap prev, cur;
 	struct top_frame f;
+	struct top_view v;
+	struct top_row *rows; /* as v sorts and collapses them */
+	size_t n;
 };
+
+static struct top_view view_of(const struct top_frame *f, enum top_sort s, enum top_by by);
 
 static void two_build(struct two *w)
 {
@@ -119,8 +124,17 @@ static void two_build(struct two *w)
 	cr_assert_eq(top_frame_build(&w->prev, &w->cur, &w->f), 0);
 }
 
+/* The frame, and its rows as a view sorted by s and collapsed by by shows them. */
+static void two_view(struct two *w, enum top_sort s, enum top_by by)
+{
+	two_build(w);
+	w->v = view_of(&w->f, s, by);
+	cr_assert_eq(top_rows(&w->f, by, s, &w->rows, &w->n), 0);
+}
+
 static void two_free(struct two *w)
 {
+	free(w->rows);
 	top_frame_free(&w->f);
 	top_snap_free(&w->prev);
 	top_snap_free(&w->cur);
@@ -130,22 +144,21 @@ TestSuite(top);
 
 Test(top, parse_names)
 {
+	/* in enum order */
+	static const char *const sorts[TOP_NSORTS] = { "growth", "alloc", "inuse" };
+	static const char *const bys[TOP_NBYS] = { "site", "function", "file" };
 	enum top_sort s;
 	enum top_by b;
 
-	cr_assert_eq(top_sort_parse("growth", &s), 0);
-	cr_assert_eq(s, TOP_SORT_GROWTH);
-	cr_assert_eq(top_sort_parse("alloc", &s), 0);
-	cr_assert_eq(s, TOP_SORT_ALLOC);
-	cr_assert_eq(top_sort_parse("inuse", &s), 0);
-	cr_assert_eq(s, TOP_SORT_INUSE);
+	for (int i = 0; i < TOP_NSORTS; i++) {
+		cr_assert_eq(top_sort_parse(sorts[i], &s), 0);
+		cr_assert_eq(s, i);
+	}
+	for (int i = 0; i < TOP_NBYS; i++) {
+		cr_assert_eq(top_by_parse(bys[i], &b), 0);
+		cr_assert_eq(b, i);
+	}
 	cr_assert_eq(top_sort_parse("size", &s), -EINVAL);
-	cr_assert_eq(top_by_parse("site", &b), 0);
-	cr_assert_eq(b, TOP_BY_SITE);
-	cr_assert_eq(top_by_parse("function", &b), 0);
-	cr_assert_eq(b, TOP_BY_FUNCTION);
-	cr_assert_eq(top_by_parse("file", &b), 0);
-	cr_assert_eq(b, TOP_BY_FILE);
 	cr_assert_eq(top_by_parse("line", &b), -EINVAL);
 }
 
@@ -200,7 +213,7 @@ static const struct top_row *find(const struct top_frame *f, const char *fn, int
 
 Test(top, frame_deltas)
 {
-	struct two w;
+	struct two w = { 0 };
 	const struct top_row *r;
 
 	two_build(&w);
@@ -262,7 +275,7 @@ static void names(const struct top_row *rows, size_t n, enum top_by by, const ch
 
 Test(top, rows_sorted_by_each_key)
 {
-	struct two w;
+	struct two w = { 0 };
 	struct top_row *rows;
 	const char *nm[8];
 	size_t n;
@@ -301,7 +314,7 @@ Test(top, rows_sorted_by_each_key)
 
 Test(top, rows_collapsed_by_function_and_file)
 {
-	struct two w;
+	struct two w = { 0 };
 	struct top_row *rows;
 	size_t n;
 
@@ -343,7 +356,7 @@ Test(top, rows_of_nothing)
 
 Test(top, total)
 {
-	struct two w;
+	struct two w = { 0 };
 	struct top_row t;
 
 	two_build(&w);
@@ -354,62 +367,56 @@ Test(top, total)
 	two_free(&w);
 }
 
+/* Keys applied in turn to one ui: what each returns and the ui after it. */
+static const struct {
+	const char *keys;
+	enum top_action act;
+	enum top_sort sort;
+	enum top_by by;
+	bool paused;
+} key_steps[] = {
+	{ "a", TOP_REDRAW, TOP_SORT_ALLOC, TOP_BY_SITE, false },
+	{ "u", TOP_REDRAW, TOP_SORT_INUSE, TOP_BY_SITE, false },
+	{ "g", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "\t\t", TOP_REDRAW, TOP_SORT_INUSE, TOP_BY_SITE, false },
+	{ "\t", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "f", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_FUNCTION, false },
+	{ "F", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_FILE, false },
+	{ "c", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "fs", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "p", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_SITE, true },
+	{ " ", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "\x0c", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "xyz", TOP_NONE, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "q", TOP_QUIT, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "Q", TOP_QUIT, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "\x03", TOP_QUIT, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	{ "\x04", TOP_QUIT, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+	/* keys before a quit still apply; the quit wins */
+	{ "aq", TOP_QUIT, TOP_SORT_ALLOC, TOP_BY_SITE, false },
+	/* End (ESC [ F), arrows, F1 (ESC O P), F5 (ESC [ 1 5 ~), Alt-u (ESC u), a lone ESC */
+	{ "\x1b[F", TOP_NONE, TOP_SORT_ALLOC, TOP_BY_SITE, false },
+	{ "\x1b[A\x1b[B", TOP_NONE, TOP_SORT_ALLOC, TOP_BY_SITE, false },
+	{ "\x1bOP", TOP_NONE, TOP_SORT_ALLOC, TOP_BY_SITE, false },
+	{ "\x1b[15~", TOP_NONE, TOP_SORT_ALLOC, TOP_BY_SITE, false },
+	{ "\x1bu", TOP_NONE, TOP_SORT_ALLOC, TOP_BY_SITE, false },
+	{ "\x1b", TOP_NONE, TOP_SORT_ALLOC, TOP_BY_SITE, false },
+	/* a key after a sequence counts */
+	{ "\x1b[Dg", TOP_REDRAW, TOP_SORT_GROWTH, TOP_BY_SITE, false },
+};
+
 Test(top, keys)
 {
 	struct top_ui ui = { TOP_SORT_GROWTH, TOP_BY_SITE, false };
 
-	cr_assert_eq(top_keys(&ui, "a", 1), TOP_REDRAW);
-	cr_assert_eq(ui.sort, TOP_SORT_ALLOC);
-	cr_assert_eq(top_keys(&ui, "u", 1), TOP_REDRAW);
-	cr_assert_eq(ui.sort, TOP_SORT_INUSE);
-	cr_assert_eq(top_keys(&ui, "g", 1), TOP_REDRAW);
-	cr_assert_eq(ui.sort, TOP_SORT_GROWTH);
-	cr_assert_eq(top_keys(&ui, "\t\t", 2), TOP_REDRAW);
-	cr_assert_eq(ui.sort, TOP_SORT_INUSE);
-	cr_assert_eq(top_keys(&ui, "\t", 1), TOP_REDRAW);
-	cr_assert_eq(ui.sort, TOP_SORT_GROWTH);
-	cr_assert_eq(top_keys(&ui, "f", 1), TOP_REDRAW);
-	cr_assert_eq(ui.by, TOP_BY_FUNCTION);
-	cr_assert_eq(top_keys(&ui, "F", 1), TOP_REDRAW);
-	cr_assert_eq(ui.by, TOP_BY_FILE);
-	cr_assert_eq(top_keys(&ui, "c", 1), TOP_REDRAW);
-	cr_assert_eq(ui.by, TOP_BY_SITE);
-	cr_assert_eq(top_keys(&ui, "s", 1), TOP_REDRAW);
-	cr_assert_eq(ui.by, TOP_BY_SITE);
-	cr_assert_eq(top_keys(&ui, "p", 1), TOP_REDRAW);
-	cr_assert(ui.paused);
-	cr_assert_eq(top_keys(&ui, " ", 1), TOP_REDRAW);
-	cr_assert_not(ui.paused);
-	cr_assert_eq(top_keys(&ui, "xyz", 3), TOP_NONE);
-	cr_assert_eq(top_keys(&ui, "q", 1), TOP_QUIT);
-	cr_assert_eq(top_keys(&ui, "Q", 1), TOP_QUIT);
-	cr_assert_eq(top_keys(&ui, "\x03", 1), TOP_QUIT);
-	cr_assert_eq(top_keys(&ui, "\x04", 1), TOP_QUIT);
-	/* keys before a quit still apply; the quit wins */
-	cr_assert_eq(top_keys(&ui, "aq", 2), TOP_QUIT);
-	cr_assert_eq(ui.sort, TOP_SORT_ALLOC);
-}
+	for (size_t i = 0; i < N(key_steps); i++) {
+		const char *k = key_steps[i].keys;
 
-Test(top, escape_sequences_are_not_keys)
-{
-	struct top_ui ui = { TOP_SORT_GROWTH, TOP_BY_SITE, false };
-
-	/* End (ESC [ F), arrows, F1 (ESC O P), F5 (ESC [ 1 5 ~), Alt-a (ESC a) */
-	cr_assert_eq(top_keys(&ui, "\x1b[F", 3), TOP_NONE);
-	cr_assert_eq(top_keys(&ui, "\x1b[A\x1b[B", 6), TOP_NONE);
-	cr_assert_eq(top_keys(&ui, "\x1bOP", 3), TOP_NONE);
-	cr_assert_eq(top_keys(&ui, "\x1b[15~", 5), TOP_NONE);
-	cr_assert_eq(top_keys(&ui,
-			      "\x1b"
-			      "a",
-			      2),
-		     TOP_NONE);
-	cr_assert_eq(top_keys(&ui, "\x1b", 1), TOP_NONE);
-	cr_assert_eq(ui.by, TOP_BY_SITE);
-	cr_assert_eq(ui.sort, TOP_SORT_GROWTH);
-	/* a key after a sequence counts */
-	cr_assert_eq(top_keys(&ui, "\x1b[Da", 4), TOP_REDRAW);
-	cr_assert_eq(ui.sort, TOP_SORT_ALLOC);
+		cr_assert_eq(top_keys(&ui, k, strlen(k)), key_steps[i].act, "step %zu", i);
+		cr_assert_eq(ui.sort, key_steps[i].sort, "step %zu", i);
+		cr_assert_eq(ui.by, key_steps[i].by, "step %zu", i);
+		cr_assert_eq(ui.paused, key_steps[i].paused, "step %zu", i);
+	}
 }
 
 static struct top_view view_of(const struct top_frame *f, enum top_sort s, enum top_by by)
@@ -427,57 +434,46 @@ static struct top_view view_of(const struct top_frame *f, enum top_sort s, enum 
 	};
 }
 
-Test(top, row_at_80_columns)
-{
-	struct two w;
-	struct top_row *rows;
-	struct top_view v;
-	char buf[512];
-	size_t n;
-
-	two_build(&w);
-	v = view_of(&w.f, TOP_SORT_GROWTH, TOP_BY_SITE);
-	cr_assert_eq(top_rows(&w.f, v.ui.by, v.ui.sort, &rows, &n), 0);
-	/* three numbers per second over 2 s (growth, allocation, in use), then the name */
-	top_format_row(buf, sizeof(buf), &rows[0], &v, 80);
-	cr_assert_str_eq(buf, "      +250 B       250 B       500 B  churn_small alloc.c:12");
-	top_format_row(buf, sizeof(buf), &rows[4], &v, 80);
-	cr_assert_str_eq(buf, "  -512.0 KiB     1.0 MiB         0 B  large_buffers alloc.c:20");
-	top_format_titles(buf, sizeof(buf), &v, 80);
-	cr_assert_str_eq(buf, "    GROWTH/s     ALLOC/s      IN USE  SITE");
+/* Rows of the two-snapshot frame by site, at a sort and a width; row -1: the titles. */
+static const struct {
+	enum top_sort sort;
+	int row, width;
+	const char *want;
+} row_cases[] = {
+	/* 80 columns: three numbers per second over 2 s (growth, allocation, in use), the name */
+	{ TOP_SORT_GROWTH, 0, 80, "      +250 B       250 B       500 B  churn_small alloc.c:12" },
+	{ TOP_SORT_GROWTH, 4, 80,
+	  "  -512.0 KiB     1.0 MiB         0 B  large_buffers alloc.c:20" },
+	{ TOP_SORT_GROWTH, -1, 80, "    GROWTH/s     ALLOC/s      IN USE  SITE" },
 	/* wider: the objects per second too */
-	top_format_row(buf, sizeof(buf), &rows[0], &v, 100);
-	cr_assert_str_eq(
-		buf, "      +250 B       250 B         2.5       500 B  churn_small alloc.c:12");
-	top_format_titles(buf, sizeof(buf), &v, 100);
-	cr_assert_str_eq(buf, "    GROWTH/s     ALLOC/s    ALLOCS/s      IN USE  SITE");
-	free(rows);
-	two_free(&w);
-}
-
-Test(top, narrow_rows_keep_the_sorted_number)
-{
-	struct two w;
-	struct top_row *rows;
-	struct top_view v;
-	char buf[512];
-	size_t n;
-
-	two_build(&w);
-	v = view_of(&w.f, TOP_SORT_INUSE, TOP_BY_SITE);
-	cr_assert_eq(top_rows(&w.f, v.ui.by, v.ui.sort, &rows, &n), 0);
+	{ TOP_SORT_GROWTH, 0, 100,
+	  "      +250 B       250 B         2.5       500 B  churn_small alloc.c:12" },
+	{ TOP_SORT_GROWTH, -1, 100, "    GROWTH/s     ALLOC/s    ALLOCS/s      IN USE  SITE" },
 	/* 60 columns: two numbers, in use (sorted) and growth */
-	top_format_row(buf, sizeof(buf), &rows[0], &v, 60);
-	cr_assert_str_eq(buf, "       +50 B       600 B  churn_small alloc.c:10");
-	/* 30: only the sorted one, the name cut with "..." to fit */
-	top_format_row(buf, sizeof(buf), &rows[2], &v, 30);
-	cr_assert_str_eq(buf, "       400 B  parse_request...");
-	cr_assert_eq(strlen(buf), 30);
+	{ TOP_SORT_INUSE, 0, 60, "       +50 B       600 B  churn_small alloc.c:10" },
+	{ TOP_SORT_INUSE, -1, 60, "    GROWTH/s      IN USE  SITE" },
+	/* 30: only the sorted one, the name cut with "..." to fit the width exactly */
+	{ TOP_SORT_INUSE, 2, 30, "       400 B  parse_request..." },
+	{ TOP_SORT_ALLOC, 0, 30, "     1.0 MiB  large_buffers..." },
 	/* narrower than the number: cut, never longer than the width */
-	top_format_row(buf, sizeof(buf), &rows[0], &v, 8);
-	cr_assert_eq(strlen(buf), 8);
-	free(rows);
-	two_free(&w);
+	{ TOP_SORT_INUSE, 0, 8, "       6" },
+};
+
+Test(top, rows_formatted)
+{
+	for (size_t i = 0; i < N(row_cases); i++) {
+		struct two w = { 0 };
+		char buf[512];
+
+		two_view(&w, row_cases[i].sort, TOP_BY_SITE);
+		if (row_cases[i].row < 0)
+			top_format_titles(buf, sizeof(buf), &w.v, row_cases[i].width);
+		else
+			top_format_row(buf, sizeof(buf), &w.rows[row_cases[i].row], &w.v,
+				       row_cases[i].width);
+		cr_assert_str_eq(buf, row_cases[i].want, "case %zu", i);
+		two_free(&w);
+	}
 }
 
 Test(top, file_rows_keep_the_end_of_the_path)
@@ -548,7 +544,7 @@ static char *render_screen(const struct top_view *v, int w, int h)
 
 Test(top, screen_80x24)
 {
-	struct two w;
+	struct two w = { 0 };
 	struct top_view v;
 	char *text, *lines[64];
 	size_t n;
@@ -582,7 +578,7 @@ Test(top, screen_80x24)
 
 Test(top, screen_small_and_before_the_first_interval)
 {
-	struct two w;
+	struct two w = { 0 };
 	struct top_view v;
 	char *text, *lines[16];
 
@@ -611,7 +607,7 @@ Test(top, screen_small_and_before_the_first_interval)
 
 Test(top, plain_table)
 {
-	struct two w;
+	struct two w = { 0 };
 	struct top_view v;
 	char *buf = NULL, *lines[32];
 	size_t len = 0, n;
