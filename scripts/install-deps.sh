@@ -11,6 +11,7 @@ PKGS=(
 	libjemalloc-dev libjemalloc2 libcriterion-dev
 	debuginfod redis-server redis-tools curl libclang-rt-14-dev
 	python3 bpftrace # bench/ (make bench, and its smoke run in make test)
+	tmux # tests/integration/test_top.c: heapbpf top on a terminal (send-keys, capture-pane)
 	systemd strace util-linux openssl # tests/integration/test_fleet.c: systemd-analyze, strace, setpriv, a test certificate (python3: its Pyroscope stand-in)
 	# jemalloc test fixtures: apt-get source, unpack, patch, build (g++: jemalloc's C++ part)
 	dpkg-dev debian-archive-keyring bzip2 xz-utils patch g++
