@@ -118,6 +118,8 @@ $(BUILD)/proto/profile.pb-c.o: $(BUILD)/proto/profile.pb-c.c
 # ---- user space -------------------------------------------------------------
 
 $(USER_OBJS): $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h
+# the flame graph viewer is assembled into the object (.incbin), which -MMD does not see
+$(BUILD)/user/flamegraph.o: user/flamegraph.js user/flamegraph.css
 
 $(BUILD)/user/%.o: user/%.c | $(BUILD)
 	$(call msg,CC,$@)

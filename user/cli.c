@@ -27,10 +27,13 @@ static const char usage[] =
 	"  -p, --pid PID              process to profile (required)\n"
 	"  -d, --duration SECONDS     how long to profile (default 10; 0 = until Ctrl-C or SIGTERM)\n"
 	"  -o, --output FILE          where to write the profile ('-' = stdout; default\n"
-	"                             heapbpf-PID-TIME.pb.gz or .folded in the current directory)\n"
-	"  -f, --format FORMAT        pprof (gzip-compressed protobuf, default) or folded\n"
-	"  -t, --sample-type TYPE     value written by --format folded: inuse_space (default),\n"
-	"                             inuse_objects, alloc_space or alloc_objects\n"
+	"                             heapbpf-PID-TIME.pb.gz, .folded or .html in the current\n"
+	"                             directory)\n"
+	"  -f, --format FORMAT        pprof (gzip-compressed protobuf, default), folded, or html\n"
+	"                             (an interactive flame graph: one self-contained page)\n"
+	"  -t, --sample-type TYPE     value written by --format folded, and the one html sizes\n"
+	"                             frames by: inuse_space (default), inuse_objects,\n"
+	"                             alloc_space or alloc_objects\n"
 	"      --raw                  raw sampled counts and bytes instead of unbiased estimates\n"
 	"                             (to compare sample for sample with jemalloc's own dump)\n"
 	"      --ringbuf-size SIZE    BPF ring buffer size: MiB, or with a k/m suffix (default 16)\n"
@@ -54,7 +57,7 @@ static const char usage[] =
 	"      --unit NAME            every process of a systemd unit (found in its cgroup),\n"
 	"                             one profile each; NAME or NAME.service\n"
 	"      --pidfile PATH         the process named by a pid file\n"
-	"      --output-dir DIR       snapshot mode: write heap-TIME-PID-COMM.pb.gz (and .folded)\n"
+	"      --output-dir DIR       snapshot mode: write heap-TIME-PID-COMM.pb.gz (.folded, .html)\n"
 	"                             into DIR, atomically; -f may be given more than once\n"
 	"      --keep N               keep the newest N snapshots in DIR, delete older ones\n"
 	"      --max-bytes SIZE       and at most SIZE bytes (K, M, G suffixes), oldest first\n"
@@ -85,6 +88,7 @@ static const char usage[] =
 	"  sudo heapbpf --pid 4242                      # 10 s, pprof to heapbpf-4242-*.pb.gz\n"
 	"  sudo heapbpf -p 4242 -d 60 -o heap.pb.gz     # one minute\n"
 	"  sudo heapbpf -p 4242 -f folded -t alloc_space -o heap.folded\n"
+	"  sudo heapbpf -p 4242 -f html -o heap.html    # a flame graph for any browser\n"
 	"  go tool pprof -http :8080 heap.pb.gz         # look at it\n"
 	"  sudo heapbpf -p 4242 -d 60 --record heap.hbr # record now, report later, elsewhere\n"
 	"  sudo heapbpf -p 4242 -d 30 --follow-forks    # and the workers it forks meanwhile\n"
@@ -346,9 +350,10 @@ static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool
 		return bad("--service-name, --label, --spool-* and --pyroscope-* apply to "
 			   "--pyroscope%s",
 			   "");
-	if (have_type &&
-	    !(c->output_dir ? c->formats & (1u << FMT_FOLDED) : c->format == FMT_FOLDED))
-		return bad("--sample-type applies to --format folded (pprof carries all four)%s",
+	if (have_type && !(c->output_dir ? c->formats & (1u << FMT_FOLDED | 1u << FMT_HTML)
+					 : c->format == FMT_FOLDED || c->format == FMT_HTML))
+		return bad("--sample-type applies to --format folded and html (pprof carries all "
+			   "four)%s",
 			   "");
 	return 0;
 }
@@ -463,8 +468,11 @@ int cli_parse(int argc, char **argv, struct cli *c)
 				c->format = FMT_PPROF;
 			else if (strcmp(optarg, "folded") == 0)
 				c->format = FMT_FOLDED;
+			else if (strcmp(optarg, "html") == 0)
+				c->format = FMT_HTML;
 			else
-				return bad("unknown --format \"%s\"; use pprof or folded", optarg);
+				return bad("unknown --format \"%s\"; use pprof, folded or html",
+					   optarg);
 			c->formats |= 1u << c->format;
 			break;
 		case 't':

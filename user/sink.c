@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include "errmsg.h"
+#include "flamegraph.h"
 #include "folded.h"
 #include "output.h"
 #include "pprof.h"
@@ -19,6 +20,9 @@ const char *sink_extension(enum out_format format, bool zstd)
 {
 	if (format == FMT_PPROF)
 		return "pb.gz";
+	/* a page to open in a browser: compressed, it would not open */
+	if (format == FMT_HTML)
+		return "html";
 	return zstd ? "folded.zst" : "folded";
 }
 
@@ -40,8 +44,10 @@ static int zstd_in_place(uint8_t **buf, size_t *len)
 	return 0;
 }
 
-static int encode_folded(const struct hb_profile *p, enum hb_value which, uint8_t **buf,
-			 size_t *len)
+/* A text format written by @write_fn (folded_write, flamegraph_write) into a buffer. */
+static int encode_text(const struct hb_profile *p, enum hb_value which,
+		       int (*write_fn)(const struct hb_profile *, enum hb_value, FILE *),
+		       uint8_t **buf, size_t *len)
 {
 	char *text = NULL;
 	size_t n = 0;
@@ -50,7 +56,7 @@ static int encode_folded(const struct hb_profile *p, enum hb_value which, uint8_
 
 	if (!m)
 		return -ENOMEM;
-	err = folded_write(p, which, m);
+	err = write_fn(p, which, m);
 	if (fclose(m) && !err)
 		err = -ENOMEM;
 	if (err) {
@@ -72,9 +78,12 @@ int sink_encode(const struct hb_profile *p, const struct sink *s, uint8_t **buf,
 	case FMT_PPROF:
 		return pprof_encode(p, buf, len);
 	case FMT_FOLDED:
-		err = encode_folded(p, s->sample_type, buf, len);
+		err = encode_text(p, s->sample_type, folded_write, buf, len);
 		if (!err && s->zstd)
 			err = zstd_in_place(buf, len);
+		break;
+	case FMT_HTML:
+		err = encode_text(p, s->sample_type, flamegraph_write, buf, len);
 		break;
 	default:
 		return -EINVAL;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The one way a built profile leaves heapbpf: encoded in a format (pprof,
- * folded; one value per stack for the text formats, optionally
- * zstd-compressed) and written to a destination (a file, atomically; stdout;
+ * The one way a built profile leaves heapbpf: encoded in a format (pprof;
+ * folded, optionally zstd-compressed, or an HTML flame graph, both of one
+ * sample type) and written to a destination (a file, atomically; stdout;
  * or Pyroscope's spool). Live runs, reports, snapshot windows and Pyroscope
  * all write through sink_write().
  */
@@ -18,6 +18,7 @@
 enum out_format {
 	FMT_PPROF,  /* gzip-compressed perftools.profiles.Profile, all four values */
 	FMT_FOLDED, /* "root;...;leaf value" lines of one sample type */
+	FMT_HTML,   /* an interactive flame graph of one sample type, one self-contained page */
 	FMT_COUNT,
 };
 
@@ -32,7 +33,7 @@ struct sink {
 	enum sink_kind kind;
 	enum out_format format;
 	enum hb_value sample_type; /* the value single-value formats carry */
-	bool zstd;		   /* compress single-value text formats with zstd */
+	bool zstd;		   /* compress folded text with zstd */
 	const char *path;	   /* SINK_FILE */
 	/* SINK_SPOOL: the spool, the profile's Pyroscope name, its window in whole seconds */
 	struct pyro *pyro;
@@ -40,7 +41,7 @@ struct sink {
 	int64_t from_s, until_s;
 };
 
-/* "pb.gz", "folded" or "folded.zst": the file name extension of a format. */
+/* "pb.gz", "folded", "folded.zst" or "html" (never compressed): a format's file name extension. */
 const char *sink_extension(enum out_format format, bool zstd);
 
 /* Encodes p as the sink's format into a malloc'ed buffer; 0 or negative errno. */

@@ -76,7 +76,8 @@ bool snapshot_parse_name(const char *name, char stamp[SNAPSHOT_STAMP_LEN + 1])
 	/* output_write_atomic's temporaries end in .tmp.XXXXXX: never theirs */
 	if (strstr(p, ".tmp."))
 		return false;
-	if (!ends_with(p, ".pb.gz") && !ends_with(p, ".folded") && !ends_with(p, ".folded.zst"))
+	if (!ends_with(p, ".pb.gz") && !ends_with(p, ".folded") && !ends_with(p, ".folded.zst") &&
+	    !ends_with(p, ".html"))
 		return false;
 	memcpy(stamp, name + 5, SNAPSHOT_STAMP_LEN);
 	stamp[SNAPSHOT_STAMP_LEN] = '\0';

@@ -6,6 +6,7 @@
  *
  *   heap-20250102T030405Z-4242-redis-server.pb.gz
  *   heap-20250102T030405Z-4242-redis-server.folded[.zst]
+ *   heap-20250102T030405Z-4242-redis-server.html
  *
  * The stamp is the start of the profiling window in UTC; the files of one
  * window (one per format and per process) share it and make one snapshot.

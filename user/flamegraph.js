@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * heapbpf's flame graph viewer, written into every page heapbpf makes
+ * (user/flamegraph.c). The data is the tree heapbpf built: frames
+ * [name, file, flags] and nodes in pre-order [frame, parent, bytes, objects,
+ * line]. This script lays the tree out, draws the frames wider than MIN_PX
+ * as boxes, and draws again on zoom, search, inversion and resize. Names
+ * reach the page only through textContent and attributes, never as markup.
+ */
+(function () {
+	'use strict';
+
+	var ROW = 18; /* px per level; a box is a pixel less, for the gap */
+	var MIN_PX = 0.5; /* narrower frames, and all above them, are not drawn */
+	var PAD = 4; /* label padding each side, px (.f.t in the style) */
+	var FONT = '12px "DejaVu Sans", Verdana, sans-serif'; /* .f's font */
+	var INLINED = 1, PROCESS = 2, ROOT = 4;
+
+	var data = JSON.parse(document.getElementById('hb-data').textContent);
+	var graph = document.getElementById('hb-graph');
+	var details = document.getElementById('hb-details');
+	var matchOut = document.getElementById('hb-match');
+	var search = document.getElementById('hb-search');
+	var invertBtn = document.getElementById('hb-invert');
+	var resetBtn = document.getElementById('hb-reset');
+	var frames = data.frames;
+	var flame = flameTree(), callers = null;
+	var inverted = false, zoom = 0, matched = null;
+	var measure = document.createElement('canvas').getContext('2d');
+	var HINT = 'Hover over a frame for details; click to zoom, Escape or the first frame to reset.';
+
+	function newTree() {
+		return { frame: [], parent: [], depth: [], bytes: [], objects: [], line: [], kids: [] };
+	}
+
+	function addNode(t, frame, parent, line) {
+		var i = t.frame.length;
+
+		t.frame.push(frame);
+		t.parent.push(parent);
+		t.depth.push(i ? t.depth[parent] + 1 : 0);
+		t.bytes.push(0);
+		t.objects.push(0);
+		t.line.push(line);
+		t.kids.push([]);
+		if (i)
+			t.kids[parent].push(i);
+		return i;
+	}
+
+	/* The tree as heapbpf wrote it: pre-order, so every parent comes before its children. */
+	function flameTree() {
+		var d = data.nodes, t = newTree();
+
+		for (var k = 0; k < d.length; k += 5) {
+			var i = addNode(t, d[k], d[k + 1], d[k + 4]);
+
+			t.bytes[i] = d[k + 2];
+			t.objects[i] = d[k + 3];
+		}
+		return t;
+	}
+
+	function byName(t) {
+		return function (a, b) {
+			var x = frames[t.frame[a]], y = frames[t.frame[b]];
+
+			if (x[0] !== y[0])
+				return x[0] < y[0] ? -1 : 1;
+			return (x[1] || '') < (y[1] || '') ? -1 : (x[1] || '') > (y[1] || '') ? 1 : 0;
+		};
+	}
+
+	/*
+	 * The inverted tree (callers): each node's own value (what no child
+	 * carries) climbs from that frame to the root, so the first level
+	 * holds the frames that allocated, and above them who called them.
+	 */
+	function callersTree() {
+		var t = flame, inv = newTree(), index = new Map(), nf = frames.length;
+
+		addNode(inv, t.frame[0], 0, 0);
+		inv.bytes[0] = t.bytes[0];
+		inv.objects[0] = t.objects[0];
+		for (var i = 1; i < t.frame.length; i++) {
+			var b = t.bytes[i], o = t.objects[i], cur = 0;
+
+			t.kids[i].forEach(function (c) {
+				b -= t.bytes[c];
+				o -= t.objects[c];
+			});
+			if (b <= 0 && o <= 0)
+				continue;
+			for (var j = i; j !== 0; j = t.parent[j]) {
+				var key = cur * nf + t.frame[j], k = index.get(key);
+
+				if (k === undefined) {
+					k = addNode(inv, t.frame[j], cur, t.line[j]);
+					index.set(key, k);
+				}
+				inv.bytes[k] += b;
+				inv.objects[k] += o;
+				cur = k;
+			}
+		}
+		inv.kids.forEach(function (ks) {
+			ks.sort(byName(inv));
+		});
+		return inv;
+	}
+
+	function tree() {
+		if (inverted && !callers)
+			callers = callersTree();
+		return inverted ? callers : flame;
+	}
+
+	function size(t, n) {
+		return data.size ? t.objects[n] : t.bytes[n];
+	}
+
+	function human(b) {
+		var units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'], u = 0;
+
+		while (b >= 1024 && u < units.length - 1) {
+			b /= 1024;
+			u++;
+		}
+		return u ? b.toFixed(1) + ' ' + units[u] : b + ' B';
+	}
+
+	function count(v) {
+		return Math.round(v).toLocaleString('en-US');
+	}
+
+	function share(part, whole) {
+		return whole > 0 ? (100 * part / whole).toFixed(2) + '%' : '0%';
+	}
+
+	function sized(v) {
+		return data.size ? count(v) + ' objects' : human(v);
+	}
+
+	/* What the details line says about node n of tree t. */
+	function describe(t, n) {
+		var f = frames[t.frame[n]], s = f[0];
+
+		if (f[2] & INLINED)
+			s += ' (inlined)';
+		if (f[1])
+			s += ' \u2014 ' + f[1] + (t.line[n] ? ':' + t.line[n] : '');
+		s += ' \u2014 ' + human(t.bytes[n]) + ' ' + data.kind + ' (' + count(t.bytes[n]) +
+			' bytes), ' + count(t.objects[n]) + ' objects';
+		s += ' \u2014 ' + share(size(t, n), size(t, 0)) + ' of total';
+		if (zoom !== 0 && n !== zoom)
+			s += ', ' + share(size(t, n), size(t, zoom)) + ' of ' + frames[t.frame[zoom]][0];
+		return s;
+	}
+
+	/* FNV-1a of the name: a function keeps its colour wherever it shows. */
+	function hash(s) {
+		var h = 2166136261;
+
+		for (var i = 0; i < s.length; i++)
+			h = Math.imul(h ^ s.charCodeAt(i), 16777619) >>> 0;
+		return h;
+	}
+
+	/* The memory palette: greens to teals by name; processes and the root in grey-blue. */
+	function colour(f) {
+		var h = hash(f[0]);
+
+		if (f[2] & ROOT)
+			return 'hsl(210, 12%, 78%)';
+		if (f[2] & PROCESS)
+			return 'hsl(210, 25%, 70%)';
+		return 'hsl(' + (95 + h % 90) + ', ' + (42 + (h >>> 8) % 22) + '%, ' +
+			(50 + (h >>> 16) % 16) + '%)';
+	}
+
+	/* The longest label that fits room px: the name, or its start and an ellipsis, or nothing. */
+	function fit(s, room, italic) {
+		measure.font = (italic ? 'italic ' : '') + FONT;
+		if (room < 12)
+			return '';
+		if (measure.measureText(s).width <= room)
+			return s;
+		var lo = 0, hi = s.length - 1;
+
+		while (lo < hi) {
+			var mid = (lo + hi + 1) >> 1;
+
+			if (measure.measureText(s.slice(0, mid) + '\u2026').width <= room)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		/* never cut a surrogate pair in half */
+		if (lo > 0 && s.charCodeAt(lo - 1) >= 0xd800 && s.charCodeAt(lo - 1) < 0xdc00)
+			lo--;
+		return lo >= 2 ? s.slice(0, lo) + '\u2026' : '';
+	}
+
+	/*
+	 * Which nodes show where: the zoomed node's ancestors full width (as
+	 * context), the zoomed node and every descendant at least MIN_PX wide
+	 * in proportion. Returns {items: [node, x, w, context], depth}.
+	 */
+	function layout(t, width) {
+		var items = [], depth = t.depth[zoom], scale = width / size(t, zoom);
+		var stack = [zoom, 0];
+
+		for (var a = zoom; a !== 0;) {
+			a = t.parent[a];
+			items.push([a, 0, width, true]);
+		}
+		while (stack.length) {
+			var x = stack.pop(), n = stack.pop(), cx = x;
+
+			items.push([n, x, size(t, n) * scale, false]);
+			depth = Math.max(depth, t.depth[n]);
+			t.kids[n].forEach(function (k) {
+				var w = size(t, k) * scale;
+
+				if (w >= MIN_PX)
+					stack.push(k, cx);
+				cx += w;
+			});
+		}
+		return { items: items, depth: depth };
+	}
+
+	function box(t, it, top) {
+		var n = it[0], w = it[2], f = frames[t.frame[n]], el = document.createElement('div');
+		var cls = 'f';
+
+		if (f[2] & INLINED)
+			cls += ' i';
+		if (it[3])
+			cls += ' c';
+		if (matched && matched[t.frame[n]])
+			cls += ' m';
+		if (w >= 3)
+			cls += ' g';
+		el.className = cls;
+		el.style.left = it[1] + 'px';
+		el.style.top = top + 'px';
+		el.style.width = w + 'px';
+		el.style.backgroundColor = colour(f);
+		el.setAttribute('data-i', n);
+		el.setAttribute('data-name', f[0]);
+		el.textContent = fit(f[0], w - 2 * PAD - 1, f[2] & INLINED);
+		/* padding only around a label: a box is never wider than its share, however narrow */
+		if (el.textContent)
+			el.className += ' t';
+		return el;
+	}
+
+	function draw() {
+		var t = tree(), frag = document.createDocumentFragment();
+
+		graph.textContent = '';
+		if (!(size(t, 0) > 0)) {
+			graph.style.height = '';
+			graph.textContent = 'No samples of ' + data.type + ': nothing to draw.';
+			return;
+		}
+		var L = layout(t, graph.clientWidth);
+
+		L.items.forEach(function (it) {
+			var d = t.depth[it[0]];
+
+			frag.appendChild(box(t, it, (inverted ? d : L.depth - d) * ROW));
+		});
+		graph.style.height = (L.depth + 1) * ROW + 'px';
+		graph.appendChild(frag);
+		graph.setAttribute('data-view', inverted ? 'callers' : 'flame');
+		resetBtn.disabled = zoom === 0;
+	}
+
+	/* The share of what matches: a node counts unless an ancestor already did. */
+	function matchedSize(t) {
+		var sum = 0, stack = [0];
+
+		while (stack.length) {
+			var n = stack.pop();
+
+			if (matched[t.frame[n]])
+				sum += size(t, n);
+			else
+				Array.prototype.push.apply(stack, t.kids[n]);
+		}
+		return sum;
+	}
+
+	function runSearch() {
+		var q = search.value.trim().toLowerCase(), t = tree();
+
+		matched = null;
+		matchOut.textContent = '';
+		if (q) {
+			matched = frames.map(function (f) {
+				return !(f[2] & ROOT) && f[0].toLowerCase().indexOf(q) >= 0;
+			});
+			var m = matchedSize(t);
+
+			matchOut.textContent = 'Matched ' + sized(m) + ' of ' + sized(size(t, 0)) + ' (' +
+				share(m, size(t, 0)) + ')';
+		}
+		draw();
+	}
+
+	function frameAt(e) {
+		var el = e.target.closest ? e.target.closest('.f') : null;
+
+		return el && graph.contains(el) ? +el.getAttribute('data-i') : -1;
+	}
+
+	graph.addEventListener('mouseover', function (e) {
+		var n = frameAt(e);
+
+		details.textContent = n < 0 ? HINT : describe(tree(), n);
+	});
+	graph.addEventListener('mouseleave', function () {
+		details.textContent = HINT;
+	});
+	graph.addEventListener('click', function (e) {
+		var n = frameAt(e);
+
+		if (n < 0)
+			return;
+		zoom = n;
+		draw();
+		details.textContent = describe(tree(), n);
+	});
+	resetBtn.addEventListener('click', function () {
+		zoom = 0;
+		draw();
+	});
+	invertBtn.addEventListener('click', function () {
+		inverted = !inverted;
+		invertBtn.setAttribute('aria-pressed', inverted ? 'true' : 'false');
+		zoom = 0;
+		runSearch();
+	});
+	var pending = 0;
+
+	search.addEventListener('input', function () {
+		clearTimeout(pending);
+		pending = setTimeout(runSearch, 120);
+	});
+	search.addEventListener('change', runSearch);
+	document.addEventListener('keydown', function (e) {
+		if (e.key === 'Escape' && zoom !== 0) {
+			zoom = 0;
+			draw();
+		} else if (e.key === '/' && document.activeElement !== search) {
+			e.preventDefault();
+			search.focus();
+		}
+	});
+	var resizing = 0;
+
+	window.addEventListener('resize', function () {
+		cancelAnimationFrame(resizing);
+		resizing = requestAnimationFrame(draw);
+	});
+	details.textContent = HINT;
+	draw();
+})();
