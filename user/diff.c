@@ -414,6 +414,8 @@ int diff__new(const struct hb_profile *base, const struct hb_profile *new, struc
 	struct builder b = {};
 	int err;
 
+	if (!base || !new)
+		return -EINVAL;
 	b.d = calloc(1, sizeof(*b.d));
 	if (!b.d)
 		return -ENOMEM;
@@ -557,7 +559,7 @@ int diff_command(const struct cli *o, char *err, size_t errlen)
 		print_top(d, o->sample_type, o->diff_paths[0], o->diff_paths[1]);
 	if (!rc) {
 		rc = sink_write(d->p, &s, err, errlen);
-		if (!rc && !o->quiet && strcmp(s.path, "-"))
+		if (!rc && !o->quiet && strcmp(s.path, "-") != 0)
 			fprintf(stderr, "heapbpf: wrote %s\n", s.path);
 	}
 	diff__free(d);

@@ -40,9 +40,9 @@ static int spool_dir(const struct cli *o, char *dir, size_t len)
 		snprintf(dir, len, "/var/lib/heapbpf");
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
-	if (strlen(dir) + sizeof("/spool") > len)
+	n = (int)strlen(dir);
+	if (snprintf(dir + n, len - n, "/spool") >= (int)(len - n))
 		return -ENAMETOOLONG;
-	strcat(dir, "/spool");
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
 	return 0;
