@@ -22,6 +22,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
+#include "pprof.h"
 
 #define IDLE_CONF "prof:true,prof_active:false"
 
@@ -304,13 +305,25 @@ Test(top, sites_sort_keys_and_quit_in_tmux)
 	assert_restored(&t, true);
 }
 
-Test(top, ctrl_c_in_tmux)
+/* With -o, the profile of the whole run is written once the view is gone. */
+Test(top, ctrl_c_in_tmux_with_output)
 {
+	char out[PATH_MAX], extra[PATH_MAX + 8], *buf;
+	Perftools__Profiles__Profile *p;
 	struct tt t;
+	ssize_t len;
 
-	start_top(&t, "");
+	snprintf(out, sizeof(out), "%s/top.pb.gz", hb_tmpdir());
+	snprintf(extra, sizeof(extra), " -o %s", out);
+	start_top(&t, extra);
 	cr_assert_eq(tmux(&t, NULL, 0, "send-keys -t top C-c"), 0);
 	assert_restored(&t, true);
+	len = hb_read_file(out, &buf);
+	cr_assert_gt(len, 0, "no profile written with -o");
+	cr_assert_eq(pprof_decode((uint8_t *)buf, len, &p), 0);
+	cr_assert_gt(p->n_sample, 0);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(buf);
 }
 
 Test(top, target_exit_in_tmux)
@@ -390,7 +403,7 @@ Test(top, plain_tables_on_a_pipe)
 {
 	const char *bin = hb_path("examples/alloc-service-static");
 	const char *args[] = { "--threads", "2", NULL };
-	char pid[16], errpath[PATH_MAX];
+	char pid[16], errpath[PATH_MAX], exe[PATH_MAX];
 	struct tt t = { 0 };
 	int fds[2], st;
 	char *out;
@@ -402,18 +415,23 @@ Test(top, plain_tables_on_a_pipe)
 	cr_assert_eq(hb_sym_addr(t.s.pid, bin, "je_prof_active_state", &t.flag), 0);
 	snprintf(pid, sizeof(pid), "%d", t.s.pid);
 	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	/* absolute: the child runs in the temporary directory */
+	cr_assert_not_null(realpath(hb_path("heapbpf"), exe));
 	cr_assert_eq(pipe(fds), 0);
 	hp = fork();
 	cr_assert_geq(hp, 0);
 	if (hp == 0) {
-		const char *argv[] = { hb_path("heapbpf"), "top", "--pid", pid, "-d", "4.5", "--by",
-				       "function",	   NULL };
+		const char *argv[] = { exe,   "top",  "--pid",	  pid, "-d",
+				       "4.5", "--by", "function", NULL };
 		FILE *err = fopen(errpath, "w");
 
 		dup2(fds[1], 1);
 		if (err)
 			dup2(fileno(err), 2);
 		close(fds[0]);
+		/* where a profile file would land by default */
+		if (chdir(hb_tmpdir()))
+			_exit(126);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -428,6 +446,9 @@ Test(top, plain_tables_on_a_pipe)
 		     "%s", out);
 	cr_assert_null(strchr(out, '\x1b'), "escape sequences in a pipe: %s", out);
 	cr_assert(strstr(out, "churn_small\n") && strstr(out, "large_buffers\n"), "%s", out);
+	/* no -o, no profile: the directory holds only heapbpf's stderr */
+	snprintf(errpath, sizeof(errpath), "ls -A '%s' | grep -vx heapbpf.err", hb_tmpdir());
+	cr_assert_neq(system(errpath), 0, "heapbpf top wrote a file without -o");
 	cr_assert_eq(peek(&t, t.flag), 0, "prof_active not restored");
 	free(out);
 	cr_assert_eq(svc_stop(&t.s), 0);
