@@ -20,26 +20,32 @@ static const char *const sort_keys[TOP_NSORTS] = { "growth", "alloc", "inuse" };
 static const char *const sort_names[TOP_NSORTS] = { "in-use growth", "allocation rate", "in use" };
 static const char *const by_keys[TOP_NBYS] = { "site", "function", "file" };
 
-int top_sort_parse(const char *s, enum top_sort *out)
+/* The index of s in names, or -EINVAL. */
+static int name_index(const char *const *names, int n, const char *s)
 {
-	for (int i = 0; i < TOP_NSORTS; i++) {
-		if (strcmp(s, sort_keys[i]) == 0) {
-			*out = i;
-			return 0;
-		}
+	for (int i = 0; i < n; i++) {
+		if (strcmp(s, names[i]) == 0)
+			return i;
 	}
 	return -EINVAL;
 }
 
+int top_sort_parse(const char *s, enum top_sort *out)
+{
+	int i = name_index(sort_keys, TOP_NSORTS, s);
+
+	if (i >= 0)
+		*out = i;
+	return i < 0 ? i : 0;
+}
+
 int top_by_parse(const char *s, enum top_by *out)
 {
-	for (int i = 0; i < TOP_NBYS; i++) {
-		if (strcmp(s, by_keys[i]) == 0) {
-			*out = i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int i = name_index(by_keys, TOP_NBYS, s);
+
+	if (i >= 0)
+		*out = i;
+	return i < 0 ? i : 0;
 }
 
 /* ---- snapshots and deltas ------------------------------------------------ */
