@@ -683,7 +683,8 @@ static void write_notes(const struct page *pg)
 	for (size_t i = 0; i < p->ncomments; i++) {
 		if ((int)i == pg->sc)
 			continue;
-		fputs("<li>", pg->f);
+		/* dropped events: the totals are too low, and the page should say so loudly */
+		fputs(strstr(p->comments[i], "WARNING") ? "<li class=\"warn\">" : "<li>", pg->f);
 		put_html(pg->f, p->comments[i]);
 		fputs("</li>", pg->f);
 	}

@@ -72,41 +72,77 @@
 	}
 
 	/*
-	 * The inverted tree (callers): each node's own value (what no child
-	 * carries) climbs from that frame to the root, so the first level
-	 * holds the frames that allocated, and above them who called them.
+	 * The inverted tree (callers): each frame's own value (what none of its
+	 * children carries) climbs from that frame towards the root, so the
+	 * first level holds the frames that allocated and above them their
+	 * callers. Built level by level as it is drawn: a node keeps its
+	 * members, [flame node, bytes, objects] triples, and its children are
+	 * those members' parents grouped by frame, made when the layout first
+	 * asks for them (kids null until then).
 	 */
 	function callersTree() {
-		var t = flame, inv = newTree(), index = new Map(), nf = frames.length;
+		var t = flame, inv = newTree(), members = [];
 
+		inv.members = [];
 		addNode(inv, t.frame[0], 0, 0);
 		inv.bytes[0] = t.bytes[0];
 		inv.objects[0] = t.objects[0];
 		for (var i = 1; i < t.frame.length; i++) {
-			var b = t.bytes[i], o = t.objects[i], cur = 0;
+			var b = t.bytes[i], o = t.objects[i];
 
 			t.kids[i].forEach(function (c) {
 				b -= t.bytes[c];
 				o -= t.objects[c];
 			});
-			if (b <= 0 && o <= 0)
-				continue;
-			for (var j = i; j !== 0; j = t.parent[j]) {
-				var key = cur * nf + t.frame[j], k = index.get(key);
+			if (b > 0 || o > 0)
+				members.push(i, b, o);
+		}
+		inv.members[0] = members;
+		inv.kids[0] = null;
+		return inv;
+	}
 
-				if (k === undefined) {
-					k = addNode(inv, t.frame[j], cur, t.line[j]);
-					index.set(key, k);
-				}
-				inv.bytes[k] += b;
-				inv.objects[k] += o;
-				cur = k;
+	/* The children of callers node n: its members one step nearer the root, by frame. */
+	function expand(inv, n) {
+		var m = inv.members[n], groups = new Map();
+
+		inv.kids[n] = [];
+		for (var x = 0; x < m.length; x += 3) {
+			/* the leaf level starts at the members themselves, then their parents */
+			var j = n === 0 ? m[x] : flame.parent[m[x]], g;
+
+			if (j === 0)
+				continue;
+			g = groups.get(flame.frame[j]);
+			if (!g) {
+				g = { members: [], bytes: 0, objects: 0, line: 0, best: -1 };
+				groups.set(flame.frame[j], g);
+			}
+			g.members.push(j, m[x + 1], m[x + 2]);
+			g.bytes += m[x + 1];
+			g.objects += m[x + 2];
+			/* the line of the largest contribution, as heapbpf picks a frame's line */
+			if (m[x + 1 + data.size] > g.best) {
+				g.best = m[x + 1 + data.size];
+				g.line = flame.line[j];
 			}
 		}
-		inv.kids.forEach(function (ks) {
-			ks.sort(byName(inv));
+		groups.forEach(function (g, frame) {
+			var k = addNode(inv, frame, n, g.line);
+
+			inv.bytes[k] = g.bytes;
+			inv.objects[k] = g.objects;
+			inv.members[k] = g.members;
+			inv.kids[k] = null;
 		});
-		return inv;
+		inv.kids[n].sort(byName(inv));
+		inv.members[n] = null;
+	}
+
+	function kidsOf(t, n) {
+		if (t.kids[n] === null)
+			expand(t, n);
+		return t.kids[n];
 	}
 
 	function tree() {
@@ -219,7 +255,7 @@
 
 			items.push([n, x, size(t, n) * scale, false]);
 			depth = Math.max(depth, t.depth[n]);
-			t.kids[n].forEach(function (k) {
+			kidsOf(t, n).forEach(function (k) {
 				var w = size(t, k) * scale;
 
 				if (w >= MIN_PX)
@@ -278,9 +314,13 @@
 		resetBtn.disabled = zoom === 0;
 	}
 
-	/* The share of what matches: a node counts unless an ancestor already did. */
-	function matchedSize(t) {
-		var sum = 0, stack = [0];
+	/*
+	 * The share of what matches: a node counts unless an ancestor already
+	 * did. Each stack counts once whichever way the tree is turned, so the
+	 * flame tree answers for the callers view too.
+	 */
+	function matchedSize() {
+		var t = flame, sum = 0, stack = [0];
 
 		while (stack.length) {
 			var n = stack.pop();
@@ -302,7 +342,7 @@
 			matched = frames.map(function (f) {
 				return !(f[2] & ROOT) && f[0].toLowerCase().indexOf(q) >= 0;
 			});
-			var m = matchedSize(t);
+			var m = matchedSize();
 
 			matchOut.textContent = 'Matched ' + sized(m) + ' of ' + sized(size(t, 0)) + ' (' +
 				share(m, size(t, 0)) + ')';

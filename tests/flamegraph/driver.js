@@ -186,6 +186,31 @@
 		put('unmatched', graph.querySelectorAll('.f.m').length);
 	}
 
+	/* The callers view's second level: "LEAF;CALLER" and its width over W, as cw2 lines. */
+	function callersOfLeaves(W) {
+		var all = boxes(), sums = new Map();
+		var leaves = all.filter(function (el) {
+			return parseFloat(el.style.top) === 18;
+		});
+
+		all.forEach(function (el) {
+			var l = parseFloat(el.style.left), r = l + parseFloat(el.style.width);
+
+			if (parseFloat(el.style.top) !== 36)
+				return;
+			leaves.forEach(function (p) {
+				var pl = parseFloat(p.style.left), pr = pl + parseFloat(p.style.width);
+				var key = p.getAttribute('data-name') + ';' + el.getAttribute('data-name');
+
+				if (pl <= l + 0.01 && pr >= r - 0.01)
+					sums.set(key, (sums.get(key) || 0) + width(el));
+			});
+		});
+		sums.forEach(function (w, key) {
+			put('cw2', key, (w / W).toFixed(7));
+		});
+	}
+
 	/* The callers view: the first level under the root are the frames that allocated. */
 	function callersChecks() {
 		var btn = document.getElementById('hb-invert'), W;
@@ -196,8 +221,9 @@
 		put('callers_view', graph.getAttribute('data-view'), btn.getAttribute('aria-pressed'));
 		W = width(named('all')[0]);
 		widths('cw', W, function (el) {
-			return parseFloat(el.style.top) > 0 && parseFloat(el.style.top) < 2 * 18;
+			return parseFloat(el.style.top) === 18;
 		});
+		callersOfLeaves(W);
 		click(btn);
 		put('flame_again', graph.getAttribute('data-view'));
 	}

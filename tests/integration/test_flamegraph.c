@@ -204,18 +204,41 @@ static void details_values(const char *text, int64_t *bytes, int64_t *objects, d
 
 /* ---- the pprof of the same run ---- */
 
-enum match { EXACT, SUBSTRING, LEAF };
+/* A function anywhere in the stack, a part of its name, the leaf, "LEAF;ITS CALLER". */
+enum match { EXACT, SUBSTRING, LEAF, LEAF_CALLER };
 
 static const char *fn_name(const Perftools__Profiles__Profile *p, uint64_t function_id)
 {
 	return p->string_table[p->function[function_id - 1]->name];
 }
 
+/* The sample's two innermost frames, "leaf;caller" (inlined lines are frames too). */
+static void leaf_and_caller(const Perftools__Profiles__Profile *p,
+			    const Perftools__Profiles__Sample *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t j = 0; j < s->n_location_id && n < 2; j++) {
+		const Perftools__Profiles__Location *l = p->location[s->location_id[j] - 1];
+
+		for (size_t k = 0; k < l->n_line && n < 2; k++, n++)
+			snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", n ? ";" : "",
+				 fn_name(p, l->line[k]->function_id));
+	}
+}
+
 static bool sample_matches(const Perftools__Profiles__Profile *p,
 			   const Perftools__Profiles__Sample *s, const char *name, enum match how)
 {
+	char pair[512];
+
 	if (!name)
 		return true;
+	if (how == LEAF_CALLER) {
+		leaf_and_caller(p, s, pair, sizeof(pair));
+		return strcmp(pair, name) == 0;
+	}
 	for (size_t j = 0; j < s->n_location_id; j++) {
 		const Perftools__Profiles__Location *l = p->location[s->location_id[j] - 1];
 
@@ -431,6 +454,7 @@ static void check_inuse_page(const char *html, const Perftools__Profiles__Profil
 	cr_assert_eq(count_prefixed(res, "matched\t"), 1, "%s", res);
 	/* callers: the first level is what allocated, as wide as its leaf share */
 	cr_assert_geq(check_widths(res, "cw", p, HB_INUSE_SPACE, NULL, LEAF), 2, "%s", res);
+	cr_assert_geq(check_widths(res, "cw2", p, HB_INUSE_SPACE, NULL, LEAF_CALLER), 2, "%s", res);
 	free(res);
 }
 
@@ -474,6 +498,11 @@ static void check_objects_page(const char *html, const Perftools__Profiles__Prof
 	cr_assert_eq(count_prefixed(res, "matched\t"), 2);
 	cr_assert_geq(check_widths(res, "cw", p, HB_ALLOC_OBJECTS, NULL, LEAF), 5, "%s", res);
 	cr_assert_not_null(lookup(res, "cw\talloc_buffer"), "the inlined leaf allocates:\n%s", res);
+	/* and above each, its callers */
+	cr_assert_geq(check_widths(res, "cw2", p, HB_ALLOC_OBJECTS, NULL, LEAF_CALLER), 5, "%s",
+		      res);
+	cr_assert_not_null(lookup(res, "cw2\talloc_buffer;decode_header"), "%s", res);
+	cr_assert_not_null(lookup(res, "cw2\tsession_add_item;make_session"), "%s", res);
 	free(res);
 }
 

@@ -391,6 +391,7 @@ Test(flamegraph, the_title_names_process_jemalloc_window_and_totals)
 					    "jemalloc 5.3.0-0-g54eaed1d in /usr/bin/redis-server"),
 		     0);
 	cr_assert_eq(hb_profile_add_comment(prof, "heapbpf: 12 samples, 3 frees of them"), 0);
+	cr_assert_eq(hb_profile_add_comment(prof, "heapbpf: WARNING: 2 samples were dropped"), 0);
 	html = page(HB_INUSE_SPACE);
 	assert_all_in(
 		html,
@@ -404,8 +405,10 @@ Test(flamegraph, the_title_names_process_jemalloc_window_and_totals)
 			"unbiased estimates, sampling every 512.0 KiB on average",
 			"frames sized by inuse_space", "heapbpf 9.8.7</p>",
 			/* the other comments are notes */
-			"<li>heapbpf: 12 samples, 3 frees of them</li>", NULL });
-	cr_assert_eq(occurrences(html, "<li>"), 1);
+			"<li>heapbpf: 12 samples, 3 frees of them</li>",
+			/* and a warning stands out */
+			"<li class=\"warn\">heapbpf: WARNING: 2 samples were dropped</li>", NULL });
+	cr_assert_eq(occurrences(html, "<li"), 2);
 	free(html);
 	html = page(HB_ALLOC_OBJECTS);
 	assert_all_in(html, (const char *const[]){
