@@ -52,6 +52,13 @@ static const char usage[] =
 	"                             (children, grandchildren): each sample labelled pid=N, folded\n"
 	"                             stacks rooted at \"pid N\". Without it, a child's samples never\n"
 	"                             mix in; either way its prof_active is switched back off\n"
+	"      --leaks                after the profile, the leak suspects (stacks whose in-use\n"
+	"                             grew steadily: growth rate, oldest live sample, confidence)\n"
+	"                             and how long sampled objects lived, site by site\n"
+	"      --at-peak FILE         also write the in-use profile at the instant sampled in-use\n"
+	"                             bytes peaked, in the --format of the run\n"
+	"      --temporary-threshold T  objects freed within T count as temporary (default 1ms;\n"
+	"                             a number with ns, us, ms or s; a bare number is seconds)\n"
 	"\n"
 	"Fleet use (timers, daemons, Grafana Pyroscope):\n"
 	"      --unit NAME            every process of a systemd unit (found in its cgroup),\n"
@@ -92,9 +99,10 @@ static const char usage[] =
 	"  go tool pprof -http :8080 heap.pb.gz         # look at it\n"
 	"  sudo heapbpf -p 4242 -d 60 --record heap.hbr # record now, report later, elsewhere\n"
 	"  sudo heapbpf -p 4242 -d 30 --follow-forks    # and the workers it forks meanwhile\n"
+	"  sudo heapbpf -p 4242 -d 60 --leaks --at-peak peak.pb.gz  # what grows, what peaked\n"
 	"\n"
 	"heapbpf report RECORDING: every report of a live run, offline, from a recording.\n"
-	"  -o, -f, -t, --raw          as above\n"
+	"  -o, -f, -t, --raw, --leaks, --at-peak, --temporary-threshold   as above\n"
 	"      --from S, --to S       only events from S to S seconds after the start\n"
 	"      --binary-path DIR      look for the recorded binaries (matched by build-id) under\n"
 	"                             DIR, as a sysroot or by file name; repeatable. Also searched:\n"
@@ -160,6 +168,9 @@ enum {
 	OPT_FOLLOW_FORKS,
 	OPT_SORT,
 	OPT_BY,
+	OPT_LEAKS,
+	OPT_AT_PEAK,
+	OPT_TEMPORARY,
 };
 
 static const struct option options[] = {
@@ -197,6 +208,9 @@ static const struct option options[] = {
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "by", required_argument, NULL, OPT_BY },
+	{ "leaks", no_argument, NULL, OPT_LEAKS },
+	{ "at-peak", required_argument, NULL, OPT_AT_PEAK },
+	{ "temporary-threshold", required_argument, NULL, OPT_TEMPORARY },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -302,6 +316,45 @@ static int parse_seconds(const char *s, double *out)
 	return 0;
 }
 
+/* "1ms", "250us", "2s", "0.5" (seconds): at most a day, in nanoseconds. */
+static int parse_duration_ns(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		double ns;
+	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 } };
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0 || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) == 0) {
+			v *= units[i].ns;
+			if (v > 86400e9)
+				return -EINVAL;
+			*out = (uint64_t)llround(v);
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* --at-peak names one file: one target, one window. */
+static int check_at_peak(const struct cli *c)
+{
+	if (c->at_peak && (c->unit || c->output_dir || c->interval))
+		return bad("--at-peak writes one file: it cannot be combined with --unit, "
+			   "--output-dir or --interval%s",
+			   "");
+	if (c->at_peak && c->output && strcmp(c->at_peak, c->output) == 0)
+		return bad("--at-peak needs a file of its own, not the profile's \"%s\"",
+			   c->output);
+	return 0;
+}
+
 /* The options that do not go together, and the defaults that depend on others. */
 static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool have_duration)
 {
@@ -369,6 +422,11 @@ static int check_top(struct cli *c, bool have_duration, bool have_top)
 			   "--interval, --pyroscope, --record, --reset and --follow-forks do not "
 			   "apply%s",
 			   "");
+	if (c->leaks || c->at_peak)
+		return bad(
+			"heapbpf top shows the sites as they run: --leaks and --at-peak apply to "
+			"profiles%s",
+			"");
 	if (c->output && strcmp(c->output, "-") == 0)
 		return bad("heapbpf top draws on stdout: give -o a file name, not \"%s\"",
 			   c->output);
@@ -406,6 +464,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	c->ringbuf_bytes = 16u << 20;
 	c->pyro_timeout = 10;
 	c->pyro_retries = 3;
+	c->temporary_ns = 1000000; /* 1 ms */
 	optind = 0; /* 0, not 1: glibc then also resets its state inside an option group */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":p:d:o:f:t:qvh", options, NULL)) != -1) {
@@ -435,6 +494,21 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_FOLLOW_FORKS:
 			c->follow_forks = true;
+			break;
+		case OPT_LEAKS:
+			c->leaks = true;
+			break;
+		case OPT_AT_PEAK:
+			if (!optarg[0])
+				return bad("--at-peak needs a file name%s", "");
+			c->at_peak = optarg;
+			break;
+		case OPT_TEMPORARY:
+			if (parse_duration_ns(optarg, &c->temporary_ns) || !c->temporary_ns)
+				return bad(
+					"--temporary-threshold needs a time like 1ms, 250us or 2s "
+					"(above 0, at most a day), not \"%s\"",
+					optarg);
 			break;
 		case OPT_SORT:
 		case OPT_BY:
@@ -646,6 +720,6 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);
-	return check_top(c, have_duration, have_top)
+	return check_top(c, have_duration, have_top) ?: check_at_peak(c)
 		       ?: check_combinations(c, have_pid, have_type, have_duration);
 }

@@ -43,6 +43,10 @@ struct cli {
 	const char *layout; /* forced jemalloc layout, or NULL */
 	char *debug_dirs;   /* --debug-dir values joined by ':', or NULL (owned) */
 	bool follow_forks;  /* also profile the children forked while sampling is on */
+	/* what is leaking (user/leaks.h) */
+	bool leaks;	       /* --leaks: leak suspects and lifetimes after the profile */
+	const char *at_peak;   /* --at-peak FILE: the in-use profile at the peak, or NULL */
+	uint64_t temporary_ns; /* --temporary-threshold: shorter lifetimes are temporary */
 	/* heapbpf top: the first sort and rows */
 	enum top_sort top_sort;
 	enum top_by top_by;

@@ -11,16 +11,67 @@
 #include "heapbpf.h"
 #include "unbias.h"
 
+/* A free's allocation time can be this much later than heapbpf's timestamp of the sample. */
+#define MATCH_SLACK_NS	     50000ULL
+#define TEMPORARY_DEFAULT_NS 1000000ULL
+/* A tctx's live allocation times: the low bit marks one freed (1 ns of resolution lost). */
+#define TS_DEAD	  1ULL
+#define TS_INLINE 3
+#define NO_OBJ	  UINT32_MAX
+
+/*
+ * How frees name their object, known from the first one: by pointer
+ * (5.2.1, 5.3.1) or only by tctx and jemalloc's allocation time (5.3.0).
+ * Until then both indexes are kept.
+ */
+enum free_match {
+	MATCH_UNKNOWN,
+	MATCH_PTR,
+	MATCH_TCTX,
+};
+
 /* A tctx is one (thread, backtrace) context of jemalloc; its address is reused once dead. */
 struct tctx_ent {
 	uint32_t stack;
 	uint32_t live; /* samples heapbpf saw allocated and not yet freed */
+	/*
+	 * Frees by tctx: the live samples' CLOCK_MONOTONIC allocation times,
+	 * ascending (one thread's events arrive in order); freed ones marked
+	 * TS_DEAD until the array is compacted. Live entries are in [head, n),
+	 * the first and the last live, dead counts the marks between. The first
+	 * TS_INLINE live inside the entry (cap 0): most tctxs have few, and a
+	 * separate array would cost a cache miss on every event.
+	 */
+	uint32_t head, n, cap, dead;
+	union {
+		uint64_t *heap;
+		uint64_t inl[TS_INLINE];
+	} ts;
+};
+
+static inline uint64_t *tsv(struct tctx_ent *t)
+{
+	return t->cap ? t->ts.heap : t->ts.inl;
+}
+
+static inline const uint64_t *tsv_c(const struct tctx_ent *t)
+{
+	return t->cap ? t->ts.heap : t->ts.inl;
+}
+
+/* A live sampled object, by pointer: its stack and heapbpf's allocation time. */
+struct live_obj {
+	uint64_t ts;
+	uint32_t stack; /* NO_OBJ: a free slot */
+	uint32_t next;	/* free slots' list */
 };
 
 struct collector {
 	double period;
 	uint64_t attach_coarse_ns;
 	uint64_t stop_ns; /* 0 = still sampling */
+	uint64_t temporary_ns;
+	enum free_match match;
 	struct hb_stack *stacks;
 	size_t nstacks, cap_stacks;
 	struct hashmap stack_by_frames; /* hashmap_hash_bytes(frames) -> stack */
@@ -31,7 +82,17 @@ struct collector {
 	 * Live sampled objects by pointer, where jemalloc's free hook passes the
 	 * pointer (5.2.1, 5.3.1): entries leave on free, so it holds only what is live.
 	 */
-	struct hashmap stack_by_ptr; /* hashmap_hash_u64(ptr) -> stack */
+	struct hashmap obj_by_ptr; /* hashmap_hash_u64(ptr) -> objs[] */
+	struct live_obj *objs;
+	size_t nobjs, cap_objs;
+	uint32_t free_objs; /* first free slot of objs, or NO_OBJ */
+	struct collector_totals now, peak;
+	/* stacks whose in-use changed since the peak was last copied into their peak_* */
+	uint32_t *dirty;
+	size_t ndirty, cap_dirty;
+	struct collector_checkpoint ckpts[COLLECTOR_MAX_CHECKPOINTS];
+	size_t nckpts;
+	uint64_t ckpt_every, next_ckpt; /* next_ckpt = ckpts[0].ts + nckpts * ckpt_every */
 	struct collector_stats stats;
 };
 
@@ -42,6 +103,8 @@ int collector__new(uint64_t period, struct collector **out)
 	if (!c)
 		return -ENOMEM;
 	c->period = (double)period;
+	c->temporary_ns = TEMPORARY_DEFAULT_NS;
+	c->free_objs = NO_OBJ;
 	*out = c;
 	return 0;
 }
@@ -50,13 +113,23 @@ void collector__free(struct collector *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nstacks; i++)
+	for (size_t i = 0; i < c->nstacks; i++) {
 		free(c->stacks[i].frames);
+		hb_lt_clear(&c->stacks[i].lifetimes);
+	}
 	free(c->stacks);
+	for (size_t i = 0; i < c->ntctxs; i++) {
+		if (c->tctxs[i].cap)
+			free(c->tctxs[i].ts.heap);
+	}
 	free(c->tctxs);
 	hashmap__clear(&c->stack_by_frames);
 	hashmap__clear(&c->tctx_by_addr);
-	hashmap__clear(&c->stack_by_ptr);
+	hashmap__clear(&c->obj_by_ptr);
+	free(c->objs);
+	free(c->dirty);
+	for (size_t i = 0; i < c->nckpts; i++)
+		free(c->ckpts[i].inuse);
 	free(c);
 }
 
@@ -68,6 +141,21 @@ void collector__set_attach_time(struct collector *c, uint64_t coarse_ns)
 void collector__set_stop_time(struct collector *c, uint64_t mono_ns)
 {
 	c->stop_ns = mono_ns;
+}
+
+uint64_t collector__stop_time(const struct collector *c)
+{
+	return c->stop_ns;
+}
+
+void collector__set_temporary_threshold(struct collector *c, uint64_t ns)
+{
+	c->temporary_ns = ns;
+}
+
+uint64_t collector__temporary_threshold(const struct collector *c)
+{
+	return c->temporary_ns;
 }
 
 /* arr (n used of *cap) with room for one more, doubling from 256; NULL leaves it as it was. */
@@ -148,23 +236,309 @@ static void stamp(struct collector *c, uint64_t ts)
 		c->stats.last_ts = ts;
 }
 
-static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
+static int checkpoint_take(struct collector *c, uint64_t ts)
 {
-	struct tctx_ent *t;
-	struct hb_stack *s;
-	uint32_t id, n = e->nframes;
-	double w;
+	struct collector_checkpoint *k = &c->ckpts[c->nckpts];
+	double sum = 0;
+
+	k->inuse = malloc((c->nstacks ? c->nstacks : 1) * sizeof(*k->inuse));
+	if (!k->inuse)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nstacks; i++) {
+		k->inuse[i] = (float)c->stacks[i].inuse_space;
+		sum += c->stacks[i].inuse_space;
+	}
+	k->ts = ts;
+	k->inuse_space = sum;
+	k->alloc_space = c->now.alloc_space;
+	k->nstacks = c->nstacks;
+	c->nckpts++;
+	return 0;
+}
+
+/* Every other checkpoint goes, the first one stays: twice the spacing, half the count. */
+static void checkpoints_halve(struct collector *c)
+{
+	for (size_t i = 0; i < c->nckpts; i++) {
+		if (i % 2)
+			free(c->ckpts[i].inuse);
+		else
+			c->ckpts[i / 2] = c->ckpts[i];
+	}
+	c->nckpts = (c->nckpts + 1) / 2;
+	c->ckpt_every *= 2;
+}
+
+/*
+ * The checkpoints due before an event at ts, each the state before it: the
+ * events' own clock drives them, so a replay takes the same ones as the
+ * live run. Nothing after sampling was switched off.
+ */
+static int checkpoints_before(struct collector *c, uint64_t ts)
+{
 	int err;
 
-	if (n > HEAPBPF_MAX_FRAMES) {
-		c->stats.malformed++;
+	if (ts < c->next_ckpt || (c->stop_ns && ts >= c->stop_ns))
+		return 0;
+	if (!c->nckpts) {
+		c->ckpt_every = CHECKPOINT_FIRST_NS;
+		c->next_ckpt = ts;
+	}
+	while (ts >= c->next_ckpt) {
+		/* next_ckpt is ckpts[0].ts + nckpts * ckpt_every, before and after halving */
+		if (c->nckpts == COLLECTOR_MAX_CHECKPOINTS)
+			checkpoints_halve(c);
+		err = checkpoint_take(c, c->next_ckpt);
+		if (err)
+			return err;
+		c->next_ckpt += c->ckpt_every;
+	}
+	return 0;
+}
+
+/* Before stack id's in-use changes: it is to be copied at the next peak. */
+static int peak_mark(struct collector *c, uint32_t id)
+{
+	uint32_t *d;
+
+	if (c->stacks[id].peak_dirty)
+		return 0;
+	d = room_for_one(c->dirty, &c->cap_dirty, c->ndirty, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	c->dirty = d;
+	c->dirty[c->ndirty++] = id;
+	c->stacks[id].peak_dirty = true;
+	return 0;
+}
+
+/*
+ * After an allocation at ts: a new peak copies only the stacks changed
+ * since the last copy, so each change is copied at most once (amortized
+ * O(1) per event) and the peak_* fields are exact, not checkpoint-grained.
+ */
+static void peak_check(struct collector *c, uint64_t ts)
+{
+	if (c->now.inuse_bytes <= c->peak.inuse_bytes)
+		return;
+	for (size_t i = 0; i < c->ndirty; i++) {
+		struct hb_stack *s = &c->stacks[c->dirty[i]];
+
+		s->peak_samples = s->inuse_samples;
+		s->peak_bytes = s->inuse_bytes;
+		s->peak_objects = s->inuse_objects;
+		s->peak_space = s->inuse_space;
+		s->peak_dirty = false;
+	}
+	c->ndirty = 0;
+	c->peak = c->now;
+	c->peak.ts = ts;
+}
+
+static void now_at(struct collector *c, uint64_t ts)
+{
+	if (ts > c->now.ts)
+		c->now.ts = ts;
+}
+
+static int obj_new(struct collector *c, uint32_t *out)
+{
+	struct live_obj *o;
+
+	if (c->free_objs != NO_OBJ) {
+		*out = c->free_objs;
+		c->free_objs = c->objs[*out].next;
 		return 0;
 	}
-	err = stack_intern(c, e->frames, n, &id);
+	if (c->nobjs >= NO_OBJ)
+		return -ENOMEM;
+	o = room_for_one(c->objs, &c->cap_objs, c->nobjs, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	c->objs = o;
+	*out = c->nobjs++;
+	return 0;
+}
+
+static void obj_release(struct collector *c, uint32_t o)
+{
+	c->objs[o].stack = NO_OBJ;
+	c->objs[o].next = c->free_objs;
+	c->free_objs = o;
+}
+
+/* The object at ptr is now (stack, ts); a missed free of an earlier one there is overwritten. */
+static int obj_track(struct collector *c, uint64_t ptr, uint32_t stack, uint64_t ts)
+{
+	uint64_t h = hashmap_hash_u64(ptr);
+	uint32_t o;
+	int err;
+
+	if (hashmap__get(&c->obj_by_ptr, h, &o)) {
+		err = obj_new(c, &o);
+		if (err)
+			return err;
+		err = hashmap__add(&c->obj_by_ptr, h, o);
+		if (err) {
+			obj_release(c, o);
+			return err;
+		}
+	}
+	c->objs[o] = (struct live_obj){ .ts = ts, .stack = stack };
+	return 0;
+}
+
+static void ts_reset(struct tctx_ent *t)
+{
+	t->head = 0;
+	t->n = 0;
+	t->dead = 0;
+}
+
+static void ts_compact(struct tctx_ent *t)
+{
+	uint64_t *v = tsv(t);
+	uint32_t m = 0;
+
+	for (uint32_t i = t->head; i < t->n; i++) {
+		if (!(v[i] & TS_DEAD))
+			v[m++] = v[i];
+	}
+	t->head = 0;
+	t->n = m;
+	t->dead = 0;
+}
+
+/* Room for one more entry: squeezed when mostly freed, else doubled (O(1) moves per entry). */
+static int ts_room(struct tctx_ent *t)
+{
+	uint32_t cap = t->cap ? t->cap : TS_INLINE, ncap = cap * 2;
+	uint64_t *nts;
+
+	if (t->n < cap)
+		return 0;
+	if (t->head + t->dead >= t->n / 2) {
+		ts_compact(t);
+		return 0;
+	}
+	if (ncap < cap)
+		return -ENOMEM;
+	nts = t->cap ? reallocarray(t->ts.heap, ncap, sizeof(*nts)) : calloc(ncap, sizeof(*nts));
+	if (!nts)
+		return -ENOMEM;
+	if (!t->cap)
+		memcpy(nts, t->ts.inl, sizeof(t->ts.inl));
+	t->ts.heap = nts;
+	t->cap = ncap;
+	return 0;
+}
+
+static int ts_push(struct tctx_ent *t, uint64_t ts)
+{
+	uint32_t pos;
+	uint64_t *v;
+	int err = ts_room(t);
+
 	if (err)
 		return err;
-	w = hb_unbias_objects(e->usize, c->period);
-	s = &c->stacks[id];
+	v = tsv(t);
+	ts &= ~TS_DEAD;
+	/* one thread's events arrive in order; a late one goes to its place */
+	pos = t->n;
+	while (pos > t->head && (v[pos - 1] & ~TS_DEAD) > ts)
+		pos--;
+	memmove(&v[pos + 1], &v[pos], (t->n - pos) * sizeof(*v));
+	v[pos] = ts;
+	t->n++;
+	return 0;
+}
+
+/* Entry i is freed; the live entries stay between a live head and a live tail. */
+static void ts_kill(struct tctx_ent *t, uint32_t i)
+{
+	uint64_t *v = tsv(t);
+
+	v[i] |= TS_DEAD;
+	t->dead++;
+	while (t->head < t->n && (v[t->head] & TS_DEAD)) {
+		t->head++;
+		t->dead--;
+	}
+	while (t->n > t->head && (v[t->n - 1] & TS_DEAD)) {
+		t->n--;
+		t->dead--;
+	}
+}
+
+/*
+ * The heapbpf allocation time of the live sample a free by tctx is of:
+ * jemalloc's alloc_time (CLOCK_MONOTONIC_COARSE, up to a tick behind, read
+ * just after the probe) says which: the oldest live one allocated at or
+ * after it (less a slack for that read), else the newest one. The oldest
+ * and the newest are tried first (frees in or against allocation order:
+ * O(1)), then a binary search. Marked freed; 0 when none is live.
+ */
+static uint64_t ts_take(struct tctx_ent *t, uint64_t alloc_time)
+{
+	uint64_t want = alloc_time > MATCH_SLACK_NS ? alloc_time - MATCH_SLACK_NS : 0, *v = tsv(t);
+	uint32_t lo = t->head + 1, hi = t->n - 1, i;
+	uint64_t born;
+
+	if (t->n <= t->head)
+		return 0;
+	if (v[t->head] >= want) {
+		i = t->head;
+	} else if (v[t->n - 1] < want || !(v[t->n - 2] & TS_DEAD || v[t->n - 2] >= want)) {
+		/* nothing late enough, or only the newest: the newest (head < n - 1 here) */
+		i = t->n - 1;
+	} else {
+		/* the first entry at or after want, in (head, n - 1]; then the first live one */
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if ((v[mid] & ~TS_DEAD) < want)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (i = lo; v[i] & TS_DEAD; i++)
+			;
+	}
+	born = v[i];
+	ts_kill(t, i);
+	return born;
+}
+
+/* The first free tells how frees name their objects: the other index goes. */
+static void choose_match(struct collector *c, enum free_match m)
+{
+	c->match = m;
+	if (m == MATCH_PTR) {
+		for (size_t i = 0; i < c->ntctxs; i++) {
+			if (c->tctxs[i].cap)
+				free(c->tctxs[i].ts.heap);
+			c->tctxs[i].cap = 0;
+			ts_reset(&c->tctxs[i]);
+		}
+		return;
+	}
+	hashmap__clear(&c->obj_by_ptr);
+	free(c->objs);
+	c->objs = NULL;
+	c->nobjs = 0;
+	c->cap_objs = 0;
+	c->free_objs = NO_OBJ;
+}
+
+/* An allocation's sample in its stack's totals, in-use and the collector's totals. */
+static int count_alloc(struct collector *c, uint32_t id, const struct heapbpf_alloc_event *e)
+{
+	struct hb_stack *s = &c->stacks[id];
+	double w = hb_unbias_objects(e->usize, c->period);
+	int err = peak_mark(c, id);
+
+	if (err)
+		return err;
 	s->flags |= e->flags;
 	s->samples++;
 	s->bytes += e->usize;
@@ -174,7 +548,30 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 	s->inuse_bytes += e->usize;
 	s->inuse_objects += w;
 	s->inuse_space += w * (double)e->usize;
+	c->now.inuse_samples++;
+	c->now.inuse_bytes += e->usize;
+	c->now.inuse_space += w * (double)e->usize;
+	c->now.alloc_space += w * (double)e->usize;
+	now_at(c, e->ts);
+	peak_check(c, e->ts);
+	return 0;
+}
 
+static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
+{
+	struct tctx_ent *t;
+	uint32_t id, n = e->nframes;
+	int err;
+
+	if (n > HEAPBPF_MAX_FRAMES) {
+		c->stats.malformed++;
+		return 0;
+	}
+	err = checkpoints_before(c, e->ts);
+	err = err ?: stack_intern(c, e->frames, n, &id);
+	err = err ?: count_alloc(c, id, e);
+	if (err)
+		return err;
 	c->stats.allocs++;
 	c->stats.alloc_bytes += e->usize;
 	if (e->flags & HEAPBPF_F_READ_FAULT)
@@ -183,8 +580,8 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 		c->stats.truncated++;
 	stamp(c, e->ts);
 
-	if (e->ptr) {
-		err = hashmap__put(&c->stack_by_ptr, hashmap_hash_u64(e->ptr), id);
+	if (e->ptr && c->match != MATCH_TCTX) {
+		err = obj_track(c, e->ptr, id, e->ts);
 		if (err)
 			return err;
 	}
@@ -197,20 +594,48 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 	 * A tctx address is reused only after all its samples were freed; a new
 	 * stack on a tctx with live samples means frees were lost: start over.
 	 */
-	if (t->stack != id)
+	if (t->stack != id) {
 		t->live = 0;
+		ts_reset(t);
+	}
 	t->stack = id;
 	t->live++;
-	return 0;
+	return c->match != MATCH_PTR ? ts_push(t, e->ts) : 0;
+}
+
+/* A matched free: out of its stack's in-use; its lifetime counted when its birth is known. */
+static int count_free(struct collector *c, uint32_t id, const struct heapbpf_free_event *e,
+		      uint64_t born)
+{
+	struct hb_stack *s = &c->stacks[id];
+	double w = hb_unbias_objects(e->usize, c->period);
+	uint64_t life;
+	int err = peak_mark(c, id);
+
+	if (err)
+		return err;
+	s->inuse_samples--;
+	s->inuse_bytes -= e->usize;
+	s->inuse_objects -= w;
+	s->inuse_space -= w * (double)e->usize;
+	c->now.inuse_samples--;
+	c->now.inuse_bytes -= e->usize;
+	c->now.inuse_space -= w * (double)e->usize;
+	now_at(c, e->ts);
+	c->stats.frees_matched++;
+	if (!born)
+		return 0;
+	life = e->ts > born ? e->ts - born : 0;
+	return hb_lt_add(&s->lifetimes, life, life < c->temporary_ns);
 }
 
 static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 {
 	bool before = e->alloc_time_ns && e->alloc_time_ns < c->attach_coarse_ns;
 	struct tctx_ent *t = NULL;
-	struct hb_stack *s;
-	uint32_t id, ti;
-	double w;
+	uint64_t born;
+	uint32_t id, ti, o;
+	int err;
 
 	c->stats.frees++;
 	if (e->flags & HEAPBPF_F_READ_FAULT)
@@ -220,6 +645,11 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 		c->stats.frees_after_stop++;
 		return 0;
 	}
+	if (c->match == MATCH_UNKNOWN)
+		choose_match(c, e->ptr ? MATCH_PTR : MATCH_TCTX);
+	err = checkpoints_before(c, e->ts);
+	if (err)
+		return err;
 	if (e->tctx && !hashmap__get(&c->tctx_by_addr, hashmap_hash_u64(e->tctx), &ti))
 		t = &c->tctxs[ti];
 	if (e->ptr) {
@@ -227,8 +657,11 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 		 * The version passes the pointer: exact, whatever was sampled
 		 * before heapbpf attached (5.2.1 records no allocation time).
 		 */
-		if (hashmap__del(&c->stack_by_ptr, hashmap_hash_u64(e->ptr), &id))
+		if (hashmap__del(&c->obj_by_ptr, hashmap_hash_u64(e->ptr), &o))
 			goto unmatched;
+		id = c->objs[o].stack;
+		born = c->objs[o].ts;
+		obj_release(c, o);
 		if (t && t->live && t->stack == id)
 			t->live--;
 	} else {
@@ -236,15 +669,12 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 			goto unmatched;
 		t->live--;
 		id = t->stack;
+		/* heapbpf's own time of the sample, else jemalloc's coarser one */
+		born = ts_take(t, e->alloc_time_ns) ?: e->alloc_time_ns;
+		if (!t->live)
+			ts_reset(t);
 	}
-	s = &c->stacks[id];
-	w = hb_unbias_objects(e->usize, c->period);
-	s->inuse_samples--;
-	s->inuse_bytes -= e->usize;
-	s->inuse_objects -= w;
-	s->inuse_space -= w * (double)e->usize;
-	c->stats.frees_matched++;
-	return 0;
+	return count_free(c, id, e, born);
 unmatched:
 	c->stats.frees_unmatched++;
 	c->stats.frees_unmatched_bytes += e->usize;
@@ -338,4 +768,43 @@ const struct hb_stack *collector__stack(const struct collector *c, size_t i)
 const struct collector_stats *collector__stats(const struct collector *c)
 {
 	return &c->stats;
+}
+
+const struct collector_totals *collector__totals(const struct collector *c)
+{
+	return &c->now;
+}
+
+const struct collector_totals *collector__peak(const struct collector *c)
+{
+	return &c->peak;
+}
+
+const struct collector_checkpoint *collector__checkpoints(const struct collector *c, size_t *n)
+{
+	*n = c->nckpts;
+	return c->ckpts;
+}
+
+static void oldest_of(uint64_t *out, uint32_t stack, uint64_t ts)
+{
+	if (ts && (!out[stack] || ts < out[stack]))
+		out[stack] = ts;
+}
+
+void collector__oldest_live(const struct collector *c, uint64_t *out)
+{
+	memset(out, 0, c->nstacks * sizeof(*out));
+	/* before the first free both indexes hold the same objects: the minimum is the same */
+	for (size_t i = 0; i < c->nobjs; i++) {
+		if (c->objs[i].stack < c->nstacks)
+			oldest_of(out, c->objs[i].stack, c->objs[i].ts);
+	}
+	for (size_t i = 0; i < c->ntctxs; i++) {
+		const struct tctx_ent *t = &c->tctxs[i];
+
+		/* the head entry is always live */
+		if (t->n > t->head)
+			oldest_of(out, t->stack, tsv_c(t)[t->head]);
+	}
 }

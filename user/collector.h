@@ -3,13 +3,20 @@
  * The collector: consumes ring-buffer events, deduplicates raw stacks
  * (jemalloc's backtraces, untrimmed) and keeps per stack the sampled and
  * unbiased allocation totals and what is still in use. Frees are matched to
- * stacks through jemalloc's tctx, as jemalloc itself counts them.
+ * stacks by pointer where jemalloc passes one, else through jemalloc's tctx,
+ * as jemalloc itself counts them. Beyond totals (docs/analysis.md): each
+ * sampled object's lifetime, the in-use of every stack at checkpoints driven
+ * by the events' own timestamps, and every stack's in-use at the instant the
+ * sampled in-use bytes peaked.
  */
 #ifndef __HEAPBPF_COLLECTOR_H
 #define __HEAPBPF_COLLECTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "leaks.h"
 
 struct hb_stack {
 	uint64_t *frames; /* raw return addresses, leaf first */
@@ -23,6 +30,11 @@ struct hb_stack {
 	int64_t inuse_bytes;
 	double inuse_objects;
 	double inuse_space;
+	/* in use at the collector's peak (collector__peak) */
+	int64_t peak_samples, peak_bytes;
+	double peak_objects, peak_space;
+	struct hb_lifetimes lifetimes; /* of its sampled objects freed so far */
+	bool peak_dirty;	       /* the collector's: changed since the peak was copied */
 };
 
 struct collector_stats {
@@ -34,6 +46,30 @@ struct collector_stats {
 	uint64_t frees_after_stop; /* frees after sampling was switched off: not subtracted */
 	uint64_t read_faults, truncated, malformed;
 	uint64_t first_ts, last_ts; /* CLOCK_MONOTONIC ns of first and last event */
+};
+
+/* Totals of every stack at one instant. */
+struct collector_totals {
+	uint64_t ts; /* CLOCK_MONOTONIC of the last event applied; 0: none */
+	int64_t inuse_samples, inuse_bytes;
+	double inuse_space; /* estimated bytes in use */
+	double alloc_space; /* estimated bytes allocated since the first event (never reset) */
+};
+
+/*
+ * In use at one instant, every CHECKPOINT_FIRST_NS from the first event on;
+ * when COLLECTOR_MAX_CHECKPOINTS are taken every other one is dropped and
+ * the spacing doubles, so any run keeps between half and all of them.
+ */
+#define COLLECTOR_MAX_CHECKPOINTS 64
+#define CHECKPOINT_FIRST_NS	  100000000ULL
+
+struct collector_checkpoint {
+	uint64_t ts;	    /* CLOCK_MONOTONIC */
+	double inuse_space; /* estimated bytes in use, all stacks */
+	double alloc_space; /* estimated bytes allocated since the first event */
+	size_t nstacks;	    /* stacks known then: later ones had nothing in use */
+	float *inuse;	    /* per stack: estimated bytes in use */
 };
 
 struct collector;
@@ -52,6 +88,10 @@ void collector__set_attach_time(struct collector *c, uint64_t coarse_ns);
  * sampled just before it and delivered after it still count.
  */
 void collector__set_stop_time(struct collector *c, uint64_t mono_ns);
+uint64_t collector__stop_time(const struct collector *c);
+/* Lifetimes shorter than this count as temporary (default 1 ms); set before any event. */
+void collector__set_temporary_threshold(struct collector *c, uint64_t ns);
+uint64_t collector__temporary_threshold(const struct collector *c);
 /* Ring-buffer callback: ctx is the collector, data one event. Returns 0 or -ENOMEM. */
 int collector__event(void *ctx, void *data, size_t len);
 
@@ -76,5 +116,22 @@ uint64_t collector__period(const struct collector *c);
 size_t collector__nstacks(const struct collector *c);
 const struct hb_stack *collector__stack(const struct collector *c, size_t i);
 const struct collector_stats *collector__stats(const struct collector *c);
+
+/* Now: the totals after the last event applied. */
+const struct collector_totals *collector__totals(const struct collector *c);
+/*
+ * The instant the sampled in-use bytes were highest (the first event that
+ * reached it; ts 0: nothing was ever in use), its totals; each stack's
+ * peak_* fields hold what it had in use then.
+ */
+const struct collector_totals *collector__peak(const struct collector *c);
+/* The checkpoints so far, oldest first. */
+const struct collector_checkpoint *collector__checkpoints(const struct collector *c, size_t *n);
+/*
+ * For each stack (out has collector__nstacks() entries): the
+ * CLOCK_MONOTONIC allocation time of its oldest sampled object still live,
+ * 0 when none is known.
+ */
+void collector__oldest_live(const struct collector *c, uint64_t *out);
 
 #endif /* __HEAPBPF_COLLECTOR_H */

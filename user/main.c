@@ -41,6 +41,7 @@ static int report_recording(struct run *r, char *err, size_t errlen)
 		.from = o->from,
 		.to = o->to,
 		.dirs = o->binary_dirs,
+		.temporary_ns = o->temporary_ns,
 	};
 	struct target_run tr = { .run = r, .output = o->output };
 	char outbuf[256], ts[32];

@@ -34,7 +34,10 @@ struct enc {
 	size_t nfuncs;
 	struct hashmap func_by_strs; /* hash of (name, system_name, filename) -> funcs[] */
 	Perftools__Profiles__Sample *samples, **samplep;
-	/* per sample: "pid" (--follow-forks) and "pprof::base" (a diff's base), if any */
+	/*
+	 * per sample: "pid" (--follow-forks) and "pprof::base" (a diff's base),
+	 * if any, then its own numeric labels (hb_sample.labels)
+	 */
 	Perftools__Profiles__Label *labels, **labelp;
 	int64_t pid_key, base_key, true_str;
 	uint64_t *loc_ids;
@@ -170,6 +173,10 @@ static int check_profile(const struct hb_profile *p, size_t *nlines, size_t *nfr
 	for (size_t i = 0; i < p->nsamples; i++) {
 		if (__builtin_add_overflow(frames, p->samples[i].nlocs, &frames))
 			return -EOVERFLOW;
+		for (uint32_t j = 0; j < p->samples[i].nlabels; j++) {
+			if (!p->samples[i].labels[j].key)
+				return -EINVAL;
+		}
 	}
 	for (size_t i = 0; i < p->ncomments; i++) {
 		if (!p->comments[i])
@@ -182,10 +189,12 @@ static int check_profile(const struct hb_profile *p, size_t *nlines, size_t *nfr
 
 static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines, size_t nframes)
 {
-	size_t nvalues;
+	size_t nvalues, nlabels = 2 * p->nsamples;
 
 	if (__builtin_mul_overflow(p->nsamples, (size_t)HB_NVALUES, &nvalues))
 		return -ENOMEM;
+	for (size_t i = 0; i < p->nsamples; i++)
+		nlabels += p->samples[i].nlabels;
 
 	e->maps = zalloc(p->nmappings, sizeof(*e->maps));
 	e->mapp = zalloc(p->nmappings, sizeof(*e->mapp));
@@ -197,8 +206,8 @@ static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines, s
 	e->funcp = zalloc(nlines, sizeof(*e->funcp));
 	e->samples = zalloc(p->nsamples, sizeof(*e->samples));
 	e->samplep = zalloc(p->nsamples, sizeof(*e->samplep));
-	e->labels = zalloc(2 * p->nsamples, sizeof(*e->labels));
-	e->labelp = zalloc(2 * p->nsamples, sizeof(*e->labelp));
+	e->labels = zalloc(nlabels, sizeof(*e->labels));
+	e->labelp = zalloc(nlabels, sizeof(*e->labelp));
 	e->loc_ids = zalloc(nframes, sizeof(*e->loc_ids));
 	e->values = zalloc(nvalues, sizeof(*e->values));
 	e->comments = zalloc(p->ncomments + 1, sizeof(*e->comments));
@@ -286,13 +295,27 @@ static int enc_locations(struct enc *e, const struct hb_profile *p)
 	return 0;
 }
 
-static void enc_samples(struct enc *e, const struct hb_profile *p)
+/* The next label slot of the sample being encoded. */
+static Perftools__Profiles__Label *next_label(struct enc *e, Perftools__Profiles__Sample *ps,
+					      size_t *off)
 {
-	size_t off = 0;
+	Perftools__Profiles__Label *l = &e->labels[*off];
+
+	perftools__profiles__label__init(l);
+	e->labelp[(*off)++] = l;
+	ps->n_label++;
+	return l;
+}
+
+static int enc_samples(struct enc *e, const struct hb_profile *p)
+{
+	size_t off = 0, loff = 0;
+	int err;
 
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct hb_sample *s = &p->samples[i];
 		Perftools__Profiles__Sample *ps = &e->samples[i];
+		Perftools__Profiles__Label *l;
 
 		perftools__profiles__sample__init(ps);
 		ps->n_location_id = s->nlocs;
@@ -303,27 +326,31 @@ static void enc_samples(struct enc *e, const struct hb_profile *p)
 		ps->n_value = HB_NVALUES;
 		ps->value = &e->values[i * HB_NVALUES];
 		memcpy(ps->value, s->v, sizeof(s->v));
-		ps->label = &e->labelp[2 * i];
+		ps->label = &e->labelp[loff];
 		if (s->pid) {
 			/* --follow-forks: which process; a numeric label, as pprof's -tagfocus reads */
-			Perftools__Profiles__Label *l = &e->labels[2 * i + ps->n_label];
-
-			perftools__profiles__label__init(l);
+			l = next_label(e, ps, &loff);
 			l->key = e->pid_key;
 			l->num = s->pid;
-			e->labelp[2 * i + ps->n_label++] = l;
 		}
 		if (s->diff_base) {
 			/* what pprof -diff_base marks its negated base samples with */
-			Perftools__Profiles__Label *l = &e->labels[2 * i + ps->n_label];
-
-			perftools__profiles__label__init(l);
+			l = next_label(e, ps, &loff);
 			l->key = e->base_key;
 			l->str = e->true_str;
-			e->labelp[2 * i + ps->n_label++] = l;
+		}
+		for (uint32_t j = 0; j < s->nlabels; j++) {
+			l = next_label(e, ps, &loff);
+			l->num = s->labels[j].num;
+			err = strtab_intern(&e->st, s->labels[j].key, &l->key);
+			if (!err && s->labels[j].unit)
+				err = strtab_intern(&e->st, s->labels[j].unit, &l->num_unit);
+			if (err)
+				return err;
 		}
 		e->samplep[i] = ps;
 	}
+	return 0;
 }
 
 /* gzip (not zlib or raw deflate) because that is what pprof readers sniff for. */
@@ -432,7 +459,9 @@ int pprof_encode(const struct hb_profile *p, uint8_t **out, size_t *out_len)
 	}
 	if (err)
 		goto out;
-	enc_samples(&e, p);
+	err = enc_samples(&e, p);
+	if (err)
+		goto out;
 
 	for (size_t i = 0; i < p->ncomments; i++) {
 		err = strtab_intern(&e.st, p->comments[i], &e.comments[i]);

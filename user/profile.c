@@ -74,9 +74,12 @@ void hb_profile__free(struct hb_profile *p)
 		free(l->lines);
 	}
 	free(p->locations);
-	for (size_t i = 0; i < p->nsamples; i++)
+	for (size_t i = 0; i < p->nsamples; i++) {
 		free(p->samples[i].locs);
+		free(p->samples[i].labels);
+	}
 	free(p->samples);
+	free(p->timeline);
 	for (size_t i = 0; i < p->ncomments; i++)
 		free(p->comments[i]);
 	free(p->comments);

@@ -50,12 +50,28 @@ struct hb_location {
 	struct hb_line *lines; /* callee (innermost inlined) first */
 };
 
+/* A numeric label of a sample; key and unit are string literals, never freed. */
+struct hb_label {
+	const char *key;
+	const char *unit; /* pprof's num_unit ("nanoseconds", "count"), or NULL */
+	int64_t num;
+};
+
 struct hb_sample {
 	uint32_t nlocs;
 	uint32_t *locs; /* 0-based indices into hb_profile.locations, leaf first */
 	int64_t v[HB_NVALUES];
 	int64_t pid;	/* --follow-forks: the process (pprof label "pid"); 0 = no label */
 	bool diff_base; /* heapbpf diff: a negated sample of the base (label pprof::base) */
+	uint32_t nlabels;
+	struct hb_label *labels; /* more numeric labels (lifetimes: user/leaks.h), owned */
+};
+
+/* One point of a window's timeline, from the collector's checkpoints. */
+struct hb_timeline_point {
+	int64_t time_nanos; /* wall clock */
+	double inuse_space; /* estimated bytes in use */
+	double alloc_rate;  /* estimated bytes allocated per second since the previous point */
 };
 
 struct hb_profile {
@@ -71,6 +87,11 @@ struct hb_profile {
 	bool raw;		/* values are raw sampled counts/bytes, not unbiased */
 	char **comments;
 	size_t ncomments;
+	/* in use and allocation rate over time (for charts); owned, NULL when not known */
+	struct hb_timeline_point *timeline;
+	size_t ntimeline;
+	int64_t peak_time_nanos; /* when the sampled in-use bytes peaked (wall clock); 0: unknown */
+	double peak_inuse_space; /* estimated bytes in use then */
 };
 
 /* Appends a printf-formatted comment (pprof Profile.comment); -ENOMEM. */

@@ -141,6 +141,8 @@ static int on_event(struct loader *l, const struct rec_record *rec)
 		if (err)
 			return err;
 		collector__set_attach_time(l->r->collector, l->attach_coarse_ns);
+		if (l->o->temporary_ns)
+			collector__set_temporary_threshold(l->r->collector, l->o->temporary_ns);
 		if (l->stop_mono_ns)
 			collector__set_stop_time(l->r->collector, l->stop_mono_ns);
 	}

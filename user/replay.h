@@ -20,6 +20,7 @@ struct replay_opts {
 	double from, to;	 /* window in seconds from the start; to < 0: to the end */
 	const char *const *dirs; /* where else to look for binaries (NULL-terminated) */
 	bool no_symbols;	 /* skip opening binaries (for fuzzing and benchmarks) */
+	uint64_t temporary_ns;	 /* --temporary-threshold; 0: the collector's (1 ms) */
 };
 
 struct replay {

@@ -23,6 +23,7 @@ struct builder {
 	int32_t *map_by_obj; /* symbolizer object -> hb mapping index + 1 */
 	struct hashmap sample_by_locs;
 	double (*acc)[HB_NVALUES]; /* unrounded sums per sample */
+	struct hb_analysis *an;	   /* or NULL */
 };
 
 size_t hb_trim_count(const bool *is_jemalloc, size_t n)
@@ -169,9 +170,9 @@ static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
 	return hashmap__add(&b->loc_by_addr, key, *idx);
 }
 
-/* Adds one trimmed stack's values, merging with an identical stack. */
+/* Adds one trimmed stack's values, merging with an identical stack; *idx: the sample. */
 static int add_sample(struct builder *b, uint32_t *locs, uint32_t n, const double v[HB_NVALUES],
-		      int64_t pid)
+		      int64_t pid, uint32_t *idx_out)
 {
 	uint64_t h = hashmap_hash_bytes(locs, n * sizeof(*locs)) ^ hashmap_hash_u64(pid);
 	struct hb_sample *smp;
@@ -185,6 +186,7 @@ static int add_sample(struct builder *b, uint32_t *locs, uint32_t n, const doubl
 			for (int k = 0; k < HB_NVALUES; k++)
 				b->acc[idx][k] += v[k];
 			free(locs);
+			*idx_out = idx;
 			return 0;
 		}
 	}
@@ -210,15 +212,40 @@ static int add_sample(struct builder *b, uint32_t *locs, uint32_t n, const doubl
 	smp->pid = pid;
 	memcpy(b->acc[idx], v, sizeof(b->acc[idx]));
 	b->p->nsamples++;
+	*idx_out = idx;
 	return hashmap__add(&b->sample_by_locs, h, idx);
 nomem:
 	free(locs);
 	return -ENOMEM;
 }
 
-static int add_stack(struct builder *b, const struct hb_stack *st, bool raw, int64_t pid)
+/* The four values of a stack: now or at the peak, raw or unbiased. */
+static void stack_values(const struct hb_stack *st, const struct report_opts *o,
+			 double v[HB_NVALUES])
 {
-	uint32_t n = st->nframes ? st->nframes : 1, *locs, skip;
+	if (o->at_peak) {
+		v[HB_ALLOC_OBJECTS] = 0;
+		v[HB_ALLOC_SPACE] = 0;
+		v[HB_INUSE_OBJECTS] = o->raw ? st->peak_samples : st->peak_objects;
+		v[HB_INUSE_SPACE] = o->raw ? st->peak_bytes : st->peak_space;
+	} else if (o->raw) {
+		v[HB_ALLOC_OBJECTS] = st->samples;
+		v[HB_ALLOC_SPACE] = st->bytes;
+		v[HB_INUSE_OBJECTS] = st->inuse_samples;
+		v[HB_INUSE_SPACE] = st->inuse_bytes;
+	} else {
+		v[HB_ALLOC_OBJECTS] = st->alloc_objects;
+		v[HB_ALLOC_SPACE] = st->alloc_space;
+		v[HB_INUSE_OBJECTS] = st->inuse_objects;
+		v[HB_INUSE_SPACE] = st->inuse_space;
+	}
+}
+
+static int add_stack(struct builder *b, const struct collector *c, size_t i,
+		     const struct report_opts *o, int64_t pid)
+{
+	const struct hb_stack *st = collector__stack(c, i);
+	uint32_t n = st->nframes ? st->nframes : 1, *locs, skip, idx;
 	bool is_je[HEAPBPF_MAX_FRAMES];
 	double v[HB_NVALUES];
 	int err;
@@ -243,31 +270,23 @@ static int add_stack(struct builder *b, const struct hb_stack *st, bool raw, int
 		skip = n - 1;
 	memmove(locs, locs + skip, (n - skip) * sizeof(*locs));
 	n -= skip;
-	if (raw) {
-		v[HB_ALLOC_OBJECTS] = st->samples;
-		v[HB_ALLOC_SPACE] = st->bytes;
-		v[HB_INUSE_OBJECTS] = st->inuse_samples;
-		v[HB_INUSE_SPACE] = st->inuse_bytes;
-	} else {
-		v[HB_ALLOC_OBJECTS] = st->alloc_objects;
-		v[HB_ALLOC_SPACE] = st->alloc_space;
-		v[HB_INUSE_OBJECTS] = st->inuse_objects;
-		v[HB_INUSE_SPACE] = st->inuse_space;
-	}
-	return add_sample(b, locs, n, v, pid);
+	stack_values(st, o, v);
+	err = add_sample(b, locs, n, v, pid, &idx);
+	return err ?: b->an ? hb_analysis__add(b->an, idx, c, i) : 0;
 }
 
 /* Every stack of one collector with something allocated or in use in this window. */
-static int add_collector(struct builder *b, const struct collector *c, bool raw, int64_t pid)
+static int add_collector(struct builder *b, const struct collector *c, const struct report_opts *o,
+			 int64_t pid)
 {
 	for (size_t i = 0; i < collector__nstacks(c); i++) {
 		const struct hb_stack *st = collector__stack(c, i);
 		int err;
 
 		/* nothing allocated in this window and nothing in use (after collector__reset_alloc) */
-		if (!st->samples && !st->inuse_samples)
+		if (o->at_peak ? !st->peak_samples : !st->samples && !st->inuse_samples)
 			continue;
-		err = add_stack(b, st, raw, pid);
+		err = add_stack(b, c, i, o, pid);
 		if (err)
 			return err;
 	}
@@ -285,7 +304,7 @@ int report__build(const struct collector *c, struct symbolizer *s, const struct 
 		return err;
 	b.p = calloc(1, sizeof(*b.p));
 	b.map_by_obj = calloc(symbolizer__nobjects(s) + 1, sizeof(*b.map_by_obj));
-	if (!b.p || !b.map_by_obj) {
+	if (!b.p || !b.map_by_obj || (opts->analysis && hb_analysis__new(&b.an))) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -293,9 +312,9 @@ int report__build(const struct collector *c, struct symbolizer *s, const struct 
 	b.p->raw = opts->raw;
 	b.p->time_nanos = opts->time_nanos;
 	b.p->duration_nanos = opts->duration_nanos;
-	err = add_collector(&b, c, opts->raw, opts->nprocs ? opts->pid : 0);
+	err = add_collector(&b, c, opts, opts->nprocs ? opts->pid : 0);
 	for (size_t i = 0; !err && i < opts->nprocs; i++)
-		err = add_collector(&b, opts->procs[i].c, opts->raw, opts->procs[i].pid);
+		err = add_collector(&b, opts->procs[i].c, opts, opts->procs[i].pid);
 	if (err)
 		goto out;
 	/* an object's flags are known only once all its frames were looked up */
@@ -319,6 +338,8 @@ int report__build(const struct collector *c, struct symbolizer *s, const struct 
 			b.p->samples[i].v[k] = v > 0 ? llround(v) : 0;
 		}
 	}
+	if (b.an)
+		err = hb_analysis__finish(b.an, b.p);
 out:
 	free(b.loc_is_je);
 	free(b.map_by_obj);
@@ -326,9 +347,12 @@ out:
 	hashmap__clear(&b.loc_by_addr);
 	hashmap__clear(&b.sample_by_locs);
 	if (err) {
+		hb_analysis__free(b.an);
 		hb_profile__free(b.p);
 		return err;
 	}
+	if (opts->analysis)
+		*opts->analysis = b.an;
 	*out = b.p;
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "collector.h"
+#include "leaks.h"
 #include "profile.h"
 #include "symbolize.h"
 #include "target.h"
@@ -35,6 +36,13 @@ struct report_opts {
 	pid_t pid;
 	const struct report_proc *procs;
 	size_t nprocs;
+	/* --at-peak: each stack's in-use at its collector's peak; alloc_* are zero */
+	bool at_peak;
+	/*
+	 * Not NULL: lifetimes and in-use trends per sample (user/leaks.h), put
+	 * on the samples as labels and returned here for the text report.
+	 */
+	struct hb_analysis **analysis;
 };
 
 /* Number of leading (leaf-side) frames that belong to jemalloc. */

@@ -215,6 +215,8 @@ static int follow(struct loop *l, pid_t child, pid_t parent)
 	err = collector__new(collector__period(s->collector), &v[s->nprocs].c);
 	if (err)
 		return err;
+	if (l->o->temporary_ns)
+		collector__set_temporary_threshold(v[s->nprocs].c, l->o->temporary_ns);
 	v[s->nprocs].pid = child;
 	collector__set_attach_time(v[s->nprocs].c, now_ns(CLOCK_MONOTONIC_COARSE));
 	s->nprocs++;
@@ -424,6 +426,8 @@ static int open_session(struct session *s, const struct session_opts *o,
 	rc = rc ?: symbolizer__new(t->pid, &s->symbolizer);
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot set up the collector: %s", strerror(-rc));
+	if (o->temporary_ns)
+		collector__set_temporary_threshold(s->collector, o->temporary_ns);
 	s->recorder = o->recorder;
 	rc = s->recorder ? record_header(s, t) : 0;
 	if (rc)

@@ -52,6 +52,8 @@ struct session_opts {
 	/* --follow-forks: also profile every child forked while sampling is on */
 	bool follow_forks;
 	bool quiet; /* no "following pid N" lines */
+	/* --temporary-threshold for the collectors; 0: theirs (1 ms) */
+	uint64_t temporary_ns;
 	/*
 	 * heapbpf top: more descriptors on the event loop (the terminal's keys,
 	 * SIGWINCH). on_ready runs when fd is readable or hung up, with the same

@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "summary.h"
+
+/* Columns of a sparkline, and rows of the lifetimes table. */
+#define SPARK_WIDTH	      40
+#define SUMMARY_LIFETIME_ROWS 10
 
 void summary_bytes(char *buf, size_t len, double bytes)
 {
@@ -110,4 +117,211 @@ void summary_print(FILE *f, const struct hb_profile *p, const struct collector_s
 	}
 	if (output)
 		fprintf(f, "heapbpf: wrote %s\n", output);
+}
+
+void summary_duration(char *buf, size_t len, double ns)
+{
+	if (ns < 1e3)
+		snprintf(buf, len, "%.0f ns", ns);
+	else if (ns < 1e6)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(buf, len, "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.1f s", ns / 1e9);
+}
+
+void summary_sparkline(char *buf, size_t len, const double *v, size_t n, size_t width)
+{
+	static const char *const bars[] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
+	size_t cols = n < width ? n : width, used = 0;
+	double max = 0;
+
+	for (size_t i = 0; i < n; i++)
+		max = v[i] > max ? v[i] : max;
+	buf[0] = '\0';
+	for (size_t j = 0; j < cols; j++) {
+		/* a column is the highest of its points: a short spike stays visible */
+		size_t from = j * n / cols, to = (j + 1) * n / cols;
+		double m = 0;
+		int level;
+
+		for (size_t i = from; i < to; i++)
+			m = v[i] > m ? v[i] : m;
+		level = max > 0 ? (int)lround(m / max * 7) : 0;
+		if (used + 4 > len)
+			break;
+		used += snprintf(buf + used, len - used, "%s", bars[level < 0 ? 0 : level]);
+	}
+}
+
+/* "2025-01-02T03:04:05.123Z" */
+static void utc_stamp(char *buf, size_t len, int64_t wall_ns)
+{
+	time_t s = (time_t)(wall_ns / 1000000000LL);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (int)(wall_ns % 1000000000LL / 1000000));
+}
+
+int summary_peak_text(char *buf, size_t len, const struct hb_profile *p)
+{
+	char b[32], when[64], after[32];
+
+	if (!p->peak_time_nanos)
+		return -ENOENT;
+	summary_bytes(b, sizeof(b), p->peak_inuse_space);
+	utc_stamp(when, sizeof(when), p->peak_time_nanos);
+	summary_duration(after, sizeof(after),
+			 p->ntimeline ? (double)(p->peak_time_nanos - p->timeline[0].time_nanos)
+				      : 0);
+	snprintf(buf, len, "peak in use %s (estimated) at %s, %s after the first sample", b, when,
+		 after);
+	return 0;
+}
+
+void summary_timeline(FILE *f, const struct hb_profile *p, const char *at_peak)
+{
+	double in[HB_TIMELINE_MAX], rate[HB_TIMELINE_MAX], max_in = 0, max_rate = 0;
+	size_t n = p->ntimeline < HB_TIMELINE_MAX ? p->ntimeline : HB_TIMELINE_MAX;
+	char line[SPARK_WIDTH * 4 + 1], b[32], when[48], text[160];
+
+	if (n >= 2) {
+		for (size_t i = 0; i < n; i++) {
+			in[i] = p->timeline[i].inuse_space;
+			/* the first point has no interval before it */
+			rate[i] = i ? p->timeline[i].alloc_rate : 0;
+			max_in = in[i] > max_in ? in[i] : max_in;
+			max_rate = rate[i] > max_rate ? rate[i] : max_rate;
+		}
+		summary_duration(
+			when, sizeof(when),
+			(double)(p->timeline[n - 1].time_nanos - p->timeline[0].time_nanos));
+		summary_sparkline(line, sizeof(line), in, n, SPARK_WIDTH);
+		summary_bytes(b, sizeof(b), max_in);
+		fprintf(f, "heapbpf: in use over %-8s %s  max %s (estimated)\n", when, line, b);
+		summary_sparkline(line, sizeof(line), rate, n, SPARK_WIDTH);
+		summary_bytes(b, sizeof(b), max_rate);
+		fprintf(f, "heapbpf: allocated per second   %s  max %s/s\n", line, b);
+	}
+	if (!summary_peak_text(text, sizeof(text), p))
+		fprintf(f, "heapbpf: %s%s%s\n", text, at_peak ? "; wrote " : "",
+			at_peak ? at_peak : "");
+}
+
+/* The function that called malloc: the outermost line of the leaf location. */
+static const char *site_of(const struct hb_profile *p, size_t sample)
+{
+	const struct hb_sample *s = &p->samples[sample];
+	const struct hb_location *l;
+
+	if (!s->nlocs)
+		return "?";
+	l = &p->locations[s->locs[0]];
+	return l->nlines ? l->lines[l->nlines - 1].function : "?";
+}
+
+static void print_suspects(FILE *f, const struct hb_profile *p, const struct hb_analysis *a)
+{
+	const struct hb_axis *ax = a->naxes ? &a->axes[0] : NULL;
+	char span[32], rate[32], inuse[32], age[32];
+
+	if (!ax || ax->n < HB_SUSPECT_MIN_POINTS) {
+		fprintf(f,
+			"heapbpf: leak suspects: too few checkpoints to judge (%zu of %d needed, one "
+			"per %.1f s at first): profile longer\n",
+			ax ? ax->n : 0, HB_SUSPECT_MIN_POINTS, CHECKPOINT_FIRST_NS / 1e9);
+		return;
+	}
+	summary_duration(span, sizeof(span), (double)(ax->end_ts - ax->t0_ts));
+	if (!a->nsuspects) {
+		fprintf(f,
+			"heapbpf: leak suspects: none (no stack's in-use grew steadily over %zu "
+			"points in %s)\n",
+			ax->n, span);
+		return;
+	}
+	fprintf(f,
+		"heapbpf: leak suspects: stacks whose in-use grew steadily over %zu points in %s\n",
+		ax->n, span);
+	fprintf(f, "  %12s %10s %9s %6s  %-28s %s\n", "growth", "in use", "oldest", "steady",
+		"confidence", "site");
+	for (size_t i = 0; i < a->nsuspects; i++) {
+		const struct hb_site_stats *s = &a->s[a->suspects[i]];
+		const struct hb_axis *sx = &a->axes[s->axis];
+		char conf[48];
+
+		summary_bytes(rate, sizeof(rate), s->trend.slope);
+		strcat(rate, "/s");
+		summary_bytes(inuse, sizeof(inuse),
+			      (double)p->samples[a->suspects[i]].v[HB_INUSE_SPACE]);
+		if (s->oldest_ts && sx->end_ts >= s->oldest_ts)
+			summary_duration(age, sizeof(age), (double)(sx->end_ts - s->oldest_ts));
+		else
+			snprintf(age, sizeof(age), "?");
+		snprintf(conf, sizeof(conf), "%s (±%.0f%%, %" PRIu64 " samples)",
+			 hb_confidence_name(hb_confidence_of(s->rel_err)), s->rel_err * 100,
+			 s->live);
+		fprintf(f, "  %12s %10s %9s %6.2f  %-28s %s\n", rate, inuse, age, s->trend.r2, conf,
+			site_of(p, a->suspects[i]));
+	}
+}
+
+/* Most sampled objects (freed and still live) first: qsort_r's order of sample indices. */
+static int cmp_activity(const void *x, const void *y, void *arg)
+{
+	const struct hb_analysis *an = arg;
+	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	uint64_t ni = an->s[i].lt.n + an->s[i].live, nj = an->s[j].lt.n + an->s[j].live;
+
+	if (ni != nj)
+		return ni > nj ? -1 : 1;
+	return i < j ? -1 : 1;
+}
+
+static void print_lifetimes(FILE *f, const struct hb_profile *p, const struct hb_analysis *a)
+{
+	uint32_t *order = calloc(a->ns ? a->ns : 1, sizeof(*order));
+	char thr[32], p50[32], p90[32], max[32];
+	size_t n = 0;
+
+	if (!order)
+		return;
+	for (size_t i = 0; i < a->ns && i < p->nsamples; i++) {
+		if (a->s[i].used && (a->s[i].lt.n || a->s[i].live))
+			order[n++] = i;
+	}
+	qsort_r(order, n, sizeof(*order), cmp_activity, (void *)a);
+	summary_duration(thr, sizeof(thr), (double)a->temporary_ns);
+	fprintf(f,
+		"heapbpf: lifetimes of sampled objects (temporary: freed within %s; top %d "
+		"sites by sampled objects):\n",
+		thr, SUMMARY_LIFETIME_ROWS);
+	fprintf(f, "  %9s %9s %9s %9s %9s %11s  %s\n", "freed", "temporary", "p50", "p90", "max",
+		"live at end", "site");
+	for (size_t k = 0; k < n && k < SUMMARY_LIFETIME_ROWS; k++) {
+		const struct hb_site_stats *s = &a->s[order[k]];
+
+		if (s->lt.n) {
+			summary_duration(p50, sizeof(p50), (double)hb_lt_quantile(&s->lt, 0.5));
+			summary_duration(p90, sizeof(p90), (double)hb_lt_quantile(&s->lt, 0.9));
+			summary_duration(max, sizeof(max), (double)s->lt.max_ns);
+		} else {
+			snprintf(p50, sizeof(p50), "-");
+			snprintf(p90, sizeof(p90), "-");
+			snprintf(max, sizeof(max), "-");
+		}
+		fprintf(f, "  %9" PRIu64 " %9" PRIu64 " %9s %9s %9s %11" PRIu64 "  %s\n", s->lt.n,
+			s->lt.temporary, p50, p90, max, s->live, site_of(p, order[k]));
+	}
+	free(order);
+}
+
+void summary_leaks(FILE *f, const struct hb_profile *p, const struct hb_analysis *a)
+{
+	print_suspects(f, p, a);
+	print_lifetimes(f, p, a);
 }

@@ -8,6 +8,7 @@
 
 #include "collector.h"
 #include "heapbpf.h"
+#include "leaks.h"
 #include "profile.h"
 
 struct hb_site {
@@ -28,5 +29,25 @@ void summary_print(FILE *f, const struct hb_profile *p, const struct collector_s
 
 /* "1.5 MiB" */
 void summary_bytes(char *buf, size_t len, double bytes);
+/* "850 ns", "12.5 us", "3.2 ms", "4.0 s" */
+void summary_duration(char *buf, size_t len, double ns);
+
+/*
+ * n values as a sparkline of UTF-8 block characters, at most width columns
+ * (each the highest of its values), scaled to the highest value.
+ */
+void summary_sparkline(char *buf, size_t len, const double *v, size_t n, size_t width);
+
+/* The most points a timeline has: the checkpoints and the end. */
+#define HB_TIMELINE_MAX (COLLECTOR_MAX_CHECKPOINTS + 1)
+
+/* "peak in use 70.3 MiB (estimated) at <UTC>, 3.1 s after the first sample"; -ENOENT: none. */
+int summary_peak_text(char *buf, size_t len, const struct hb_profile *p);
+
+/* In use and allocation rate over the window as sparklines, and the peak (at_peak: its file). */
+void summary_timeline(FILE *f, const struct hb_profile *p, const char *at_peak);
+
+/* --leaks: the leak suspects, fastest growth first, and the lifetimes of the busiest sites. */
+void summary_leaks(FILE *f, const struct hb_profile *p, const struct hb_analysis *a);
 
 #endif /* __HEAPBPF_SUMMARY_H */

@@ -3,9 +3,12 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "errmsg.h"
+#include "leaks.h"
 #include "pyro_labels.h"
 #include "report.h"
 #include "sink.h"
@@ -173,22 +176,121 @@ static bool has_destination(const struct target_run *tr)
 	return o->output_dir || tr->output || tr->run->pyro;
 }
 
+/*
+ * The wall-clock time of a CLOCK_MONOTONIC event time: end_ns is when
+ * sampling was switched off (live and report alike), else, in a report of a
+ * recording cut short, its last event, else (an --interval window) now.
+ */
+static int64_t wall_of(const struct target_run *tr, const struct collector *c, int64_t end_ns,
+		       uint64_t ts)
+{
+	uint64_t anchor = collector__stop_time(c);
+	struct timespec now;
+
+	if (!anchor && tr->run->opts->mode == MODE_REPORT) {
+		anchor = collector__stats(c)->last_ts;
+	} else if (!anchor) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		anchor = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+	}
+	return end_ns - (int64_t)(anchor - ts);
+}
+
+/* In use and allocation rate at the target's checkpoints and now, and its peak, on the profile. */
+static int add_timeline(struct hb_profile *p, const struct target_run *tr,
+			const struct collector *c, int64_t end_ns)
+{
+	const struct collector_totals *now = collector__totals(c), *peak = collector__peak(c);
+	const struct collector_checkpoint *ck = collector__checkpoints(c, &p->ntimeline);
+	size_t n = p->ntimeline;
+	double prev_alloc = 0;
+	uint64_t prev_ts = 0;
+
+	p->ntimeline += n && now->ts > ck[n - 1].ts;
+	p->timeline = calloc(p->ntimeline ? p->ntimeline : 1, sizeof(*p->timeline));
+	if (!p->timeline)
+		return -ENOMEM;
+	for (size_t k = 0; k < p->ntimeline; k++) {
+		uint64_t ts = k < n ? ck[k].ts : now->ts;
+		double alloc = k < n ? ck[k].alloc_space : now->alloc_space;
+		struct hb_timeline_point *pt = &p->timeline[k];
+
+		pt->time_nanos = wall_of(tr, c, end_ns, ts);
+		pt->inuse_space = k < n ? ck[k].inuse_space : now->inuse_space;
+		pt->alloc_rate = k && ts > prev_ts ? (alloc - prev_alloc) / ((ts - prev_ts) / 1e9)
+						   : 0;
+		prev_alloc = alloc;
+		prev_ts = ts;
+	}
+	if (peak->ts) {
+		p->peak_time_nanos = wall_of(tr, c, end_ns, peak->ts);
+		p->peak_inuse_space = peak->inuse_space;
+	}
+	return 0;
+}
+
+/* --at-peak: every stack's in-use at the target's peak, in the run's format. */
+static int write_at_peak(const struct target_run *tr, const struct heap_data *d,
+			 const struct report_opts *ro, const struct hb_profile *whole, char *err,
+			 size_t errlen)
+{
+	const struct cli *o = tr->run->opts;
+	struct report_opts po = *ro;
+	struct sink s = {
+		.kind = SINK_FILE,
+		.format = o->format,
+		.sample_type = o->sample_type,
+		.path = o->at_peak,
+	};
+	struct hb_profile *p = NULL;
+	char text[160];
+	int rc;
+
+	po.at_peak = true;
+	po.analysis = NULL;
+	rc = report__build(d->collector, d->symbolizer, tr->t, &po, &p);
+	rc = rc ?: describe(p, tr, d);
+	if (!rc && summary_peak_text(text, sizeof(text), whole))
+		rc = hb_profile_add_comment(p, "heapbpf: nothing was ever in use: no peak");
+	else if (!rc)
+		rc = hb_profile_add_comment(p, "heapbpf: in use at the %s", text);
+	if (rc) {
+		hb_profile__free(p);
+		return hb_fail(err, errlen, rc, "cannot build the profile at the peak: %s",
+			       strerror(-rc));
+	}
+	p->peak_time_nanos = whole->peak_time_nanos;
+	p->peak_inuse_space = whole->peak_inuse_space;
+	rc = sink_write(p, &s, err, errlen);
+	hb_profile__free(p);
+	return rc;
+}
+
 static void say_window(const struct target_run *tr, const struct heap_data *d,
-		       const struct hb_profile *p, int64_t end_ns, const char *where)
+		       const struct hb_profile *p, const struct hb_analysis *an, int64_t end_ns,
+		       const char *where)
 {
 	const struct cli *o = tr->run->opts;
 	const struct collector_stats all = total_stats(d), *st = &all;
 
+	/* asked for: said even with -q, after the summary */
+	if (o->leaks && an && o->quiet)
+		summary_leaks(stderr, p, an);
 	if (o->quiet)
 		return;
 	if (!o->interval) {
 		summary_print(stderr, p, st, d->counters, where[0] ? where : NULL);
+		summary_timeline(stderr, p, o->at_peak);
+		if (o->leaks && an)
+			summary_leaks(stderr, p, an);
 		return;
 	}
 	fprintf(stderr, "heapbpf: pid %d (%s): window %u (%.0f s): %" PRIu64 " samples%s%s%s\n",
 		tr->pid, tr->t->comm, tr->k + 1, (end_ns - tr->start_ns) / 1e9,
 		st->allocs - tr->prev.allocs, where[0] ? ", wrote " : "", where,
 		tr->run->pyro ? ", spooled for Pyroscope" : "");
+	if (o->leaks && an)
+		summary_leaks(stderr, p, an);
 }
 
 int window_emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns, char *err,
@@ -206,21 +308,28 @@ int window_emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 	};
 	uint64_t drops = drops_of(d->counters) - drops_of(&tr->prev_bc);
 	struct hb_profile *prof = NULL;
+	struct hb_analysis *an = NULL;
 	char where[PATH_MAX + 64] = "";
 	int rc = 0;
 
-	if (has_destination(tr)) {
+	if (has_destination(tr) || o->leaks || o->at_peak) {
+		ro.analysis = &an;
 		rc = report__build(d->collector, d->symbolizer, tr->t, &ro, &prof);
 		rc = rc ?: describe(prof, tr, d);
+		rc = rc ?: add_timeline(prof, tr, d->collector, end_ns);
 		if (rc) {
 			hb_profile__free(prof);
+			hb_analysis__free(an);
 			return hb_fail(err, errlen, rc, "cannot build the profile: %s",
 				       strerror(-rc));
 		}
 		rc = write_outputs(tr, prof, end_ns, where, sizeof(where), err, errlen);
+		if (!rc && o->at_peak)
+			rc = write_at_peak(tr, d, &ro, prof, err, errlen);
 		if (!rc)
-			say_window(tr, d, prof, end_ns, where);
+			say_window(tr, d, prof, an, end_ns, where);
 		hb_profile__free(prof);
+		hb_analysis__free(an);
 		if (rc)
 			return rc;
 	}
