@@ -196,6 +196,14 @@ Test(fleet_unit, cli_fleet_options)
 		cr_assert_eq(c.nlabels, 2);
 		cr_assert_eq(c.pyro_retries, 3);
 	}
+	{
+		/* alone: the spool goes to heapbpf's state directory */
+		const char *a[] = { "-p", "1", "--pyroscope", "https://p", NULL };
+
+		cr_assert_eq(parse(&c, a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_null(c.spool_dir);
+		cr_assert_null(c.output_dir);
+	}
 	static const struct {
 		const char *args[8];
 		const char *msg;
@@ -206,7 +214,6 @@ Test(fleet_unit, cli_fleet_options)
 		{ { "-p", "1", "--output-dir", "/d", "--compress", "zstd" }, "--format folded" },
 		{ { "-p", "1", "--interval", "5" }, "--interval needs" },
 		{ { "-p", "1", "--interval", "0.5", "--output-dir", "/d" }, "whole seconds" },
-		{ { "-p", "1", "--pyroscope", "https://p" }, "--spool-dir" },
 		{ { "-p", "1", "--label", "a=b" }, "apply to --pyroscope" },
 		{ { "-p", "1", "--output-dir", "/d", "--max-bytes", "12Q" }, "\"12Q\"" },
 		{ { "report", "x.hbr", "--unit", "a" }, "fleet options" },
