@@ -51,6 +51,7 @@ BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/
 .DELETE_ON_ERROR:
 .PHONY: all deps demo test unit integration examples clean format-check _demo _test fuzz bench _bench \
 	test-sanitize _test-sanitize lint
+NPROC      := $(shell nproc)
 
 all: $(BUILD)/heapbpf
 
@@ -60,34 +61,20 @@ deps:
 	$(Q)scripts/install-deps.sh
 
 # demo/test install first, then re-enter make so nothing is evaluated before
-# the tools exist.
+# the tools exist. make test runs several jobs at a time (-O: each job's
+# output in one piece); what it runs is under "tests" below.
 demo: deps
 	$(Q)$(MAKE) --no-print-directory _demo
 test: deps
-	$(Q)$(MAKE) --no-print-directory _test
-	$(Q)$(MAKE) --no-print-directory _test-sanitize
-	$(Q)scripts/test-total.sh $(BUILD) $(BUILD)-sanitize
+	$(Q)$(MAKE) --no-print-directory -j$(TEST_MAKE_JOBS) -O _test
 
 # The unit and integration tests once more, heapbpf and the tests built with
 # AddressSanitizer (LeakSanitizer included) and UBSan, in their own build directory.
 test-sanitize: deps
-	$(Q)$(MAKE) --no-print-directory _test-sanitize
-_test-sanitize:
-	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)-sanitize SANITIZE=1 \
-		$(BUILD)-sanitize/heapbpf $(BUILD)-sanitize/tests/unit_tests \
-		$(BUILD)-sanitize/tests/integration_tests $(BUILD)-sanitize/examples/alloc-service-static \
-		$(BUILD)-sanitize/examples/alloc-service-shared $(BUILD)-sanitize/bench/microbench \
-		$(BUILD)-sanitize/bench/trapfloor $(BUILD)-sanitize/bench/userbench
-	@# the jemalloc fixtures are plain builds: share the first pass's
-	$(Q)if [ -d $(BUILD)/fixtures ]; then ln -sfn $(abspath $(BUILD))/fixtures $(BUILD)-sanitize/fixtures; fi
-	$(Q)SANITIZED=1 scripts/run-tests.sh $(BUILD)-sanitize
+	$(Q)$(MAKE) --no-print-directory -j$(TEST_MAKE_JOBS) -O _test-sanitize
 
 _demo: $(BUILD)/heapbpf $(EXAMPLES)
 	$(Q)scripts/demo.sh $(BUILD)
-
-_test: format-check lint $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/unit_tests \
-	$(BUILD)/tests/integration_tests $(BUILD)/fuzz/fuzz_recording fixtures
-	$(Q)scripts/run-tests.sh $(BUILD)
 
 unit: $(BUILD)/tests/unit_tests
 	$(BUILD)/tests/unit_tests
@@ -156,12 +143,63 @@ examples: $(EXAMPLES)
 # ---- tests ------------------------------------------------------------------
 
 # jemalloc 5.3.0/5.2.1 builds from Debian's sources (tests/fixtures/fixtures.mk)
-# for test_versions; built once, found by the tests through HEAPBPF_FIXTURES
-# (also by the runs with another BUILD, such as the sanitizer run).
+# for test_versions, kept outside the clone while their inputs are unchanged
+# (scripts/build-jemalloc-fixtures.sh); found by the tests through
+# HEAPBPF_FIXTURES (also by the runs with another BUILD, such as the sanitizer run).
 export HEAPBPF_FIXTURES ?= $(abspath $(BUILD))/fixtures
 .PHONY: fixtures
 fixtures:
 	$(Q)scripts/build-jemalloc-fixtures.sh $(BUILD)
+
+# make test: the format and lint checks; both builds (plain, and $(SAN) with
+# ASan/UBSan) and the fixtures; each pass's test groups (scripts/run-tests.sh
+# BUILD GROUP): unit, integration (every suite but versions and the serial
+# ones), versions (on the fixtures), serial (soak, which loads every core on
+# purpose) and, in the plain pass, fuzz (the fuzzer has the sanitizers built
+# in). Every job starts as soon as what it needs is built: the fixtures first
+# (minutes when they are not cached; only versions needs them), the tests of
+# one pass beside the other's and beside the builds, the fuzzer (a core for a
+# minute) once the builds are done. make runs two jobs per core, plus one per
+# test group, as the groups mostly wait: the integration tests of both passes
+# share HEAPBPF_TEST_JOBS slots (default: cores + 1) in $(BUILD)/test-slots,
+# and a serial test takes all of them. Each group leaves its counts in
+# BUILD/test-results/GROUP.counts and a failing group does not stop the others
+# (make says "ignored"): scripts/test-total.sh adds the counts up into the
+# closing line and fails unless every group ran and passed.
+SAN          := $(BUILD)-sanitize
+PLAIN_GROUPS := unit integration versions fuzz serial
+SAN_GROUPS   := unit integration versions serial
+PLAIN_RUNS   := $(PLAIN_GROUPS:%=_plain-%)
+SAN_RUNS     := $(SAN_GROUPS:%=_san-%)
+.PHONY: _san-build $(PLAIN_RUNS) $(SAN_RUNS)
+TEST_MAKE_JOBS = $(shell echo $$(($(NPROC) * 2 + $(words $(PLAIN_RUNS) $(SAN_RUNS)))))
+
+export HEAPBPF_TEST_SLOTS ?= $(abspath $(BUILD))/test-slots
+_test: fixtures $(PLAIN_RUNS) format-check lint $(SAN_RUNS)
+	$(Q)scripts/test-total.sh $(PLAIN_GROUPS:%=$(BUILD)/test-results/%) \
+		$(SAN_GROUPS:%=$(SAN)/test-results/%)
+_test-sanitize: $(SAN_RUNS)
+	$(Q)scripts/test-total.sh $(SAN_GROUPS:%=$(SAN)/test-results/%)
+
+_plain-unit: $(BUILD)/tests/unit_tests
+_plain-integration _plain-serial: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) \
+	$(BUILD)/tests/integration_tests
+_plain-versions: $(BUILD)/heapbpf $(BUILD)/tests/integration_tests fixtures
+_plain-fuzz: $(BUILD)/fuzz/fuzz_recording _san-build
+$(PLAIN_RUNS): _plain-%:
+	-$(Q)scripts/run-tests.sh $(BUILD) $*
+
+_san-build:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SAN) SANITIZE=1 $(SAN)/heapbpf \
+		$(SAN)/tests/unit_tests $(SAN)/tests/integration_tests \
+		$(SAN)/examples/alloc-service-static $(SAN)/examples/alloc-service-shared \
+		$(SAN)/bench/microbench $(SAN)/bench/trapfloor $(SAN)/bench/userbench
+	@# the jemalloc fixtures are plain builds: share the first pass's
+	$(Q)ln -sfn $(abspath $(BUILD))/fixtures $(SAN)/fixtures
+_san-unit _san-integration _san-versions _san-serial: _san-build
+_san-versions: fixtures
+$(SAN_RUNS): _san-%:
+	-$(Q)SANITIZED=1 scripts/run-tests.sh $(SAN) $*
 
 $(BUILD)/tests/%.o: tests/%.c $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h | $(BUILD)
 	$(call msg,CC,$@)

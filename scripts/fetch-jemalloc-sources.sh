@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fetches the jemalloc sources the test fixtures are built from, from Debian
-# source packages, into DIR/src:
+# The jemalloc sources the test fixtures are built from, from Debian source
+# packages:
 #
 #   jemalloc-5.3.0   bookworm's jemalloc source package
 #   jemalloc-5.2.1   deps/jemalloc of bookworm's redis source package: upstream
@@ -8,36 +8,41 @@
 #                    jemalloc 5.2.1 source files are not served by the archive
 #                    mirror CI reaches; its binaries are)
 #
-# apt runs with a private configuration under DIR/apt (its own deb-src list,
+# apt runs with a private configuration under APTDIR (its own deb-src list,
 # package lists and cache), so the machine's apt setup is left as it was.
-# Idempotent: does nothing when both trees are already there.
 #
-# Usage: scripts/fetch-jemalloc-sources.sh DIR
+#   --identity APTDIR   refreshes APTDIR's package lists and prints what
+#                       `apt-get source` would download (file names, sizes,
+#                       SHA-256): the identity of the sources, for cache keys
+#   APTDIR DEST         fetches and unpacks them into DEST/jemalloc-5.3.0 and
+#                       DEST/jemalloc-5.2.1; does nothing when DEST already
+#                       holds the sources of that identity
 set -euo pipefail
 
-dir=${1:?usage: $0 DIR}
-mkdir -p "$dir"
-dir=$(cd "$dir" && pwd)
-src=$dir/src
-stamp=$src/.fetched
-
-if [ -f "$stamp" ]; then
-	exit 0
+identity_only=0
+if [ "${1:-}" = --identity ]; then
+	identity_only=1
+	shift
 fi
+apt=${1:?usage: $0 [--identity] APTDIR [DEST]}
+if [ $identity_only = 0 ]; then
+	dest=${2:?usage: $0 APTDIR DEST}
+fi
+
 if [ "$(id -u)" -ne 0 ]; then
 	echo "heapbpf: fetching jemalloc sources with apt-get needs root" >&2
 	exit 1
 fi
-for tool in apt-get dpkg-source; do
+for tool in apt-get dpkg-source flock; do
 	if ! command -v "$tool" >/dev/null; then
 		echo "heapbpf: $tool is missing; run make deps" >&2
 		exit 1
 	fi
 done
 
-apt=$dir/apt
 mkdir -p "$apt/sources.list.d" "$apt/preferences.d" "$apt/lists/partial" \
 	"$apt/cache/archives/partial"
+apt=$(cd "$apt" && pwd)
 cat >"$apt/sources.list.d/debian-src.sources" <<'EOF'
 Types: deb-src
 URIs: http://deb.debian.org/debian
@@ -54,13 +59,49 @@ aptopts=(
 	-o "Dir::Cache=$apt/cache"
 	-o "APT::Sandbox::User=root"
 )
+pkgs=(jemalloc/bookworm redis/bookworm)
+
+# one apt at a time on these lists (two make test runs may share APTDIR)
+exec 9>"$apt/lock.heapbpf"
+flock 9
+
+# The lists are kept: a refresh downloads only what changed (nothing, most
+# days). Without a network the lists of the last refresh still name the
+# sources exactly. Fetching uses the lists the identity was read from.
+have_lists() {
+	compgen -G "$apt/lists/*Sources*" >/dev/null
+}
+if [ $identity_only = 1 ] || ! have_lists; then
+	if ! apt-get "${aptopts[@]}" -qq update; then
+		if ! have_lists; then
+			echo "heapbpf: cannot read bookworm's source package lists (network?)" >&2
+			exit 1
+		fi
+		echo "heapbpf: apt-get update failed; using the source package lists of $apt" >&2
+	fi
+fi
+identity=$(apt-get "${aptopts[@]}" -qq --print-uris source "${pkgs[@]}" | awk '{print $2, $3, $4}')
+if [ -z "$identity" ]; then
+	echo "heapbpf: apt-get finds no source package for ${pkgs[*]}" >&2
+	exit 1
+fi
+if [ $identity_only = 1 ]; then
+	echo "$identity"
+	exit 0
+fi
+
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd)
+stamp=$dest/.fetched
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$identity" ]; then
+	exit 0
+fi
 
 echo "heapbpf: fetching jemalloc sources (Debian source packages jemalloc, redis)" >&2
-apt-get "${aptopts[@]}" -qq update
-dl=$dir/download
-rm -rf "$dl" "$src"
-mkdir -p "$dl" "$src"
-(cd "$dl" && apt-get "${aptopts[@]}" -qq source jemalloc/bookworm redis/bookworm >/dev/null)
+dl=$dest/download
+rm -rf "$dl" "$dest/jemalloc-5.3.0" "$dest/jemalloc-5.2.1" "$stamp"
+mkdir -p "$dl"
+(cd "$dl" && apt-get "${aptopts[@]}" -qq source "${pkgs[@]}" >/dev/null)
 
 # check what we got before building anything from it
 version_of() {
@@ -76,7 +117,7 @@ if [ -z "$redis" ] || [[ "$(version_of "$redis/deps/jemalloc")" != 5.2.1-* ]]; t
 	echo "heapbpf: bookworm's redis source does not carry jemalloc 5.2.1" >&2
 	exit 1
 fi
-mv "$je530" "$src/jemalloc-5.3.0"
-mv "$redis/deps/jemalloc" "$src/jemalloc-5.2.1"
+mv "$je530" "$dest/jemalloc-5.3.0"
+mv "$redis/deps/jemalloc" "$dest/jemalloc-5.2.1"
 rm -rf "$dl"
-touch "$stamp"
+echo "$identity" >"$stamp"

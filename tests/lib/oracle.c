@@ -163,6 +163,24 @@ static void table_from_jedump(struct table *t, const char *path, pid_t pid, cons
 
 static int64_t compare(const struct table *hb, const struct table *je, const char *only);
 
+/* The allocations the service has made so far (its "stats" command). */
+static uint64_t svc_allocs(struct svc *s)
+{
+	unsigned long long allocs = 0, frees = 0;
+	char reply[128];
+
+	cr_assert_eq(svc_cmd(s, "stats", reply, sizeof(reply), 10000), 0,
+		     "the service stopped answering");
+	cr_assert_eq(sscanf(reply, "stats %llu %llu", &allocs, &frees), 2, "%s", reply);
+	return allocs;
+}
+
+/*
+ * What a debug jemalloc, the slowest build, allocates in 2 s on a quiet
+ * machine with four threads: enough for every stack to be sampled.
+ */
+#define MIN_ALLOCS 200000
+
 void hb_oracle_run(const struct hb_oracle *o)
 {
 	const char *threads = o->threads ? o->threads : "1";
@@ -175,6 +193,7 @@ void hb_oracle_run(const struct hb_oracle *o)
 	uint8_t b;
 	int64_t total = 0;
 	struct svc s;
+	uint64_t start;
 	pid_t hp;
 	int rc, n = 0;
 
@@ -201,7 +220,15 @@ void hb_oracle_run(const struct hb_oracle *o)
 	hp = hb_spawn(argv, errpath);
 	cr_assert(hb_wait_byte(s.pid, flag, 1, 20000, hp),
 		  "heapbpf did not switch prof_active on (see %s)", errpath);
+	/*
+	 * 2 s of sampling; longer on a busy machine (make test runs tests two at a
+	 * time, beside other work), until the service has done the work a quiet
+	 * machine does in 2 s; at most 30 s.
+	 */
+	start = svc_allocs(&s);
 	hb_sleep_ms(2000);
+	for (int ms = 2000; ms < 30000 && svc_allocs(&s) - start < MIN_ALLOCS; ms += 100)
+		hb_sleep_ms(100);
 	cr_assert_eq(svc_cmd(&s, "pause", reply, sizeof(reply), 10000), 0);
 	cr_assert_str_eq(reply, "paused");
 	kill(hp, SIGINT);
