@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -740,6 +741,316 @@ static void cmd_fork(const char *cmd, char *arg)
 		reply("forked %d", (int)child);
 }
 
+/*
+ * leaks start: a scenario with known rates for heapbpf's leak suspects,
+ * lifetimes and peak (tests/integration/test_leaks.c), one thread per site,
+ * each paced by absolute deadlines:
+ *   leak_fast      4 KiB every 1/256 s, never freed: 1 MiB/s
+ *   leak_slow      512 B every 1/128 s, never freed: 64 KiB/s
+ *   cache_fill     16 MiB in 64 KiB blocks, once at the start, then untouched
+ *   churn_temp     256 B allocated and freed at once, 20000 a second
+ *   hold_medium    1 KiB every ms, each freed 20 ms later
+ *   burst_buffers  (burst MIB MS) MIB MiB in 64 KiB blocks, held MS ms, freed
+ * churn_temp and hold_medium time their own sampled objects: a small object
+ * jemalloc sampled sits alone in a run of pages (jemalloc 5.x promotes it),
+ * so experimental.utilization.query says 1 region for it and more for any
+ * other. "lifetimes" stops those two and reports; the leaks go on.
+ */
+#define SCN_FAST_SIZE	 4096
+#define SCN_FAST_HZ	 256
+#define SCN_SLOW_SIZE	 512
+#define SCN_SLOW_HZ	 128
+#define SCN_BLOCK	 (64 << 10)
+#define SCN_CACHE_BLOCKS 256
+#define SCN_CHURN_SIZE	 256
+#define SCN_CHURN_HZ	 20000
+#define SCN_HOLD_SIZE	 1024
+#define SCN_HOLD_HZ	 1000
+#define SCN_HOLD_NS	 20000000ULL
+#define SCN_HOLD_SLOTS	 256
+#define SCN_MAX_TIMED	 (1 << 20)
+
+/* The lifetimes of one site's sampled objects, in mmap'ed memory: not on the heap observed. */
+struct timed_site {
+	uint64_t *ns;
+	size_t n;
+};
+
+struct pacer {
+	void (*op)(void);
+	uint64_t hz;
+	int *stop; /* NULL: until the process exits */
+	uint64_t t0;
+};
+
+static struct {
+	bool started, stopped;
+	int stop_short;
+	size_t util_mib[8], util_miblen;
+	void *fast_head, *slow_head, *cache_head; /* leaked and cached blocks stay reachable */
+	uint64_t fast_bytes, slow_bytes;
+	struct pacer fast, slow, churn, hold;
+	pthread_t fast_t, slow_t, churn_t, hold_t;
+	struct timed_site churn_lt, hold_lt;
+	struct {
+		void *p;
+		uint64_t t;
+		bool sampled;
+	} held[SCN_HOLD_SLOTS];
+	unsigned int held_head, held_n;
+} scn;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / 1000000000ULL, .tv_nsec = ns % 1000000000ULL };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* True when jemalloc sampled the small object at p (alone in its pages, not in a slab). */
+static bool is_sampled(void *p)
+{
+	size_t out[6], len = sizeof(out); /* slabcur_addr, nfree, nregs, size, bin_nfree, bin_nregs */
+
+	if (mallctlbymib(scn.util_mib, scn.util_miblen, out, &len, &p, sizeof(p)))
+		return false;
+	return out[2] == 1;
+}
+
+static void timed(struct timed_site *s, uint64_t ns)
+{
+	if (s->n < SCN_MAX_TIMED)
+		s->ns[s->n++] = ns;
+}
+
+/* Leaked blocks are chained through their first word, so that they stay reachable. */
+static void chain(void **head, size_t size)
+{
+	void **p = malloc(size);
+
+	if (!p)
+		die_oom(size);
+	touch(p, size);
+	*p = *head;
+	*head = p;
+}
+
+SITE static void leak_fast(void)
+{
+	chain(&scn.fast_head, SCN_FAST_SIZE);
+	__atomic_add_fetch(&scn.fast_bytes, SCN_FAST_SIZE, __ATOMIC_RELAXED);
+	__asm__ volatile("" : : : "memory");
+}
+
+SITE static void leak_slow(void)
+{
+	chain(&scn.slow_head, SCN_SLOW_SIZE);
+	__atomic_add_fetch(&scn.slow_bytes, SCN_SLOW_SIZE, __ATOMIC_RELAXED);
+	__asm__ volatile("" : : : "memory");
+}
+
+SITE static void cache_fill(void)
+{
+	for (int i = 0; i < SCN_CACHE_BLOCKS; i++)
+		chain(&scn.cache_head, SCN_BLOCK);
+	__asm__ volatile("" : : : "memory");
+}
+
+SITE static void churn_temp(void)
+{
+	void *p = malloc(SCN_CHURN_SIZE);
+	uint64_t born = mono_ns();
+	bool sampled;
+
+	if (!p)
+		die_oom(SCN_CHURN_SIZE);
+	sampled = is_sampled(p);
+	touch(p, SCN_CHURN_SIZE);
+	if (sampled)
+		timed(&scn.churn_lt, mono_ns() - born);
+	free(p);
+}
+
+/* Frees the oldest held object, timing it if sampled. */
+static void hold_release(void)
+{
+	unsigned int i = scn.held_head;
+	uint64_t now = mono_ns();
+
+	if (scn.held[i].sampled)
+		timed(&scn.hold_lt, now - scn.held[i].t);
+	free(scn.held[i].p);
+	scn.held_head = (i + 1) % SCN_HOLD_SLOTS;
+	scn.held_n--;
+}
+
+SITE static void hold_medium(void)
+{
+	uint64_t now = mono_ns();
+	unsigned int i;
+
+	while (scn.held_n && (now - scn.held[scn.held_head].t >= SCN_HOLD_NS ||
+			      scn.held_n == SCN_HOLD_SLOTS))
+		hold_release();
+	i = (scn.held_head + scn.held_n++) % SCN_HOLD_SLOTS;
+	scn.held[i].p = malloc(SCN_HOLD_SIZE);
+	scn.held[i].t = mono_ns();
+	if (!scn.held[i].p)
+		die_oom(SCN_HOLD_SIZE);
+	scn.held[i].sampled = is_sampled(scn.held[i].p);
+	touch(scn.held[i].p, SCN_HOLD_SIZE);
+}
+
+SITE static void burst_buffers(void **v, size_t n, uint64_t hold_ms)
+{
+	struct timespec nap = { .tv_sec = hold_ms / 1000, .tv_nsec = (hold_ms % 1000) * 1000000 };
+
+	for (size_t i = 0; i < n; i++) {
+		v[i] = malloc(SCN_BLOCK);
+		if (!v[i])
+			die_oom(SCN_BLOCK);
+		touch(v[i], SCN_BLOCK);
+	}
+	nanosleep(&nap, NULL);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+}
+
+static void *paced_main(void *arg)
+{
+	struct pacer *pc = arg;
+
+	for (uint64_t i = 1; !(pc->stop && __atomic_load_n(pc->stop, __ATOMIC_RELAXED)); i++) {
+		pc->op();
+		sleep_until(pc->t0 + i * 1000000000ULL / pc->hz);
+	}
+	return NULL;
+}
+
+static int pace(pthread_t *t, struct pacer *pc, void (*op)(void), uint64_t hz, int *stop)
+{
+	*pc = (struct pacer){ .op = op, .hz = hz, .stop = stop, .t0 = mono_ns() };
+	return pthread_create(t, NULL, paced_main, pc);
+}
+
+static uint64_t *timed_array(void)
+{
+	void *m = mmap(NULL, SCN_MAX_TIMED * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static void cmd_leaks(const char *arg)
+{
+	if (strcmp(arg, "start")) {
+		reply("error leaks takes start");
+		return;
+	}
+	if (scn.started) {
+		reply("error leaks started already");
+		return;
+	}
+	scn.util_miblen = sizeof(scn.util_mib) / sizeof(scn.util_mib[0]);
+	scn.churn_lt.ns = timed_array();
+	scn.hold_lt.ns = timed_array();
+	if (mallctlnametomib("experimental.utilization.query", scn.util_mib, &scn.util_miblen) ||
+	    !scn.churn_lt.ns || !scn.hold_lt.ns) {
+		reply("error this jemalloc cannot tell sampled objects apart");
+		return;
+	}
+	scn.started = true;
+	cache_fill();
+	if (pace(&scn.fast_t, &scn.fast, leak_fast, SCN_FAST_HZ, NULL) ||
+	    pace(&scn.slow_t, &scn.slow, leak_slow, SCN_SLOW_HZ, NULL) ||
+	    pace(&scn.churn_t, &scn.churn, churn_temp, SCN_CHURN_HZ, &scn.stop_short) ||
+	    pace(&scn.hold_t, &scn.hold, hold_medium, SCN_HOLD_HZ, &scn.stop_short)) {
+		reply("error pthread_create failed");
+		exit(1);
+	}
+	reply("leaks started");
+}
+
+static void cmd_burst(const char *arg)
+{
+	uint64_t mib, ms;
+	char *end;
+	void **v;
+
+	mib = strtoull(arg, &end, 10);
+	ms = strtoull(end, &end, 10);
+	if (!mib || mib > 4096 || *end || ms > 60000) {
+		reply("error burst takes MIB MS");
+		return;
+	}
+	v = calloc(mib * (1 << 20) / SCN_BLOCK, sizeof(*v));
+	if (!v)
+		die_oom(mib);
+	burst_buffers(v, mib * (1 << 20) / SCN_BLOCK, ms);
+	free(v);
+	reply("burst %" PRIu64, mib);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* N P50 MAX of one site's sampled lifetimes (ns); p50: the value at rank n / 2. */
+static void timed_stats(struct timed_site *s, char *buf, size_t len)
+{
+	qsort(s->ns, s->n, sizeof(*s->ns), cmp_u64);
+	snprintf(buf, len, "%zu %" PRIu64 " %" PRIu64, s->n, s->n ? s->ns[s->n / 2] : 0,
+		 s->n ? s->ns[s->n - 1] : 0);
+}
+
+static void cmd_lifetimes(void)
+{
+	char churn[96], hold[96];
+
+	if (!scn.started) {
+		reply("error leaks not started");
+		return;
+	}
+	if (!scn.stopped) {
+		__atomic_store_n(&scn.stop_short, 1, __ATOMIC_RELAXED);
+		pthread_join(scn.churn_t, NULL);
+		pthread_join(scn.hold_t, NULL);
+		while (scn.held_n)
+			hold_release();
+		scn.stopped = true;
+	}
+	timed_stats(&scn.churn_lt, churn, sizeof(churn));
+	timed_stats(&scn.hold_lt, hold, sizeof(hold));
+	reply("lifetimes churn_temp %s hold_medium %s", churn, hold);
+}
+
+static void cmd_leaked(void)
+{
+	uint64_t now = mono_ns();
+
+	if (!scn.started) {
+		reply("error leaks not started");
+		return;
+	}
+	reply("leaked leak_fast %" PRIu64 " %" PRIu64 " leak_slow %" PRIu64 " %" PRIu64
+	      " cache_fill %d",
+	      __atomic_load_n(&scn.fast_bytes, __ATOMIC_RELAXED), now - scn.fast.t0,
+	      __atomic_load_n(&scn.slow_bytes, __ATOMIC_RELAXED), now - scn.slow.t0,
+	      SCN_CACHE_BLOCKS * SCN_BLOCK);
+}
+
 static void run_command(char *line)
 {
 	size_t len;
@@ -772,6 +1083,14 @@ static void run_command(char *line)
 		cmd_fork(line, arg);
 	} else if (!strcmp(line, "hold")) {
 		cmd_hold(arg);
+	} else if (!strcmp(line, "leaks")) {
+		cmd_leaks(arg);
+	} else if (!strcmp(line, "burst")) {
+		cmd_burst(arg);
+	} else if (!strcmp(line, "lifetimes")) {
+		cmd_lifetimes();
+	} else if (!strcmp(line, "leaked")) {
+		cmd_leaked();
 	} else if (!strcmp(line, "quit")) {
 		shut_down("bye");
 	} else if (!*line) {
@@ -886,7 +1205,8 @@ static void usage(FILE *f)
 "  leak_slowly         1%%  leak 64..2048 B, until 64 MiB leaked in total\n"
 "\n"
 "Options:\n"
-"  -t, --threads N     worker threads (default 4)\n"
+"  -t, --threads N     worker threads (default 4; 0: none, for the scenarios\n"
+"                      of the control commands alone)\n"
 "  -d, --duration S    stop after S seconds (default 0: run until stopped)\n"
 "  -s, --seed N        PRNG seed; thread i uses a state derived from (N, i)\n"
 "                      (default 1)\n"
@@ -917,6 +1237,19 @@ static void usage(FILE *f)
 "  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
 "  hold N         N MiB more in use, in 1 MiB blocks (held_buffers), kept until\n"
 "                 exit                                     -> held BLOCKS\n"
+"  leaks start    a scenario with known rates, a thread per site: leak_fast\n"
+"                 leaks 1 MiB/s (4 KiB blocks), leak_slow 64 KiB/s (512 B),\n"
+"                 cache_fill holds 16 MiB allocated once, churn_temp frees each\n"
+"                 256 B object at once (20000/s), hold_medium each 1 KiB object\n"
+"                 20 ms after (1000/s)                     -> leaks started\n"
+"  burst MIB MS   MIB MiB in 64 KiB blocks (burst_buffers), held MS ms, freed\n"
+"                                                          -> burst MIB\n"
+"  lifetimes      stop churn_temp and hold_medium (their objects freed); for\n"
+"                 each, the objects jemalloc sampled: count, median and\n"
+"                 longest lifetime in ns, timed by the site itself\n"
+"                 -> lifetimes churn_temp N P50 MAX hold_medium N P50 MAX\n"
+"  leaked         bytes leaked so far and over how many ns, and the cache's size\n"
+"                 -> leaked leak_fast BYTES NS leak_slow BYTES NS cache_fill BYTES\n"
 "  quit           stop the workers and exit 0                     -> bye\n"
 "Anything else is answered \"error MSG\". EOF on stdin, SIGINT, SIGTERM or the\n"
 "end of --duration stop it (exit 0) without a reply.\n"
@@ -967,7 +1300,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "t:d:s:r:chT:", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
-			if (parse_u64(optarg, 1024, &v) || !v)
+			if (parse_u64(optarg, 1024, &v))
 				goto bad_arg;
 			nthreads = v;
 			break;
@@ -1022,7 +1355,7 @@ int main(int argc, char **argv)
 	/* A vanished controller shows up as a failed write, handled in reply(). */
 	signal(SIGPIPE, SIG_IGN);
 
-	workers = calloc(nthreads, sizeof(*workers));
+	workers = calloc(nthreads ? nthreads : 1, sizeof(*workers));
 	if (!workers)
 		die_oom(nthreads * sizeof(*workers));
 	pthread_barrier_init(&start_barrier, NULL, nthreads + 1);

@@ -14,8 +14,8 @@
 /* A free's allocation time can be this much later than heapbpf's timestamp of the sample. */
 #define MATCH_SLACK_NS	     50000ULL
 #define TEMPORARY_DEFAULT_NS 1000000ULL
-/* A tctx's live allocation times: the low bit marks one freed (1 ns of resolution lost). */
-#define TS_DEAD	  1ULL
+/* A tctx's live allocation times: the top bit marks one freed (2^63 ns is 292 years). */
+#define TS_DEAD	  (1ULL << 63)
 #define TS_INLINE 3
 #define NO_OBJ	  UINT32_MAX
 

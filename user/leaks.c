@@ -328,10 +328,11 @@ int hb_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collec
 	return 0;
 }
 
-/* The numbers of one sample as pprof labels. */
-static int label_sample(struct hb_sample *smp, const struct hb_site_stats *s)
+/* The numbers of one sample as pprof labels; rank: its place among the suspects (1: fastest). */
+static int label_sample(struct hb_sample *smp, const struct hb_site_stats *s,
+			const struct hb_axis *ax, uint32_t rank)
 {
-	struct hb_label l[6];
+	struct hb_label l[9];
 	uint32_t n = 0;
 
 	if (!s->used || (!s->lt.n && !s->live))
@@ -346,6 +347,14 @@ static int label_sample(struct hb_sample *smp, const struct hb_site_stats *s)
 	l[n++] = (struct hb_label){ "freed", "count", (int64_t)s->lt.n };
 	l[n++] = (struct hb_label){ "temporary", "count", (int64_t)s->lt.temporary };
 	l[n++] = (struct hb_label){ "live_at_end", "count", (int64_t)s->live };
+	if (s->oldest_ts && ax->end_ts >= s->oldest_ts)
+		l[n++] = (struct hb_label){ "oldest_live_age", "nanoseconds",
+					    (int64_t)(ax->end_ts - s->oldest_ts) };
+	if (rank) {
+		l[n++] = (struct hb_label){ "leak_rank", "count", rank };
+		l[n++] = (struct hb_label){ "inuse_growth", "bytes_per_second",
+					    (int64_t)llround(s->trend.slope) };
+	}
 	smp->labels = malloc(n * sizeof(*smp->labels));
 	if (!smp->labels)
 		return -ENOMEM;
@@ -368,35 +377,44 @@ static int cmp_ranked(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-int hb_analysis__finish(struct hb_analysis *a, struct hb_profile *p)
+/* Each used sample's trend and verdict; the suspects into r (not sorted). */
+static void judge(struct hb_analysis *a, struct ranked *r)
 {
-	struct ranked *r = calloc(a->ns ? a->ns : 1, sizeof(*r));
-	int err = 0;
-
-	if (!r)
-		return -ENOMEM;
-	for (size_t i = 0; i < a->ns && !err; i++) {
+	for (size_t i = 0; i < a->ns; i++) {
 		struct hb_site_stats *s = &a->s[i];
 		const struct hb_axis *ax = &a->axes[s->axis];
 
-		if (!s->used)
+		if (!s->used || hb_trend_fit(ax->t, s->series, ax->n, &s->trend))
 			continue;
-		if (!hb_trend_fit(ax->t, s->series, ax->n, &s->trend)) {
-			s->suspect = hb_trend_is_suspect(&s->trend, s->live);
-			s->rel_err = hb_rate_rel_err(&s->trend, s->live);
-		}
+		s->suspect = hb_trend_is_suspect(&s->trend, s->live);
+		s->rel_err = hb_rate_rel_err(&s->trend, s->live);
 		if (s->suspect)
 			r[a->nsuspects++] = (struct ranked){ s->trend.slope, (uint32_t)i };
-		if (i < p->nsamples)
-			err = label_sample(&p->samples[i], s);
 	}
+}
+
+int hb_analysis__finish(struct hb_analysis *a, struct hb_profile *p)
+{
+	struct ranked *r = calloc(a->ns ? a->ns : 1, sizeof(*r));
+	uint32_t *rank = calloc(a->ns ? a->ns : 1, sizeof(*rank));
+	int err = 0;
+
+	a->suspects = calloc(a->ns ? a->ns : 1, sizeof(*a->suspects));
+	if (!r || !rank || !a->suspects) {
+		err = -ENOMEM;
+		goto out;
+	}
+	judge(a, r);
 	qsort(r, a->nsuspects, sizeof(*r), cmp_ranked);
-	a->suspects = calloc(a->nsuspects ? a->nsuspects : 1, sizeof(*a->suspects));
-	if (!a->suspects)
-		err = err ?: -ENOMEM;
-	for (size_t i = 0; !err && i < a->nsuspects; i++)
+	for (size_t i = 0; i < a->nsuspects; i++) {
 		a->suspects[i] = r[i].idx;
+		rank[r[i].idx] = i + 1;
+	}
+	for (size_t i = 0; !err && i < a->ns && i < p->nsamples; i++)
+		err = label_sample(&p->samples[i], &a->s[i], &a->axes[a->s[i].axis], rank[i]);
+out:
 	free(r);
+	free(rank);
 	return err;
 }
 

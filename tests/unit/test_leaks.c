@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The analysis behind --leaks, --at-peak and the lifetime labels: lifetime
+ * buckets and quantiles, the least-squares trend, steadiness and confidence,
+ * the collector's checkpoints (halving when full), its exact peak against a
+ * brute-force recomputation over random events, lifetimes matched by tctx
+ * (5.3.0) and by pointer, and the suspects of a synthetic run.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/types.h>
+
+#include "collector.h"
+#include "heapbpf.h"
+#include "leaks.h"
+#include "pprof.h"
+#include "profile.h"
+#include "unbias.h"
+
+#define PERIOD	4096
+#define MS	1000000ULL
+#define TICK_NS (4 * MS) /* the coarse clock's tick on the test machines (HZ=250) */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545f4914f6cdd1dULL;
+}
+
+static struct collector *new_collector(void)
+{
+	struct collector *c;
+
+	cr_assert_eq(collector__new(PERIOD, &c), 0);
+	collector__set_attach_time(c, 1);
+	return c;
+}
+
+/* Stack k: three frames, the leaf telling them apart. */
+static void alloc_ev(struct collector *c, uint32_t stack, uint64_t tctx, uint64_t ptr,
+		     uint64_t usize, uint64_t ts)
+{
+	struct heapbpf_alloc_event *e = calloc(1, sizeof(*e));
+
+	cr_assert_not_null(e);
+	e->type = HEAPBPF_EV_ALLOC;
+	e->nframes = 3;
+	e->ts = ts;
+	e->ptr = ptr;
+	e->usize = usize;
+	e->tctx = tctx;
+	e->frames[0] = 0x401000 + 16 * stack;
+	e->frames[1] = 0x402000;
+	e->frames[2] = 0x403000;
+	cr_assert_eq(collector__event(c, e, sizeof(*e)), 0);
+	free(e);
+}
+
+/* ptr 0: a 5.3.0 free (tctx and jemalloc's alloc time); else a 5.3.1 one. */
+static void free_ev(struct collector *c, uint64_t tctx, uint64_t ptr, uint64_t usize,
+		    uint64_t alloc_time, uint64_t ts)
+{
+	struct heapbpf_free_event e = {
+		.type = HEAPBPF_EV_FREE,
+		.ts = ts,
+		.ptr = ptr,
+		.usize = usize,
+		.tctx = tctx,
+		.alloc_time_ns = alloc_time,
+	};
+
+	cr_assert_eq(collector__event(c, &e, sizeof(e)), 0);
+}
+
+/* jemalloc's CLOCK_MONOTONIC_COARSE reading of a fine time: the last tick before it. */
+static uint64_t coarse(uint64_t ts)
+{
+	return ts - ts % TICK_NS;
+}
+
+static const struct hb_stack *stack_of(const struct collector *c, uint32_t k)
+{
+	for (size_t i = 0; i < collector__nstacks(c); i++) {
+		const struct hb_stack *s = collector__stack(c, i);
+
+		if (s->frames[0] == 0x401000 + 16 * k)
+			return s;
+	}
+	return NULL;
+}
+
+/* ---- lifetime buckets ------------------------------------------------------ */
+
+Test(leaks, buckets_cover_every_lifetime_once)
+{
+	uint64_t probes[] = { 0,
+			      1,
+			      31,
+			      32,
+			      33,
+			      47,
+			      48,
+			      63,
+			      64,
+			      1000,
+			      999999,
+			      1000000,
+			      1u << 30,
+			      UINT64_MAX / 3,
+			      UINT64_MAX - 1,
+			      UINT64_MAX };
+
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		uint64_t ns = probes[i];
+		uint32_t b = hb_lt_bucket(ns);
+
+		cr_assert_lt(b, HB_LT_NBUCKETS, "%llu", (unsigned long long)ns);
+		cr_assert_leq(hb_lt_bucket_start(b), ns, "%llu", (unsigned long long)ns);
+		if (b + 1 < HB_LT_NBUCKETS)
+			cr_assert_gt(hb_lt_bucket_start(b + 1), ns, "%llu", (unsigned long long)ns);
+	}
+	/* exact below 32 ns; above, a bucket is at most 1/16 of its start wide */
+	for (uint64_t ns = 0; ns < 32; ns++)
+		cr_assert_eq(hb_lt_bucket_start(hb_lt_bucket(ns)), ns);
+	for (uint32_t b = 32; b + 1 < HB_LT_NBUCKETS; b++) {
+		uint64_t lo = hb_lt_bucket_start(b), hi = hb_lt_bucket_start(b + 1);
+
+		cr_assert_gt(hi, lo, "bucket %u", b);
+		cr_assert_leq((hi - lo) * 16, lo, "bucket %u is %llu wide at %llu", b,
+			      (unsigned long long)(hi - lo), (unsigned long long)lo);
+		cr_assert_eq(hb_lt_bucket(lo), b);
+		cr_assert_eq(hb_lt_bucket(hi - 1), b);
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+Test(leaks, quantiles_within_a_bucket_of_the_exact_ones)
+{
+	enum { N = 5000 };
+	uint64_t *v = calloc(N, sizeof(*v));
+	struct hb_lifetimes all = { 0 }, a = { 0 }, b = { 0 };
+	const double qs[] = { 0.01, 0.1, 0.5, 0.9, 0.99 };
+	uint64_t ntemp = 0;
+
+	cr_assert_not_null(v);
+	for (int i = 0; i < N; i++) {
+		/* log-uniform from 1 us to 10 s, as lifetimes are */
+		v[i] = (uint64_t)(1e3 * pow(1e7, (double)(rnd() % 1000000) / 1e6));
+		cr_assert_eq(hb_lt_add(&all, v[i], v[i] < MS), 0);
+		/* the same split in two, then merged: the same histogram */
+		cr_assert_eq(hb_lt_add(i % 3 ? &a : &b, v[i], v[i] < MS), 0);
+	}
+	cr_assert_eq(hb_lt_merge(&a, &b), 0);
+	qsort(v, N, sizeof(*v), cmp_u64);
+	cr_assert_eq(all.n, N);
+	cr_assert_eq(all.min_ns, v[0]);
+	cr_assert_eq(all.max_ns, v[N - 1]);
+	cr_assert_eq(a.n, all.n);
+	cr_assert_eq(a.temporary, all.temporary);
+	cr_assert_eq(a.min_ns, all.min_ns);
+	cr_assert_eq(a.max_ns, all.max_ns);
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		uint64_t exact = v[(size_t)(qs[i] * N)], got = hb_lt_quantile(&all, qs[i]);
+
+		/* one bucket either way: 1/16 of the value */
+		cr_assert_leq(fabs((double)got - (double)exact), (double)exact / 16 + 1,
+			      "q%.2f: %llu, exactly %llu", qs[i], (unsigned long long)got,
+			      (unsigned long long)exact);
+		cr_assert_eq(hb_lt_quantile(&a, qs[i]), got, "merged q%.2f", qs[i]);
+	}
+	for (int i = 0; i < N; i++)
+		ntemp += v[i] < MS;
+	cr_assert_eq(all.temporary, ntemp);
+	cr_assert_eq(hb_lt_quantile(&all, 0), v[0]);
+	cr_assert_eq(hb_lt_quantile(&all, 1), v[N - 1]);
+	hb_lt_clear(&all);
+	hb_lt_clear(&a);
+	hb_lt_clear(&b);
+	free(v);
+}
+
+Test(leaks, one_lifetime_is_its_own_quantiles)
+{
+	struct hb_lifetimes l = { 0 };
+
+	cr_assert_eq(hb_lt_quantile(&l, 0.5), 0, "empty");
+	cr_assert_eq(hb_lt_add(&l, 20956338, false), 0);
+	cr_assert_eq(hb_lt_quantile(&l, 0.5), 20956338);
+	cr_assert_eq(hb_lt_quantile(&l, 0.9), 20956338);
+	hb_lt_clear(&l);
+}
+
+/* ---- trend, steadiness, confidence -------------------------------------------- */
+
+static void fit(const float *y, size_t n, double dt, struct hb_trend *t)
+{
+	double *x = calloc(n, sizeof(*x));
+
+	cr_assert_not_null(x);
+	for (size_t i = 0; i < n; i++)
+		x[i] = dt * (double)i;
+	cr_assert_eq(hb_trend_fit(x, y, n, t), 0);
+	free(x);
+}
+
+Test(leaks, a_straight_line_is_steady_growth)
+{
+	float y[40];
+	struct hb_trend t;
+
+	for (int i = 0; i < 40; i++)
+		y[i] = 1000.0f + 2048.0f * (float)i; /* 2048 bytes per 0.1 s */
+	fit(y, 40, 0.1, &t);
+	cr_assert_float_eq(t.slope, 20480.0, 1e-3);
+	cr_assert_float_eq(t.r2, 1.0, 1e-9);
+	cr_assert_float_eq(t.slope_se, 0.0, 1e-3);
+	cr_assert(hb_trend_is_suspect(&t, 100));
+	cr_assert_not(hb_trend_is_suspect(&t, HB_SUSPECT_MIN_LIVE - 1), "too few live samples");
+}
+
+Test(leaks, a_step_is_not_steady)
+{
+	float y[64];
+	struct hb_trend t;
+
+	/* a cache filled at the start, then untouched; and one filled half-way */
+	for (int i = 0; i < 64; i++)
+		y[i] = i < 2 ? 0 : 16 << 20;
+	fit(y, 64, 0.1, &t);
+	cr_assert_gt(t.slope, 0);
+	cr_assert_lt(t.r2, 0.2);
+	cr_assert_not(hb_trend_is_suspect(&t, 256));
+	for (int i = 0; i < 64; i++)
+		y[i] = i < 32 ? 0 : 16 << 20;
+	fit(y, 64, 0.1, &t);
+	/* a step explains at most 3f(1-f) of the variance: 0.75 half-way */
+	cr_assert_leq(t.r2, 0.76);
+	cr_assert_not(hb_trend_is_suspect(&t, 256));
+}
+
+Test(leaks, flat_falling_and_short_series_are_not_suspects)
+{
+	float flat[20], fall[20], noisy[20];
+	struct hb_trend t;
+
+	for (int i = 0; i < 20; i++) {
+		flat[i] = 4096;
+		fall[i] = 100000.0f - 1000.0f * (float)i;
+		noisy[i] = 4096.0f + (float)(rnd() % 4096);
+	}
+	fit(flat, 20, 0.1, &t);
+	cr_assert_float_eq(t.slope, 0.0, 1e-9);
+	cr_assert_float_eq(t.r2, 0.0, 1e-12, "a flat series explains nothing");
+	cr_assert_not(hb_trend_is_suspect(&t, 100));
+	fit(fall, 20, 0.1, &t);
+	cr_assert_lt(t.slope, 0);
+	cr_assert_not(hb_trend_is_suspect(&t, 100));
+	fit(noisy, 20, 0.1, &t);
+	cr_assert_not(hb_trend_is_suspect(&t, 100), "churn around a level: r2 %.2f", t.r2);
+	fit(fall, HB_SUSPECT_MIN_POINTS - 1, 0.1, &t);
+	t.slope = -t.slope;
+	t.r2 = 1;
+	cr_assert_not(hb_trend_is_suspect(&t, 100), "fewer points than the minimum");
+	cr_assert_eq(hb_trend_fit((double[]){ 1, 1 }, (float[]){ 1, 2 }, 2, &t), -EINVAL);
+	cr_assert_eq(hb_trend_fit((double[]){ 1 }, (float[]){ 1 }, 1, &t), -EINVAL);
+}
+
+Test(leaks, slope_error_and_confidence)
+{
+	/* y = 10 t + noise of known size: se(slope) = sigma / sqrt(Sxx) */
+	float y[101];
+	struct hb_trend t;
+	double sxx = 0, rel;
+
+	for (int i = 0; i <= 100; i++) {
+		y[i] = 10.0f * (float)i + (i % 2 ? 5.0f : -5.0f);
+		sxx += (i - 50.0) * (i - 50.0);
+	}
+	fit(y, 101, 1.0, &t);
+	cr_assert_float_eq(t.slope, 10.0, 0.01);
+	/* residuals of +-5 (the alternation barely tilts the line): sigma^2 = 25 * 101 / 99 */
+	cr_assert_float_eq(t.slope_se, sqrt(25.0 * 101 / 99 / sxx), 1e-3);
+	rel = hb_rate_rel_err(&t, 400);
+	cr_assert_float_eq(rel, sqrt(1.0 / 400 + pow(t.slope_se / t.slope, 2)), 1e-12);
+	cr_assert_eq(hb_confidence_of(rel), HB_CONF_HIGH);
+	cr_assert_eq(hb_confidence_of(hb_rate_rel_err(&t, 25)), HB_CONF_MEDIUM,
+		     "1/sqrt(25) = 20%%");
+	cr_assert_eq(hb_confidence_of(hb_rate_rel_err(&t, 4)), HB_CONF_LOW, "1/sqrt(4) = 50%%");
+	cr_assert(isinf(hb_rate_rel_err(&t, 0)));
+	cr_assert_str_eq(hb_confidence_name(HB_CONF_HIGH), "high");
+	cr_assert_str_eq(hb_confidence_name(HB_CONF_LOW), "low");
+}
+
+/* ---- checkpoints ----------------------------------------------------------------- */
+
+Test(leaks, checkpoints_follow_event_time_and_halve_when_full)
+{
+	struct collector *c = new_collector();
+	const uint64_t t0 = 5000000000ULL, step = 10 * MS, usize = 1024;
+	const double w = hb_unbias_bytes(usize, PERIOD);
+	const struct collector_checkpoint *ck;
+	size_t n, prev_n = 0;
+	uint64_t every;
+
+	/* 20 s of one allocation every 10 ms on stack 0, every 20 ms on stack 1 */
+	for (uint64_t i = 0; i < 2000; i++) {
+		alloc_ev(c, 0, 0x100, 0, usize, t0 + i * step);
+		if (i % 2 == 0)
+			alloc_ev(c, 1, 0x200, 0, usize, t0 + i * step + 1);
+		ck = collector__checkpoints(c, &n);
+		cr_assert_leq(n, COLLECTOR_MAX_CHECKPOINTS);
+		/* once full, never below half */
+		cr_assert(prev_n < COLLECTOR_MAX_CHECKPOINTS / 2 ||
+			  n >= COLLECTOR_MAX_CHECKPOINTS / 2);
+		prev_n = n;
+	}
+	ck = collector__checkpoints(c, &n);
+	cr_assert_geq(n, COLLECTOR_MAX_CHECKPOINTS / 2);
+	cr_assert_eq(ck[0].ts, t0, "the first event starts them");
+	every = ck[1].ts - ck[0].ts;
+	/* 100 ms doubled until 20 s fit in 64: 400 ms (50 of them) */
+	cr_assert_eq(every, 400 * MS);
+	for (size_t k = 0; k < n; k++) {
+		/* what was allocated before the checkpoint: allocations at t0 + i * 10 ms < ts */
+		uint64_t before0 = (ck[k].ts - t0 + step - 1) / step;
+		uint64_t before1 = (ck[k].ts - t0 + 2 * step - 2) / (2 * step);
+
+		cr_assert_eq(ck[k].ts, t0 + k * every, "checkpoint %zu", k);
+		cr_assert_float_eq(ck[k].inuse_space, (double)(before0 + before1) * w, 1e-3,
+				   "checkpoint %zu", k);
+		cr_assert_float_eq(ck[k].alloc_space, (double)(before0 + before1) * w, 1e-3);
+		if (k) {
+			cr_assert_eq(ck[k].nstacks, 2);
+			cr_assert_float_eq(ck[k].inuse[0], (float)((double)before0 * w),
+					   1e-3 * before0 * w);
+			cr_assert_float_eq(ck[k].inuse[1], (float)((double)before1 * w),
+					   1e-3 * before1 * w + 1);
+		}
+	}
+	/* ten minutes of silence: checkpoints of the same state, still at most 64 */
+	alloc_ev(c, 0, 0x100, 0, usize, t0 + 2000 * step + 600000 * MS);
+	ck = collector__checkpoints(c, &n);
+	cr_assert_leq(n, COLLECTOR_MAX_CHECKPOINTS);
+	cr_assert_geq(n, COLLECTOR_MAX_CHECKPOINTS / 2);
+	cr_assert_float_eq(ck[n - 1].inuse_space, 3000 * w, 1e-3);
+	cr_assert_leq(ck[n - 1].ts, t0 + 2000 * step + 600000 * MS);
+	collector__free(c);
+}
+
+Test(leaks, no_checkpoints_after_stop)
+{
+	struct collector *c = new_collector();
+	size_t n;
+
+	alloc_ev(c, 0, 0x100, 0, 64, 1000 * MS);
+	collector__set_stop_time(c, 1050 * MS);
+	/* a free after the stop: not applied, and no checkpoint for its time */
+	free_ev(c, 0x100, 0, 64, coarse(1000 * MS), 5000 * MS);
+	collector__checkpoints(c, &n);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(collector__totals(c)->ts, 1000 * MS);
+	cr_assert_eq(collector__totals(c)->inuse_samples, 1);
+	collector__free(c);
+}
+
+/* ---- peak -------------------------------------------------------------------------- */
+
+struct obj {
+	uint64_t tctx, ptr, usize, ts;
+	uint32_t stack;
+};
+
+/* Random events against a recomputation of every stack's in-use after each one. */
+static void peak_vs_brute_force(bool by_ptr, int nevents)
+{
+	enum { NSTACKS = 12 };
+	struct collector *c = new_collector();
+	struct obj *live = calloc(nevents, sizeof(*live));
+	int64_t best = 0, best_samples[NSTACKS] = { 0 }, best_bytes[NSTACKS] = { 0 };
+	double best_space[NSTACKS] = { 0 };
+	uint64_t ts = 1000 * MS, best_ts = 0, next_ptr = 0x10000;
+	size_t nlive = 0;
+
+	cr_assert_not_null(live);
+	for (int i = 0; i < nevents; i++) {
+		int64_t total = 0;
+
+		ts += 1 + rnd() % (2 * MS);
+		/* phases of growth and shrinking, so that the peak is not simply the end */
+		if (nlive && rnd() % 100 < (i / 500 % 2 ? 70 : 30)) {
+			size_t k = rnd() % nlive;
+
+			free_ev(c, live[k].tctx, by_ptr ? live[k].ptr : 0, live[k].usize,
+				coarse(live[k].ts), ts);
+			live[k] = live[--nlive];
+		} else {
+			struct obj o = { .stack = rnd() % NSTACKS, .usize = 16 << (rnd() % 12) };
+
+			o.tctx = 0x7000 + o.stack * 0x100 + rnd() % 3 * 0x10;
+			o.ptr = next_ptr += 64;
+			o.ts = ts;
+			alloc_ev(c, o.stack, o.tctx, o.ptr, o.usize, ts);
+			live[nlive++] = o;
+		}
+		for (uint32_t k = 0; k < NSTACKS; k++) {
+			const struct hb_stack *s = stack_of(c, k);
+
+			total += s ? s->inuse_bytes : 0;
+		}
+		if (total > best) {
+			best = total;
+			best_ts = ts;
+			for (uint32_t k = 0; k < NSTACKS; k++) {
+				const struct hb_stack *s = stack_of(c, k);
+
+				best_samples[k] = s ? s->inuse_samples : 0;
+				best_bytes[k] = s ? s->inuse_bytes : 0;
+				best_space[k] = s ? s->inuse_space : 0;
+			}
+		}
+	}
+	cr_assert_eq(collector__peak(c)->inuse_bytes, best);
+	cr_assert_eq(collector__peak(c)->ts, best_ts);
+	for (uint32_t k = 0; k < NSTACKS; k++) {
+		const struct hb_stack *s = stack_of(c, k);
+
+		cr_assert_not_null(s);
+		cr_assert_eq(s->peak_samples, best_samples[k], "stack %u", k);
+		cr_assert_eq(s->peak_bytes, best_bytes[k], "stack %u", k);
+		cr_assert_float_eq(s->peak_space, best_space[k], 1e-6 * (best_space[k] + 1),
+				   "stack %u", k);
+	}
+	cr_assert_eq(collector__totals(c)->inuse_samples, (int64_t)nlive);
+	collector__free(c);
+	free(live);
+}
+
+Test(leaks, peak_equals_a_brute_force_recomputation_by_tctx)
+{
+	peak_vs_brute_force(false, 6000);
+}
+
+Test(leaks, peak_equals_a_brute_force_recomputation_by_pointer)
+{
+	peak_vs_brute_force(true, 6000);
+}
+
+/* ---- lifetimes from the collector ----------------------------------------------- */
+
+/* Frees one object per tick in a random order (5.3.0, coarse alloc time): each lifetime exact. */
+Test(leaks, tctx_frees_get_heapbpfs_own_alloc_time)
+{
+	enum { N = 300 };
+	struct collector *c = new_collector();
+	struct hb_lifetimes want = { 0 };
+	const struct hb_stack *s;
+	uint64_t born[N], order[N];
+
+	for (int i = 0; i < N; i++) {
+		/*
+		 * one per tick, at a random point inside it, not in its first 100 us:
+		 * there the previous tick's sample could be taken (the match's slack
+		 * for jemalloc's clock read after the probe)
+		 */
+		born[i] = 1000 * MS + (uint64_t)i * TICK_NS + 100000 + rnd() % (TICK_NS - 100000);
+		alloc_ev(c, 0, 0x100, 0x10000 + 64 * i, 64, born[i]);
+		order[i] = i;
+	}
+	for (int i = N - 1; i > 0; i--) {
+		uint64_t j = rnd() % (i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (int i = 0; i < N; i++) {
+		uint64_t k = order[i], ts = born[N - 1] + MS + (uint64_t)i * 10000 + k * 7;
+
+		free_ev(c, 0x100, 0, 64, coarse(born[k]), ts);
+		cr_assert_eq(hb_lt_add(&want, ts - born[k], ts - born[k] < MS), 0);
+	}
+	s = stack_of(c, 0);
+	cr_assert_eq(s->inuse_samples, 0);
+	cr_assert_eq(s->lifetimes.n, N);
+	cr_assert_eq(s->lifetimes.min_ns, want.min_ns);
+	cr_assert_eq(s->lifetimes.max_ns, want.max_ns);
+	cr_assert_eq(s->lifetimes.lo, want.lo);
+	cr_assert_eq(s->lifetimes.nb, want.nb);
+	cr_assert_arr_eq(s->lifetimes.buckets, want.buckets, want.nb * sizeof(*want.buckets));
+	hb_lt_clear(&want);
+	collector__free(c);
+}
+
+/* Many samples in one tick, freed within microseconds: sub-tick lifetimes, all temporary. */
+Test(leaks, short_lived_samples_inside_one_tick_are_temporary)
+{
+	struct collector *c = new_collector();
+	const struct hb_stack *s;
+	uint64_t t = 1000 * MS + 100;
+
+	for (int i = 0; i < 200; i++) {
+		/* allocated, freed 3 us later; jemalloc's alloc_time lags by up to a tick */
+		alloc_ev(c, 0, 0x100, 0x10000 + 64 * (i % 4), 256, t);
+		free_ev(c, 0x100, 0, 256, coarse(t), t + 3000);
+		t += 20000;
+	}
+	/* FIFO inside a tick: two allocated, the first freed first */
+	alloc_ev(c, 1, 0x200, 0x20000, 256, t);
+	alloc_ev(c, 1, 0x200, 0x20040, 256, t + 1000);
+	free_ev(c, 0x200, 0, 256, coarse(t), t + 5000);
+	free_ev(c, 0x200, 0, 256, coarse(t + 1000), t + 9000);
+	s = stack_of(c, 0);
+	cr_assert_eq(s->lifetimes.n, 200);
+	cr_assert_eq(s->lifetimes.temporary, 200);
+	cr_assert_eq(s->lifetimes.min_ns, 3000);
+	cr_assert_eq(s->lifetimes.max_ns, 3000);
+	s = stack_of(c, 1);
+	cr_assert_eq(s->lifetimes.min_ns, 5000);
+	cr_assert_eq(s->lifetimes.max_ns, 8000);
+	collector__free(c);
+}
+
+Test(leaks, pointer_frees_are_exact_and_the_threshold_is_the_collectors)
+{
+	struct collector *c = new_collector();
+	const struct hb_stack *s;
+
+	collector__set_temporary_threshold(c, 10 * MS);
+	cr_assert_eq(collector__temporary_threshold(c), 10 * MS);
+	for (int i = 0; i < 50; i++)
+		alloc_ev(c, 0, 0x100, 0x10000 + 64 * i, 64, 1000 * MS + i * MS);
+	/* LIFO, the newest first: object i lives 1100 + 2 (49 - i) - (1000 + i) = 198 - 3i ms */
+	for (int i = 49; i >= 0; i--)
+		free_ev(c, 0x100, 0x10000 + 64 * i, 64, 0, 1100 * MS + (49 - i) * 2 * MS);
+	s = stack_of(c, 0);
+	cr_assert_eq(s->lifetimes.n, 50);
+	cr_assert_eq(s->lifetimes.min_ns, 51 * MS);
+	cr_assert_eq(s->lifetimes.max_ns, 198 * MS);
+	cr_assert_eq(s->lifetimes.temporary, 0);
+	alloc_ev(c, 0, 0x100, 0x90000, 64, 2000 * MS);
+	free_ev(c, 0x100, 0x90000, 64, 0, 2009 * MS);
+	cr_assert_eq(s->lifetimes.temporary, 1, "9 ms is under the 10 ms threshold");
+	collector__free(c);
+}
+
+Test(leaks, oldest_live_sample_per_stack)
+{
+	struct collector *c = new_collector();
+	uint64_t oldest[3];
+
+	/* stack 0 by tctx: the first two freed, the third is the oldest live */
+	for (int i = 0; i < 5; i++)
+		alloc_ev(c, 0, 0x100, 0, 64, 1000 * MS + i * 10 * MS);
+	free_ev(c, 0x100, 0, 64, coarse(1000 * MS), 2000 * MS);
+	free_ev(c, 0x100, 0, 64, coarse(1010 * MS), 2001 * MS);
+	/* stack 1: nothing live; stack 2: one, allocated last */
+	alloc_ev(c, 1, 0x200, 0, 64, 1500 * MS);
+	free_ev(c, 0x200, 0, 64, coarse(1500 * MS), 2002 * MS);
+	alloc_ev(c, 2, 0x300, 0, 64, 1900 * MS);
+	cr_assert_eq(collector__nstacks(c), 3);
+	collector__oldest_live(c, oldest);
+	cr_assert_eq(oldest[0], 1020 * MS);
+	cr_assert_eq(oldest[1], 0);
+	cr_assert_eq(oldest[2], 1900 * MS);
+	collector__free(c);
+}
+
+/* ---- suspects of a synthetic run ------------------------------------------------ */
+
+/*
+ * 10 s: a leak of 1 KiB every 10 ms (stack 0), a slow leak of 256 B every
+ * 40 ms (1), a cache of 4 MiB allocated in the first 100 ms (2), and churn
+ * freed 2 us after allocation (3).
+ */
+static struct collector *synthetic_run(void)
+{
+	struct collector *c = new_collector();
+	const uint64_t t0 = 1000 * MS;
+
+	for (int i = 0; i < 64; i++)
+		alloc_ev(c, 2, 0x300, 0, 64 << 10, t0 + (uint64_t)i * MS);
+	for (uint64_t t = t0; t < t0 + 10000 * MS; t += MS) {
+		uint64_t k = (t - t0) / MS;
+
+		if (k % 10 == 0)
+			alloc_ev(c, 0, 0x100, 0, 1024, t + 1);
+		if (k % 40 == 0)
+			alloc_ev(c, 1, 0x200, 0, 256, t + 2);
+		alloc_ev(c, 3, 0x400, 0, 128, t + 3);
+		free_ev(c, 0x400, 0, 128, coarse(t + 3), t + 2003);
+	}
+	collector__set_stop_time(c, t0 + 10000 * MS);
+	return c;
+}
+
+static int64_t label(const struct hb_sample *s, const char *key)
+{
+	for (uint32_t i = 0; i < s->nlabels; i++) {
+		if (!strcmp(s->labels[i].key, key))
+			return s->labels[i].num;
+	}
+	return -1;
+}
+
+Test(leaks, synthetic_run_ranks_leaks_and_labels_lifetimes)
+{
+	struct collector *c = synthetic_run();
+	struct hb_profile *p = calloc(1, sizeof(*p));
+	struct hb_analysis *a;
+	uint32_t idx[4];
+	double fast;
+
+	cr_assert_not_null(p);
+	cr_assert_eq(collector__nstacks(c), 4);
+	p->nsamples = 4;
+	p->samples = calloc(4, sizeof(*p->samples));
+	cr_assert_not_null(p->samples);
+	cr_assert_eq(hb_analysis__new(&a), 0);
+	/* sample k is stack k (by leaf frame) */
+	for (uint32_t k = 0; k < 4; k++) {
+		idx[k] = stack_of(c, k) - collector__stack(c, 0);
+		cr_assert_eq(hb_analysis__add(a, k, c, idx[k]), 0);
+	}
+	cr_assert_eq(hb_analysis__finish(a, p), 0);
+	cr_assert_geq(a->axes[0].n, HB_SUSPECT_MIN_POINTS);
+	/* the two leaks, fastest first; not the cache, not the churn */
+	cr_assert_eq(a->nsuspects, 2);
+	cr_assert_eq(a->suspects[0], 0);
+	cr_assert_eq(a->suspects[1], 1);
+	/* 100 KiB of usable size a second, unbiased: within 1% */
+	fast = 100 * hb_unbias_bytes(1024, PERIOD);
+	cr_assert_float_eq(a->s[0].trend.slope, fast, fast / 100);
+	cr_assert_eq(label(&p->samples[0], "leak_rank"), 1);
+	cr_assert_float_eq((double)label(&p->samples[0], "inuse_growth"), fast, fast / 100);
+	cr_assert_eq(label(&p->samples[1], "leak_rank"), 2);
+	cr_assert_eq(label(&p->samples[2], "leak_rank"), -1, "the cache is no suspect");
+	cr_assert_eq(label(&p->samples[3], "leak_rank"), -1, "the churn is no suspect");
+	/* the oldest live leak sample: the first, 10 s before the end */
+	cr_assert_float_eq((double)label(&p->samples[0], "oldest_live_age"), 10000.0 * MS, 2 * MS);
+	/* the churn: every one freed, every one temporary, 2 us each */
+	cr_assert_eq(label(&p->samples[3], "freed"), 10000);
+	cr_assert_eq(label(&p->samples[3], "temporary"), 10000);
+	cr_assert_eq(label(&p->samples[3], "live_at_end"), 0);
+	cr_assert_eq(label(&p->samples[3], "lifetime_p50"), 2000);
+	cr_assert_eq(label(&p->samples[0], "freed"), 0);
+	cr_assert_eq(label(&p->samples[0], "live_at_end"), 1000);
+	cr_assert_eq(label(&p->samples[0], "lifetime_p50"), -1, "nothing freed: no lifetimes");
+	hb_analysis__free(a);
+	hb_profile__free(p);
+	collector__free(c);
+}
+
+/* Samples with numeric labels as pprof writes them: key, number and unit. */
+Test(leaks, labels_reach_pprof_with_units)
+{
+	struct hb_profile *p = calloc(1, sizeof(*p));
+	Perftools__Profiles__Profile *pp;
+	const Perftools__Profiles__Label *l;
+	uint8_t *gz;
+	size_t len;
+
+	cr_assert_not_null(p);
+	p->nsamples = 1;
+	p->samples = calloc(1, sizeof(*p->samples));
+	cr_assert_not_null(p->samples);
+	p->samples[0].pid = 42;
+	p->samples[0].nlabels = 2;
+	p->samples[0].labels = calloc(2, sizeof(*p->samples[0].labels));
+	cr_assert_not_null(p->samples[0].labels);
+	p->samples[0].labels[0] = (struct hb_label){ "lifetime_p50", "nanoseconds", 2500 };
+	p->samples[0].labels[1] = (struct hb_label){ "freed", NULL, 7 };
+	cr_assert_eq(pprof_encode(p, &gz, &len), 0);
+	cr_assert_eq(pprof_decode(gz, len, &pp), 0);
+	cr_assert_eq(pp->n_sample, 1);
+	cr_assert_eq(pp->sample[0]->n_value, HB_NVALUES, "the four sample types stay");
+	cr_assert_eq(pp->sample[0]->n_label, 3);
+	cr_assert_str_eq(pp->string_table[pp->sample[0]->label[0]->key], "pid");
+	l = pp->sample[0]->label[1];
+	cr_assert_str_eq(pp->string_table[l->key], "lifetime_p50");
+	cr_assert_eq(l->num, 2500);
+	cr_assert_str_eq(pp->string_table[l->num_unit], "nanoseconds");
+	l = pp->sample[0]->label[2];
+	cr_assert_str_eq(pp->string_table[l->key], "freed");
+	cr_assert_eq(l->num, 7);
+	cr_assert_eq(l->num_unit, 0, "no unit");
+	perftools__profiles__profile__free_unpacked(pp, NULL);
+	free(gz);
+	hb_profile__free(p);
+}
