@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * What is leaking, against the example's scenario of known rates
+ * ("leaks start" in examples/alloc-service.c, sampling every 4 KiB):
+ *
+ *   - the deliberate leak (leak_fast, 1 MiB/s) is the top suspect, its
+ *     growth within 10% of what the example leaked;
+ *   - the churn (churn_temp) is temporary and no suspect;
+ *   - the burst (burst_buffers) is in the --at-peak profile, not in the end one;
+ *   - the slow leak (64 KiB/s) ranks above the larger stable cache (16 MiB);
+ *   - the lifetimes of sampled objects agree with the example's own timing of
+ *     the objects jemalloc sampled, within the resolution of jemalloc's clock;
+ *   - `heapbpf report` of the run's recording gives the same answer;
+ *   - with --interval, every window judges the evidence since attach.
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "pprof.h"
+
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+/* a small sampling interval: the slow leak gets a hundred samples in a few seconds */
+#define SCN_CONF "prof:true,prof_active:false,lg_prof_sample:12"
+#define BIN	 "examples/alloc-service-static"
+
+TestSuite(leaks, .fini = hb_tmpdir_cleanup, .timeout = 180);
+
+struct scenario {
+	char pid[16], main[PATH_MAX], peak[PATH_MAX], rec[PATH_MAX], errpath[PATH_MAX];
+	char *err; /* heapbpf's stderr */
+	/* the example's own record: count, median and longest lifetime (ns) of sampled objects */
+	uint64_t churn_n, churn_p50, churn_max, hold_n, hold_p50, hold_max;
+	double fast_rate, slow_rate; /* bytes per second it leaked */
+};
+
+static void cmd(struct svc *s, const char *c, char *reply, size_t len)
+{
+	cr_assert_eq(svc_cmd(s, c, reply, len, 30000), 0, "no reply to %s", c);
+	cr_assert(strncmp(reply, "error", 5) != 0, "%s: %s", c, reply);
+}
+
+static struct svc start_example(char *pid, uint64_t *flag)
+{
+	struct svc s;
+
+	hb_require_bpf();
+	cr_assert_eq(svc_start(&s, hb_path(BIN), SCN_CONF,
+			       (const char *[]){ "--threads", "0", NULL }),
+		     0);
+	cr_assert_eq(hb_sym_addr(s.pid, hb_path(BIN), "je_prof_active_state", flag), 0);
+	snprintf(pid, 16, "%d", s.pid);
+	return s;
+}
+
+/*
+ * 8 s of heapbpf: the scenario starts once sampling is on, a 48 MiB burst
+ * held 300 ms after 2.5 s, the short-lived sites stopped (all their objects
+ * freed) 2 s later, the leaks running to the end.
+ */
+static void run_scenario(struct scenario *sc)
+{
+	char reply[512];
+	uint64_t flag, fast_b, fast_ns, slow_b, slow_ns;
+	struct svc s = start_example(sc->pid, &flag);
+	pid_t hp;
+
+	snprintf(sc->main, sizeof(sc->main), "%s/main.pb.gz", hb_tmpdir());
+	snprintf(sc->peak, sizeof(sc->peak), "%s/peak.pb.gz", hb_tmpdir());
+	snprintf(sc->rec, sizeof(sc->rec), "%s/run.hbr", hb_tmpdir());
+	snprintf(sc->errpath, sizeof(sc->errpath), "%s/live.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", sc->pid, "-d", "8", "-o",
+					sc->main, "--at-peak", sc->peak, "--leaks", "--record",
+					sc->rec, NULL },
+		      sc->errpath);
+	cr_assert(hb_wait_byte(s.pid, flag, 1, 20000, hp), "heapbpf did not start");
+	cmd(&s, "leaks start", reply, sizeof(reply));
+	hb_sleep_ms(2500);
+	cmd(&s, "burst 48 300", reply, sizeof(reply));
+	hb_sleep_ms(2000);
+	cmd(&s, "lifetimes", reply, sizeof(reply));
+	cr_assert_eq(sscanf(reply,
+			    "lifetimes churn_temp %" SCNu64 " %" SCNu64 " %" SCNu64
+			    " hold_medium %" SCNu64 " %" SCNu64 " %" SCNu64,
+			    &sc->churn_n, &sc->churn_p50, &sc->churn_max, &sc->hold_n,
+			    &sc->hold_p50, &sc->hold_max),
+		     6, "%s", reply);
+	cr_assert_eq(hb_wait(hp, 60000), 0, "heapbpf failed (4: events dropped)");
+	cmd(&s, "leaked", reply, sizeof(reply));
+	cr_assert_eq(sscanf(reply,
+			    "leaked leak_fast %" SCNu64 " %" SCNu64 " leak_slow %" SCNu64
+			    " %" SCNu64,
+			    &fast_b, &fast_ns, &slow_b, &slow_ns),
+		     4, "%s", reply);
+	sc->fast_rate = fast_b / (fast_ns / 1e9);
+	sc->slow_rate = slow_b / (slow_ns / 1e9);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_gt(hb_read_file(sc->errpath, &sc->err), 0);
+}
+
+/* ---- the pprof profiles ---- */
+
+static Perftools__Profiles__Profile *load(const char *path)
+{
+	Perftools__Profiles__Profile *p;
+	char *buf;
+	ssize_t n = hb_read_file(path, &buf);
+
+	cr_assert_gt(n, 0, "%s", path);
+	cr_assert_eq(pprof_decode((uint8_t *)buf, n, &p), 0, "%s", path);
+	free(buf);
+	return p;
+}
+
+/* The function that called malloc: the outermost line of the leaf location. */
+static const char *leaf_of(const Perftools__Profiles__Profile *p,
+			   const Perftools__Profiles__Sample *s)
+{
+	const Perftools__Profiles__Location *l = p->location[s->location_id[0] - 1];
+
+	return p->string_table[p->function[l->line[l->n_line - 1]->function_id - 1]->name];
+}
+
+/* The one sample whose leaf is fn, or NULL. */
+static const Perftools__Profiles__Sample *site(const Perftools__Profiles__Profile *p,
+					       const char *fn)
+{
+	const Perftools__Profiles__Sample *found = NULL;
+
+	for (size_t i = 0; i < p->n_sample; i++) {
+		if (p->sample[i]->n_location_id && !strcmp(leaf_of(p, p->sample[i]), fn)) {
+			cr_assert_null(found, "%s has two stacks", fn);
+			found = p->sample[i];
+		}
+	}
+	return found;
+}
+
+/* A numeric label's value, -1 when the sample has none. */
+static int64_t label(const Perftools__Profiles__Profile *p, const Perftools__Profiles__Sample *s,
+		     const char *key)
+{
+	for (size_t i = 0; i < s->n_label; i++) {
+		if (!strcmp(p->string_table[s->label[i]->key], key))
+			return s->label[i]->num;
+	}
+	return -1;
+}
+
+static int64_t inuse_space(const Perftools__Profiles__Sample *s)
+{
+	return s->value[3]; /* alloc_objects, alloc_space, inuse_objects, inuse_space */
+}
+
+/* jemalloc's clock (CLOCK_MONOTONIC_COARSE): one tick. */
+static double resolution_ns(void)
+{
+	struct timespec r;
+
+	cr_assert_eq(clock_getres(CLOCK_MONOTONIC_COARSE, &r), 0);
+	return r.tv_sec * 1e9 + r.tv_nsec;
+}
+
+/* ---- the requirements ---- */
+
+static void fast_leak_is_top_suspect(const struct scenario *sc,
+				     const Perftools__Profiles__Profile *p)
+{
+	const Perftools__Profiles__Sample *s = site(p, "leak_fast");
+	double growth;
+
+	cr_assert_not_null(s);
+	cr_assert_eq(label(p, s, "leak_rank"), 1, "leak_fast is not the top suspect:\n%s", sc->err);
+	growth = (double)label(p, s, "inuse_growth");
+	cr_assert_lt(fabs(growth - sc->fast_rate), 0.1 * sc->fast_rate,
+		     "growth %.0f B/s, the example leaked %.0f B/s", growth, sc->fast_rate);
+	/* the same answer in the text */
+	cr_assert(strstr(sc->err, "heapbpf: leak suspects: stacks whose in-use grew steadily"),
+		  "%s", sc->err);
+}
+
+static void churn_is_temporary(const struct scenario *sc, const Perftools__Profiles__Profile *p)
+{
+	const Perftools__Profiles__Sample *s = site(p, "churn_temp");
+
+	cr_assert_not_null(s);
+	cr_assert_eq(label(p, s, "leak_rank"), -1, "the churn is a suspect:\n%s", sc->err);
+	cr_assert_gt(label(p, s, "freed"), 100);
+	cr_assert_eq(label(p, s, "temporary"), label(p, s, "freed"),
+		     "%" PRId64 " of %" PRId64 " churn objects temporary", label(p, s, "temporary"),
+		     label(p, s, "freed"));
+	cr_assert_eq(label(p, s, "live_at_end"), 0);
+}
+
+static void burst_is_at_the_peak_only(const struct scenario *sc,
+				      const Perftools__Profiles__Profile *end,
+				      const Perftools__Profiles__Profile *peak)
+{
+	const Perftools__Profiles__Sample *at_peak = site(peak, "burst_buffers");
+	const Perftools__Profiles__Sample *at_end = site(end, "burst_buffers");
+	bool commented = false;
+
+	cr_assert_not_null(at_peak, "the burst is not in the peak profile");
+	/* 48 MiB in 64 KiB blocks, each sampled: all of it */
+	cr_assert_geq(inuse_space(at_peak), 47 << 20, "%" PRId64, inuse_space(at_peak));
+	cr_assert(!at_end || inuse_space(at_end) == 0, "the burst is in use at the end");
+	for (size_t i = 0; i < peak->n_comment; i++)
+		commented |= strstr(peak->string_table[peak->comment[i]],
+				    "in use at the peak in use") != NULL;
+	cr_assert(commented, "the peak profile does not say when");
+	cr_assert(strstr(sc->err, "heapbpf: peak in use "), "%s", sc->err);
+	cr_assert(strstr(sc->err, "heapbpf: in use over "), "no sparkline:\n%s", sc->err);
+}
+
+static void slow_leak_above_cache(const struct scenario *sc, const Perftools__Profiles__Profile *p)
+{
+	const Perftools__Profiles__Sample *slow = site(p, "leak_slow"),
+					  *cache = site(p, "cache_fill");
+	int64_t rank = slow ? label(p, slow, "leak_rank") : -1;
+
+	cr_assert_not_null(slow);
+	cr_assert_not_null(cache);
+	cr_assert_lt(inuse_space(slow), inuse_space(cache), "the slow leak is not the smaller");
+	cr_assert_gt(rank, 0, "the slow leak is no suspect:\n%s", sc->err);
+	cr_assert(label(p, cache, "leak_rank") < 0 || label(p, cache, "leak_rank") > rank,
+		  "the cache ranks above the slow leak:\n%s", sc->err);
+}
+
+static void lifetime_agrees(const Perftools__Profiles__Profile *p, const char *fn, uint64_t n,
+			    uint64_t p50, uint64_t max)
+{
+	const Perftools__Profiles__Sample *s = site(p, fn);
+	double res = resolution_ns();
+	int64_t got50, gotmax;
+
+	cr_assert_not_null(s, "%s", fn);
+	/* every object jemalloc sampled there, allocated and freed while heapbpf watched */
+	cr_assert_eq(label(p, s, "freed"), (int64_t)n, "%s", fn);
+	got50 = label(p, s, "lifetime_p50");
+	gotmax = label(p, s, "lifetime_max");
+	/* a median read from a histogram bucket: 1/16 of the value more */
+	cr_assert_leq(fabs((double)got50 - (double)p50), res + p50 / 16.0,
+		      "%s: median %" PRId64 " ns, the example timed %" PRIu64 " ns", fn, got50,
+		      p50);
+	cr_assert_leq(fabs((double)gotmax - (double)max), res,
+		      "%s: longest %" PRId64 " ns, the example timed %" PRIu64 " ns", fn, gotmax,
+		      max);
+}
+
+/* The profiles of a live run and of its report, byte for byte. */
+static void same_bytes(const char *a, const char *b)
+{
+	char *x, *y;
+	ssize_t nx = hb_read_file(a, &x), ny = hb_read_file(b, &y);
+
+	cr_assert_gt(nx, 0);
+	cr_assert_eq(nx, ny, "%s and %s differ in size", a, b);
+	cr_assert_eq(memcmp(x, y, nx), 0, "%s and %s differ", a, b);
+	free(x);
+	free(y);
+}
+
+/* `heapbpf report` of the recording: the same --leaks text, the same profiles. */
+static void report_gives_the_same_answer(const struct scenario *sc)
+{
+	char rep[PATH_MAX], rpeak[PATH_MAX], err[65536], *a, *b;
+
+	snprintf(rep, sizeof(rep), "%s/report.pb.gz", hb_tmpdir());
+	snprintf(rpeak, sizeof(rpeak), "%s/report-peak.pb.gz", hb_tmpdir());
+	cr_assert_eq(hb_run((const char *[]){ "report", sc->rec, "--leaks", "-o", rep, "--at-peak",
+					      rpeak, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	a = strstr(sc->err, "heapbpf: leak suspects");
+	b = strstr(err, "heapbpf: leak suspects");
+	cr_assert(a && b, "%s", err);
+	cr_assert_str_eq(b, a);
+	same_bytes(sc->main, rep);
+	same_bytes(sc->peak, rpeak);
+}
+
+Test(leaks, scenario_with_known_rates)
+{
+	struct scenario sc = { 0 };
+	Perftools__Profiles__Profile *end, *peak;
+
+	run_scenario(&sc);
+	end = load(sc.main);
+	peak = load(sc.peak);
+	fast_leak_is_top_suspect(&sc, end);
+	churn_is_temporary(&sc, end);
+	burst_is_at_the_peak_only(&sc, end, peak);
+	slow_leak_above_cache(&sc, end);
+	lifetime_agrees(end, "churn_temp", sc.churn_n, sc.churn_p50, sc.churn_max);
+	lifetime_agrees(end, "hold_medium", sc.hold_n, sc.hold_p50, sc.hold_max);
+	report_gives_the_same_answer(&sc);
+	perftools__profiles__profile__free_unpacked(end, NULL);
+	perftools__profiles__profile__free_unpacked(peak, NULL);
+	free(sc.err);
+}
+
+/* The last --interval window judges everything since attach, not its own 2 s. */
+Test(leaks, interval_windows_keep_the_evidence)
+{
+	char pid[16], dir[PATH_MAX], errpath[PATH_MAX], reply[256], *err, *last, *line;
+	uint64_t flag;
+	struct svc s = start_example(pid, &flag);
+	double span;
+	int windows = 0;
+	pid_t hp;
+
+	snprintf(dir, sizeof(dir), "%s/snapshots", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/interval.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "--interval", "2", "-d",
+					"6", "--output-dir", dir, "--leaks", NULL },
+		      errpath);
+	cr_assert(hb_wait_byte(s.pid, flag, 1, 20000, hp), "heapbpf did not start");
+	cmd(&s, "leaks start", reply, sizeof(reply));
+	cr_assert_eq(hb_wait(hp, 60000), 0);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_gt(hb_read_file(errpath, &err), 0);
+	for (line = err; (line = strstr(line, "heapbpf: leak suspects")); line++) {
+		last = line;
+		windows++;
+	}
+	cr_assert_geq(windows, 3, "%s", err);
+	/* "... over N points in X s": the last window's evidence starts at the first sample */
+	line = strstr(last, " points in ");
+	cr_assert_not_null(line, "%s", last);
+	span = strtod(line + strlen(" points in "), NULL);
+	cr_assert_gt(span, 4.0, "the last window judged %.1f s only:\n%s", span, err);
+	line = strstr(last, "leak_fast");
+	cr_assert_not_null(line, "%s", last);
+	cr_assert_lt(line - last, strstr(last, "heapbpf: lifetimes") - last,
+		     "leak_fast is no suspect in the last window:\n%s", last);
+	free(err);
+}
