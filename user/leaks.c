@@ -28,6 +28,8 @@ uint64_t hb_lt_bucket_start(uint32_t b)
 
 	if (b < 2 * SUB)
 		return b;
+	if (b >= HB_LT_NBUCKETS)
+		return UINT64_MAX;
 	k = b / SUB + HB_LT_SUB_BITS - 1;
 	return (uint64_t)(SUB + b % SUB) << (k - HB_LT_SUB_BITS);
 }

@@ -254,8 +254,8 @@ static void print_suspects(FILE *f, const struct hb_profile *p, const struct hb_
 		const struct hb_axis *sx = &a->axes[s->axis];
 		char conf[48];
 
-		summary_bytes(rate, sizeof(rate), s->trend.slope);
-		strcat(rate, "/s");
+		summary_bytes(rate, sizeof(rate) - 2, s->trend.slope);
+		memcpy(rate + strlen(rate), "/s", 3);
 		summary_bytes(inuse, sizeof(inuse),
 			      (double)p->samples[a->suspects[i]].v[HB_INUSE_SPACE]);
 		if (s->oldest_ts && sx->end_ts >= s->oldest_ts)

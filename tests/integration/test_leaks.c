@@ -108,16 +108,19 @@ static void run_scenario(struct scenario *sc)
 
 /* ---- the pprof profiles ---- */
 
-static Perftools__Profiles__Profile *load(const char *path)
+/* The end profile and the one at the peak. */
+static void load(const struct scenario *sc, Perftools__Profiles__Profile *out[2])
 {
-	Perftools__Profiles__Profile *p;
-	char *buf;
-	ssize_t n = hb_read_file(path, &buf);
+	const char *paths[2] = { sc->main, sc->peak };
 
-	cr_assert_gt(n, 0, "%s", path);
-	cr_assert_eq(pprof_decode((uint8_t *)buf, n, &p), 0, "%s", path);
-	free(buf);
-	return p;
+	for (int i = 0; i < 2; i++) {
+		char *buf;
+		ssize_t n = hb_read_file(paths[i], &buf);
+
+		cr_assert_gt(n, 0, "%s", paths[i]);
+		cr_assert_eq(pprof_decode((uint8_t *)buf, n, &out[i]), 0, "%s", paths[i]);
+		free(buf);
+	}
 }
 
 /* The function that called malloc: the outermost line of the leaf location. */
@@ -290,11 +293,12 @@ static void report_gives_the_same_answer(const struct scenario *sc)
 Test(leaks, scenario_with_known_rates)
 {
 	struct scenario sc = { 0 };
-	Perftools__Profiles__Profile *end, *peak;
+	Perftools__Profiles__Profile *pp[2], *end, *peak;
 
 	run_scenario(&sc);
-	end = load(sc.main);
-	peak = load(sc.peak);
+	load(&sc, pp);
+	end = pp[0];
+	peak = pp[1];
 	fast_leak_is_top_suspect(&sc, end);
 	churn_is_temporary(&sc, end);
 	burst_is_at_the_peak_only(&sc, end, peak);

@@ -15,6 +15,7 @@
 
 #include <linux/types.h>
 
+#include "cli.h"
 #include "collector.h"
 #include "heapbpf.h"
 #include "leaks.h"
@@ -26,20 +27,17 @@
 #define MS	1000000ULL
 #define TICK_NS (4 * MS) /* the coarse clock's tick on the test machines (HZ=250) */
 
-static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-
+/* glibc's random(), seeded: the same events on every run */
 static uint64_t rnd(void)
 {
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545f4914f6cdd1dULL;
+	return (uint64_t)random() << 31 ^ (uint64_t)random();
 }
 
 static struct collector *new_collector(void)
 {
 	struct collector *c;
 
+	srandom(42);
 	cr_assert_eq(collector__new(PERIOD, &c), 0);
 	collector__set_attach_time(c, 1);
 	return c;
@@ -322,7 +320,7 @@ Test(leaks, checkpoints_follow_event_time_and_halve_when_full)
 		alloc_ev(c, 0, 0x100, 0, usize, t0 + i * step);
 		if (i % 2 == 0)
 			alloc_ev(c, 1, 0x200, 0, usize, t0 + i * step + 1);
-		ck = collector__checkpoints(c, &n);
+		(void)collector__checkpoints(c, &n);
 		cr_assert_leq(n, COLLECTOR_MAX_CHECKPOINTS);
 		/* once full, never below half */
 		cr_assert(prev_n < COLLECTOR_MAX_CHECKPOINTS / 2 ||
@@ -700,4 +698,86 @@ Test(leaks, labels_reach_pprof_with_units)
 	perftools__profiles__profile__free_unpacked(pp, NULL);
 	free(gz);
 	hb_profile__free(p);
+}
+
+/* --interval starts a window with collector__reset_alloc: the evidence stays. */
+Test(leaks, a_new_window_keeps_the_evidence)
+{
+	struct collector *c = synthetic_run();
+	const struct hb_stack *churn = stack_of(c, 3), *leak = stack_of(c, 0);
+	struct collector_totals peak = *collector__peak(c);
+	size_t n, n2;
+	uint64_t freed = churn->lifetimes.n;
+
+	collector__checkpoints(c, &n);
+	collector__reset_alloc(c);
+	collector__checkpoints(c, &n2);
+	cr_assert_eq(churn->samples, 0, "the window's allocations restart");
+	cr_assert_eq(n2, n);
+	cr_assert_eq(churn->lifetimes.n, freed);
+	cr_assert_eq(leak->inuse_samples, 1000);
+	cr_assert_eq(leak->peak_samples, 1000);
+	cr_assert_eq(collector__peak(c)->ts, peak.ts);
+	cr_assert_eq(collector__peak(c)->inuse_bytes, peak.inuse_bytes);
+	collector__free(c);
+}
+
+static int parse(struct cli *c, const char *const *args)
+{
+	char *argv[16];
+	int argc = 0;
+
+	while (args[argc] && argc < 15) {
+		argv[argc] = (char *)args[argc];
+		argc++;
+	}
+	argv[argc] = NULL;
+	return cli_parse(argc, argv, c);
+}
+
+Test(leaks, options)
+{
+	struct cli c;
+
+	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "--pid", "1", NULL }), 0);
+	cr_assert_not(c.leaks);
+	cr_assert_null(c.at_peak);
+	cr_assert_eq(c.temporary_ns, 1000000, "1 ms by default");
+	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "--pid", "1", "--leaks", "--at-peak",
+						 "peak.pb.gz", "--temporary-threshold", "250us",
+						 NULL }),
+		     0);
+	cr_assert(c.leaks);
+	cr_assert_str_eq(c.at_peak, "peak.pb.gz");
+	cr_assert_eq(c.temporary_ns, 250000);
+	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "-p", "1", "--temporary-threshold",
+						 "2s", NULL }),
+		     0);
+	cr_assert_eq(c.temporary_ns, 2000000000ULL);
+	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "-p", "1", "--temporary-threshold",
+						 "0.005", NULL }),
+		     0);
+	cr_assert_eq(c.temporary_ns, 5000000, "a bare number is seconds");
+	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "report", "r.hbr", "--leaks",
+						 "--at-peak", "p.folded", "-f", "folded", NULL }),
+		     0);
+	cr_assert(c.leaks);
+	for (const char *const *bad =
+		     (const char *const[]){ "0", "-1ms", "1h", "ms", "", "2d", "100000s", NULL };
+	     *bad; bad++)
+		cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "-p", "1",
+							 "--temporary-threshold", *bad, NULL }),
+			     -EINVAL, "\"%s\" taken", *bad);
+	/* one file: not with several targets or windows */
+	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "--unit", "x", "--at-peak", "p.pb.gz",
+						 NULL }),
+		     -EINVAL);
+	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "-p", "1", "--output-dir", "/tmp",
+						 "--at-peak", "p.pb.gz", NULL }),
+		     -EINVAL);
+	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "-p", "1", "-o", "p.pb.gz", "--at-peak",
+						 "p.pb.gz", NULL }),
+		     -EINVAL, "the profile's own file");
+	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "top", "-p", "1", "--leaks", NULL }),
+		     -EINVAL);
 }
