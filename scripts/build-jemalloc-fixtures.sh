@@ -7,7 +7,7 @@
 # $HEAPBPF_CACHE (default /var/cache/heapbpf; set it empty for
 # BUILD/fixture-cache), under a key that hashes everything the set is made
 # from: the Debian source packages (the files apt-get source downloads, with
-# their SHA-256), fixtures.mk, the 5.2.1 patch, these scripts and the
+# their SHA-256), fixtures.mk, the 5.2.1 patch, the fetch script and the
 # toolchain's versions. While none of them changes, BUILD/fixtures/NAME links
 # to the kept set; after a change the set is built again in
 # BUILD/fixtures-work (make redoes only what the change touched) and kept
@@ -26,8 +26,7 @@ cache=${HEAPBPF_CACHE-/var/cache/heapbpf}
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 out=$build/fixtures
-# one job per core of its own, also when make test runs it beside other jobs:
-# when the jemallocs are built, they are what make test waits for longest
+# one job per core of its own, also when make test runs it beside other jobs
 unset MAKEFLAGS MFLAGS MAKELEVEL
 fxmk=(make --no-print-directory -j"$(nproc)" -f tests/fixtures/fixtures.mk ${V:+V=$V})
 start=$(date +%s)
@@ -42,9 +41,9 @@ toolchain() {
 key=$( {
 	echo "sources:"
 	scripts/fetch-jemalloc-sources.sh --identity "$cache/apt"
+	# what is built is fixtures.mk's (this script only runs it and keeps the result)
 	echo "recipe:"
-	sha256sum tests/fixtures/fixtures.mk tests/fixtures/*.patch \
-		scripts/build-jemalloc-fixtures.sh scripts/fetch-jemalloc-sources.sh
+	sha256sum tests/fixtures/fixtures.mk tests/fixtures/*.patch scripts/fetch-jemalloc-sources.sh
 	echo "toolchain:"
 	toolchain
 } | sha256sum | cut -c1-16)
@@ -58,7 +57,9 @@ fi
 if [ ! -f "$set_dir/.complete" ]; then
 	work=$build/fixtures-work
 	scripts/fetch-jemalloc-sources.sh "$cache/apt" "$work/src"
-	"${fxmk[@]}" F="$work" jemalloc
+	# at a lower priority: in make test, the builds and tests that do not need
+	# the fixtures (all but versions) go first, the jemallocs use what CPU they leave
+	nice -n 10 "${fxmk[@]}" F="$work" jemalloc
 	tmp=$(mktemp -d "$cache/.jemalloc-$key.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
 	"${fxmk[@]}" F="$work" DEST="$tmp" install-jemalloc
