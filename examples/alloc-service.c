@@ -1007,17 +1007,25 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* N P50 MAX of one site's sampled lifetimes (ns); p50: the value at rank n / 2. */
+/*
+ * N P50 MAX UNDER1MS of one site's sampled lifetimes (ns): p50 the value at
+ * rank n / 2, UNDER1MS how many were shorter than 1 ms (heapbpf's default
+ * temporary threshold; a thread preempted between malloc and free is not).
+ */
 static void timed_stats(struct timed_site *s, char *buf, size_t len)
 {
+	size_t under = 0;
+
 	qsort(s->ns, s->n, sizeof(*s->ns), cmp_u64);
-	snprintf(buf, len, "%zu %" PRIu64 " %" PRIu64, s->n, s->n ? s->ns[s->n / 2] : 0,
-		 s->n ? s->ns[s->n - 1] : 0);
+	while (under < s->n && s->ns[under] < 1000000)
+		under++;
+	snprintf(buf, len, "%zu %" PRIu64 " %" PRIu64 " %zu", s->n, s->n ? s->ns[s->n / 2] : 0,
+		 s->n ? s->ns[s->n - 1] : 0, under);
 }
 
 static void cmd_lifetimes(void)
 {
-	char churn[96], hold[96];
+	char churn[128], hold[128];
 
 	if (!scn.started) {
 		reply("error leaks not started");
@@ -1246,8 +1254,9 @@ static void usage(FILE *f)
 "                                                          -> burst MIB\n"
 "  lifetimes      stop churn_temp and hold_medium (their objects freed); for\n"
 "                 each, the objects jemalloc sampled: count, median and\n"
-"                 longest lifetime in ns, timed by the site itself\n"
-"                 -> lifetimes churn_temp N P50 MAX hold_medium N P50 MAX\n"
+"                 longest lifetime in ns, and how many lived under 1 ms, timed\n"
+"                 by the site itself\n"
+"                 -> lifetimes churn_temp N P50 MAX UNDER hold_medium N P50 MAX UNDER\n"
 "  leaked         bytes leaked so far and over how many ns, and the cache's size\n"
 "                 -> leaked leak_fast BYTES NS leak_slow BYTES NS cache_fill BYTES\n"
 "  quit           stop the workers and exit 0                     -> bye\n"

@@ -37,8 +37,11 @@ TestSuite(leaks, .fini = hb_tmpdir_cleanup, .timeout = 180);
 struct scenario {
 	char pid[16], main[PATH_MAX], peak[PATH_MAX], rec[PATH_MAX], errpath[PATH_MAX];
 	char *err; /* heapbpf's stderr */
-	/* the example's own record: count, median and longest lifetime (ns) of sampled objects */
-	uint64_t churn_n, churn_p50, churn_max, hold_n, hold_p50, hold_max;
+	/*
+	 * the example's own record of the objects jemalloc sampled: count, median and
+	 * longest lifetime (ns), how many lived under 1 ms
+	 */
+	uint64_t churn_n, churn_p50, churn_max, churn_under, hold_n, hold_p50, hold_max, hold_under;
 	double fast_rate, slow_rate; /* bytes per second it leaked */
 };
 
@@ -88,11 +91,11 @@ static void run_scenario(struct scenario *sc)
 	hb_sleep_ms(2000);
 	cmd(&s, "lifetimes", reply, sizeof(reply));
 	cr_assert_eq(sscanf(reply,
-			    "lifetimes churn_temp %" SCNu64 " %" SCNu64 " %" SCNu64
-			    " hold_medium %" SCNu64 " %" SCNu64 " %" SCNu64,
-			    &sc->churn_n, &sc->churn_p50, &sc->churn_max, &sc->hold_n,
-			    &sc->hold_p50, &sc->hold_max),
-		     6, "%s", reply);
+			    "lifetimes churn_temp %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+			    " hold_medium %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
+			    &sc->churn_n, &sc->churn_p50, &sc->churn_max, &sc->churn_under,
+			    &sc->hold_n, &sc->hold_p50, &sc->hold_max, &sc->hold_under),
+		     8, "%s", reply);
 	cr_assert_eq(hb_wait(hp, 60000), 0, "heapbpf failed (4: events dropped)");
 	cmd(&s, "leaked", reply, sizeof(reply));
 	cr_assert_eq(sscanf(reply,
@@ -194,13 +197,21 @@ static void churn_is_temporary(const struct scenario *sc, const Perftools__Profi
 {
 	const Perftools__Profiles__Sample *s = site(p, "churn_temp");
 
+	int64_t freed, temp;
+
 	cr_assert_not_null(s);
 	cr_assert_eq(label(p, s, "leak_rank"), -1, "the churn is a suspect:\n%s", sc->err);
-	cr_assert_gt(label(p, s, "freed"), 100);
-	cr_assert_eq(label(p, s, "temporary"), label(p, s, "freed"),
-		     "%" PRId64 " of %" PRId64 " churn objects temporary", label(p, s, "temporary"),
-		     label(p, s, "freed"));
+	freed = label(p, s, "freed");
+	temp = label(p, s, "temporary");
+	cr_assert_gt(freed, 100);
 	cr_assert_eq(label(p, s, "live_at_end"), 0);
+	/*
+	 * temporary: each object is freed right after it is allocated, unless its
+	 * thread was preempted in between for more than a millisecond on a loaded
+	 * machine, which the example's own timing sees too
+	 */
+	cr_assert_geq(temp, freed * 99 / 100, "%" PRId64 " of %" PRId64 " churn objects temporary",
+		      temp, freed);
 }
 
 static void burst_is_at_the_peak_only(const struct scenario *sc,
@@ -238,7 +249,7 @@ static void slow_leak_above_cache(const struct scenario *sc, const Perftools__Pr
 }
 
 static void lifetime_agrees(const Perftools__Profiles__Profile *p, const char *fn, uint64_t n,
-			    uint64_t p50, uint64_t max)
+			    uint64_t p50, uint64_t max, uint64_t under)
 {
 	const Perftools__Profiles__Sample *s = site(p, fn);
 	double res = resolution_ns();
@@ -256,6 +267,10 @@ static void lifetime_agrees(const Perftools__Profiles__Profile *p, const char *f
 	cr_assert_leq(fabs((double)gotmax - (double)max), res,
 		      "%s: longest %" PRId64 " ns, the example timed %" PRIu64 " ns", fn, gotmax,
 		      max);
+	/* temporary (under 1 ms): only lifetimes within microseconds of 1 ms may differ */
+	cr_assert_leq(llabs(label(p, s, "temporary") - (int64_t)under), 2 + n / 1000,
+		      "%s: %" PRId64 " temporary, %" PRIu64 " under 1 ms by the example's timing",
+		      fn, label(p, s, "temporary"), under);
 }
 
 /* The profiles of a live run and of its report, byte for byte. */
@@ -303,8 +318,8 @@ Test(leaks, scenario_with_known_rates)
 	churn_is_temporary(&sc, end);
 	burst_is_at_the_peak_only(&sc, end, peak);
 	slow_leak_above_cache(&sc, end);
-	lifetime_agrees(end, "churn_temp", sc.churn_n, sc.churn_p50, sc.churn_max);
-	lifetime_agrees(end, "hold_medium", sc.hold_n, sc.hold_p50, sc.hold_max);
+	lifetime_agrees(end, "churn_temp", sc.churn_n, sc.churn_p50, sc.churn_max, sc.churn_under);
+	lifetime_agrees(end, "hold_medium", sc.hold_n, sc.hold_p50, sc.hold_max, sc.hold_under);
 	report_gives_the_same_answer(&sc);
 	perftools__profiles__profile__free_unpacked(end, NULL);
 	perftools__profiles__profile__free_unpacked(peak, NULL);
