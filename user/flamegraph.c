@@ -691,6 +691,62 @@ static void write_notes(const struct page *pg)
 	fputs("</ul>\n", pg->f);
 }
 
+/* x in a 1000-wide box for a time of the profile's timeline */
+static double timeline_x(const struct hb_profile *p, int64_t t)
+{
+	const struct hb_timeline_point *tl = p->timeline;
+	double span = (double)(tl[p->ntimeline - 1].time_nanos - tl[0].time_nanos);
+
+	return 1000.0 * (double)(t - tl[0].time_nanos) / span;
+}
+
+/*
+ * The window over time (user/leaks.h): in use as an area, the allocation
+ * rate as a line, the peak as a dashed mark, each scaled to its own maximum.
+ */
+static void write_timeline(const struct page *pg)
+{
+	const struct hb_profile *p = pg->fg->p;
+	const struct hb_timeline_point *tl = p->timeline;
+	double max_in = 1, max_rate = 1;
+	char b[32], r[32];
+	FILE *f = pg->f;
+
+	if (p->ntimeline < 2 || tl[p->ntimeline - 1].time_nanos <= tl[0].time_nanos)
+		return;
+	for (size_t i = 0; i < p->ntimeline; i++) {
+		max_in = tl[i].inuse_space > max_in ? tl[i].inuse_space : max_in;
+		max_rate = i && tl[i].alloc_rate > max_rate ? tl[i].alloc_rate : max_rate;
+	}
+	human_bytes((int64_t)max_in, b, sizeof(b));
+	human_bytes((int64_t)max_rate, r, sizeof(r));
+	fprintf(f,
+		"<p id=\"hb-timeline-cap\">over %.1f s: in use (area, at most %s), allocated per "
+		"second (line, at most %s)%s</p>\n<svg id=\"hb-timeline\" viewBox=\"0 0 1000 100\" "
+		"preserveAspectRatio=\"none\" width=\"100%%\" height=\"48\" role=\"img\" "
+		"aria-labelledby=\"hb-timeline-cap\"><polygon fill=\"#e8a33c\" "
+		"fill-opacity=\"0.5\" points=\"0,100",
+		(tl[p->ntimeline - 1].time_nanos - tl[0].time_nanos) / 1e9, b, r,
+		p->peak_time_nanos ? ", peak (dashed)" : "");
+	for (size_t i = 0; i < p->ntimeline; i++)
+		fprintf(f, " %.1f,%.1f", timeline_x(p, tl[i].time_nanos),
+			100 - 95 * tl[i].inuse_space / max_in);
+	fputs(" 1000,100\"/><polyline fill=\"none\" stroke=\"#3c6ee8\" stroke-width=\"1.5\" "
+	      "vector-effect=\"non-scaling-stroke\" points=\"",
+	      f);
+	/* the first point has no interval before it */
+	for (size_t i = 1; i < p->ntimeline; i++)
+		fprintf(f, "%s%.1f,%.1f", i > 1 ? " " : "", timeline_x(p, tl[i].time_nanos),
+			100 - 95 * tl[i].alloc_rate / max_rate);
+	fputs("\"/>", f);
+	if (p->peak_time_nanos)
+		fprintf(f,
+			"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"0\" y2=\"100\" stroke=\"#c0392b\" "
+			"stroke-dasharray=\"4 3\" vector-effect=\"non-scaling-stroke\"/>",
+			timeline_x(p, p->peak_time_nanos), timeline_x(p, p->peak_time_nanos));
+	fputs("</svg>\n", f);
+}
+
 static void write_head(const struct page *pg)
 {
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -774,6 +830,7 @@ int flamegraph__write_html(const struct flamegraph *fg, FILE *f)
 	fputs("<body>\n<div id=\"hb-top\">\n", f);
 	write_title(&pg);
 	write_notes(&pg);
+	write_timeline(&pg);
 	write_controls(f);
 	fputs("</div>\n<noscript>This flame graph needs JavaScript.</noscript>\n"
 	      "<div id=\"hb-graph\"></div>\n",
