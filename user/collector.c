@@ -278,7 +278,7 @@ static int checkpoints_before(struct collector *c, uint64_t ts)
 {
 	int err;
 
-	if (ts < c->next_ckpt || (c->stop_ns && ts >= c->stop_ns))
+	if (ts < c->next_ckpt || c->next_ckpt == UINT64_MAX || (c->stop_ns && ts >= c->stop_ns))
 		return 0;
 	if (!c->nckpts) {
 		c->ckpt_every = CHECKPOINT_FIRST_NS;
@@ -291,6 +291,11 @@ static int checkpoints_before(struct collector *c, uint64_t ts)
 		err = checkpoint_take(c, c->next_ckpt);
 		if (err)
 			return err;
+		/* a clock near 2^64 ns (a corrupt recording): the last checkpoint */
+		if (c->next_ckpt > UINT64_MAX - c->ckpt_every || c->ckpt_every > UINT64_MAX / 4) {
+			c->next_ckpt = UINT64_MAX;
+			return 0;
+		}
 		c->next_ckpt += c->ckpt_every;
 	}
 	return 0;

@@ -781,3 +781,19 @@ Test(leaks, options)
 	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "top", "-p", "1", "--leaks", NULL }),
 		     -EINVAL);
 }
+
+/* A corrupt recording's clock near 2^64 ns: a few checkpoints, no endless loop. */
+Test(leaks, checkpoints_survive_absurd_clocks, .timeout = 10)
+{
+	struct collector *c = new_collector();
+	size_t n;
+
+	alloc_ev(c, 0, 0x100, 0, 64, 1000);
+	alloc_ev(c, 0, 0x100, 0, 64, UINT64_MAX - 5);
+	alloc_ev(c, 0, 0x100, 0, 64, UINT64_MAX);
+	alloc_ev(c, 0, 0x100, 0, 64, UINT64_MAX);
+	collector__checkpoints(c, &n);
+	cr_assert_leq(n, COLLECTOR_MAX_CHECKPOINTS);
+	cr_assert_eq(collector__totals(c)->inuse_samples, 4);
+	collector__free(c);
+}
