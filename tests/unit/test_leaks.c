@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "collector.h"
+#include "flamegraph.h"
 #include "heapbpf.h"
 #include "leaks.h"
 #include "pprof.h"
@@ -796,4 +797,58 @@ Test(leaks, checkpoints_survive_absurd_clocks, .timeout = 10)
 	cr_assert_leq(n, COLLECTOR_MAX_CHECKPOINTS);
 	cr_assert_eq(collector__totals(c)->inuse_samples, 4);
 	collector__free(c);
+}
+
+/* The flame graph page draws the timeline: in use, allocation rate, the peak. */
+Test(leaks, flame_graph_draws_the_timeline)
+{
+	struct hb_profile *p = calloc(1, sizeof(*p));
+	char *page = NULL, *svg, *pts;
+	size_t len = 0, commas = 0;
+	FILE *f;
+
+	cr_assert_not_null(p);
+	p->ntimeline = 5;
+	p->timeline = calloc(5, sizeof(*p->timeline));
+	cr_assert_not_null(p->timeline);
+	for (int i = 0; i < 5; i++)
+		p->timeline[i] = (struct hb_timeline_point){ 1000000000LL * (10 + i), 1024.0 * i,
+							     i ? 4096.0 : 0 };
+	p->peak_time_nanos = 1000000000LL * 13 + 500000000;
+	p->peak_inuse_space = 4096;
+	f = open_memstream(&page, &len);
+	cr_assert_not_null(f);
+	cr_assert_eq(flamegraph_write(p, HB_INUSE_SPACE, f), 0);
+	fclose(f);
+	svg = strstr(page, "<svg id=\"hb-timeline\"");
+	cr_assert_not_null(svg, "%s", page);
+	cr_assert(strstr(page, "over 4.0 s: in use (area, at most 4.0 KiB), allocated per second "
+			       "(line, at most 4.0 KiB), peak (dashed)"),
+		  "%s", page);
+	/* the area: the 5 points between its two corners on the baseline */
+	pts = strstr(svg, "points=\"0,100 ");
+	cr_assert_not_null(pts);
+	cr_assert(strncmp(pts,
+			  "points=\"0,100 0.0,100.0 250.0,76.2 500.0,52.5 750.0,28.8 "
+			  "1000.0,5.0 1000,100\"",
+			  strlen("points=\"0,100 0.0,100.0 250.0,76.2 500.0,52.5 750.0,28.8 "
+				 "1000.0,5.0 1000,100\"")) == 0,
+		  "%.120s", pts);
+	/* the rate: from the second point on; the peak at 3.5 s of 4 */
+	pts = strstr(svg, "<polyline");
+	cr_assert_not_null(pts);
+	for (char *q = strstr(pts, "points=\""); *q && *q != '/'; q++)
+		commas += *q == ',';
+	cr_assert_eq(commas, 4);
+	cr_assert(strstr(svg, "<line x1=\"875.0\" x2=\"875.0\""), "%.600s", svg);
+	free(page);
+	/* no timeline, no chart */
+	p->ntimeline = 1;
+	page = NULL;
+	f = open_memstream(&page, &len);
+	cr_assert_eq(flamegraph_write(p, HB_INUSE_SPACE, f), 0);
+	fclose(f);
+	cr_assert_null(strstr(page, "hb-timeline"));
+	free(page);
+	hb_profile__free(p);
 }
