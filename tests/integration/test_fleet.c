@@ -268,15 +268,16 @@ Test(fleet, unit_child_forked_in_the_window_is_restored_and_followed)
 		     0);
 	snprintf(errpath, sizeof(errpath), "%s/unitfork.err", hb_tmpdir());
 	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--unit", unit, "-d", "0",
-					"--follow-forks", "--output-dir", out, "-f", "folded",
-					NULL },
+					"--follow-forks", "--output-dir", out, "-f", "folded", "-t",
+					"alloc_space", NULL },
 		      errpath);
 	cr_assert(hb_wait_byte(a.pid, flag, 1, 20000, hp), "heapbpf did not start");
 	cr_assert_eq(svc_cmd(&a, "fork 30", reply, sizeof(reply), 10000), 0);
 	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
 	cr_assert_eq(hb_peek(child, flag, &b, 1), 0);
 	cr_assert_eq(b, 1, "the child did not inherit sampling on");
-	hb_sleep_ms(1500);
+	/* the child frees what it allocates: its allocations, not its in-use, show it */
+	hb_sleep_ms(3000);
 	kill(hp, SIGTERM);
 	rc = hb_wait(hp, 30000);
 	cr_assert_geq(hb_read_file(errpath, &text), 0);
