@@ -70,7 +70,8 @@ if [ ! -f "$set_dir/.complete" ]; then
 	echo "heapbpf: jemalloc fixtures built in $(($(date +%s) - start)) s, kept in $set_dir" >&2
 fi
 touch "$set_dir"
-find "$cache" -maxdepth 1 -name 'jemalloc-*' ! -name '*.lock' -mtime +30 \
+# sets (and their locks) unused for 30 days, and what a killed build left a day ago
+find "$cache" -maxdepth 1 \( -name 'jemalloc-*' -mtime +30 -o -name '.jemalloc-*' -mtime +1 \) \
 	-exec rm -rf {} + 2>/dev/null || true
 
 # BUILD/fixtures as an older make test left it: the builds themselves were in it

@@ -32,8 +32,9 @@ set -uo pipefail
 build=${1:?usage: $0 BUILD GROUP}
 group=${2:?usage: $0 BUILD GROUP}
 # soak: 8 threads allocating without pause for up to a minute, on purpose
-# saturating the machine, which would starve the tests beside it
-SERIAL_SUITES="soak"
+# saturating the machine, which would starve the tests beside it; leaks:
+# measures growth rates and lifetimes in time, which tests beside it would stretch
+SERIAL_SUITES="soak leaks"
 slots=${HEAPBPF_TEST_JOBS:-$(($(nproc) + 1))}
 slotdir=${HEAPBPF_TEST_SLOTS:-}
 if [ -z "$slotdir" ]; then
