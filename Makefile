@@ -154,12 +154,13 @@ fixtures:
 # make test: the format and lint checks; both builds (plain, and $(SAN) with
 # ASan/UBSan) and the fixtures; each pass's test groups (scripts/run-tests.sh
 # BUILD GROUP): unit, integration (every suite but versions and the serial
-# ones), versions (on the fixtures), serial (soak, which loads every core on
-# purpose) and, in the plain pass, fuzz (the fuzzer has the sanitizers built
-# in). Every job starts as soon as what it needs is built: the fixtures first
-# (minutes when they are not cached; only versions needs them), the tests of
-# one pass beside the other's and beside the builds, the fuzzer (a core for a
-# minute) once the builds are done. make runs two jobs per core, plus one per
+# ones), versions (on the fixtures), serial (SERIAL_SUITES in run-tests.sh:
+# soak, which loads every core on purpose, and leaks, which measures in time)
+# and, in the plain pass, fuzz (the fuzzer has the sanitizers built in). Every
+# job starts as soon as what it needs is built: the tests of one pass beside
+# the other's and beside the builds; lint and the fixtures (minutes when they
+# are not cached; only versions needs them) at a lower priority; the fuzzer
+# (a core for a minute) once the builds are done. make runs two jobs per core, plus one per
 # test group, as the groups mostly wait: the integration tests of both passes
 # share HEAPBPF_TEST_JOBS slots (default: cores + 1) in $(BUILD)/test-slots,
 # and a serial test takes all of them. Each group leaves its counts in
