@@ -23,11 +23,14 @@ echo "== heapbpf --pid $svc --duration 5 -o $out/heap.pb.gz"
 echo
 echo "== heapbpf --pid $svc --duration 3 --format folded -o $out/heap.folded"
 "$build/heapbpf" --pid "$svc" --duration 3 --format folded -o "$out/heap.folded" -q
+echo "== heapbpf --pid $svc --duration 3 --format html -o $out/heap.html"
+"$build/heapbpf" --pid "$svc" --duration 3 --format html -o "$out/heap.html" -q
 
 echo
 echo "Profiles of pid $svc:"
 echo "  $out/heap.pb.gz   pprof (alloc_objects, alloc_space, inuse_objects, inuse_space)"
 echo "  $out/heap.folded  folded stacks, in-use bytes (flamegraph.pl / speedscope)"
+echo "  $out/heap.html    the flame graph: open it in any browser (one file, nothing fetched)"
 echo
 echo "Top in-use stacks (folded, bytes):"
 sort -t' ' -k2 -n -r "$out/heap.folded" | head -5 | sed 's/^/  /'
