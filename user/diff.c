@@ -534,16 +534,11 @@ int diff_command(const struct cli *o, char *err, size_t errlen)
 		.sample_type = o->sample_type,
 		.path = o->output,
 	};
-	char outbuf[64], ts[32];
-	time_t now = time(NULL);
-	struct tm tm;
+	char outbuf[64];
 	int rc;
 
 	if (!s.path) {
-		localtime_r(&now, &tm);
-		strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
-		snprintf(outbuf, sizeof(outbuf), "heapbpf-diff-%s.%s", ts,
-			 sink_extension(o->format, false));
+		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-diff", o->format);
 		s.path = outbuf;
 	}
 

@@ -125,17 +125,6 @@ static void deliver(struct run *r)
 		fprintf(stderr, "heapbpf: pyroscope: delivered %zu profile(s)\n", fr.sent);
 }
 
-static void default_output(pid_t pid, const struct cli *o, char *buf, size_t len)
-{
-	char ts[32];
-	time_t now = time(NULL);
-	struct tm tm;
-
-	localtime_r(&now, &tm);
-	strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
-	snprintf(buf, len, "heapbpf-%d-%s.%s", pid, ts, sink_extension(o->format, false));
-}
-
 /* One target; its outcome joins the run's. */
 static int run_target(struct run *r, pid_t pid, char *err, size_t errlen)
 {
@@ -146,7 +135,10 @@ static int run_target(struct run *r, pid_t pid, char *err, size_t errlen)
 
 	/* a plain run always writes a file (unless it only records); fleet modes, top: only -o */
 	if (!tr.output && !run_fleet_output(o) && !o->record && o->mode != MODE_TOP) {
-		default_output(pid, o, outbuf, sizeof(outbuf));
+		char stem[32];
+
+		snprintf(stem, sizeof(stem), "heapbpf-%d", pid);
+		sink_default_name(outbuf, sizeof(outbuf), stem, o->format);
 		tr.output = outbuf;
 	}
 	rc = live_run(&tr, err, errlen);

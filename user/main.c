@@ -44,11 +44,9 @@ static int report_recording(struct run *r, char *err, size_t errlen)
 		.temporary_ns = o->temporary_ns,
 	};
 	struct target_run tr = { .run = r, .output = o->output };
-	char outbuf[256], ts[32];
+	char outbuf[256];
 	struct heap_data d;
 	struct replay *rp;
-	time_t now = time(NULL);
-	struct tm tm;
 	int rc;
 
 	rc = replay__load(o->recording, &ro, &rp, err, errlen);
@@ -61,10 +59,7 @@ static int report_recording(struct run *r, char *err, size_t errlen)
 		fprintf(stderr, "heapbpf: recording of pid %s (%s), jemalloc %s in %s\n", rp->pid,
 			rp->comm, rp->version, rp->ident.path);
 	if (!tr.output) {
-		localtime_r(&now, &tm);
-		strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
-		snprintf(outbuf, sizeof(outbuf), "heapbpf-report-%s.%s", ts,
-			 sink_extension(o->format, false));
+		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-report", o->format);
 		tr.output = outbuf;
 	}
 	tr.pid = atoi(rp->pid);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <zstd.h>
 
@@ -24,6 +25,17 @@ const char *sink_extension(enum out_format format, bool zstd)
 	if (format == FMT_HTML)
 		return "html";
 	return zstd ? "folded.zst" : "folded";
+}
+
+void sink_default_name(char *buf, size_t len, const char *stem, enum out_format format)
+{
+	char ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
+	snprintf(buf, len, "%s-%s.%s", stem, ts, sink_extension(format, false));
 }
 
 static int zstd_in_place(uint8_t **buf, size_t *len)

@@ -44,6 +44,9 @@ struct sink {
 /* "pb.gz", "folded", "folded.zst" or "html" (never compressed): a format's file name extension. */
 const char *sink_extension(enum out_format format, bool zstd);
 
+/* "STEM-YYYYmmdd-HHMMSS.EXT" (local time, now): the file a run writes when -o is not given. */
+void sink_default_name(char *buf, size_t len, const char *stem, enum out_format format);
+
 /* Encodes p as the sink's format into a malloc'ed buffer; 0 or negative errno. */
 int sink_encode(const struct hb_profile *p, const struct sink *s, uint8_t **buf, size_t *len);
 
