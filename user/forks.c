@@ -109,23 +109,15 @@ void forks__exec(struct forks *f, pid_t pid)
 	}
 }
 
-/* addr lies in a writable mapping of path, or in the anonymous .bss right after it. */
+/* Still the object heapbpf restores in: its flag's address in the same jemalloc. */
 static bool maps_object_at(pid_t pid, uint64_t addr, const char *path)
 {
 	struct proc_maps *maps = NULL;
-	const struct proc_map *m;
-	bool ok = false;
+	bool ok;
 
 	if (proc_maps__read(pid, &maps))
 		return false;
-	m = proc_maps__find(maps, addr);
-	if (m && m->perms[0] == 'r' && m->perms[1] == 'w') {
-		if (m->path)
-			ok = strcmp(m->path, path) == 0;
-		else
-			ok = m > maps->v && m[-1].end == m->start && m[-1].path &&
-			     strcmp(m[-1].path, path) == 0;
-	}
+	ok = proc_maps__writable_in(maps, addr, path);
 	proc_maps__free(maps);
 	return ok;
 }

@@ -118,6 +118,17 @@ const struct proc_map *proc_maps__find(const struct proc_maps *m, uint64_t addr)
 	return NULL;
 }
 
+bool proc_maps__writable_in(const struct proc_maps *m, uint64_t addr, const char *path)
+{
+	const struct proc_map *e = proc_maps__find(m, addr);
+
+	if (!e || e->perms[0] != 'r' || e->perms[1] != 'w')
+		return false;
+	if (e->path)
+		return strcmp(e->path, path) == 0;
+	return e > m->v && e[-1].end == e->start && e[-1].path && strcmp(e[-1].path, path) == 0;
+}
+
 int proc_map_open_path(pid_t pid, const char *path, char *buf, size_t len)
 {
 	int n;

@@ -32,6 +32,12 @@ void proc_maps__free(struct proc_maps *m);
 /* The mapping containing addr, or NULL. */
 const struct proc_map *proc_maps__find(const struct proc_maps *m, uint64_t addr);
 
+/*
+ * True when addr lies in a writable mapping of the object at path, or in the
+ * anonymous mapping right after one (.bss past the object's last file page).
+ */
+bool proc_maps__writable_in(const struct proc_maps *m, uint64_t addr, const char *path);
+
 /* Path to open the object of a mapping from our mount namespace: /proc/PID/root/<path>. */
 int proc_map_open_path(pid_t pid, const char *path, char *buf, size_t len);
 

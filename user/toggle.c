@@ -6,22 +6,9 @@
 
 int prof_toggle_validate(const struct jemalloc_target *t, uint64_t addr)
 {
-	const struct proc_map *m = proc_maps__find(t->maps, addr);
-
 	if (addr < t->bias || !elf_object__vaddr_writable(t->elf, addr - t->bias, 1))
 		return -EFAULT;
-	if (!m || m->perms[0] != 'r' || m->perms[1] != 'w')
-		return -EFAULT;
-	if (m->path && strcmp(m->path, t->path) == 0)
-		return 0;
-	/*
-	 * .bss past the last file page is an anonymous mapping right after the
-	 * object's data mapping.
-	 */
-	if (!m->path && m > t->maps->v && m[-1].end == m->start && m[-1].path &&
-	    strcmp(m[-1].path, t->path) == 0)
-		return 0;
-	return -EFAULT;
+	return proc_maps__writable_in(t->maps, addr, t->path) ? 0 : -EFAULT;
 }
 
 int prof_toggle__read(const struct prof_toggle *tg, uint8_t *val)
