@@ -58,29 +58,28 @@ static char *dup_str(const Perftools__Profiles__Profile *pp, int64_t i)
 	return strdup(i > 0 && (size_t)i < pp->n_string_table ? pp->string_table[i] : "");
 }
 
-/* pprof's location ids are arbitrary: index them. */
-static int index_locations(const Perftools__Profiles__Profile *pp, struct hashmap *by_id)
+/* pprof's location and function ids are arbitrary: index them by id. */
+static int index_ids(const Perftools__Profiles__Profile *pp, struct hashmap *locs,
+		     struct hashmap *funcs)
 {
-	for (size_t i = 0; i < pp->n_location; i++) {
-		int err = hashmap__put(by_id, hashmap_hash_u64(pp->location[i]->id), i);
+	int err = 0;
 
-		if (err)
-			return err;
-	}
-	return 0;
+	for (size_t i = 0; !err && i < pp->n_location; i++)
+		err = hashmap__put(locs, hashmap_hash_u64(pp->location[i]->id), i);
+	for (size_t i = 0; !err && i < pp->n_function; i++)
+		err = hashmap__put(funcs, hashmap_hash_u64(pp->function[i]->id), i);
+	return err;
 }
 
 static const Perftools__Profiles__Function *function_of(const Perftools__Profiles__Profile *pp,
-							uint64_t id)
+							const struct hashmap *funcs, uint64_t id)
 {
-	for (size_t i = 0; i < pp->n_function; i++) {
-		if (pp->function[i]->id == id)
-			return pp->function[i];
-	}
-	return NULL;
+	uint32_t i;
+
+	return hashmap__get(funcs, hashmap_hash_u64(id), &i) ? NULL : pp->function[i];
 }
 
-static int convert_location(const Perftools__Profiles__Profile *pp,
+static int convert_location(const Perftools__Profiles__Profile *pp, const struct hashmap *funcs,
 			    const Perftools__Profiles__Location *pl, struct hb_location *l)
 {
 	l->address = pl->address;
@@ -90,7 +89,7 @@ static int convert_location(const Perftools__Profiles__Profile *pp,
 		return -ENOMEM;
 	for (uint32_t j = 0; j < l->nlines; j++) {
 		const Perftools__Profiles__Function *f =
-			j < pl->n_line ? function_of(pp, pl->line[j]->function_id) : NULL;
+			j < pl->n_line ? function_of(pp, funcs, pl->line[j]->function_id) : NULL;
 		char addr[32];
 
 		snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)pl->address);
@@ -156,26 +155,27 @@ static int convert_sample(const Perftools__Profiles__Profile *pp,
 static int from_pprof(const Perftools__Profiles__Profile *pp, struct hb_profile **out)
 {
 	struct hb_profile *p = calloc(1, sizeof(*p));
-	struct hashmap by_id = {};
+	struct hashmap by_id = {}, funcs = {};
 	int col[HB_NVALUES], err;
 
 	if (!p)
 		return -ENOMEM;
 	err = value_columns(pp, col);
-	err = err ?: index_locations(pp, &by_id);
+	err = err ?: index_ids(pp, &by_id, &funcs);
 	if (!err) {
 		p->locations = calloc(pp->n_location ? pp->n_location : 1, sizeof(*p->locations));
 		p->samples = calloc(pp->n_sample ? pp->n_sample : 1, sizeof(*p->samples));
 		err = p->locations && p->samples ? 0 : -ENOMEM;
 	}
 	for (size_t i = 0; !err && i < pp->n_location; i++, p->nlocations++)
-		err = convert_location(pp, pp->location[i], &p->locations[i]);
+		err = convert_location(pp, &funcs, pp->location[i], &p->locations[i]);
 	for (size_t i = 0; !err && i < pp->n_sample; i++, p->nsamples++)
 		err = convert_sample(pp, pp->sample[i], &by_id, col, &p->samples[i]);
 	p->period = pp->period;
 	p->time_nanos = pp->time_nanos;
 	p->duration_nanos = pp->duration_nanos;
 	hashmap__clear(&by_id);
+	hashmap__clear(&funcs);
 	if (err) {
 		hb_profile__free(p);
 		return err;
