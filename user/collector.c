@@ -743,6 +743,32 @@ int collector__add_totals(struct collector *c, const uint64_t *frames, uint32_t 
 	return 0;
 }
 
+int collector__add_counts(struct collector *c, const uint64_t *frames, uint32_t nframes,
+			  const struct collector_counts *n)
+{
+	struct hb_stack *s;
+	uint32_t id;
+	int err;
+
+	if (nframes > HEAPBPF_MAX_FRAMES)
+		return -EINVAL;
+	err = stack_intern(c, frames, nframes, &id);
+	if (err)
+		return err;
+	s = &c->stacks[id];
+	s->samples += n->samples;
+	s->bytes += n->bytes;
+	s->inuse_samples += (int64_t)n->inuse_samples;
+	s->inuse_bytes += (int64_t)n->inuse_bytes;
+	s->alloc_objects += n->alloc_objects;
+	s->alloc_space += n->alloc_space;
+	s->inuse_objects += n->inuse_objects;
+	s->inuse_space += n->inuse_space;
+	c->stats.allocs += n->samples;
+	c->stats.alloc_bytes += n->bytes;
+	return 0;
+}
+
 void collector__reset_alloc(struct collector *c)
 {
 	for (size_t i = 0; i < c->nstacks; i++) {

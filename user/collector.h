@@ -104,6 +104,21 @@ int collector__add_totals(struct collector *c, const uint64_t *frames, uint32_t 
 			  uint64_t samples, uint64_t bytes, uint64_t inuse_samples,
 			  uint64_t inuse_bytes);
 
+/* One stack's totals from jemalloc's own tables (heapbpf --live-heap): raw and estimated. */
+struct collector_counts {
+	uint64_t samples, bytes;		     /* sampled allocations (accumulated) */
+	uint64_t inuse_samples, inuse_bytes;	     /* sampled, still live */
+	double alloc_objects, alloc_space;	     /* estimates of all allocations */
+	double inuse_objects, inuse_space;	     /* estimates of all live objects */
+};
+
+/*
+ * Adds one raw stack's totals as given, raw and estimated alike (so --raw
+ * and unbiased outputs both carry what the source computed).
+ */
+int collector__add_counts(struct collector *c, const uint64_t *frames, uint32_t nframes,
+			  const struct collector_counts *n);
+
 /*
  * Starts a new allocation window without detaching (heapbpf --interval):
  * zeroes every stack's allocation totals (samples, bytes, alloc_objects,

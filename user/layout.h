@@ -17,6 +17,29 @@
 
 #include "heapbpf.h"
 
+/*
+ * Where jemalloc keeps its sampled heap (the tables prof.dump walks), for
+ * heapbpf --live-heap and reports on a core (user/heapwalk.c): the static
+ * ckh_t bt2gctx (cells {prof_bt_t *key, prof_gctx_t *data}, 2^lg_curbuckets
+ * buckets of 2^lg_bucket_cells cells), each gctx's red-black tree of tctxs
+ * (rb.h: left pointer, right pointer with the red bit in bit 0) and each
+ * tctx's prof_cnt_t. Offsets in bytes; docs/jemalloc.md has the facts.
+ */
+struct jemalloc_heap_layout {
+	__u32 ckh_count, ckh_lg_curbuckets, ckh_tab; /* ckh_t fields */
+	__u32 ckhc_size, ckhc_key, ckhc_data;	     /* ckhc_t: one cell */
+	__u32 lg_bucket_cells;			     /* LG_CKH_BUCKET_CELLS */
+	__u32 gctx_tctxs;			     /* prof_gctx_t.tctxs (the tree's root) */
+	__u32 tctx_tdata, tctx_thr_uid, tctx_cnts, tctx_link, tctx_state;
+	__u32 rbn_left, rbn_right_red; /* within the link */
+	__u32 tdata_expired;	       /* prof_tdata_t.expired (a bool) */
+	/* prof_cnt_t: size and counters; has_unbiased: 5.3's *_unbiased companions */
+	__u32 cnt_size, cnt_curobjs, cnt_curbytes, cnt_accumobjs, cnt_accumbytes;
+	bool has_unbiased;
+	__u32 cnt_curobjs_su, cnt_curbytes_u, cnt_accumobjs_su, cnt_accumbytes_u;
+	__u32 lg_tiny_min; /* SC_LG_TINY_MIN: the shift of the *_shifted_unbiased counts */
+};
+
 struct jemalloc_layout {
 	const char *name;	    /* "5.3.0" */
 	const char *version_prefix; /* matched against the embedded version string */
@@ -39,6 +62,7 @@ struct jemalloc_layout {
 	 */
 	const char *activity_fn;
 	struct heapbpf_layout bpf;
+	struct jemalloc_heap_layout heap;
 };
 
 /* The entry whose version_prefix the version string starts with, or NULL. */
