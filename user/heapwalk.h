@@ -5,8 +5,8 @@
  * anything: what jemalloc's prof.dump would print, per stack.
  *
  * In: a read-only memory image, the runtime addresses of jemalloc's globals
- * (struct heapwalk_syms) and the version's table layout (layout.h, struct
- * jemalloc_heap_layout). Out: one collector__add_counts() per stack into a
+ * (struct heapwalk_syms) and the version's layout (layout.h: its heap
+ * member, and bpf's tctx->gctx, gctx->bt and prof_bt_t offsets). Out: one collector__add_counts() per stack into a
  * collector (so every output of user/sink.c works unchanged), and what was
  * seen (struct heapwalk_stats). Nothing here knows about pids: heapbpf
  * --live-heap (user/liveheap.c) passes a process_vm_readv source, heapbpf
@@ -85,7 +85,7 @@ struct heapwalk_stats {
  * When every attempt failed, the error of the last one is returned, as
  * -EAGAIN if any attempt saw the table change under it.
  */
-int heapwalk_read(const struct mem_source *m, const struct jemalloc_heap_layout *hl,
+int heapwalk_read(const struct mem_source *m, const struct jemalloc_layout *l,
 		  const struct heapwalk_syms *sy, const struct heapwalk_opts *o,
 		  struct collector *c, struct heapwalk_stats *st, char *err, size_t errlen);
 
