@@ -259,7 +259,7 @@ $(BUILD)/bench/userbench: $(BUILD)/bench/userbench.o $(LIB_OBJS)
 
 FUZZ_SECONDS ?= 300
 FUZZ_SRCS := user/recording.c user/replay.c user/collector.c user/symbolize.c user/debuginfo.c user/errmsg.c \
-	     user/elfobj.c user/procmaps.c user/hashmap.c user/leaks.c
+	     user/elfobj.c user/procmaps.c user/hashmap.c user/leaks.c user/output.c
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	      -std=gnu11 -D_GNU_SOURCE -Wall -Werror -Ibuild -Ibpf -Iuser
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "output.h"
 
 static const char usage[] =
 	"Usage: heapbpf --pid PID [options]\n"
@@ -45,6 +46,10 @@ static const char usage[] =
 	"      --record FILE          also write every event, with what later reports need, to a\n"
 	"                             zstd-compressed recording (a profile is then written only\n"
 	"                             with -o or --format)\n"
+	"      --file-mode MODE       the mode of every file written (profiles, snapshots,\n"
+	"                             recordings): octal, read and write bits only, the owner's\n"
+	"                             included (default 0600: they hold the target's function\n"
+	"                             names and addresses; 0640 or 0644 to share them)\n"
 	"      --reset                only restore prof_active in PID (and in what it forked) if a\n"
 	"                             heapbpf run that was killed (kill -9) left it on; every run\n"
 	"                             also does this first\n"
@@ -102,7 +107,8 @@ static const char usage[] =
 	"  sudo heapbpf -p 4242 -d 60 --leaks --at-peak peak.pb.gz  # what grows, what peaked\n"
 	"\n"
 	"heapbpf report RECORDING: every report of a live run, offline, from a recording.\n"
-	"  -o, -f, -t, --raw, --leaks, --at-peak, --temporary-threshold   as above\n"
+	"  -o, -f, -t, --raw, --leaks, --at-peak, --temporary-threshold, --file-mode\n"
+	"                             as above\n"
 	"      --from S, --to S       only events from S to S seconds after the start\n"
 	"      --binary-path DIR      look for the recorded binaries (matched by build-id) under\n"
 	"                             DIR, as a sysroot or by file name; repeatable. Also searched:\n"
@@ -116,7 +122,8 @@ static const char usage[] =
 	"inuse_space) and writes the differential profile: pprof in pprof's -diff_base form\n"
 	"(the base negated, labelled pprof::base), or folded as \"stack BASE NEW\" for\n"
 	"differential flame graphs (default heapbpf-diff-TIME.pb.gz).\n"
-	"  -o, -f pprof|folded, -t, --binary-path, --debug-dir, -q   as above\n"
+	"  -o, -f pprof|folded, -t, --binary-path, --debug-dir, --file-mode, -q\n"
+	"                             as above\n"
 	"  heapbpf diff before.pb.gz after.pb.gz -t alloc_space -f folded -o change.folded\n"
 	"\n"
 	"heapbpf top --pid PID: the allocation sites live, refreshed every second: in-use\n"
@@ -125,8 +132,8 @@ static const char usage[] =
 	"rows by site, function, file; p pauses; q quits); otherwise it prints one plain table\n"
 	"per second. prof_active is on while it runs. No profile is written unless -o is given\n"
 	"(then one of the whole run).\n"
-	"  -p, --pidfile, -o, -f, -t, --raw, --ringbuf-size, --jemalloc-layout, --debug-dir\n"
-	"                             as above\n"
+	"  -p, --pidfile, -o, -f, -t, --raw, --ringbuf-size, --jemalloc-layout, --debug-dir,\n"
+	"  --file-mode                as above\n"
 	"  -d, --duration SECONDS     stop after SECONDS (default 0: until q, Ctrl-C or SIGTERM)\n"
 	"      --sort KEY             growth (default), alloc or inuse\n"
 	"      --by KEY               site (default: caller and line), function or file\n"
@@ -171,6 +178,7 @@ enum {
 	OPT_LEAKS,
 	OPT_AT_PEAK,
 	OPT_TEMPORARY,
+	OPT_FILE_MODE,
 };
 
 static const struct option options[] = {
@@ -211,6 +219,7 @@ static const struct option options[] = {
 	{ "leaks", no_argument, NULL, OPT_LEAKS },
 	{ "at-peak", required_argument, NULL, OPT_AT_PEAK },
 	{ "temporary-threshold", required_argument, NULL, OPT_TEMPORARY },
+	{ "file-mode", required_argument, NULL, OPT_FILE_MODE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -342,6 +351,24 @@ static int parse_duration_ns(const char *s, uint64_t *out)
 	return -EINVAL;
 }
 
+/*
+ * --file-mode: "600", "0640", "0644": octal, read and write bits only (no
+ * execute, setuid, setgid or sticky bit), the owner's read and write included.
+ */
+static int parse_file_mode(const char *s, mode_t *out)
+{
+	size_t n = strlen(s);
+	unsigned long v;
+
+	if (n < 3 || n > 4 || strspn(s, "01234567") != n)
+		return -EINVAL;
+	v = strtoul(s, NULL, 8);
+	if (v & ~0666ul || (v & 0600) != 0600)
+		return -EINVAL;
+	*out = (mode_t)v;
+	return 0;
+}
+
 /* --at-peak names one file: one target, one window. */
 static int check_at_peak(const struct cli *c)
 {
@@ -465,6 +492,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	c->pyro_timeout = 10;
 	c->pyro_retries = 3;
 	c->temporary_ns = 1000000; /* 1 ms */
+	c->file_mode = OUTPUT_DEFAULT_MODE;
 	optind = 0; /* 0, not 1: glibc then also resets its state inside an option group */
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":p:d:o:f:t:qvh", options, NULL)) != -1) {
@@ -509,6 +537,13 @@ int cli_parse(int argc, char **argv, struct cli *c)
 					"--temporary-threshold needs a time like 1ms, 250us or 2s "
 					"(above 0, at most a day), not \"%s\"",
 					optarg);
+			break;
+		case OPT_FILE_MODE:
+			if (parse_file_mode(optarg, &c->file_mode))
+				return bad("--file-mode needs an octal mode of read and write bits "
+					   "that lets the owner read and write, like 0600, 0640 or "
+					   "0644, not \"%s\"",
+					   optarg);
 			break;
 		case OPT_SORT:
 		case OPT_BY:

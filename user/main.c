@@ -21,6 +21,7 @@
 #include "debuginfo.h"
 #include "diff.h"
 #include "fleet.h"
+#include "output.h"
 #include "replay.h"
 #include "run.h"
 #include "session.h"
@@ -106,6 +107,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "heapbpf: cannot block signals: %s\n", strerror(errno));
 		return EXIT_FAIL;
 	}
+	output_set_file_mode(opts.file_mode);
 	libbpf_set_print(opts.verbose ? libbpf_print : NULL);
 	dbg_set_debug_dirs(opts.debug_dirs);
 	switch (opts.mode) {

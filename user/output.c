@@ -9,6 +9,19 @@
 
 #include "output.h"
 
+/* --file-mode: every profile, snapshot and recording heapbpf writes */
+static mode_t file_mode = OUTPUT_DEFAULT_MODE;
+
+void output_set_file_mode(mode_t mode)
+{
+	file_mode = mode;
+}
+
+mode_t output_file_mode(void)
+{
+	return file_mode;
+}
+
 /* The errno of the call that just failed, never 0 (which would read as success). */
 static int neg_errno(void)
 {
@@ -48,7 +61,8 @@ static void sync_parent_dir(const char *path)
 	free(copy);
 }
 
-int output_write_atomic(const char *path, int (*write_fn)(FILE *f, void *arg), void *arg)
+int output_write_atomic_mode(const char *path, mode_t mode, int (*write_fn)(FILE *f, void *arg),
+			     void *arg)
 {
 	char *tmp = NULL;
 	FILE *f = NULL;
@@ -90,8 +104,8 @@ int output_write_atomic(const char *path, int (*write_fn)(FILE *f, void *arg), v
 		err = neg_errno();
 		goto fail;
 	}
-	/* mkstemp() creates 0600; profiles are meant to be read by other tools */
-	if (fchmod(fd, 0644)) {
+	/* exactly @mode, whatever the umask: profiles hold the target's names and addresses */
+	if (fchmod(fd, mode)) {
 		err = neg_errno();
 		goto fail;
 	}
@@ -116,6 +130,11 @@ fail:
 	unlink(tmp);
 	free(tmp);
 	return err;
+}
+
+int output_write_atomic(const char *path, int (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	return output_write_atomic_mode(path, file_mode, write_fn, arg);
 }
 
 struct buffer {

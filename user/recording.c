@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 
 #include "errmsg.h"
 #include "heapbpf.h"
+#include "output.h"
 #include "recording.h"
 
 #define HEADER_LEN 16
@@ -137,6 +139,13 @@ int recorder__open(const char *path, struct recorder **out)
 	r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (r->fd < 0) {
 		err = -errno;
+		free(r);
+		return err;
+	}
+	/* exactly --file-mode (0600), also for a file that existed, whatever the umask */
+	if (fchmod(r->fd, output_file_mode())) {
+		err = -errno;
+		close(r->fd);
 		free(r);
 		return err;
 	}

@@ -100,7 +100,8 @@ int spool__put(struct spool *sp, const struct spool_profile *p, char *err, size_
 		     (int)getpid()) >= (int)sizeof(path))
 		return hb_fail(err, errlen, -ENAMETOOLONG,
 			       "the spool directory %s has too long a name", sp->dir);
-	rc = output_write_atomic(path, write_profile, (void *)p);
+	/* heapbpf's own queue, in a 0700 directory: 0600 whatever --file-mode says */
+	rc = output_write_atomic_mode(path, 0600, write_profile, (void *)p);
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot write %s to the spool: %s", path,
 			       strerror(-rc));

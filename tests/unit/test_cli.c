@@ -143,6 +143,32 @@ Test(cli, long_options)
 		free(copies[i]);
 }
 
+Test(cli, file_mode)
+{
+	struct run r = parse("-p", "1");
+
+	/* profiles hold the target's names and addresses: the owner's alone by default */
+	cr_assert_eq(r.rc, 0);
+	cr_assert_eq(r.c.file_mode, 0600);
+	run_free(&r);
+	r = parse("-p", "1", "--file-mode", "0640");
+	cr_assert_eq(r.rc, 0, "%s", r.err);
+	cr_assert_eq(r.c.file_mode, 0640);
+	run_free(&r);
+	r = parse("-p", "1", "--file-mode=644");
+	cr_assert_eq(r.rc, 0, "%s", r.err);
+	cr_assert_eq(r.c.file_mode, 0644);
+	run_free(&r);
+	r = parse("report", "x.hbr", "--file-mode", "0666");
+	cr_assert_eq(r.rc, 0, "%s", r.err);
+	cr_assert_eq(r.c.file_mode, 0666);
+	run_free(&r);
+	r = parse("diff", "a.pb.gz", "b.pb.gz", "--file-mode", "0600");
+	cr_assert_eq(r.rc, 0, "%s", r.err);
+	cr_assert_eq(r.c.file_mode, 0600);
+	run_free(&r);
+}
+
 Test(cli, short_options_and_equals_forms)
 {
 	struct run r = parse("-p", "7", "-d", "0", "-o", "-", "-f", "folded", "-t", "inuse_objects",
@@ -279,6 +305,16 @@ static struct bad_case bad_cases[] = {
 	{ { "-p", "1", "--", "-q" }, "\"-q\"" },
 	{ { "-p", "1", "--follow-forks", "--record", "x" }, "--follow-forks and --record" },
 	{ { "report", "x.hbr", "--follow-forks" }, "--follow-forks" },
+	{ { "-p", "1", "--file-mode", "0755" }, "\"0755\"" },
+	{ { "-p", "1", "--file-mode", "4600" }, "\"4600\"" },
+	{ { "-p", "1", "--file-mode", "0400" }, "\"0400\"" },
+	{ { "-p", "1", "--file-mode", "0044" }, "\"0044\"" },
+	{ { "-p", "1", "--file-mode", "644x" }, "\"644x\"" },
+	{ { "-p", "1", "--file-mode", "0o644" }, "\"0o644\"" },
+	{ { "-p", "1", "--file-mode", "60" }, "\"60\"" },
+	{ { "-p", "1", "--file-mode", "00644" }, "\"00644\"" },
+	{ { "-p", "1", "--file-mode", "0688" }, "\"0688\"" },
+	{ { "-p", "1", "--file-mode", "" }, "--file-mode" },
 };
 
 ParameterizedTestParameters(cli, errors)

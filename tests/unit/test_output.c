@@ -104,18 +104,19 @@ static void assert_content(const char *path, const char *want)
 	free(got);
 }
 
-Test(output, buffer_written_with_mode_0644)
+Test(output, buffer_written_with_mode_0600)
 {
 	char *path = path_in_dir("profile.pb.gz");
 	struct stat st;
-	mode_t old = umask(077);
+	mode_t old = umask(0);
 
+	/* the owner's alone by default, even under a umask that would allow more */
 	cr_assert_eq(output_write_buffer(path, "hello\n", 6), 0);
 	umask(old);
 	assert_content(path, "hello\n");
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert(S_ISREG(st.st_mode));
-	cr_assert_eq(st.st_mode & 07777, 0644);
+	cr_assert_eq(st.st_mode & 07777, 0600);
 	cr_assert_eq(st.st_size, 6);
 	assert_listing("profile.pb.gz");
 	free(path);
@@ -230,4 +231,30 @@ Test(output, dash_is_stdout, .init = cr_redirect_stdout)
 Test(output, dash_propagates_write_fn_error, .init = cr_redirect_stdout)
 {
 	cr_assert_eq(output_write_atomic("-", write_then_fail, "x"), -EPIPE);
+}
+
+Test(output, file_mode_is_exact_whatever_the_umask)
+{
+	char *path = path_in_dir("profile.pb.gz");
+	struct stat st;
+	mode_t old = umask(077);
+
+	/* --file-mode 0644 under a umask that would take the group's and others' bits */
+	output_set_file_mode(0644);
+	cr_assert_eq(output_write_buffer(path, "a", 1), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0644);
+	/* rewriting the file with another mode changes it (a new file is renamed over it) */
+	output_set_file_mode(0640);
+	cr_assert_eq(output_write_buffer(path, "b", 1), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0640);
+	/* the spool's writer names its mode itself */
+	cr_assert_eq(output_write_atomic_mode(path, 0600, write_text, "c"), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600);
+	output_set_file_mode(OUTPUT_DEFAULT_MODE);
+	umask(old);
+	assert_listing("profile.pb.gz");
+	free(path);
 }
