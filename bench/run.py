@@ -30,6 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hb  # noqa: E402
+from bpfstats import bench_bpfstats  # noqa: E402
 from hb import BenchError, spread  # noqa: E402
 
 ORACLE = "prof:true,prof_active:false"
@@ -46,6 +47,7 @@ FULL = dict(
     rate_seconds=3.0, rate_lg=[13, 12, 11, 10, 9],
     unique_stacks=100000, sym_frames=10000, sym_reps=3,
     record_seconds=10.0, record_reps=3,
+    bpfstats_reps=3, bpfstats_trap_calls=200000, bpfstats_lg=18, bpfstats_seconds=3.0,
 )
 SMOKE = dict(
     idle_reps=1, idle_window=0.2, idle_cycle=0.3,
@@ -58,6 +60,7 @@ SMOKE = dict(
     rate_seconds=0.3, rate_lg=[12],
     unique_stacks=1000, sym_frames=1000, sym_reps=1,
     record_seconds=0.5, record_reps=1,
+    bpfstats_reps=1, bpfstats_trap_calls=10000, bpfstats_lg=16, bpfstats_seconds=0.5,
 )
 
 # a large binary every machine with clang has (clang -> libclang-cpp -> libllvm)
@@ -547,6 +550,7 @@ def measure(S, smoke):
     timed("collector", bench_collector, S, res)
     timed("footprint", bench_footprint, S, res)
     timed("recording", bench_recording, S, res)
+    timed("bpf_stats", bench_bpfstats, S, res, log)
     res["elapsed_s"] = time.monotonic() - t0
     res["load_end"] = loadavg()
     return res

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "heapbpf.h"
@@ -121,6 +122,23 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
+/*
+ * The kernel's own count and time of a program's runs (bpf_stats): zero
+ * unless BPF statistics are enabled while it runs (bench/bpfstats.py).
+ */
+static void run_stats(const struct bpf_program *prog, uint64_t *cnt, uint64_t *ns)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	*cnt = *ns = 0;
+	if (!bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len)) {
+		*cnt = info.run_cnt;
+		*ns = info.run_time_ns;
+	}
+}
+
 static int setup_heapbpf(struct heapbpf_bpf **out, struct ring_buffer **rbp)
 {
 	struct heapbpf_bpf *hs = heapbpf_bpf__open();
@@ -187,6 +205,7 @@ int main(int argc, char **argv)
 		int64_t w0, c0, w1, c1, fw0, fc0, fw1, fc1;
 		struct bpf_link *l, *fl;
 		uint64_t hits0 = hs->bss->counters.alloc_hits;
+		uint64_t ecnt, ens, acnt, ans;
 
 		(void)fw0;
 		(void)fw1;
@@ -214,13 +233,17 @@ int main(int argc, char **argv)
 		}
 		calls(n, true, &fw1, &fc1);
 		bpf_link__destroy(fl);
+		run_stats(skel->progs.trapfloor_empty, &ecnt, &ens);
+		run_stats(hs->progs.heapbpf_alloc, &acnt, &ans);
 		printf("{\"calls\": %ld, \"base_wall_ns\": %" PRId64 ", \"probe_wall_ns\": %" PRId64
 		       ", \"base_cpu_ns\": %" PRId64 ", \"probe_cpu_ns\": %" PRId64
 		       ", \"trap_ns\": %.1f, \"heapbpf_ns\": %.1f, \"heapbpf_hits\": %" PRIu64
-		       ", \"heapbpf_read_faults\": %" PRIu64 ", \"frames\": %ld}\n",
+		       ", \"heapbpf_read_faults\": %" PRIu64 ", \"frames\": %ld"
+		       ", \"empty_run_cnt\": %" PRIu64 ", \"empty_run_ns\": %" PRIu64
+		       ", \"alloc_run_cnt\": %" PRIu64 ", \"alloc_run_ns\": %" PRIu64 "}\n",
 		       n, w0, w1, c0, c1, (double)(c1 - c0) / n, (double)(fc1 - fc0) / n,
 		       (uint64_t)(hs->bss->counters.alloc_hits - hits0),
-		       (uint64_t)hs->bss->counters.read_faults, frames);
+		       (uint64_t)hs->bss->counters.read_faults, frames, ecnt, ens, acnt, ans);
 		fflush(stdout);
 	}
 	consuming = 0;

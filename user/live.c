@@ -138,6 +138,7 @@ static int collect(struct target_run *tr, struct guard *g, struct session *s, ch
 		.guard = g,
 		.follow_forks = o->follow_forks,
 		.quiet = o->quiet,
+		.verbose = o->verbose,
 		.temporary_ns = o->temporary_ns,
 	};
 	int rc;

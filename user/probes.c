@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <linux/types.h>
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "heapbpf.h"
@@ -198,6 +199,25 @@ void probes__counters(const struct probes *p, struct heapbpf_counters *c)
 	c->activity_bytes = src->activity_bytes;
 	c->proc_drops = src->proc_drops;
 	c->untracked_forks = src->untracked_forks;
+}
+
+void probes__print_run_time(const struct probes *p, FILE *f)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, p->skel->obj)
+	{
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		if (bpf_program__fd(prog) < 0 ||
+		    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) || !info.run_cnt)
+			continue;
+		fprintf(f, "heapbpf: bpf_stats: %s run_cnt %llu run_time_ns %llu\n",
+			bpf_program__name(prog), (unsigned long long)info.run_cnt,
+			(unsigned long long)info.run_time_ns);
+	}
 }
 
 void probes__free(struct probes *p)

@@ -4,6 +4,7 @@
 #define __HEAPBPF_PROBES_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -46,6 +47,14 @@ int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct 
 void probes__detach(struct probes *p);
 /* Copies the BPF-side counters. */
 void probes__counters(const struct probes *p, struct heapbpf_counters *c);
+/*
+ * Prints each program's kernel-measured run count and run time, one line
+ * per program that ran ("heapbpf: bpf_stats: NAME run_cnt N run_time_ns T").
+ * The kernel counts them only while BPF statistics are enabled
+ * (kernel.bpf_stats_enabled, or a BPF_ENABLE_STATS descriptor held by
+ * anyone): otherwise nothing is printed.
+ */
+void probes__print_run_time(const struct probes *p, FILE *f);
 void probes__free(struct probes *p);
 
 #endif /* __HEAPBPF_PROBES_H */

@@ -579,6 +579,8 @@ static int stop(struct session *s, const struct session_opts *o, const struct je
 		record_stop(s, stop_mono, l->attach_coarse);
 	if (o->status_line && l->t0)
 		fputc('\n', stderr);
+	if (o->verbose && l->p)
+		probes__print_run_time(l->p, stderr);
 	probes__free(l->p);
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (fds[i] >= 0)

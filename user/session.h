@@ -52,6 +52,8 @@ struct session_opts {
 	/* --follow-forks: also profile every child forked while sampling is on */
 	bool follow_forks;
 	bool quiet; /* no "following pid N" lines */
+	/* -v: each program's kernel-measured run time at the end (bpf_stats) */
+	bool verbose;
 	/* --temporary-threshold for the collectors; 0: theirs (1 ms) */
 	uint64_t temporary_ns;
 	/*
