@@ -38,12 +38,12 @@ struct cli {
 	const char *output;
 	enum out_format format;
 	enum hb_value sample_type;
+	mode_t file_mode; /* --file-mode: of every profile, snapshot and recording written */
 	bool raw;
 	size_t ringbuf_bytes;
 	const char *layout; /* forced jemalloc layout, or NULL */
 	char *debug_dirs;   /* --debug-dir values joined by ':', or NULL (owned) */
 	bool follow_forks;  /* also profile the children forked while sampling is on */
-	mode_t file_mode;   /* --file-mode: of every profile, snapshot and recording written */
 	/* what is leaking (user/leaks.h) */
 	bool leaks;	       /* --leaks: leak suspects and lifetimes after the profile */
 	const char *at_peak;   /* --at-peak FILE: the in-use profile at the peak, or NULL */
