@@ -35,7 +35,12 @@ endif
 
 USER_SRCS  := $(wildcard user/*.c)
 USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
-LIB_OBJS   := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS)) $(BUILD)/proto/profile.pb-c.o
+# Pyroscope's push API: the messages heapbpf sends, in proto/ (their upstream files' layout)
+PUSH_PROTOS := proto/types/v1/types.proto proto/push/v1/push.proto
+PUSH_PB_H  := $(PUSH_PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.h)
+PUSH_PB_O  := $(PUSH_PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.o)
+PROTO_OBJS := $(BUILD)/proto/profile.pb-c.o $(PUSH_PB_O)
+LIB_OBJS   := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS)) $(PROTO_OBJS)
 UNIT_SRCS  := $(wildcard tests/unit/*.c)
 UNIT_OBJS  := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(UNIT_SRCS))
 ITEST_SRCS := $(wildcard tests/integration/*.c)
@@ -98,13 +103,20 @@ $(BUILD)/proto/profile.pb-c.c $(BUILD)/proto/profile.pb-c.h &: $(PPROF_PROTO)
 	$(Q)mkdir -p $(BUILD)/proto
 	$(Q)$(PROTOC_C) --proto_path=$(dir $(PPROF_PROTO)) --c_out=$(BUILD)/proto $(PPROF_PROTO)
 
-$(BUILD)/proto/profile.pb-c.o: $(BUILD)/proto/profile.pb-c.c
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
+	$(call msg,PROTOC,$@)
+	$(Q)mkdir -p $(BUILD)/proto
+	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/proto $<
+
+$(BUILD)/proto/push/v1/push.pb-c.c: $(BUILD)/proto/types/v1/types.pb-c.h
+
+$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) -g -O2 -Wall -I$(BUILD)/proto -c $< -o $@
 
 # ---- user space -------------------------------------------------------------
 
-$(USER_OBJS): $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h
+$(USER_OBJS): $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
 # the flame graph viewer is assembled into the object (.incbin), which -MMD does not see
 $(BUILD)/user/flamegraph.o: user/flamegraph.js user/flamegraph.css
 
@@ -113,7 +125,7 @@ $(BUILD)/user/%.o: user/%.c | $(BUILD)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/heapbpf: $(USER_OBJS) $(BUILD)/proto/profile.pb-c.o
+$(BUILD)/heapbpf: $(USER_OBJS) $(PROTO_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
@@ -202,7 +214,7 @@ _san-versions: fixtures
 $(SAN_RUNS): _san-%:
 	-$(Q)SANITIZED=1 scripts/run-tests.sh $(SAN) $*
 
-$(BUILD)/tests/%.o: tests/%.c $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h | $(BUILD)
+$(BUILD)/tests/%.o: tests/%.c $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/lib $(CFLAGS) -c $< -o $@
@@ -281,7 +293,7 @@ $(BUILD):
 FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h)
 # cppcheck and clang-tidy on our own C code, no warning allowed (part of make
 # test, where it yields the CPU to the builds the tests wait for)
-lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h
+lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
 	$(Q)nice -n 10 scripts/lint.sh $(BUILD)
 
 format-check:

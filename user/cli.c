@@ -76,7 +76,9 @@ static const char usage[] =
 	"      --compress zstd        write folded output zstd-compressed (.folded.zst)\n"
 	"      --interval SECONDS     a snapshot every SECONDS without detaching, until stopped\n"
 	"                             (prof_active stays on all the while)\n"
-	"      --pyroscope URL        also push every profile to Grafana Pyroscope's /ingest\n"
+	"      --pyroscope URL        also push every profile to Grafana Pyroscope\n"
+	"      --pyroscope-api API    push (default: /push.v1.PusherService/Push, falling back\n"
+	"                             to /ingest when the server answers 404) or ingest\n"
 	"      --service-name NAME    Pyroscope service name (default: the unit, else comm)\n"
 	"      --label KEY=VALUE      Pyroscope label; repeatable (defaults: hostname, pid,\n"
 	"                             comm; an empty VALUE drops one)\n"
@@ -85,7 +87,7 @@ static const char usage[] =
 	"                             else /var/lib/heapbpf/spool, created 0700);\n"
 	"                             --spool-keep N, --spool-max-bytes SIZE\n"
 	"      --pyroscope-timeout S  per request (default 10); --pyroscope-retries N (default 3)\n"
-	"      --pyroscope-multipart  send multipart/form-data instead of format=pprof\n"
+	"      --pyroscope-multipart  /ingest: multipart/form-data instead of format=pprof\n"
 	"      --pyroscope-ca FILE    CA bundle for the server's certificate\n"
 	"    Credentials only from the environment: HEAPBPF_PYROSCOPE_TENANT (X-Scope-OrgID),\n"
 	"    HEAPBPF_PYROSCOPE_USER and _PASSWORD (basic auth) or HEAPBPF_PYROSCOPE_TOKEN\n"
@@ -172,6 +174,7 @@ enum {
 	OPT_PYRO_RETRIES,
 	OPT_PYRO_MULTIPART,
 	OPT_PYRO_CA,
+	OPT_PYRO_API,
 	OPT_FOLLOW_FORKS,
 	OPT_SORT,
 	OPT_BY,
@@ -213,6 +216,7 @@ static const struct option options[] = {
 	{ "pyroscope-retries", required_argument, NULL, OPT_PYRO_RETRIES },
 	{ "pyroscope-multipart", no_argument, NULL, OPT_PYRO_MULTIPART },
 	{ "pyroscope-ca", required_argument, NULL, OPT_PYRO_CA },
+	{ "pyroscope-api", required_argument, NULL, OPT_PYRO_API },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "by", required_argument, NULL, OPT_BY },
@@ -426,7 +430,7 @@ static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool
 	if (c->interval && c->duration && c->duration < c->interval)
 		return bad("--duration must be at least one --interval%s", "");
 	if (!c->pyroscope && (c->service_name || c->nlabels || c->spool_dir || c->spool_keep ||
-			      c->spool_max_bytes || c->pyro_multipart || c->pyro_ca))
+			      c->spool_max_bytes || c->pyro_multipart || c->pyro_ca || c->pyro_api))
 		return bad("--service-name, --label, --spool-* and --pyroscope-* apply to "
 			   "--pyroscope%s",
 			   "");
@@ -705,6 +709,13 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_PYRO_CA:
 			c->pyro_ca = optarg;
+			break;
+		case OPT_PYRO_API:
+			if (strcmp(optarg, "push") != 0 && strcmp(optarg, "ingest") != 0)
+				return bad("unknown --pyroscope-api \"%s\"; use push or ingest",
+					   optarg);
+			c->pyro_api = true;
+			c->pyro_ingest = strcmp(optarg, "ingest") == 0;
 			break;
 		case 'q':
 			c->quiet = true;

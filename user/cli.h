@@ -71,6 +71,8 @@ struct cli {
 	double pyro_timeout;
 	int pyro_retries;
 	bool pyro_multipart;
+	bool pyro_ingest; /* --pyroscope-api ingest (default: push) */
+	bool pyro_api;	  /* --pyroscope-api was given */
 	const char *pyro_ca;
 };
 

@@ -60,6 +60,7 @@ static int pyro_setup(struct run *r, char *err, size_t errlen)
 		.timeout = o->pyro_timeout,
 		.retries = o->pyro_retries,
 		.multipart = o->pyro_multipart,
+		.ingest = o->pyro_ingest,
 		.ca_file = o->pyro_ca,
 		.verbose = o->verbose,
 	};

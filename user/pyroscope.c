@@ -13,6 +13,7 @@
 
 #include "errmsg.h"
 #include "pyro_auth.h"
+#include "pyro_push.h"
 #include "pyroscope.h"
 #include "spool.h"
 #include "version.h"
@@ -20,11 +21,13 @@
 #define BACKOFF_FIRST_MS  1000
 #define BACKOFF_MAX_MS	  8000
 #define RETRY_AFTER_MAX_S 30
-#define BODY_SNIPPET	  200
+#define BODY_SNIPPET	  512
 
 struct pyro {
 	struct pyro_opts o;
-	char url[2048]; /* .../ingest */
+	char url[2048];	     /* .../ingest */
+	char push_url[2048]; /* .../push.v1.PusherService/Push */
+	bool push;	     /* push, until the server answers 404 to it */
 	struct pyro_auth *auth;
 	struct spool *spool;
 	CURL *curl;
@@ -88,6 +91,9 @@ int pyro__new(const struct pyro_opts *o, struct pyro **out, char *err, size_t er
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	p->o = *o;
 	rc = pyro_ingest_url(o->url, p->url, sizeof(p->url), err, errlen);
+	if (!rc && pyro_push_url(p->url, p->push_url, sizeof(p->push_url)))
+		rc = hb_fail(err, errlen, -ENAMETOOLONG, "the --pyroscope URL is too long");
+	p->push = !o->ingest;
 	rc = rc ?: pyro_auth__new(p->url, &p->auth, err, errlen);
 	if (!rc && spool__new(o->spool_dir, o->spool_keep, o->spool_max_bytes, &p->spool))
 		rc = hb_fail(err, errlen, -ENAMETOOLONG,
@@ -162,9 +168,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 
 enum outcome {
 	SENT,
-	RETRY,	  /* network error, 408, 429, 5xx */
-	AUTH,	  /* 401, 403 */
-	REJECTED, /* any other 4xx: this profile will never be accepted */
+	RETRY,	    /* network error, 408, 429, 5xx (push: pyro_push_classify()) */
+	AUTH,	    /* 401, 403 */
+	REJECTED,   /* any other 4xx: this profile will never be accepted */
+	NOT_SERVED, /* push answered 404: the server has no push API */
 };
 
 static enum outcome classify(long status)
@@ -236,31 +243,86 @@ static curl_mime *set_body(const struct pyro *p, const struct spool_profile *s,
 	return mime;
 }
 
-/* One POST; *retry_after is the server's Retry-After in seconds, or 0. */
-static enum outcome post_once(struct pyro *p, const struct spool_profile *s, long *retry_after,
-			      char *why, size_t whylen)
+/*
+ * The push request: a PushRequest of the profile (returned, the caller frees
+ * it) as an application/proto body, Connect's headers; NULL when the
+ * profile's name makes no labels (*bad) or memory is short.
+ */
+static uint8_t *set_push_body(const struct pyro *p, const struct spool_profile *s,
+			      struct curl_slist **hdrs, bool *bad)
 {
-	char curlerr[CURL_ERROR_SIZE] = "", *url = request_url(p, s);
+	char id[37], timeout[64];
+	uint8_t *req = NULL;
+	size_t len = 0;
+	int rc;
+
+	pyro_push_uuid(id);
+	rc = pyro_push_request(s->name, s->body, s->len, id, &req, &len);
+	*bad = rc == -EINVAL;
+	if (rc)
+		return NULL;
+	snprintf(timeout, sizeof(timeout), "Connect-Timeout-Ms: %ld", (long)(p->o.timeout * 1000));
+	*hdrs = curl_slist_append(*hdrs, "Content-Type: " PYRO_PUSH_CTYPE);
+	*hdrs = curl_slist_append(*hdrs, "Connect-Protocol-Version: 1");
+	*hdrs = curl_slist_append(*hdrs, timeout);
+	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, req);
+	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	return req;
+}
+
+/* What a push's answer means; why gets its status and Connect code and message. */
+static enum outcome push_outcome(long status, const struct resp *body, char *why, size_t whylen)
+{
+	char code[32], msg[BODY_SNIPPET + 1];
+
+	if (pyro_connect_error(body->snippet, code, sizeof(code), msg, sizeof(msg)) == 0)
+		snprintf(why, whylen, "HTTP %ld %s%s%s", status, code, msg[0] ? ": " : "", msg);
+	else
+		snprintf(why, whylen, "HTTP %ld%s%s", status, body->n ? ": " : "", body->snippet);
+	switch (pyro_push_classify(status, code)) {
+	case PUSH_SENT:
+		return SENT;
+	case PUSH_RETRY:
+		return RETRY;
+	case PUSH_AUTH:
+		return AUTH;
+	case PUSH_NOT_SERVED:
+		return NOT_SERVED;
+	default:
+		return REJECTED;
+	}
+}
+
+/* One POST, to push or /ingest; *retry_after is the server's Retry-After in seconds, or 0. */
+static enum outcome post_once(struct pyro *p, const struct spool_profile *s, bool push,
+			      long *retry_after, char *why, size_t whylen)
+{
+	char curlerr[CURL_ERROR_SIZE] = "", *url = push ? NULL : request_url(p, s);
 	struct curl_slist *hdrs = NULL;
 	struct resp body = {};
+	curl_mime *mime = NULL;
+	uint8_t *req = NULL;
 	curl_off_t ra = 0;
-	curl_mime *mime;
+	bool bad = false;
 	long status = 0;
 	CURLcode cc;
 
 	*retry_after = 0;
-	if (!url) {
+	if (!push && !url) {
 		snprintf(why, whylen, "out of memory");
 		return RETRY;
 	}
 	curl_easy_reset(p->curl);
-	set_transport(p, url, curlerr, &body);
+	set_transport(p, push ? p->push_url : url, curlerr, &body);
 	/* no "Expect: 100-continue" round trip for large bodies */
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	pyro_auth__apply(p->auth, p->curl, &hdrs);
-	mime = set_body(p, s, &hdrs);
+	if (push)
+		req = set_push_body(p, s, &hdrs, &bad);
+	else
+		mime = set_body(p, s, &hdrs);
 	curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, hdrs);
-	cc = curl_easy_perform(p->curl);
+	cc = push && !req ? CURLE_OUT_OF_MEMORY : curl_easy_perform(p->curl);
 	if (cc == CURLE_OK) {
 		curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
 		curl_easy_getinfo(p->curl, CURLINFO_RETRY_AFTER, &ra);
@@ -270,12 +332,21 @@ static enum outcome post_once(struct pyro *p, const struct spool_profile *s, lon
 	curl_easy_reset(p->curl);
 	curl_slist_free_all(hdrs);
 	curl_mime_free(mime);
+	free(req);
 	free(url);
+	if (bad) {
+		snprintf(why, whylen,
+			 "its name is not SERVICE{LABEL=VALUE,...} with at most %d labels",
+			 PYRO_PUSH_MAX_LABELS - PYRO_PUSH_EXTRA_LABELS);
+		return REJECTED;
+	}
 	if (cc != CURLE_OK) {
 		snprintf(why, whylen, "%s", curlerr[0] ? curlerr : curl_easy_strerror(cc));
 		/* a bad certificate or URL does not heal by itself, but the profile is kept all the same */
 		return RETRY;
 	}
+	if (push)
+		return push_outcome(status, &body, why, whylen);
 	snprintf(why, whylen, "HTTP %ld%s%s", status, body.n ? ": " : "", body.snippet);
 	return classify(status);
 }
@@ -317,7 +388,7 @@ static enum outcome deliver(struct pyro *p, const char *file, const struct spool
 			    int retries)
 {
 	enum outcome oc = RETRY;
-	char why[512];
+	char why[BODY_SNIPPET * 2];
 	long ra = 0;
 
 	for (int attempt = 0; attempt <= retries; attempt++) {
@@ -326,7 +397,15 @@ static enum outcome deliver(struct pyro *p, const char *file, const struct spool
 				break;
 			sleep_ms(backoff_ms(attempt, ra));
 		}
-		oc = post_once(p, s, &ra, why, sizeof(why));
+		oc = post_once(p, s, p->push, &ra, why, sizeof(why));
+		if (oc == NOT_SERVED) {
+			/* an older Pyroscope, or a proxy of /ingest only: said once, kept for the run */
+			p->push = false;
+			say(p,
+			    "%s answered %s: no push API there; sending to %s for the rest of this run",
+			    p->push_url, why, p->url);
+			oc = post_once(p, s, false, &ra, why, sizeof(why));
+		}
 		if (p->o.verbose || oc != SENT)
 			say(p, "%s: %s%s", file, why,
 			    oc == RETRY && attempt < retries ? " (will retry)" : "");

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Export to Grafana Pyroscope: each profile goes to the server's /ingest
- * endpoint (libcurl), either as the raw gzip-compressed pprof body with
- * format=pprof, or as multipart/form-data with a "profile" part and no
- * format parameter. name=SERVICE{label=value,...} (pyro_labels.h),
- * from/until = the window.
+ * Export to Grafana Pyroscope (libcurl): each profile goes to the server's
+ * push API, /push.v1.PusherService/Push (pyro_push.h), or with
+ * --pyroscope-api ingest to the legacy /ingest endpoint, either as the raw
+ * gzip-compressed pprof body with format=pprof, or as multipart/form-data
+ * with a "profile" part and no format parameter. name=SERVICE{label=value,...}
+ * (pyro_labels.h), from/until = the window. A server that answers 404 to
+ * push gets /ingest for the rest of the run (said once).
  *
  * Nothing is sent straight from memory: a profile is first written to the
  * spool (spool.h), then the spool is delivered oldest first and each file is
@@ -29,6 +31,7 @@ struct pyro_opts {
 	double timeout;		  /* seconds per request */
 	int retries;		  /* after the first attempt, on 408/429/5xx and network errors */
 	bool multipart;		  /* multipart/form-data instead of format=pprof */
+	bool ingest;		  /* /ingest instead of the push API */
 	const char *ca_file;	  /* extra CA bundle, or NULL for the system's */
 	bool verbose;
 };
