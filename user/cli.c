@@ -64,6 +64,10 @@ static const char usage[] =
 	"                             bytes peaked, in the --format of the run\n"
 	"      --temporary-threshold T  objects freed within T count as temporary (default 1ms;\n"
 	"                             a number with ns, us, ms or s; a bare number is seconds)\n"
+	"      --live-heap            sample nothing: read the sampled live heap (and, with\n"
+	"                             prof_accum:true, allocated totals) from jemalloc's own\n"
+	"                             tables in PID, what it sampled now or in earlier windows;\n"
+	"                             nothing is written into the process\n"
 	"\n"
 	"Fleet use (timers, daemons, Grafana Pyroscope):\n"
 	"      --unit NAME            every process of a systemd unit (found in its cgroup),\n"
@@ -176,6 +180,7 @@ enum {
 	OPT_PYRO_CA,
 	OPT_PYRO_API,
 	OPT_FOLLOW_FORKS,
+	OPT_LIVE_HEAP,
 	OPT_SORT,
 	OPT_BY,
 	OPT_LEAKS,
@@ -218,6 +223,7 @@ static const struct option options[] = {
 	{ "pyroscope-ca", required_argument, NULL, OPT_PYRO_CA },
 	{ "pyroscope-api", required_argument, NULL, OPT_PYRO_API },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
+	{ "live-heap", no_argument, NULL, OPT_LIVE_HEAP },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "by", required_argument, NULL, OPT_BY },
 	{ "leaks", no_argument, NULL, OPT_LEAKS },
@@ -442,6 +448,26 @@ static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool
 	return 0;
 }
 
+/* --live-heap: one process, read once, nothing sampled. */
+static int check_live_heap(const struct cli *c, bool have_pid, bool have_duration)
+{
+	if (!c->live_heap)
+		return 0;
+	if (c->mode != MODE_LIVE)
+		return bad("--live-heap reads a running process: it does not apply to report, top "
+			   "or diff%s",
+			   "");
+	if (!have_pid)
+		return bad("--live-heap reads one process: give --pid%s", "");
+	if (have_duration || c->interval || c->follow_forks || c->record || c->leaks ||
+	    c->at_peak || c->output_dir || c->pyroscope || c->reset)
+		return bad("--live-heap reads jemalloc's tables once and samples nothing: "
+			   "--duration, --interval, --follow-forks, --record, --leaks, --at-peak, "
+			   "--output-dir, --pyroscope and --reset do not apply%s",
+			   "");
+	return 0;
+}
+
 /* heapbpf top: one process, on the terminal; --sort and --by only there. */
 static int check_top(struct cli *c, bool have_duration, bool have_top)
 {
@@ -526,6 +552,9 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			break;
 		case OPT_FOLLOW_FORKS:
 			c->follow_forks = true;
+			break;
+		case OPT_LIVE_HEAP:
+			c->live_heap = true;
 			break;
 		case OPT_LEAKS:
 			c->leaks = true;
@@ -766,6 +795,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);
-	return check_top(c, have_duration, have_top) ?: check_at_peak(c)
+	return check_live_heap(c, have_pid, have_duration)
+		       ?: check_top(c, have_duration, have_top) ?: check_at_peak(c)
 		       ?: check_combinations(c, have_pid, have_type, have_duration);
 }

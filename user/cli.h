@@ -44,6 +44,7 @@ struct cli {
 	const char *layout; /* forced jemalloc layout, or NULL */
 	char *debug_dirs;   /* --debug-dir values joined by ':', or NULL (owned) */
 	bool follow_forks;  /* also profile the children forked while sampling is on */
+	bool live_heap;	    /* --live-heap: read jemalloc's own tables once (user/liveheap.c) */
 	/* what is leaking (user/leaks.h) */
 	bool leaks;	       /* --leaks: leak suspects and lifetimes after the profile */
 	const char *at_peak;   /* --at-peak FILE: the in-use profile at the peak, or NULL */

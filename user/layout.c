@@ -23,18 +23,18 @@
  * ptype /o on the fixtures' DWARF (5.3.0 static and debug, 5.2.1): ckh_t
  * {prng_state, count @8, lg_minbuckets, lg_curbuckets @20, hash, keycomp,
  * tab @40}, 16-byte cells, 4 cells a bucket; gctx->tctxs @16; tctx->tdata
- * @0, thr_uid @8; tdata->expired @33. Debug builds change none of them.
+ * @0, thr_uid @8, thr_discrim @16; tdata->expired @33. Debug builds change none of them.
  */
 #define HEAP_COMMON                                                                                \
 	.ckh_count = 8, .ckh_lg_curbuckets = 20, .ckh_tab = 40, .ckhc_size = 16, .ckhc_key = 0,    \
 	.ckhc_data = 8, .lg_bucket_cells = 2, .gctx_tctxs = 16, .tctx_tdata = 0,                   \
-	.tctx_thr_uid = 8, .rbn_left = 0, .rbn_right_red = 8, .tdata_expired = 33,                 \
-	.lg_tiny_min = 3
+	.tctx_thr_uid = 8, .tctx_thr_discrim = 16, .rbn_left = 0, .rbn_right_red = 8,              \
+	.tdata_expired = 33, .lg_tiny_min = 3
 
-/* 5.3.x: prof_cnt_t of 8 counters @32, tctx_link @112, state @132 */
+/* 5.3.x: prof_cnt_t of 8 counters @32, tctx_uid @104, tctx_link @112, state @132 */
 #define HEAP_5_3                                                                                   \
-	HEAP_COMMON, .tctx_cnts = 32, .tctx_link = 112, .tctx_state = 132, .cnt_size = 64,         \
-		     .cnt_curobjs = 0, .cnt_curbytes = 16, .cnt_accumobjs = 32,                    \
+	HEAP_COMMON, .tctx_cnts = 32, .tctx_uid = 104, .tctx_link = 112, .tctx_state = 132,        \
+		     .cnt_size = 64, .cnt_curobjs = 0, .cnt_curbytes = 16, .cnt_accumobjs = 32,    \
 		     .cnt_accumbytes = 48, .has_unbiased = true, .cnt_curobjs_su = 8,              \
 		     .cnt_curbytes_u = 24, .cnt_accumobjs_su = 40, .cnt_accumbytes_u = 56
 
@@ -76,10 +76,10 @@ static const struct jemalloc_layout layouts[] = {
 			.info_size_off = 0,
 			.info_has_time = 0,
 		},
-		/* prof_cnt_t of 4 counters @24, tctx_link @72, state @92 */
-		.heap = { HEAP_COMMON, .tctx_cnts = 24, .tctx_link = 72, .tctx_state = 92,
-			  .cnt_size = 32, .cnt_curobjs = 0, .cnt_curbytes = 8, .cnt_accumobjs = 16,
-			  .cnt_accumbytes = 24 },
+		/* prof_cnt_t of 4 counters @24, tctx_uid @64, tctx_link @72, state @92 */
+		.heap = { HEAP_COMMON, .tctx_cnts = 24, .tctx_uid = 64, .tctx_link = 72,
+			  .tctx_state = 92, .cnt_size = 32, .cnt_curobjs = 0, .cnt_curbytes = 8,
+			  .cnt_accumobjs = 16, .cnt_accumbytes = 24 },
 	},
 	{
 		/*

@@ -30,7 +30,9 @@ struct jemalloc_heap_layout {
 	__u32 ckhc_size, ckhc_key, ckhc_data;	     /* ckhc_t: one cell */
 	__u32 lg_bucket_cells;			     /* LG_CKH_BUCKET_CELLS */
 	__u32 gctx_tctxs;			     /* prof_gctx_t.tctxs (the tree's root) */
-	__u32 tctx_tdata, tctx_thr_uid, tctx_cnts, tctx_link, tctx_state;
+	__u32 tctx_tdata, tctx_cnts, tctx_link, tctx_state;
+	/* the tree's order (prof_tctx_comp): thr_uid, then thr_discrim, then tctx_uid */
+	__u32 tctx_thr_uid, tctx_thr_discrim, tctx_uid;
 	__u32 rbn_left, rbn_right_red; /* within the link */
 	__u32 tdata_expired;	       /* prof_tdata_t.expired (a bool) */
 	/* prof_cnt_t: size and counters; has_unbiased: 5.3's *_unbiased companions */

@@ -21,6 +21,7 @@
 #include "debuginfo.h"
 #include "diff.h"
 #include "fleet.h"
+#include "liveheap.h"
 #include "output.h"
 #include "replay.h"
 #include "run.h"
@@ -118,7 +119,8 @@ int main(int argc, char **argv)
 		rc = diff_command(&opts, err, sizeof(err));
 		break;
 	default:
-		rc = fleet_run(&r, err, sizeof(err));
+		rc = opts.live_heap ? liveheap_run(&r, err, sizeof(err))
+				    : fleet_run(&r, err, sizeof(err));
 	}
 	if (rc) {
 		fprintf(stderr, "heapbpf: %s\n", err[0] ? err : strerror(-rc));

@@ -549,6 +549,20 @@ int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg)
 	return 0;
 }
 
+int jemalloc_target__global(const struct jemalloc_target *t, const char *name, bool prefixed,
+			    uint64_t *addr)
+{
+	char full[128];
+	const struct elf_sym *s;
+
+	snprintf(full, sizeof(full), "%s%s", prefixed ? t->ns_prefix : "", name);
+	s = elf_object__sym_by_name(t->symelf, full);
+	if (!s || s->type != STT_OBJECT)
+		return -ENOENT;
+	*addr = s->addr + t->bias;
+	return 0;
+}
+
 bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t, const char *name)
 {
 	static const char *const api[] = {

@@ -66,6 +66,14 @@ void jemalloc_target__free(struct jemalloc_target *t);
 /* Reads jemalloc's current sampling rate (lg_prof_sample) from the target. */
 int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg);
 
+/*
+ * The runtime address of one of jemalloc's globals (a data symbol of its
+ * full symbol table): name with the private namespace in front when
+ * prefixed, as is otherwise (file-local statics such as bt2gctx).
+ */
+int jemalloc_target__global(const struct jemalloc_target *t, const char *name, bool prefixed,
+			    uint64_t *addr);
+
 /* True when the symbol name is one of jemalloc's functions (private or public API). */
 bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t, const char *name);
 
