@@ -3,6 +3,7 @@
 #   make            build build/heapbpf
 #   make demo       install what is missing, build, profile the example service
 #   make test       install what is missing, build, run unit + integration tests
+#   make install    install heapbpf, heapbpf(8) and the systemd units (PREFIX, DESTDIR)
 #   make V=1 ...    show the commands
 
 BUILD      ?= build
@@ -284,6 +285,43 @@ $(BUILD)/fuzz/fuzz_recording: tests/fuzz/fuzz_recording.c $(FUZZ_SRCS) $(wildcar
 fuzz: deps
 	$(Q)$(MAKE) --no-print-directory $(BUILD)/fuzz/fuzz_recording
 	$(Q)scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
+
+# ---- install ----------------------------------------------------------------
+
+# make install [PREFIX=/usr/local] [DESTDIR=/staging]; make uninstall with the same
+# variables removes exactly those files (never a directory). heapbpf goes to bin,
+# not sbin: a live run needs root, but heapbpf report and diff read files and need
+# no privilege, and Debian's PATH for users has no sbin (sudo's has both). The
+# systemd units go where systemd looks for them under PREFIX, with their
+# ExecStart= rewritten to the installed binary.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+UNITS   := heapbpf-snapshot@.service heapbpf-snapshot@.timer
+INSTALLED := $(BINDIR)/heapbpf $(MANDIR)/man8/heapbpf.8 $(UNITS:%=$(UNITDIR)/%)
+
+.PHONY: install uninstall
+install: $(BUILD)/heapbpf
+	$(Q)case "$(BINDIR)" in /*) ;; *) echo "heapbpf: BINDIR (PREFIX) must be an absolute path, not \"$(BINDIR)\"" >&2; exit 1;; esac
+	$(Q)mkdir -p $(BUILD)/units
+	$(Q)for u in $(UNITS); do \
+		sed 's#^\(ExecStart=[-@:+!]*\)[^ ]*/heapbpf #\1$(BINDIR)/heapbpf #' examples/systemd/$$u \
+			> $(BUILD)/units/$$u || exit 1; \
+	done
+	$(Q)grep -q '^ExecStart=$(BINDIR)/heapbpf ' $(BUILD)/units/heapbpf-snapshot@.service || \
+		{ echo "heapbpf: ExecStart= of heapbpf-snapshot@.service not rewritten" >&2; exit 1; }
+	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/heapbpf)
+	$(Q)install -D -m 0755 $(BUILD)/heapbpf $(DESTDIR)$(BINDIR)/heapbpf
+	$(call msg,INSTALL,$(DESTDIR)$(MANDIR)/man8/heapbpf.8)
+	$(Q)install -D -m 0644 man/heapbpf.8 $(DESTDIR)$(MANDIR)/man8/heapbpf.8
+	$(call msg,INSTALL,$(UNITS:%=$(DESTDIR)$(UNITDIR)/%))
+	$(Q)install -d $(DESTDIR)$(UNITDIR)
+	$(Q)install -m 0644 $(UNITS:%=$(BUILD)/units/%) $(DESTDIR)$(UNITDIR)/
+
+uninstall:
+	$(call msg,RM,$(INSTALLED:%=$(DESTDIR)%))
+	$(Q)rm -f $(INSTALLED:%=$(DESTDIR)%)
 
 # ---- misc -------------------------------------------------------------------
 

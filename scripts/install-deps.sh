@@ -15,6 +15,7 @@ PKGS=(
 	systemd strace util-linux openssl # tests/integration/test_fleet.c: systemd-analyze, strace, setpriv, a test certificate (python3: its Pyroscope stand-in)
 	python3-protobuf # tests/pyroscope/pyroscope_push_server.py: decodes push requests with proto/ (protoc: its descriptors)
 	chromium # tests/integration/test_flamegraph.c: the flame graph page in a headless browser
+	man-db groff-base bsdextrautils # tests/integration/test_install.c: man -l renders man/heapbpf.8 (col -bx)
 	# jemalloc test fixtures: apt-get source, unpack, patch, build (g++: jemalloc's C++ part)
 	dpkg-dev debian-archive-keyring bzip2 xz-utils patch g++
 )

@@ -13,7 +13,7 @@
 
 static const char usage[] =
 	"Usage: heapbpf --pid PID [options]\n"
-	"       heapbpf report RECORDING [options]\n"
+	"       heapbpf report RECORDING|CORE [options]\n"
 	"       heapbpf top --pid PID [options]\n"
 	"       heapbpf diff BASE NEW [options]\n"
 	"\n"
@@ -122,6 +122,14 @@ static const char usage[] =
 	"      --debug-dir DIR        as above\n"
 	"  heapbpf report heap.hbr -f folded -t alloc_space --from 10 --to 20 -o window.folded\n"
 	"\n"
+	"heapbpf report CORE: the sampled live heap of a jemalloc process at the time of its core\n"
+	"dump (the kernel's or gdb's gcore; an ELF core is recognized, --core insists), read from\n"
+	"jemalloc's own profiling tables: the process must have run with prof:true and\n"
+	"prof_active:true. -o, -f, -t, --raw, --binary-path, --debug-dir, --jemalloc-layout as above\n"
+	"      --core                 FILE is a core file\n"
+	"      --exe PATH             the executable the core was dumped from (checked by build-id)\n"
+	"  heapbpf report core.4242 --exe ./service -f folded -o heap.folded\n"
+	"\n"
 	"heapbpf diff BASE NEW: what changed between two profiles (pprof files, heapbpf's or\n"
 	"any with Go's heap sample types, or recordings), stacks matched by function and file\n"
 	"so that a rebuilt binary still matches. Prints the largest changes of -t (default\n"
@@ -187,6 +195,8 @@ enum {
 	OPT_AT_PEAK,
 	OPT_TEMPORARY,
 	OPT_FILE_MODE,
+	OPT_CORE,
+	OPT_EXE,
 };
 
 static const struct option options[] = {
@@ -230,6 +240,8 @@ static const struct option options[] = {
 	{ "at-peak", required_argument, NULL, OPT_AT_PEAK },
 	{ "temporary-threshold", required_argument, NULL, OPT_TEMPORARY },
 	{ "file-mode", required_argument, NULL, OPT_FILE_MODE },
+	{ "core", no_argument, NULL, OPT_CORE },
+	{ "exe", required_argument, NULL, OPT_EXE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -746,6 +758,12 @@ int cli_parse(int argc, char **argv, struct cli *c)
 			c->pyro_api = true;
 			c->pyro_ingest = strcmp(optarg, "ingest") == 0;
 			break;
+		case OPT_CORE:
+			c->core = true;
+			break;
+		case OPT_EXE:
+			c->exe = optarg;
+			break;
 		case 'q':
 			c->quiet = true;
 			break;
@@ -769,10 +787,10 @@ int cli_parse(int argc, char **argv, struct cli *c)
 		if (optind >= argc)
 			return bad("report needs a recording file%s", "");
 		c->recording = argv[optind++];
-		if (have_pid || have_duration || c->record || c->layout || c->reset ||
-		    c->follow_forks)
-			return bad("report reads a recording: --pid, --duration, --record, "
-				   "--follow-forks and --jemalloc-layout do not apply%s",
+		/* --jemalloc-layout: for a core file (main tells a recording) */
+		if (have_pid || have_duration || c->record || c->reset || c->follow_forks)
+			return bad("report reads a recording or a core file: --pid, --duration, "
+				   "--record and --follow-forks do not apply%s",
 				   "");
 		if (c->to >= 0 && c->to <= c->from)
 			return bad("--to must be after --from%s", "");
@@ -790,6 +808,8 @@ int cli_parse(int argc, char **argv, struct cli *c)
 				"");
 		if (c->format != FMT_PPROF && c->format != FMT_FOLDED)
 			return bad("diff writes pprof or folded%s", "");
+	} else if (c->core || c->exe) {
+		return bad("--core and --exe apply to heapbpf report of a core file%s", "");
 	} else if (c->nbinary_dirs || c->from || c->to >= 0) {
 		return bad("--from, --to and --binary-path apply to heapbpf report and diff%s", "");
 	}

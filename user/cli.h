@@ -27,7 +27,9 @@ struct cli {
 	enum cli_mode mode;
 	pid_t pid;
 	const char *record;			   /* --record FILE, or NULL */
-	const char *recording;			   /* report: the recording to read */
+	const char *recording;			   /* report: the recording (or core) to read */
+	bool core;				   /* report --core: it is a core file */
+	const char *exe;			   /* report --exe: a core's executable */
 	const char *diff_paths[2];		   /* diff: BASE and NEW */
 	double from, to;			   /* report: window in seconds; to < 0 = the end */
 	const char *binary_dirs[CLI_MAX_DIRS + 1]; /* report: --binary-path, NULL-terminated */

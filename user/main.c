@@ -18,8 +18,10 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "coremem.h"
 #include "debuginfo.h"
 #include "diff.h"
+#include "errmsg.h"
 #include "fleet.h"
 #include "liveheap.h"
 #include "output.h"
@@ -80,6 +82,22 @@ static int report_recording(struct run *r, char *err, size_t errlen)
 	return rc;
 }
 
+/* heapbpf report FILE: a core file (ET_CORE, or --core) or a recording. */
+static int report_file(struct run *r, char *err, size_t errlen)
+{
+	const struct cli *o = r->opts;
+	int is_core = o->core ? 1 : core_file_is_core(o->recording);
+
+	if (is_core == 1)
+		return core_report(r, err, errlen);
+	if (o->exe || o->layout)
+		return hb_fail(err, errlen, -EINVAL,
+			       "%s is not a core file: --exe and --jemalloc-layout apply to core "
+			       "files (heapbpf report --core)",
+			       o->recording);
+	return report_recording(r, err, errlen);
+}
+
 static int exit_code(unsigned int outcome)
 {
 	if (outcome & RUN_FAILED)
@@ -113,7 +131,7 @@ int main(int argc, char **argv)
 	dbg_set_debug_dirs(opts.debug_dirs);
 	switch (opts.mode) {
 	case MODE_REPORT:
-		rc = report_recording(&r, err, sizeof(err));
+		rc = report_file(&r, err, sizeof(err));
 		break;
 	case MODE_DIFF:
 		rc = diff_command(&opts, err, sizeof(err));

@@ -116,6 +116,12 @@ static int open_offline(const char *const *dirs, const char *path, const char *b
 	return debuginfo_find_executable(build_id, found, len);
 }
 
+int symbolizer_find_binary(const char *const *dirs, const char *path, const char *build_id,
+			   char *found, size_t len)
+{
+	return open_offline(dirs, path, build_id, found, len);
+}
+
 static int file_index(struct symbolizer *s, const struct proc_map *pm, const char *build_id,
 		      size_t *idx)
 {

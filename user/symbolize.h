@@ -52,6 +52,12 @@ int symbolizer__new(pid_t pid, struct symbolizer **out);
  */
 int symbolizer__new_offline(const struct proc_maps *maps, const char *const *build_ids,
 			    const char *const *dirs, struct symbolizer **out);
+/*
+ * Offline: the binary at path (build_id: hex it must have, NULL or "" for
+ * any) the way new_offline finds it; an open fd and its path in found, or -1.
+ */
+int symbolizer_find_binary(const char *const *dirs, const char *path, const char *build_id,
+			   char *found, size_t len);
 /* Re-reads the mappings if the process is still alive (dlopen after attach). Renumbers objects: call it before lookups, not between. */
 int symbolizer__refresh(struct symbolizer *s);
 void symbolizer__free(struct symbolizer *s);

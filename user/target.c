@@ -303,12 +303,15 @@ static struct elf_object *debug_symbols(const char *open_path, char **debug_file
 	return symelf;
 }
 
-static int open_candidate(pid_t pid, const char *path, struct elf_object **elf, char **open_path)
+static int open_candidate(const struct jemalloc_target *t, const char *path, struct elf_object **elf,
+			  char **open_path)
 {
 	char buf[4096];
 	int err;
 
-	err = proc_map_open_path(pid, path, buf, sizeof(buf));
+	/* a core file's objects are found on disk by its own rules (user/coremem.c) */
+	err = t->open_object ? t->open_object(t->open_ctx, path, buf, sizeof(buf))
+			     : proc_map_open_path(t->pid, path, buf, sizeof(buf));
 	if (err)
 		return err;
 	err = elf_object__open(buf, elf);
@@ -361,7 +364,7 @@ static const struct elf_sym *try_candidate(struct jemalloc_target *t, const char
 	const struct elf_sym *s;
 	char *open_path;
 
-	if (open_candidate(t->pid, path, &elf, &open_path))
+	if (open_candidate(t, path, &elf, &open_path))
 		return NULL;
 	symelf = elf;
 	s = elf_object__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
@@ -472,11 +475,17 @@ static int resolve_addresses(struct jemalloc_target *t, char *err, size_t errlen
 	return 0;
 }
 
+/* The target's memory: the live pid's, or the image it was given (a core file). */
+static int target_read(const struct jemalloc_target *t, uint64_t addr, void *buf, size_t len)
+{
+	return t->mem ? mem_read(t->mem, addr, buf, len) : proc_mem_read(t->pid, addr, buf, len);
+}
+
 /* opt_prof and lg_prof_sample as the process holds them now. */
 static int read_prof_state(struct jemalloc_target *t, char *err, size_t errlen)
 {
 	uint8_t b;
-	int rc = proc_mem_read(t->pid, t->opt_prof_addr, &b, 1);
+	int rc = target_read(t, t->opt_prof_addr, &b, 1);
 
 	if (!rc)
 		rc = jemalloc_target__read_lg_sample(t, &t->lg_prof_sample);
@@ -493,11 +502,33 @@ static int read_prof_state(struct jemalloc_target *t, char *err, size_t errlen)
 	return 0;
 }
 
+int jemalloc_target__identify(struct jemalloc_target *t, const char *layout_name, char *err,
+			      size_t errlen)
+{
+	const struct elf_sym *s = NULL;
+	int rc = find_jemalloc(t, &s, err, errlen);
+
+	if (rc || !s)
+		return rc ? rc : -ENOENT;
+	snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s",
+		 (int)(strlen(s->name) - strlen(SAMPLE_FN)), s->name);
+	detect_public_prefix(t);
+	if (built_without_prof(t))
+		return fail_noprof(err, errlen, t->pid, t->path);
+	if (elf_object__jemalloc_version(t->elf, t->version, sizeof(t->version)))
+		snprintf(t->version, sizeof(t->version), "unknown");
+	rc = choose_layout(t, layout_name, err, errlen);
+	if (!rc)
+		rc = resolve_addresses(t, err, errlen);
+	if (!rc)
+		rc = read_prof_state(t, err, errlen);
+	return rc;
+}
+
 int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_target **out,
 			  char *err, size_t errlen)
 {
 	struct jemalloc_target *t;
-	const struct elf_sym *s = NULL;
 	int rc;
 
 	if (pid <= 0)
@@ -509,36 +540,19 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 	proc_comm(pid, t->comm, sizeof(t->comm));
 	rc = read_maps(t, err, errlen);
 	if (!rc)
-		rc = find_jemalloc(t, &s, err, errlen);
-	if (rc || !s)
-		goto out_err;
-	snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s",
-		 (int)(strlen(s->name) - strlen(SAMPLE_FN)), s->name);
-	detect_public_prefix(t);
-	if (built_without_prof(t)) {
-		rc = fail_noprof(err, errlen, pid, t->path);
-		goto out_err;
+		rc = jemalloc_target__identify(t, layout_name, err, errlen);
+	if (rc) {
+		jemalloc_target__free(t);
+		return rc;
 	}
-	if (elf_object__jemalloc_version(t->elf, t->version, sizeof(t->version)))
-		snprintf(t->version, sizeof(t->version), "unknown");
-	rc = choose_layout(t, layout_name, err, errlen);
-	if (!rc)
-		rc = resolve_addresses(t, err, errlen);
-	if (!rc)
-		rc = read_prof_state(t, err, errlen);
-	if (rc)
-		goto out_err;
 	*out = t;
 	return 0;
-out_err:
-	jemalloc_target__free(t);
-	return rc;
 }
 
 int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg)
 {
 	uint64_t v;
-	int err = proc_mem_read(t->pid, t->lg_prof_sample_addr, &v, sizeof(v));
+	int err = target_read(t, t->lg_prof_sample_addr, &v, sizeof(v));
 
 	if (err)
 		return err;

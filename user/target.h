@@ -15,6 +15,7 @@
 
 #include "elfobj.h"
 #include "layout.h"
+#include "memsrc.h"
 #include "procmaps.h"
 
 struct jemalloc_target {
@@ -47,6 +48,14 @@ struct jemalloc_target {
 	/* values read at discovery */
 	bool opt_prof;
 	uint64_t lg_prof_sample;
+	/*
+	 * An image that is not a live pid (a core file, user/coremem.c): how
+	 * each mapped object is found on disk (the path to open into buf; 0 or
+	 * negative errno) and where memory is read. NULL: the live pid's.
+	 */
+	int (*open_object)(void *ctx, const char *path, char *buf, size_t len);
+	void *open_ctx;
+	const struct mem_source *mem;
 };
 
 /* jemalloc_target__find's code for a process without any jemalloc (distinct from errors). */
@@ -62,6 +71,14 @@ struct jemalloc_target {
 int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_target **out,
 			  char *err, size_t errlen);
 void jemalloc_target__free(struct jemalloc_target *t);
+
+/*
+ * The same search in an image the caller describes: t (calloc'ed) holds
+ * pid, comm, maps (owned by t from now on), open_object and mem. On failure
+ * the caller frees t with jemalloc_target__free().
+ */
+int jemalloc_target__identify(struct jemalloc_target *t, const char *layout_name, char *err,
+			      size_t errlen);
 
 /* Reads jemalloc's current sampling rate (lg_prof_sample) from the target. */
 int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg);

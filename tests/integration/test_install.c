@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * make install / make uninstall, run for real into scratch trees with
+ * DESTDIR: exactly the listed files with their modes, the units' ExecStart=
+ * rewritten to the installed binary, the installed units accepted by
+ * systemd-analyze verify inside the tree (--root), the man page rendered by
+ * man-db without a groff warning and in step with --help (every long option
+ * of one is in the other), and uninstall removing exactly what install put.
+ *
+ * make installs the binary under test: "-o BUILD/heapbpf" keeps make from
+ * rebuilding it from a working tree that may have moved on.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+#define MAN_PAGE "man/heapbpf.8"
+
+TestSuite(install, .fini = hb_tmpdir_cleanup, .timeout = 120);
+
+/* Runs "sh -c cmd" with stdout and stderr into out; returns the exit status. */
+static int sh(const char *cmd, char *out, size_t len)
+{
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	char path[PATH_MAX], *text = NULL;
+	pid_t pid;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/sh.out", hb_tmpdir());
+	pid = hb_spawn(argv, path);
+	cr_assert_gt(pid, 0);
+	rc = hb_wait(pid, 90000);
+	out[0] = '\0';
+	if (hb_read_file(path, &text) >= 0) {
+		snprintf(out, len, "%s", text);
+		free(text);
+	}
+	unlink(path);
+	return rc;
+}
+
+/* make TARGET BUILD=... -o BUILD/heapbpf VARS, outside any make that runs the tests. */
+static void make(const char *target, const char *vars)
+{
+	char cmd[2 * PATH_MAX], out[16384];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd),
+		 "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory BUILD='%s' "
+		 "-o '%s' %s %s",
+		 hb_build_dir(), hb_path("heapbpf"), target, vars);
+	rc = sh(cmd, out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s failed (%d): %s", cmd, rc, out);
+}
+
+/* A fresh directory under the test's temporary directory. */
+static const char *scratch(const char *name)
+{
+	static char bufs[8][PATH_MAX];
+	static int next;
+
+	cr_assert_lt(next, 8);
+	snprintf(bufs[next], PATH_MAX, "%s/%s", hb_tmpdir(), name);
+	cr_assert_eq(mkdir(bufs[next], 0755), 0, "%s: %s", bufs[next], strerror(errno));
+	return bufs[next++];
+}
+
+/* ---- the tree under a DESTDIR, as "MODE path" lines, sorted ---- */
+
+static char tree[64][512];
+static int ntree;
+static size_t tree_root_len;
+
+static int tree_add(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)type;
+	(void)ftw;
+	if (strlen(path) == tree_root_len)
+		return 0;
+	cr_assert_lt(ntree, 64, "more than 64 entries under the DESTDIR");
+	snprintf(tree[ntree++], sizeof(tree[0]), "%c%04o %s",
+		 S_ISDIR(st->st_mode)	? 'd'
+		 : S_ISREG(st->st_mode) ? '-'
+		 : S_ISLNK(st->st_mode) ? 'l'
+					: '?',
+		 st->st_mode & 07777, path + tree_root_len + 1);
+	return 0;
+}
+
+static int cmp_lines(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* Every entry under root, "d0755 usr/local", "-0644 usr/local/.../x", sorted. */
+static void list_tree(const char *root)
+{
+	ntree = 0;
+	tree_root_len = strlen(root);
+	cr_assert_eq(nftw(root, tree_add, 16, FTW_PHYS), 0);
+	qsort(tree, ntree, sizeof(tree[0]), cmp_lines);
+}
+
+static void assert_tree(const char *root, const char *const *want)
+{
+	char *got = NULL, *exp = NULL;
+	size_t gotlen, explen;
+	FILE *g = open_memstream(&got, &gotlen), *e = open_memstream(&exp, &explen);
+
+	cr_assert(g && e);
+	list_tree(root);
+	for (int i = 0; i < ntree; i++)
+		fprintf(g, "%s\n", tree[i]);
+	for (int i = 0; want[i]; i++)
+		fprintf(e, "%s\n", want[i]);
+	fclose(g);
+	fclose(e);
+	cr_assert_str_eq(got, exp, "installed tree:\n%s\nexpected:\n%s", got, exp);
+	free(got);
+	free(exp);
+}
+
+/* ---- file contents ---- */
+
+static char *slurp(const char *path)
+{
+	char *text = NULL;
+
+	cr_assert_geq(hb_read_file(path, &text), 0, "cannot read %s", path);
+	return text;
+}
+
+static void assert_same_file(const char *a, const char *b)
+{
+	char cmd[2 * PATH_MAX + 16], out[1024];
+
+	snprintf(cmd, sizeof(cmd), "cmp '%s' '%s'", a, b);
+	cr_assert_eq(sh(cmd, out, sizeof(out)), 0, "%s", out);
+}
+
+/*
+ * The installed unit is the example with its ExecStart= line, and only that
+ * line, naming bin/heapbpf.
+ */
+static void assert_unit_rewritten(const char *installed, const char *example, const char *bin)
+{
+	char *got = slurp(installed), *want = slurp(example);
+	char *gl, *wl, *gs = NULL, *ws = NULL, prefix[PATH_MAX + 16];
+	int exec_lines = 0;
+
+	snprintf(prefix, sizeof(prefix), "ExecStart=%s ", bin);
+	gl = strtok_r(got, "\n", &gs);
+	wl = strtok_r(want, "\n", &ws);
+	for (; gl && wl; gl = strtok_r(NULL, "\n", &gs), wl = strtok_r(NULL, "\n", &ws)) {
+		if (strncmp(wl, "ExecStart=", 10) == 0) {
+			cr_assert_eq(strncmp(gl, prefix, strlen(prefix)), 0, "%s: %s", installed,
+				     gl);
+			/* the arguments are the example's */
+			cr_assert_str_eq(gl + strlen(prefix), strchr(wl, ' ') + 1);
+			exec_lines++;
+		} else {
+			cr_assert_str_eq(gl, wl, "%s", installed);
+		}
+	}
+	cr_assert(!gl && !wl, "%s and %s differ in length", installed, example);
+	cr_assert_eq(exec_lines, 1);
+	free(got);
+	free(want);
+}
+
+static const char *const default_tree[] = {
+	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.service",
+	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.timer",
+	"-0644 usr/local/share/man/man8/heapbpf.8",
+	"-0755 usr/local/bin/heapbpf",
+	"d0755 usr",
+	"d0755 usr/local",
+	"d0755 usr/local/bin",
+	"d0755 usr/local/lib",
+	"d0755 usr/local/lib/systemd",
+	"d0755 usr/local/lib/systemd/system",
+	"d0755 usr/local/share",
+	"d0755 usr/local/share/man",
+	"d0755 usr/local/share/man/man8",
+	NULL,
+};
+
+Test(install, default_prefix_installs_exactly_the_listed_files)
+{
+	const char *dest = scratch("dest");
+	char vars[PATH_MAX + 32], p[2][PATH_MAX];
+
+	snprintf(vars, sizeof(vars), "DESTDIR='%s'", dest);
+	/* under a umask that would hide the files from their readers */
+	umask(077);
+	make("install", vars);
+	assert_tree(dest, default_tree);
+
+	snprintf(p[0], PATH_MAX, "%s/usr/local/bin/heapbpf", dest);
+	assert_same_file(p[0], hb_path("heapbpf"));
+	snprintf(p[0], PATH_MAX, "%s/usr/local/share/man/man8/heapbpf.8", dest);
+	assert_same_file(p[0], MAN_PAGE);
+	snprintf(p[0], PATH_MAX, "%s/usr/local/lib/systemd/system/heapbpf-snapshot@.service", dest);
+	assert_unit_rewritten(p[0], "examples/systemd/heapbpf-snapshot@.service",
+			      "/usr/local/bin/heapbpf");
+	snprintf(p[1], PATH_MAX, "%s/usr/local/lib/systemd/system/heapbpf-snapshot@.timer", dest);
+	assert_same_file(p[1], "examples/systemd/heapbpf-snapshot@.timer");
+
+	/* installing again over it changes nothing */
+	make("install", vars);
+	assert_tree(dest, default_tree);
+}
+
+Test(install, prefix_moves_everything_and_execstart_follows)
+{
+	static const char *const want[] = {
+		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.service",
+		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.timer",
+		"-0644 opt/heapbpf/share/man/man8/heapbpf.8",
+		"-0755 opt/heapbpf/bin/heapbpf",
+		"d0755 opt",
+		"d0755 opt/heapbpf",
+		"d0755 opt/heapbpf/bin",
+		"d0755 opt/heapbpf/lib",
+		"d0755 opt/heapbpf/lib/systemd",
+		"d0755 opt/heapbpf/lib/systemd/system",
+		"d0755 opt/heapbpf/share",
+		"d0755 opt/heapbpf/share/man",
+		"d0755 opt/heapbpf/share/man/man8",
+		NULL,
+	};
+	const char *dest = scratch("dest");
+	char vars[PATH_MAX + 64], unit[PATH_MAX];
+
+	snprintf(vars, sizeof(vars), "DESTDIR='%s' PREFIX=/opt/heapbpf", dest);
+	make("install", vars);
+	assert_tree(dest, want);
+	snprintf(unit, sizeof(unit), "%s/opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.service",
+		 dest);
+	assert_unit_rewritten(unit, "examples/systemd/heapbpf-snapshot@.service",
+			      "/opt/heapbpf/bin/heapbpf");
+	make("uninstall", vars);
+	list_tree(dest);
+	for (int i = 0; i < ntree; i++)
+		cr_assert_eq(tree[i][0], 'd', "left behind: %s", tree[i]);
+}
+
+Test(install, relative_prefix_refused)
+{
+	char cmd[2 * PATH_MAX], out[4096];
+	const char *dest = scratch("dest");
+
+	snprintf(cmd, sizeof(cmd),
+		 "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory BUILD='%s' "
+		 "-o '%s' install DESTDIR='%s' PREFIX=opt/heapbpf",
+		 hb_build_dir(), hb_path("heapbpf"), dest);
+	cr_assert_neq(sh(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "must be an absolute path"), "%s", out);
+	list_tree(dest);
+	cr_assert_eq(ntree, 0, "a refused install wrote %s", ntree ? tree[0] : "");
+}
+
+Test(install, uninstall_removes_exactly_what_install_put)
+{
+	static const char *const others[] = {
+		"-0644 usr/local/bin/other-tool",
+		"-0644 usr/local/lib/systemd/system/other.service",
+		"-0644 usr/local/share/man/man8/other.8",
+		NULL,
+	};
+	const char *dest = scratch("dest");
+	char vars[PATH_MAX + 32], path[PATH_MAX];
+	int files = 0;
+
+	snprintf(vars, sizeof(vars), "DESTDIR='%s'", dest);
+	make("install", vars);
+	/* files of others beside ours stay */
+	for (int i = 0; others[i]; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dest, others[i] + 6);
+		f = fopen(path, "we");
+		cr_assert_not_null(f, "%s", path);
+		fclose(f);
+		chmod(path, 0644);
+	}
+	make("uninstall", vars);
+	list_tree(dest);
+	for (int i = 0; i < ntree; i++) {
+		if (tree[i][0] == 'd')
+			continue;
+		cr_assert_lt(files, 3, "left behind: %s", tree[i]);
+		cr_assert_str_eq(tree[i], others[files], "left behind: %s", tree[i]);
+		files++;
+	}
+	cr_assert_eq(files, 3);
+	/* and a second uninstall, with nothing left to remove, succeeds */
+	make("uninstall", vars);
+}
+
+Test(install, installed_units_pass_systemd_analyze_verify_in_the_tree)
+{
+	const char *root = scratch("root");
+	char vars[PATH_MAX + 32], cmd[4 * PATH_MAX], out[8192], bin[PATH_MAX];
+	int rc;
+
+	snprintf(vars, sizeof(vars), "DESTDIR='%s'", root);
+	make("install", vars);
+	/*
+	 * verify --root resolves everything inside the tree: the units by name in
+	 * systemd's search path there (/usr/local/lib/systemd/system is one), the
+	 * ExecStart= binary, and the units ours depend on (sysinit.target, ...),
+	 * which a real root has: systemd's own are copied in beside ours.
+	 */
+	snprintf(
+		cmd, sizeof(cmd),
+		"mkdir -p '%s/usr/lib/systemd' && cp -r /usr/lib/systemd/system '%s/usr/lib/systemd/' "
+		"&& cd / && systemd-analyze verify --man=no --root='%s' "
+		"heapbpf-snapshot@redis-server.service heapbpf-snapshot@redis-server.timer",
+		root, root, root);
+	rc = sh(cmd, out, sizeof(out));
+	cr_assert_eq(rc, 0, "systemd-analyze verify failed (%d): %s", rc, out);
+	cr_assert_str_empty(out, "systemd-analyze verify said: %s", out);
+
+	/* it did check the installed binary: without it the same verify fails */
+	snprintf(bin, sizeof(bin), "%s/usr/local/bin/heapbpf", root);
+	cr_assert_eq(unlink(bin), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd / && systemd-analyze verify --man=no --root='%s' "
+		 "heapbpf-snapshot@redis-server.service heapbpf-snapshot@redis-server.timer",
+		 root);
+	rc = sh(cmd, out, sizeof(out));
+	cr_assert_neq(rc, 0, "verify passed without the binary: %s", out);
+	cr_assert(strstr(out, "/usr/local/bin/heapbpf"), "%s", out);
+}
+
+/* man-db renders the page (as installed and as in the tree) with every groff warning on. */
+Test(install, man_page_renders_without_warnings)
+{
+	const char *dest = scratch("dest");
+	char vars[PATH_MAX + 32], cmd[2 * PATH_MAX], out[65536];
+	const char *pages[] = { MAN_PAGE, NULL };
+	char installed[PATH_MAX];
+
+	snprintf(vars, sizeof(vars), "DESTDIR='%s'", dest);
+	make("install", vars);
+	snprintf(installed, sizeof(installed), "%s/usr/local/share/man/man8/heapbpf.8", dest);
+	pages[1] = installed;
+	for (int i = 0; i < 2; i++) {
+		/* -ww: every troff warning (--warnings alone leaves some out) */
+		snprintf(cmd, sizeof(cmd),
+			 "MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings=w -l '%s' 2>&1 >/dev/null",
+			 pages[i]);
+		cr_assert_eq(sh(cmd, out, sizeof(out)), 0, "%s", out);
+		cr_assert_str_empty(out, "man -l %s warned: %s", pages[i], out);
+		/* and it does render: the name line and the sections */
+		snprintf(cmd, sizeof(cmd), "MANWIDTH=80 LC_ALL=C.UTF-8 man -l '%s' | col -bx",
+			 pages[i]);
+		cr_assert_eq(sh(cmd, out, sizeof(out)), 0, "%s", out);
+		cr_assert(strstr(out, "\nNAME\n"), "%s", out);
+		cr_assert(strstr(out, "\nOPTIONS\n"), "%s", out);
+		cr_assert(strstr(out, "\nEXIT STATUS\n"), "%s", out);
+		cr_assert(strstr(out, "--file-mode MODE"), "%s", out);
+	}
+}
+
+/* ---- the man page and --help name the same long options ---- */
+
+#define MAX_OPTS 128
+
+struct optset {
+	char name[MAX_OPTS][40];
+	int n;
+};
+
+static void optset_add(struct optset *s, const char *p, size_t len)
+{
+	if (len >= sizeof(s->name[0]))
+		len = sizeof(s->name[0]) - 1;
+	for (int i = 0; i < s->n; i++)
+		if (strlen(s->name[i]) == len && strncmp(s->name[i], p, len) == 0)
+			return;
+	cr_assert_lt(s->n, MAX_OPTS);
+	memcpy(s->name[s->n], p, len);
+	s->name[s->n][len] = '\0';
+	s->n++;
+}
+
+/* Every "--word" in text: a double dash right after a non-word character. */
+static void long_options(const char *text, struct optset *s)
+{
+	for (const char *p = text; (p = strstr(p, "--")); p += 2) {
+		size_t len = 2;
+
+		if (p > text && (p[-1] == '-' || p[-1] == '_' || isalnum((unsigned char)p[-1])))
+			continue;
+		while (islower((unsigned char)p[len]) || isdigit((unsigned char)p[len]) ||
+		       (p[len] == '-' && islower((unsigned char)p[len + 1])))
+			len++;
+		if (len > 2)
+			optset_add(s, p, len);
+	}
+}
+
+static bool optset_has(const struct optset *s, const char *name)
+{
+	for (int i = 0; i < s->n; i++)
+		if (strcmp(s->name[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* The page with roff's "\-" as '-' and comment lines (.\") left out. */
+static char *man_text(const char *path)
+{
+	char *src = slurp(path), *out = calloc(1, strlen(src) + 1), *o = out;
+	bool line_start = true;
+
+	cr_assert_not_null(out);
+	for (const char *p = src; *p;) {
+		if (line_start && strncmp(p, ".\\\"", 3) == 0) {
+			p = strchrnul(p, '\n');
+			continue;
+		}
+		if (p[0] == '\\' && p[1] == '-') {
+			*o++ = '-';
+			p += 2;
+		} else {
+			line_start = *p == '\n';
+			*o++ = *p++;
+		}
+	}
+	free(src);
+	return out;
+}
+
+Test(install, man_options_match_help)
+{
+	struct optset help = { 0 }, man = { 0 };
+	char cmd[PATH_MAX + 32], *out = malloc(1 << 16), *page;
+
+	cr_assert_not_null(out);
+	snprintf(cmd, sizeof(cmd), "'%s' --help", hb_path("heapbpf"));
+	cr_assert_eq(sh(cmd, out, 1 << 16), 0, "%s", out);
+	long_options(out, &help);
+	page = man_text(MAN_PAGE);
+	long_options(page, &man);
+	/* the parser finds what it should: options of each part of --help */
+	cr_assert(optset_has(&help, "--pid") && optset_has(&help, "--file-mode") &&
+			  optset_has(&help, "--spool-max-bytes") && optset_has(&help, "--by") &&
+			  optset_has(&help, "--binary-path") && optset_has(&help, "--version"),
+		  "%d options in --help", help.n);
+	cr_assert_gt(help.n, 30);
+	for (int i = 0; i < help.n; i++)
+		cr_assert(optset_has(&man, help.name[i]),
+			  "--help prints %s, which " MAN_PAGE " does not describe", help.name[i]);
+	for (int i = 0; i < man.n; i++)
+		cr_assert(optset_has(&help, man.name[i]),
+			  MAN_PAGE " describes %s, which --help does not print", man.name[i]);
+	free(page);
+	free(out);
+}

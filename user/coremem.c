@@ -1,0 +1,810 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "coremem.h"
+#include "elfobj.h"
+#include "errmsg.h"
+#include "heapwalk.h"
+#include "liveheap.h"
+#include "report.h"
+#include "run.h"
+#include "sink.h"
+#include "summary.h"
+#include "symbolize.h"
+#include "version.h"
+
+/* More than any process has (the kernel's default vm.max_map_count is 65530). */
+#define CORE_MAX_SEGMENTS (1U << 22)
+#define CORE_MAX_MAPPINGS (1U << 22)
+
+/* x86-64 struct elf_prpsinfo and struct elf_prstatus offsets (include/uapi/linux/elfcore.h) */
+#define PRPSINFO_PID   24
+#define PRPSINFO_FNAME 40
+#define PRPSINFO_SIZE  136
+#define PRSTATUS_PID   32
+
+/* [off, off + len) lies inside a buffer of size bytes (no overflow). */
+static bool in_bounds(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
+
+int core_file_is_core(const char *path)
+{
+	Elf64_Ehdr eh;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, &eh, sizeof(eh), 0);
+	close(fd);
+	if (n < (ssize_t)EI_NIDENT + 2 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+		return 0;
+	/* e_type is at the same offset in both classes; cores of either class are cores */
+	return eh.e_ident[EI_DATA] == ELFDATA2LSB && eh.e_type == ET_CORE;
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+	const struct core_segment *x = a, *y = b;
+
+	return (x->vaddr > y->vaddr) - (x->vaddr < y->vaddr);
+}
+
+/* The program header count, with the PN_XNUM extension (the real count in section 0's sh_info). */
+static int phdr_count(const struct core_file *c, const Elf64_Ehdr *eh, uint64_t *n)
+{
+	Elf64_Shdr sh;
+
+	*n = eh->e_phnum;
+	if (eh->e_phnum != PN_XNUM)
+		return 0;
+	if (!eh->e_shoff || !in_bounds(eh->e_shoff, sizeof(sh), c->size))
+		return -EINVAL;
+	memcpy(&sh, c->img + eh->e_shoff, sizeof(sh));
+	*n = sh.sh_info;
+	return 0;
+}
+
+static int fail_bad(const struct core_file *c, char *err, size_t errlen, const char *what)
+{
+	return hb_fail(err, errlen, -EINVAL, "%s is not a usable core file: %s", c->path, what);
+}
+
+/* The PT_LOAD segments, sorted and checked; the PT_NOTE ranges go to notes. */
+static int read_segments(struct core_file *c, const Elf64_Ehdr *eh, uint64_t (*notes)[2],
+			 size_t *nnotes, size_t maxnotes, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (phdr_count(c, eh, &n) || !n || n > CORE_MAX_SEGMENTS ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr) ||
+	    !in_bounds(eh->e_phoff, n * sizeof(Elf64_Phdr), c->size))
+		return fail_bad(c, err, errlen, "its program headers are missing or cut off");
+	c->segs = calloc(n, sizeof(*c->segs));
+	if (!c->segs)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	*nnotes = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		Elf64_Phdr ph;
+
+		memcpy(&ph, c->img + eh->e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type == PT_NOTE && *nnotes < maxnotes) {
+			if (!in_bounds(ph.p_offset, ph.p_filesz, c->size))
+				return fail_bad(c, err, errlen, "a note segment lies past its end");
+			notes[*nnotes][0] = ph.p_offset;
+			notes[(*nnotes)++][1] = ph.p_filesz;
+		}
+		if (ph.p_type != PT_LOAD || !ph.p_memsz)
+			continue;
+		if (ph.p_filesz > ph.p_memsz || ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
+			return fail_bad(c, err, errlen, "a segment has impossible sizes");
+		/* a core cut short (disk full, a dump killed by a limit) misses memory */
+		if (!in_bounds(ph.p_offset, ph.p_filesz, c->size))
+			return hb_fail(
+				err, errlen, -EINVAL,
+				"%s is truncated: it has %zu bytes, its segments need at least %llu",
+				c->path, c->size, (unsigned long long)(ph.p_offset + ph.p_filesz));
+		c->segs[c->nsegs++] = (struct core_segment){
+			.vaddr = ph.p_vaddr,
+			.memsz = ph.p_memsz,
+			.filesz = ph.p_filesz,
+			.offset = ph.p_offset,
+			.flags = ph.p_flags,
+		};
+	}
+	qsort(c->segs, c->nsegs, sizeof(*c->segs), cmp_seg);
+	for (size_t i = 1; i < c->nsegs; i++) {
+		if (c->segs[i].vaddr < c->segs[i - 1].vaddr + c->segs[i - 1].memsz)
+			return fail_bad(c, err, errlen, "two of its segments overlap");
+	}
+	return 0;
+}
+
+/* NT_FILE: count, page size, count x (start, end, page offset), then count NUL-terminated names. */
+static int parse_file_note(struct core_file *c, const uint8_t *d, uint64_t len)
+{
+	uint64_t count, page, names;
+	const char *p, *end = (const char *)d + len;
+
+	if (c->maps || len < 16)
+		return c->maps ? 0 : -EINVAL;
+	memcpy(&count, d, 8);
+	memcpy(&page, d + 8, 8);
+	if (count > CORE_MAX_MAPPINGS || count > (len - 16) / 24 || !page || page > (1ULL << 30))
+		return -EINVAL;
+	names = 16 + count * 24;
+	c->maps = calloc(count ? count : 1, sizeof(*c->maps));
+	if (!c->maps)
+		return -ENOMEM;
+	p = (const char *)d + names;
+	for (uint64_t i = 0; i < count; i++) {
+		struct core_mapping *m = &c->maps[c->nmaps];
+		const char *nul = memchr(p, '\0', end - p);
+		uint64_t pgoff;
+		size_t plen;
+
+		if (!nul)
+			return -EINVAL;
+		memcpy(&m->start, d + 16 + i * 24, 8);
+		memcpy(&m->end, d + 24 + i * 24, 8);
+		memcpy(&pgoff, d + 32 + i * 24, 8);
+		if (m->end < m->start || pgoff > UINT64_MAX / page)
+			return -EINVAL;
+		m->offset = pgoff * page;
+		plen = nul - p;
+		if (plen > 10 && strcmp(nul - 10, " (deleted)") == 0) {
+			m->deleted = true;
+			plen -= 10;
+		}
+		m->path = strndup(p, plen);
+		if (!m->path)
+			return -ENOMEM;
+		c->nmaps++;
+		p = nul + 1;
+	}
+	return 0;
+}
+
+static void parse_prpsinfo(struct core_file *c, const uint8_t *d, uint64_t len)
+{
+	int32_t pid;
+
+	if (len < PRPSINFO_SIZE)
+		return;
+	memcpy(&pid, d + PRPSINFO_PID, 4);
+	if (pid > 0)
+		c->pid = pid;
+	snprintf(c->comm, sizeof(c->comm), "%.16s", (const char *)d + PRPSINFO_FNAME);
+}
+
+/* One PT_NOTE segment's notes: name, type, descriptor, each 4-byte aligned. */
+static int parse_notes(struct core_file *c, uint64_t off, uint64_t len, bool *have_psinfo)
+{
+	uint64_t pos = 0;
+
+	while (len - pos >= sizeof(Elf64_Nhdr)) {
+		Elf64_Nhdr nh;
+		uint64_t name_len, desc_off, desc_len;
+		const uint8_t *desc;
+		int32_t pid;
+		int rc;
+
+		memcpy(&nh, c->img + off + pos, sizeof(nh));
+		name_len = ((uint64_t)nh.n_namesz + 3) & ~3ULL;
+		desc_len = ((uint64_t)nh.n_descsz + 3) & ~3ULL;
+		desc_off = pos + sizeof(nh) + name_len;
+		if (!in_bounds(pos + sizeof(nh), name_len, len) ||
+		    !in_bounds(desc_off, nh.n_descsz, len))
+			return -EINVAL;
+		desc = c->img + off + desc_off;
+		if (nh.n_type == NT_FILE) {
+			rc = parse_file_note(c, desc, nh.n_descsz);
+			if (rc)
+				return rc;
+		} else if (nh.n_type == NT_PRPSINFO) {
+			parse_prpsinfo(c, desc, nh.n_descsz);
+			*have_psinfo = c->pid != 0;
+		} else if (nh.n_type == NT_PRSTATUS && nh.n_descsz >= PRSTATUS_PID + 4) {
+			c->threads++;
+			memcpy(&pid, desc + PRSTATUS_PID, 4);
+			if (!*have_psinfo && !c->pid && pid > 0)
+				c->pid = pid;
+		}
+		/* the last note's padding may be cut */
+		pos = desc_off + desc_len < len ? desc_off + desc_len : len;
+	}
+	return 0;
+}
+
+static int map_file(struct core_file *c, char *err, size_t errlen)
+{
+	struct stat st;
+	void *img;
+	int fd = open(c->path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return hb_fail(err, errlen, -errno, "cannot open %s: %s", c->path, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return hb_fail(err, errlen, -EINVAL, "%s is not a regular file", c->path);
+	}
+	if ((uint64_t)st.st_size < sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return fail_bad(c, err, errlen, "it is shorter than an ELF header");
+	}
+	img = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (img == MAP_FAILED)
+		return hb_fail(err, errlen, -errno, "cannot map %s: %s", c->path, strerror(errno));
+	c->img = img;
+	c->size = st.st_size;
+	return 0;
+}
+
+static int check_header(const struct core_file *c, const Elf64_Ehdr *eh, char *err, size_t errlen)
+{
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+		return fail_bad(c, err, errlen, "it is not an ELF file");
+	if (eh->e_type != ET_CORE)
+		return fail_bad(c, err, errlen, "it is an ELF file but not a core dump");
+	if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh->e_machine != EM_X86_64)
+		return fail_bad(c, err, errlen,
+				"it is not an x86-64 core (the only kind supported)");
+	return 0;
+}
+
+int core_file__open(const char *path, struct core_file **out, char *err, size_t errlen)
+{
+	uint64_t notes[16][2];
+	struct core_file *c = calloc(1, sizeof(*c));
+	bool psinfo = false;
+	size_t nnotes = 0;
+	Elf64_Ehdr eh;
+	int rc;
+
+	*out = NULL;
+	if (!c || !(c->path = strdup(path))) {
+		free(c);
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	snprintf(c->comm, sizeof(c->comm), "?");
+	rc = map_file(c, err, errlen);
+	if (rc)
+		goto fail;
+	memcpy(&eh, c->img, sizeof(eh));
+	rc = check_header(c, &eh, err, errlen);
+	if (!rc)
+		rc = read_segments(c, &eh, notes, &nnotes, 16, err, errlen);
+	for (size_t i = 0; !rc && i < nnotes; i++) {
+		rc = parse_notes(c, notes[i][0], notes[i][1], &psinfo);
+		if (rc == -ENOMEM)
+			rc = hb_fail(err, errlen, rc, "out of memory");
+		else if (rc)
+			rc = fail_bad(c, err, errlen, "its notes are garbled");
+	}
+	if (!rc && !c->maps)
+		rc = fail_bad(c, err, errlen,
+			      "it has no NT_FILE note (the list of mapped files; Linux 3.7 and "
+			      "gdb 7.11 or later write one)");
+	if (!rc && !c->pid)
+		rc = fail_bad(c, err, errlen,
+			      "it names no process (no NT_PRPSINFO or NT_PRSTATUS)");
+	if (rc)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	core_file__free(c);
+	return rc;
+}
+
+void core_file__free(struct core_file *c)
+{
+	if (!c)
+		return;
+	if (c->img)
+		munmap((void *)c->img, c->size);
+	for (size_t i = 0; i < c->nmaps; i++)
+		free(c->maps[i].path);
+	free(c->maps);
+	free(c->segs);
+	free(c->path);
+	free(c);
+}
+
+/* The segment holding addr, or NULL. */
+static const struct core_segment *seg_at(const struct core_file *c, uint64_t addr)
+{
+	size_t lo = 0, hi = c->nsegs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct core_segment *s = &c->segs[mid];
+
+		if (addr < s->vaddr)
+			hi = mid;
+		else if (addr - s->vaddr >= s->memsz)
+			lo = mid + 1;
+		else
+			return s;
+	}
+	return NULL;
+}
+
+/* Copies what can be copied (to buf when not NULL); 0 when all len bytes are in the file. */
+static int copy_out(const struct core_file *c, uint64_t addr, uint8_t *buf, size_t len)
+{
+	while (len) {
+		const struct core_segment *s = seg_at(c, addr);
+		uint64_t in, n;
+
+		/* bytes past p_filesz were not dumped: not in the image */
+		if (!s || addr - s->vaddr >= s->filesz)
+			return -EFAULT;
+		in = addr - s->vaddr;
+		n = s->filesz - in < len ? s->filesz - in : len;
+		if (buf) {
+			memcpy(buf, c->img + s->offset + in, n);
+			buf += n;
+		}
+		addr += n;
+		len -= n;
+		if (len && !addr)
+			return -EFAULT; /* wrapped */
+	}
+	return 0;
+}
+
+int core_file__read(const struct core_file *c, uint64_t addr, void *buf, size_t len)
+{
+	return copy_out(c, addr, buf, len);
+}
+
+bool core_file__mapped(const struct core_file *c, uint64_t addr, size_t len)
+{
+	return copy_out(c, addr, NULL, len) == 0;
+}
+
+static int src_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return core_file__read(ctx, addr, buf, len);
+}
+
+static bool src_mapped(void *ctx, uint64_t addr, size_t len)
+{
+	return core_file__mapped(ctx, addr, len);
+}
+
+struct mem_source core_file__mem_source(struct core_file *c)
+{
+	return (struct mem_source){ .read = src_read, .mapped = src_mapped, .ctx = c };
+}
+
+static void perms_of(const struct core_file *c, const struct core_mapping *m, char perms[5])
+{
+	const struct core_segment *s = seg_at(c, m->start);
+
+	if (!s) {
+		memcpy(perms, "r-xp", 5);
+		return;
+	}
+	perms[0] = s->flags & PF_R ? 'r' : '-';
+	perms[1] = s->flags & PF_W ? 'w' : '-';
+	perms[2] = s->flags & PF_X ? 'x' : '-';
+	perms[3] = 'p';
+	perms[4] = '\0';
+}
+
+int core_file__proc_maps(const struct core_file *c, struct proc_maps **out)
+{
+	struct proc_maps *m = calloc(1, sizeof(*m));
+
+	if (!m || !(m->v = calloc(c->nmaps ? c->nmaps : 1, sizeof(*m->v)))) {
+		free(m);
+		return -ENOMEM;
+	}
+	m->pid = c->pid;
+	for (size_t i = 0; i < c->nmaps; i++) {
+		struct proc_map *pm = &m->v[i];
+
+		pm->start = c->maps[i].start;
+		pm->end = c->maps[i].end;
+		pm->offset = c->maps[i].offset;
+		pm->deleted = c->maps[i].deleted;
+		perms_of(c, &c->maps[i], pm->perms);
+		pm->path = strdup(c->maps[i].path);
+		m->n++;
+		if (!pm->path) {
+			proc_maps__free(m);
+			return -ENOMEM;
+		}
+	}
+	*out = m;
+	return 0;
+}
+
+/* The build-id note among the notes of [addr, addr + len) of the image. */
+static int build_id_in_notes(const struct core_file *c, uint64_t addr, uint64_t len, char *hex,
+			     size_t hexlen)
+{
+	uint8_t buf[4096];
+	uint64_t pos = 0;
+
+	if (len > sizeof(buf) || core_file__read(c, addr, buf, len))
+		return -ENOENT;
+	while (len - pos >= sizeof(Elf64_Nhdr)) {
+		Elf64_Nhdr nh;
+		uint64_t nl, dl;
+
+		memcpy(&nh, buf + pos, sizeof(nh));
+		nl = ((uint64_t)nh.n_namesz + 3) & ~3ULL;
+		dl = ((uint64_t)nh.n_descsz + 3) & ~3ULL;
+		if (!in_bounds(pos + sizeof(nh), nl, len) ||
+		    !in_bounds(pos + sizeof(nh) + nl, nh.n_descsz, len))
+			return -EINVAL;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    memcmp(buf + pos + sizeof(nh), "GNU", 4) == 0 && nh.n_descsz &&
+		    nh.n_descsz * 2 < hexlen) {
+			for (uint32_t i = 0; i < nh.n_descsz; i++)
+				snprintf(hex + 2 * i, 3, "%02x", buf[pos + sizeof(nh) + nl + i]);
+			return 0;
+		}
+		pos += sizeof(nh) + nl + dl;
+	}
+	return -ENOENT;
+}
+
+int core_file__build_id(const struct core_file *c, const char *path, char *hex, size_t len)
+{
+	const struct core_mapping *m = NULL;
+	Elf64_Ehdr eh;
+
+	for (size_t i = 0; i < c->nmaps && !m; i++) {
+		if (c->maps[i].offset == 0 && strcmp(c->maps[i].path, path) == 0)
+			m = &c->maps[i];
+	}
+	if (!m || core_file__read(c, m->start, &eh, sizeof(eh)))
+		return -ENOENT;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+	    eh.e_phnum > 256 || eh.e_phoff > m->end - m->start)
+		return -EINVAL;
+	for (unsigned int i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (core_file__read(c, m->start + eh.e_phoff + i * sizeof(ph), &ph, sizeof(ph)))
+			return -ENOENT;
+		/* a note in the first mapping sits at its file offset from the mapping's start */
+		if (ph.p_type != PT_NOTE || ph.p_offset > m->end - m->start)
+			continue;
+		if (!build_id_in_notes(c, m->start + ph.p_offset, ph.p_filesz, hex, len))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* ---- jemalloc in a core file, and its live heap ---------------------------- */
+
+/* How a core's objects are found on disk: --exe, --binary-path, their recorded paths. */
+struct core_open_ctx {
+	const struct core_file *core;
+	const struct proc_maps *maps; /* the target's (the executable's renamed to --exe) */
+	char **build_ids;	      /* per mapping, from the core's header pages; NULL: unknown */
+	const char *const *dirs;
+	char missing[4096]; /* the first executable object not found, for the message */
+};
+
+static int core_open_object(void *ctx, const char *path, char *buf, size_t len)
+{
+	struct core_open_ctx *o = ctx;
+	const char *bid = NULL;
+	int fd;
+
+	for (size_t i = 0; i < o->maps->n && !bid; i++) {
+		if (o->maps->v[i].path && strcmp(o->maps->v[i].path, path) == 0)
+			bid = o->build_ids[i];
+	}
+	fd = symbolizer_find_binary(o->dirs, path, bid, buf, len);
+	if (fd < 0) {
+		if (!o->missing[0])
+			snprintf(o->missing, sizeof(o->missing), "%s", path);
+		return -ENOENT;
+	}
+	close(fd);
+	return 0;
+}
+
+void core_heap__free(struct core_heap *h)
+{
+	if (!h)
+		return;
+	if (h->build_ids) {
+		for (size_t i = 0; h->t && h->t->maps && i < h->t->maps->n; i++)
+			free(h->build_ids[i]);
+		free(h->build_ids);
+	}
+	free(h->open_ctx);
+	jemalloc_target__free(h->t);
+	core_file__free(h->core);
+	free(h);
+}
+
+/* --exe: the executable's mappings are read from that file, if it is the one the core ran. */
+static int use_exe(struct core_heap *h, const char *exe, char *err, size_t errlen)
+{
+	struct proc_maps *m = h->t->maps;
+	char want[ELF_BUILD_ID_MAX] = "", got[ELF_BUILD_ID_MAX] = "";
+	const char *rec = m->n ? m->v[0].path : NULL;
+	int fd;
+
+	if (!rec)
+		return hb_fail(err, errlen, -ENOENT, "core file %s maps no executable",
+			       h->core->path);
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return hb_fail(err, errlen, -errno, "cannot open --exe %s: %s", exe,
+			       strerror(errno));
+	if (elf_fd_build_id(fd, got, sizeof(got)))
+		got[0] = '\0';
+	close(fd);
+	if (h->build_ids[0])
+		snprintf(want, sizeof(want), "%s", h->build_ids[0]);
+	if (want[0] && strcmp(want, got) != 0)
+		return hb_fail(err, errlen, -ENOEXEC,
+			       "%s is not the executable of core file %s: its build-id is %s, the "
+			       "core's %s (%s) has %s",
+			       exe, h->core->path, got[0] ? got : "(none)", rec, h->core->comm,
+			       want);
+	for (size_t i = m->n; i-- > 0;) {
+		if (!m->v[i].path || strcmp(m->v[i].path, rec) != 0)
+			continue;
+		free(m->v[i].path);
+		m->v[i].path = strdup(exe);
+		if (!m->v[i].path)
+			return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* The NT_FILE mappings, their build-ids and a target to identify jemalloc in. */
+static int core_heap_target(struct core_heap *h, const char *const *dirs, char *err, size_t errlen)
+{
+	struct jemalloc_target *t = calloc(1, sizeof(*t));
+	struct core_open_ctx *o = calloc(1, sizeof(*o));
+	char hex[ELF_BUILD_ID_MAX];
+	int rc;
+
+	h->t = t;
+	h->open_ctx = o;
+	if (!t || !o)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	t->pid = h->core->pid;
+	snprintf(t->comm, sizeof(t->comm), "%s", h->core->comm);
+	rc = core_file__proc_maps(h->core, &t->maps);
+	if (!rc) {
+		h->build_ids = calloc(t->maps->n ? t->maps->n : 1, sizeof(*h->build_ids));
+		rc = h->build_ids ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; !rc && i < t->maps->n; i++) {
+		const char *p = t->maps->v[i].path;
+
+		if (p && core_file__build_id(h->core, p, hex, sizeof(hex)) == 0 &&
+		    !(h->build_ids[i] = strdup(hex)))
+			rc = -ENOMEM;
+	}
+	if (rc)
+		return hb_fail(err, errlen, rc, "out of memory");
+	h->mem = core_file__mem_source(h->core);
+	o->core = h->core;
+	o->maps = t->maps;
+	o->build_ids = h->build_ids;
+	o->dirs = dirs;
+	t->open_object = core_open_object;
+	t->open_ctx = o;
+	t->mem = &h->mem;
+	return 0;
+}
+
+int core_heap__open(const struct core_heap_opts *opts, struct core_heap **out, char *err,
+		    size_t errlen)
+{
+	struct core_heap *h = calloc(1, sizeof(*h));
+	char why[1024];
+	int rc;
+
+	*out = NULL;
+	if (!h)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	rc = core_file__open(opts->path, &h->core, err, errlen);
+	rc = rc ?: core_heap_target(h, opts->dirs, err, errlen);
+	if (!rc && opts->exe)
+		rc = use_exe(h, opts->exe, err, errlen);
+	if (!rc) {
+		rc = jemalloc_target__identify(h->t, opts->layout, why, sizeof(why));
+		if (rc == JEMALLOC_ENOTFOUND && h->open_ctx->missing[0])
+			hb_fail(err, errlen, rc,
+				"core file %s: no jemalloc found: %s (mapped in pid %d) is not on "
+				"this machine with the build-id the core recorded; give --exe or "
+				"--binary-path",
+				opts->path, h->open_ctx->missing, h->core->pid);
+		else if (rc)
+			hb_fail(err, errlen, rc, "core file %s: %s", opts->path, why);
+	}
+	if (rc) {
+		core_heap__free(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+int core_heap__walk(struct core_heap *h, struct collector **out, struct heapwalk_stats *st,
+		    char *err, size_t errlen)
+{
+	const struct jemalloc_target *t = h->t;
+	struct heapwalk_syms sy;
+	struct heapwalk_opts wo;
+	struct collector *c;
+	char why[1024];
+	int rc;
+
+	*out = NULL;
+	rc = liveheap_syms(t, &sy, why, sizeof(why));
+	if (rc)
+		return hb_fail(err, errlen, rc, "core file %s: %s", h->core->path, why);
+	rc = collector__new(1ULL << t->lg_prof_sample, &c);
+	if (rc)
+		return hb_fail(err, errlen, rc, "out of memory");
+	heapwalk_default_opts(&wo);
+	wo.retries = 0; /* a core does not change: one walk is the answer */
+	rc = heapwalk_read(&h->mem, t->layout, &sy, &wo, c, st, why, sizeof(why));
+	if (rc) {
+		collector__free(c);
+		return hb_fail(err, errlen, rc, "core file %s: %s", h->core->path, why);
+	}
+	*out = c;
+	return 0;
+}
+
+int core_heap__symbolizer(const struct core_heap *h, const char *const *dirs,
+			  struct symbolizer **out)
+{
+	return symbolizer__new_offline(h->t->maps, (const char *const *)h->build_ids, dirs, out);
+}
+
+/* What the profile is of, as pprof comments. */
+static int core_describe(struct hb_profile *p, const struct core_heap *h,
+			 const struct heapwalk_stats *st)
+{
+	const struct jemalloc_target *t = h->t;
+
+	return hb_profile_add_comment(p,
+				      "heapbpf %s: live heap from core file %s of pid %d (%s) at "
+				      "the time of the dump, jemalloc %s in %s",
+				      HEAPBPF_VERSION, h->core->path, h->core->pid, h->core->comm,
+				      t->version, t->path)
+		       ?: hb_profile_add_comment(
+				  p,
+				  "heapbpf: %" PRIu64 " stacks, %" PRIu64
+				  " sampled objects (%" PRIu64
+				  " bytes) live; prof_active was %s, sampling every %llu bytes",
+				  st->stacks, st->curobjs, st->curbytes,
+				  !st->active_known ? "unknown"
+				  : st->prof_active ? "on"
+						    : "off",
+				  1ULL << st->lg_prof_sample);
+}
+
+/* The file's modification time: when the dump was written. */
+static int64_t core_time(const char *path)
+{
+	struct stat sb;
+
+	if (stat(path, &sb))
+		return 0;
+	return (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+}
+
+/* The top sites and the file, as a live run's summary says them. */
+static void core_say(const struct hb_profile *p, const char *where)
+{
+	struct hb_site top[5];
+	size_t n = summary_top_sites(p, top, 5);
+	char b[32], a[32];
+
+	for (size_t i = 0; i < n; i++) {
+		summary_bytes(b, sizeof(b), (double)top[i].v[HB_INUSE_SPACE]);
+		summary_bytes(a, sizeof(a), (double)top[i].v[HB_ALLOC_SPACE]);
+		fprintf(stderr, "  %10s in use  %10s allocated  %s\n", b, a, top[i].function);
+	}
+	if (strcmp(where, "-") != 0)
+		fprintf(stderr, "heapbpf: wrote %s\n", where);
+}
+
+static int core_write(const struct cli *o, const struct core_heap *h, struct collector *c,
+		      const struct heapwalk_stats *st, const char *output, char *err, size_t errlen)
+{
+	struct report_opts ro = { .raw = o->raw, .time_nanos = core_time(h->core->path) };
+	struct sink s = {
+		.kind = SINK_FILE,
+		.format = o->format,
+		.sample_type = o->sample_type,
+		.zstd = o->zstd,
+		.path = output,
+	};
+	struct symbolizer *sym = NULL;
+	struct hb_profile *p = NULL;
+	int rc = core_heap__symbolizer(h, o->binary_dirs, &sym);
+
+	rc = rc ?: report__build(c, sym, h->t, &ro, &p);
+	rc = rc ?: core_describe(p, h, st);
+	if (rc)
+		rc = hb_fail(err, errlen, rc, "cannot build the profile: %s", strerror(-rc));
+	else
+		rc = sink_write(p, &s, err, errlen);
+	if (!rc && !o->quiet)
+		core_say(p, output);
+	hb_profile__free(p);
+	symbolizer__free(sym);
+	return rc;
+}
+
+int core_report(struct run *r, char *err, size_t errlen)
+{
+	const struct cli *o = r->opts;
+	struct core_heap_opts co = {
+		.path = o->recording,
+		.exe = o->exe,
+		.layout = o->layout,
+		.dirs = o->binary_dirs,
+	};
+	struct heapwalk_stats st = { 0 };
+	struct collector *c = NULL;
+	struct core_heap *h;
+	char outbuf[256];
+	const char *output = o->output;
+	int rc;
+
+	if (o->from || o->to >= 0 || o->leaks || o->at_peak)
+		return hb_fail(err, errlen, -EINVAL,
+			       "%s is a core file, a single instant: --from, --to, --leaks and "
+			       "--at-peak apply to recordings",
+			       o->recording);
+	rc = core_heap__open(&co, &h, err, errlen);
+	if (rc)
+		return rc;
+	rc = core_heap__walk(h, &c, &st, err, errlen);
+	if (!output) {
+		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-core", o->format);
+		output = outbuf;
+	}
+	if (!rc && !o->quiet)
+		fprintf(stderr,
+			"heapbpf: core file %s of pid %d (%s), jemalloc %s in %s: live heap at the "
+			"time of the dump: %" PRIu64 " stacks, %" PRIu64
+			" sampled objects (%" PRIu64 " bytes)\n",
+			h->core->path, h->core->pid, h->core->comm, h->t->version, h->t->path,
+			st.stacks, st.curobjs, st.curbytes);
+	rc = rc ?: core_write(o, h, c, &st, output, err, errlen);
+	if (!rc && !st.stacks) {
+		fprintf(stderr,
+			"heapbpf: core file %s: jemalloc held no sampled live object (prof_active "
+			"%s at the time of the dump)\n",
+			h->core->path, st.prof_active ? "was on" : "was off or unknown");
+		r->outcome |= RUN_NO_SAMPLES;
+	}
+	collector__free(c);
+	core_heap__free(h);
+	return rc;
+}
