@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -126,29 +127,55 @@ static void deliver(struct run *r)
 		fprintf(stderr, "heapbpf: pyroscope: delivered %zu profile(s)\n", fr.sent);
 }
 
-/* One target; its outcome joins the run's. */
-static int run_target(struct run *r, pid_t pid, char *err, size_t errlen)
+/* A plain run always writes a file (unless it only records); fleet modes, top: only -o. */
+static void default_output(const struct run *r, struct target_run *tr, char *buf, size_t len)
 {
 	const struct cli *o = r->opts;
-	struct target_run tr = { .run = r, .pid = pid, .output = o->output };
-	char outbuf[256];
-	int rc;
+	char stem[32];
 
-	/* a plain run always writes a file (unless it only records); fleet modes, top: only -o */
-	if (!tr.output && !run_fleet_output(o) && !o->record && o->mode != MODE_TOP) {
-		char stem[32];
+	if (tr->output || run_fleet_output(o) || o->record || o->mode == MODE_TOP)
+		return;
+	snprintf(stem, sizeof(stem), "heapbpf-%d", tr->pid);
+	sink_default_name(buf, len, stem, o->format);
+	tr->output = buf;
+}
 
-		snprintf(stem, sizeof(stem), "heapbpf-%d", pid);
-		sink_default_name(outbuf, sizeof(outbuf), stem, o->format);
-		tr.output = outbuf;
+/*
+ * Targets whose jemalloc has the same layout, in one session (one BPF
+ * object and ring buffer); each target's outcome joins the run's. ts[i] is
+ * pids[i]'s jemalloc, found already, or NULL; all are freed.
+ */
+static int run_group(struct run *r, const pid_t *pids, struct jemalloc_target **ts, size_t n,
+		     char *err, size_t errlen)
+{
+	struct target_run *trs = calloc(n, sizeof(*trs));
+	char(*outbuf)[256] = calloc(n, sizeof(*outbuf));
+	int rc = -ENOMEM;
+
+	if (trs && outbuf) {
+		for (size_t i = 0; i < n; i++) {
+			trs[i] = (struct target_run){ .run = r,
+						      .pid = pids[i],
+						      .output = r->opts->output };
+			default_output(r, &trs[i], outbuf[i], sizeof(outbuf[i]));
+		}
+		rc = live_run_targets(trs, ts, n, err, errlen);
+		for (size_t i = 0; i < n; i++)
+			r->outcome |= trs[i].outcome;
+	} else {
+		for (size_t i = 0; i < n; i++)
+			jemalloc_target__free(ts[i]);
+		hb_fail(err, errlen, rc, "out of memory");
 	}
-	rc = live_run(&tr, err, errlen);
-	r->outcome |= tr.outcome | (rc ? RUN_FAILED : 0);
+	r->outcome |= rc ? RUN_FAILED : 0;
+	free(trs);
+	free(outbuf);
 	return rc;
 }
 
-/* Several targets: one child process each; the parent forwards signals and joins outcomes. */
-static void run_children(struct run *r, const pid_t *pids, int n)
+/* Several sessions (jemalloc of different layouts): one child process each; the parent forwards signals and joins outcomes. */
+static void run_children(struct run *r, const pid_t *pids, struct jemalloc_target **ts,
+			 const int *group, int ngroups, int n)
 {
 	pid_t kids[TARGETS_MAX];
 	int running = 0;
@@ -157,25 +184,38 @@ static void run_children(struct run *r, const pid_t *pids, int n)
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, &old);
-	for (int i = 0; i < n; i++) {
-		kids[i] = fork();
-		if (kids[i] == 0) {
+	for (int g = 0; g < ngroups; g++) {
+		kids[g] = fork();
+		if (kids[g] == 0) {
+			pid_t gp[TARGETS_MAX];
+			struct jemalloc_target *gt[TARGETS_MAX];
 			char err[1024] = "";
+			size_t k = 0;
 
+			for (int i = 0; i < n; i++) {
+				if (group[i] == g) {
+					gp[k] = pids[i];
+					gt[k++] = ts[i];
+				} else {
+					jemalloc_target__free(ts[i]);
+				}
+			}
 			r->outcome = 0;
-			if (run_target(r, pids[i], err, sizeof(err)))
+			if (run_group(r, gp, gt, k, err, sizeof(err)))
 				fprintf(stderr, "heapbpf: %s\n", err[0] ? err : "failed");
 			/* the child's outcome travels to the parent as its exit status */
 			exit((int)r->outcome);
 		}
-		if (kids[i] < 0) {
-			fprintf(stderr, "heapbpf: cannot start a process for pid %d: %s\n", pids[i],
+		if (kids[g] < 0) {
+			fprintf(stderr, "heapbpf: cannot start a process for a session: %s\n",
 				strerror(errno));
 			r->outcome |= RUN_FAILED;
 			continue;
 		}
 		running++;
 	}
+	for (int i = 0; i < n; i++)
+		jemalloc_target__free(ts[i]);
 	/* the parent only waits; SIGINT/SIGTERM/SIGHUP go to every child, which stops cleanly */
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
@@ -186,16 +226,16 @@ static void run_children(struct run *r, const pid_t *pids, int n)
 
 		if (sig < 0)
 			continue;
-		for (int i = 0; i < n; i++) {
-			if (kids[i] <= 0)
+		for (int g = 0; g < ngroups; g++) {
+			if (kids[g] <= 0)
 				continue;
 			if (sig != SIGCHLD) {
-				kill(kids[i], sig);
+				kill(kids[g], sig);
 				continue;
 			}
-			if (waitpid(kids[i], &st, WNOHANG) != kids[i])
+			if (waitpid(kids[g], &st, WNOHANG) != kids[g])
 				continue;
-			kids[i] = 0;
+			kids[g] = 0;
 			running--;
 			r->outcome |= WIFEXITED(st) ? (unsigned int)WEXITSTATUS(st) : RUN_FAILED;
 		}
@@ -204,44 +244,130 @@ static void run_children(struct run *r, const pid_t *pids, int n)
 }
 
 /*
- * A unit's cgroup also holds helpers (a wrapper shell, a sidecar): the
- * processes without jemalloc are skipped; one with jemalloc but without
- * prof:true is kept, so that its error is reported.
+ * The unit's processes by jemalloc layout: one session each (group[i]);
+ * returns the number of sessions. Processes of one binary, or of different
+ * binaries with the same jemalloc version, share one.
  */
-static int jemalloc_only(const struct run *r, pid_t *pids, int n, char *err, size_t errlen)
+static int group_by_layout(struct jemalloc_target *const *ts, int n, int *group)
 {
-	int kept = 0;
+	int ngroups = 0;
+
+	for (int i = 0; i < n; i++) {
+		group[i] = -1;
+		for (int j = 0; j < i && group[i] < 0; j++) {
+			if (!memcmp(&ts[j]->layout->bpf, &ts[i]->layout->bpf,
+				    sizeof(ts[i]->layout->bpf)))
+				group[i] = group[j];
+		}
+		if (group[i] < 0)
+			group[i] = ngroups++;
+	}
+	return ngroups;
+}
+
+/* Several targets: a descriptor or two each (pidfd, uprobes, guard, mapped files). */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* The targets: one session, or one per jemalloc layout in child processes. */
+static void run_targets(struct run *r, const pid_t *pids, struct jemalloc_target **ts, int n)
+{
+	int group[TARGETS_MAX], ngroups;
+	char err[1024] = "";
+
+	if (n > 1)
+		raise_fd_limit();
+	ngroups = n > 1 ? group_by_layout(ts, n, group) : 1;
+	if (ngroups > 1) {
+		if (!r->opts->quiet)
+			fprintf(stderr,
+				"heapbpf: %d jemalloc layouts among them: one session (and one "
+				"process) each\n",
+				ngroups);
+		run_children(r, pids, ts, group, ngroups, n);
+		return;
+	}
+	/* said here, not by main: what earlier runs spooled is still delivered */
+	if (run_group(r, pids, ts, (size_t)n, err, sizeof(err)))
+		fprintf(stderr, "heapbpf: %s\n", err[0] ? err : "failed");
+}
+
+/*
+ * A unit's cgroup also holds helpers (a wrapper shell, a sidecar): the
+ * processes without jemalloc are skipped; one whose jemalloc heapbpf cannot
+ * use (no prof:true, stripped without debug info, a version it does not
+ * know) is refused with its reason, and the others are profiled. ts[i]: the
+ * jemalloc found in pids[i].
+ */
+static int jemalloc_only(struct run *r, pid_t *pids, struct jemalloc_target **ts, int n, char *err,
+			 size_t errlen)
+{
+	int kept = 0, refused = 0;
 
 	for (int i = 0; i < n; i++) {
 		struct jemalloc_target *t = NULL;
 		char why[512];
 		int rc = jemalloc_target__find(pids[i], r->opts->layout, &t, why, sizeof(why));
 
-		jemalloc_target__free(t);
 		if (rc == JEMALLOC_ENOTFOUND) {
 			if (r->opts->verbose)
 				fprintf(stderr, "heapbpf: skipped: %s\n", why);
 			continue;
 		}
+		if (rc) {
+			fprintf(stderr, "heapbpf: refused: %s\n", why);
+			r->outcome |= RUN_FAILED;
+			refused++;
+			continue;
+		}
+		ts[kept] = t;
 		pids[kept++] = pids[i];
 	}
+	if (!kept && refused)
+		return hb_fail(err, errlen, -ENOENT, "no process of unit %s could be profiled",
+			       r->unit_name);
 	if (!kept)
 		return hb_fail(err, errlen, -ESRCH, "no process of unit %s uses jemalloc",
 			       r->unit_name);
 	return kept;
 }
 
-/* The run's pids, at least one; or a negative errno with a message. */
-static int resolve_targets(struct run *r, pid_t *pids, char *err, size_t errlen)
+/* Options that name one file, or one terminal, and so one process. */
+static int one_process_only(const struct run *r, int n, char *err, size_t errlen)
+{
+	const struct cli *o = r->opts;
+	const char *what = o->output		 ? "--output names one file; use --output-dir"
+			   : o->record		 ? "--record names one file"
+			   : o->at_peak		 ? "--at-peak names one file"
+			   : o->mode == MODE_TOP ? "heapbpf top shows one process"
+						 : NULL;
+
+	if (n > 1 && what)
+		return hb_fail(err, errlen, -EINVAL, "unit %s has %d processes and %s",
+			       r->unit_name, n, what);
+	return 0;
+}
+
+/* The run's pids, at least one, with their jemalloc when found already; or a negative errno. */
+static int resolve_targets(struct run *r, pid_t *pids, struct jemalloc_target **ts, char *err,
+			   size_t errlen)
 {
 	const struct cli *o = r->opts;
 	int n = 1, rc;
 
+	ts[0] = NULL;
 	if (o->unit) {
 		targets_unit_name(o->unit, r->unit_name, sizeof(r->unit_name));
 		n = targets_from_unit(o->unit, NULL, pids, TARGETS_MAX, err, errlen);
 		if (n > 1)
-			n = jemalloc_only(r, pids, n, err, errlen);
+			n = jemalloc_only(r, pids, ts, n, err, errlen);
 	} else if (o->pidfile) {
 		rc = targets_from_pidfile(o->pidfile, &pids[0], err, errlen);
 		if (rc)
@@ -249,45 +375,49 @@ static int resolve_targets(struct run *r, pid_t *pids, char *err, size_t errlen)
 	} else {
 		pids[0] = o->pid;
 	}
-	if (n > 1 && o->output)
-		return hb_fail(err, errlen, -EINVAL,
-			       "unit %s has %d processes and --output names one file; use "
-			       "--output-dir",
-			       r->unit_name, n);
+	rc = n > 0 ? one_process_only(r, n, err, errlen) : 0;
+	if (rc) {
+		for (int i = 0; i < n; i++)
+			jemalloc_target__free(ts[i]);
+		return rc;
+	}
 	return n;
+}
+
+static void free_targets(struct jemalloc_target **ts, int n)
+{
+	for (int i = 0; i < n; i++)
+		jemalloc_target__free(ts[i]);
 }
 
 int fleet_run(struct run *r, char *err, size_t errlen)
 {
 	const struct cli *o = r->opts;
+	struct jemalloc_target *ts[TARGETS_MAX] = {};
 	pid_t pids[TARGETS_MAX];
-	int n, rc;
+	int n, rc = 0;
 
-	n = resolve_targets(r, pids, err, errlen);
+	n = resolve_targets(r, pids, ts, err, errlen);
 	if (n < 0)
 		return n;
 	if (o->unit && !o->quiet && n > 1)
-		fprintf(stderr, "heapbpf: unit %s: %d processes, one profile each\n", r->unit_name,
-			n);
+		fprintf(stderr,
+			"heapbpf: unit %s: %d processes, one profile each, in one session\n",
+			r->unit_name, n);
 	if (o->output_dir) {
 		rc = snapshot_mkdir(o->output_dir);
 		if (rc)
-			return hb_fail(err, errlen, rc, "cannot create the output directory %s: %s",
-				       o->output_dir, strerror(-rc));
+			hb_fail(err, errlen, rc, "cannot create the output directory %s: %s",
+				o->output_dir, strerror(-rc));
 	}
-	if (o->pyroscope) {
+	if (!rc && o->pyroscope)
 		rc = pyro_setup(r, err, errlen);
-		if (rc)
-			return rc;
+	if (rc) {
+		/* nothing was touched yet: the targets found are only freed */
+		free_targets(ts, n);
+		return rc;
 	}
-	if (n == 1) {
-		/* said here, not by main: what earlier runs spooled is still delivered */
-		if (run_target(r, pids[0], err, errlen))
-			fprintf(stderr, "heapbpf: %s\n", err[0] ? err : "failed");
-		err[0] = '\0';
-	} else {
-		run_children(r, pids, n);
-	}
+	run_targets(r, pids, ts, n);
 	retention(r);
 	if (r->pyro) {
 		deliver(r);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,21 +35,45 @@ static struct heap_data session_data(struct session *s)
 	};
 }
 
-/* --interval: a window ends while sampling goes on. */
-static int on_window(struct session *s, void *arg)
+/* The targets of one session and their collections, for the --interval windows. */
+struct live_set {
+	struct target_run **tr;
+	struct session *s;
+	size_t n;
+};
+
+/* Where a target's window ends: now, or when it exited. */
+static int64_t window_end(const struct session *s, int64_t now)
 {
-	struct target_run *tr = arg;
-	struct heap_data d = session_data(s);
+	return s->exited ? s->start_wall_ns + s->duration_ns : now;
+}
+
+/* --interval: a window ends while sampling goes on, for every target at once. */
+static int on_window(struct session *s0, void *arg)
+{
+	struct live_set *ls = arg;
+	int64_t now = wall_ns();
 	char err[1024];
 
-	if (!tr->k)
-		tr->start_ns = s->start_wall_ns;
-	/* a full disk must not end the daemon: the next window tries again */
-	if (window_emit(tr, &d, wall_ns(), err, sizeof(err))) {
-		fprintf(stderr, "heapbpf: %s\n", err);
-		tr->outcome |= RUN_FAILED;
+	(void)s0;
+	for (size_t i = 0; i < ls->n; i++) {
+		struct target_run *tr = ls->tr[i];
+		struct session *s = &ls->s[i];
+		struct heap_data d = session_data(s);
+		int64_t end = window_end(s, now);
+
+		if (!tr->k)
+			tr->start_ns = s->start_wall_ns;
+		/* failed at the start; or exited, and its last window is written */
+		if (s->failed || (s->exited && tr->k && tr->start_ns >= end))
+			continue;
+		/* a full disk must not end the daemon: the next window tries again */
+		if (window_emit(tr, &d, end, err, sizeof(err))) {
+			fprintf(stderr, "heapbpf: %s\n", err);
+			tr->outcome |= RUN_FAILED;
+		}
 	}
-	fleet_window_done(tr->run);
+	fleet_window_done(ls->tr[0]->run);
 	return 0;
 }
 
@@ -61,9 +86,8 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 	int rc;
 
 	*done = false;
-	/* privileges and kernel features first: say exactly what is missing */
-	rc = privs_check(err, errlen);
-	rc = rc ?: jemalloc_target__find(tr->pid, o->layout, t, err, errlen);
+	/* found already when a unit's processes were sorted by jemalloc */
+	rc = *t ? 0 : jemalloc_target__find(tr->pid, o->layout, t, err, errlen);
 	/* one heapbpf per target; and undo what a killed one left behind */
 	rc = rc ?: guard__acquire(*t, g, err, errlen);
 	rc = rc ?: guard__recover(*g, *t, &rec, err, errlen);
@@ -125,9 +149,10 @@ static int finish_recording(const struct cli *o, struct recorder *rec, struct se
 	return 0;
 }
 
-static int collect(struct target_run *tr, struct guard *g, struct session *s, char *err,
-		   size_t errlen)
+static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
+		   struct guard *const *gs, char *err, size_t errlen)
 {
+	struct target_run *tr = ls->tr[0];
 	const struct cli *o = tr->run->opts;
 	struct recorder *rec = NULL;
 	struct top *top = NULL;
@@ -135,7 +160,7 @@ static int collect(struct target_run *tr, struct guard *g, struct session *s, ch
 		.duration = o->duration,
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.status_line = !o->quiet && isatty(STDERR_FILENO),
-		.guard = g,
+		.guard = gs[0],
 		.follow_forks = o->follow_forks,
 		.quiet = o->quiet,
 		.verbose = o->verbose,
@@ -153,7 +178,7 @@ static int collect(struct target_run *tr, struct guard *g, struct session *s, ch
 	if (o->interval) {
 		so.interval = o->interval;
 		so.on_interval = on_window;
-		so.interval_arg = tr;
+		so.interval_arg = ls;
 	}
 	if (o->mode == MODE_TOP) {
 		struct top_opts to = {
@@ -168,11 +193,11 @@ static int collect(struct target_run *tr, struct guard *g, struct session *s, ch
 			return rc;
 		top__session_opts(top, &so);
 	}
-	rc = session_run(tr->t, &so, s, err, errlen);
+	rc = session_run_many(ts, gs, ls->n, &so, ls->s, err, errlen);
 	/* the terminal as it was, before anything more is said */
 	top__free(top);
 	if (rec)
-		rc = finish_recording(o, rec, s, rc, err, errlen);
+		rc = finish_recording(o, rec, ls->s, rc, err, errlen);
 	return rc;
 }
 
@@ -201,35 +226,111 @@ static void report_forks(struct target_run *tr, const struct session *s)
 			tr->pid, f->forked, f->restored, f->gone);
 }
 
+/* A target's last window, from what its session collected; with several, a failure is its own. */
+static int finish_target(struct target_run *tr, struct session *s, size_t n, char *err,
+			 size_t errlen)
+{
+	const struct cli *o = tr->run->opts;
+	struct heap_data d = session_data(s);
+	int rc;
+
+	report_forks(tr, s);
+	if (s->failed) {
+		tr->outcome |= RUN_FAILED;
+		return 0;
+	}
+	if (n == 1 && s->reason == STOP_TARGET_EXIT && !o->quiet)
+		fprintf(stderr, "heapbpf: pid %d exited%s\n", tr->pid,
+			o->mode == MODE_TOP && !tr->output ? "" : "; writing what was collected");
+	if (!tr->k)
+		tr->start_ns = s->start_wall_ns;
+	rc = window_last(tr, &d, s->start_wall_ns + s->duration_ns, err, errlen);
+	if (rc && n > 1) {
+		fprintf(stderr, "heapbpf: %s\n", err);
+		tr->outcome |= RUN_FAILED;
+		return 0;
+	}
+	return rc;
+}
+
+/* Each target's preparation; those ready are listed in ls (the others said, with several). */
+static int prepare_all(struct target_run *trs, struct jemalloc_target **ts, struct guard **gs,
+		       size_t n, struct live_set *ls, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool done;
+		int rc = prepare(&trs[i], &ts[i], &gs[i], &done, err, errlen);
+
+		if (rc && n == 1)
+			return rc;
+		if (rc) {
+			fprintf(stderr, "heapbpf: %s\n", err);
+			trs[i].outcome |= RUN_FAILED;
+			continue;
+		}
+		if (!done)
+			ls->tr[ls->n++] = &trs[i];
+	}
+	return 0;
+}
+
+int live_run_targets(struct target_run *trs, struct jemalloc_target **ts, size_t n, char *err,
+		     size_t errlen)
+{
+	struct guard **gs = calloc(n, sizeof(*gs)), **ags = calloc(n, sizeof(*ags));
+	const struct jemalloc_target **ats = calloc(n, sizeof(*ats));
+	struct live_set ls = { .tr = calloc(n, sizeof(*ls.tr)) };
+	int rc, rc2 = 0;
+
+	ls.s = calloc(n, sizeof(*ls.s));
+	if (!gs || !ags || !ats || !ls.tr || !ls.s) {
+		rc = hb_fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	/* privileges and kernel features first: say exactly what is missing */
+	rc = privs_check(err, errlen);
+	rc = rc ?: prepare_all(trs, ts, gs, n, &ls, err, errlen);
+	if (rc || !ls.n) {
+		if (!rc && n > 1 && !trs[0].run->opts->reset)
+			rc = hb_fail(err, errlen, -ESRCH,
+				     "none of the %zu processes could be profiled", n);
+		goto out;
+	}
+	for (size_t j = 0; j < ls.n; j++) {
+		size_t i = (size_t)(ls.tr[j] - trs);
+
+		ats[j] = ts[i];
+		ags[j] = gs[i];
+	}
+	rc = collect(&ls, ats, ags, err, errlen);
+	for (size_t j = 0; j < ls.n; j++) {
+		/* a failed session writes nothing; a target's own failure is said (one: returned) */
+		if (rc)
+			report_forks(ls.tr[j], &ls.s[j]);
+		else
+			rc2 = finish_target(ls.tr[j], &ls.s[j], ls.n, err, errlen) ?: rc2;
+	}
+	rc = rc ?: rc2;
+out:
+	for (size_t j = 0; ls.s && j < ls.n; j++)
+		session_cleanup(&ls.s[j]);
+	for (size_t i = 0; i < n; i++) {
+		guard__release(gs ? gs[i] : NULL);
+		jemalloc_target__free(ts[i]);
+		ts[i] = NULL;
+		trs[i].t = NULL;
+	}
+	free(gs);
+	free(ags);
+	free(ats);
+	free(ls.tr);
+	free(ls.s);
+	return rc;
+}
+
 int live_run(struct target_run *tr, char *err, size_t errlen)
 {
 	struct jemalloc_target *t = NULL;
-	struct guard *g = NULL;
-	struct session s = {};
-	struct heap_data d;
-	bool done;
-	int rc;
 
-	rc = prepare(tr, &t, &g, &done, err, errlen);
-	if (rc || done)
-		goto out;
-	rc = collect(tr, g, &s, err, errlen);
-	report_forks(tr, &s);
-	if (rc)
-		goto out;
-	if (s.reason == STOP_TARGET_EXIT && !tr->run->opts->quiet)
-		fprintf(stderr, "heapbpf: pid %d exited%s\n", tr->pid,
-			tr->run->opts->mode == MODE_TOP && !tr->output
-				? ""
-				: "; writing what was collected");
-	if (!tr->k)
-		tr->start_ns = s.start_wall_ns;
-	d = session_data(&s);
-	rc = window_last(tr, &d, s.start_wall_ns + s.duration_ns, err, errlen);
-out:
-	session_cleanup(&s);
-	guard__release(g);
-	jemalloc_target__free(t);
-	tr->t = NULL;
-	return rc;
+	return live_run_targets(tr, &t, 1, err, errlen);
 }

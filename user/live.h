@@ -16,4 +16,15 @@
  */
 int live_run(struct target_run *tr, char *err, size_t errlen);
 
+/*
+ * The same for n targets in one session (their jemalloc layouts the same):
+ * ts[i] is trs[i]'s jemalloc when the caller found it already, or NULL;
+ * every ts[i] is freed and set to NULL. With n > 1 a target that cannot be
+ * prepared, started or written is said on stderr and marks its own outcome
+ * RUN_FAILED while the others go on; an error is returned only when none
+ * could be profiled or the session itself failed.
+ */
+int live_run_targets(struct target_run *trs, struct jemalloc_target **ts, size_t n, char *err,
+		     size_t errlen);
+
 #endif /* __HEAPBPF_LIVE_H */

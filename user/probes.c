@@ -14,12 +14,13 @@
 
 struct probes {
 	struct heapbpf_bpf *skel;
-	struct bpf_link *alloc_link;
-	struct bpf_link *free_link;
-	struct bpf_link *activity_link; /* t->activity_off, while the late-activation check runs */
-	struct bpf_link *fork_link, *exec_link; /* the target's process tree */
-	struct bpf_link **kid_links;		/* --follow-forks: alloc and free per child */
-	size_t nkid_links;
+	struct bpf_link *fork_link, *exec_link; /* the targets' process trees, attached once */
+	/* alloc and free uprobes of every target and followed child, by pid */
+	struct bpf_link **links;
+	size_t nlinks;
+	/* t->activity_off of each target, while the late-activation check runs */
+	struct bpf_link **activity;
+	size_t nactivity;
 	struct ring_buffer *rb;
 };
 
@@ -63,15 +64,11 @@ fail:
 	return err;
 }
 
-/* Forks and execs of the target and of every process forked from it from now on. */
-static int attach_tree(struct probes *p, pid_t pid)
+/* Forks and execs of every tracked process, attached before the first uprobe. */
+static int attach_tree(struct probes *p)
 {
-	__u32 key = pid;
-	__u8 one = 1;
-
-	if (bpf_map__update_elem(p->skel->maps.tracked, &key, sizeof(key), &one, sizeof(one),
-				 BPF_ANY))
-		return -errno;
+	if (p->fork_link)
+		return 0;
 	p->fork_link = bpf_program__attach_tracepoint(p->skel->progs.heapbpf_fork, "sched",
 						      "sched_process_fork");
 	if (!p->fork_link)
@@ -88,40 +85,73 @@ void probes__untrack(struct probes *p, pid_t pid)
 	bpf_map__delete_elem(p->skel->maps.tracked, &key, sizeof(key), 0);
 }
 
+/* One more link in *v (grown by one); the link is destroyed when there is no room. */
+static int keep_link(struct bpf_link ***v, size_t *n, struct bpf_link *l)
+{
+	struct bpf_link **nv;
+
+	if (!l)
+		return -errno;
+	nv = realloc(*v, (*n + 1) * sizeof(*nv));
+	if (!nv) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	*v = nv;
+	nv[(*n)++] = l;
+	return 0;
+}
+
+/* Destroys the links of v past n (what one failed attach made). */
+static void drop_links(struct bpf_link **v, size_t *n, size_t keep)
+{
+	while (*n > keep)
+		bpf_link__destroy(v[--*n]);
+}
+
+/* The allocation and free uprobes on t's jemalloc object, for pid only, by file offset. */
+static int attach_sampling(struct probes *p, const struct jemalloc_target *t, pid_t pid)
+{
+	size_t keep = p->nlinks;
+	int err;
+
+	err = keep_link(&p->links, &p->nlinks,
+			bpf_program__attach_uprobe(p->skel->progs.heapbpf_alloc, false, pid,
+						   t->open_path, t->alloc_off));
+	err = err
+		      ?: keep_link(&p->links, &p->nlinks,
+				   bpf_program__attach_uprobe(p->skel->progs.heapbpf_free, false,
+							      pid, t->open_path, t->free_off));
+	if (err)
+		drop_links(p->links, &p->nlinks, keep);
+	return err;
+}
+
 int probes__attach(struct probes *p, const struct jemalloc_target *t)
 {
+	size_t keep = p->nactivity;
+	__u32 key = t->pid;
+	__u8 one = 1;
 	int err;
 
 	/* before the uprobes, so that no fork in the window is missed */
-	err = attach_tree(p, t->pid);
-	if (err)
-		goto fail;
-
-	/* by file offset, on the object as we see it, filtered to the target's pid */
-	p->alloc_link = bpf_program__attach_uprobe(p->skel->progs.heapbpf_alloc, false, t->pid,
-						   t->open_path, t->alloc_off);
-	if (!p->alloc_link) {
+	err = attach_tree(p);
+	if (!err && bpf_map__update_elem(p->skel->maps.tracked, &key, sizeof(key), &one,
+					 sizeof(one), BPF_ANY))
 		err = -errno;
-		goto fail;
+	err = err ?: attach_sampling(p, t, t->pid);
+	if (!err && t->activity_off) {
+		err = keep_link(&p->activity, &p->nactivity,
+				bpf_program__attach_uprobe(p->skel->progs.heapbpf_activity, false,
+							   t->pid, t->open_path, t->activity_off));
+		/* this target's sampling probes go; other targets' stay */
+		if (err)
+			drop_links(p->links, &p->nlinks, p->nlinks - 2);
 	}
-	p->free_link = bpf_program__attach_uprobe(p->skel->progs.heapbpf_free, false, t->pid,
-						  t->open_path, t->free_off);
-	if (!p->free_link) {
-		err = -errno;
-		goto fail;
+	if (err) {
+		drop_links(p->activity, &p->nactivity, keep);
+		probes__untrack(p, t->pid);
 	}
-	if (t->activity_off) {
-		p->activity_link = bpf_program__attach_uprobe(p->skel->progs.heapbpf_activity,
-							      false, t->pid, t->open_path,
-							      t->activity_off);
-		if (!p->activity_link) {
-			err = -errno;
-			goto fail;
-		}
-	}
-	return 0;
-fail:
-	probes__detach(p);
 	return err;
 }
 
@@ -138,50 +168,25 @@ int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct 
 
 int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t pid)
 {
-	struct bpf_link **v = realloc(p->kid_links, (p->nkid_links + 2) * sizeof(*v));
-	struct bpf_link *a, *f;
-
-	if (!v)
-		return -ENOMEM;
-	p->kid_links = v;
-	a = bpf_program__attach_uprobe(p->skel->progs.heapbpf_alloc, false, pid, t->open_path,
-				       t->alloc_off);
-	if (!a)
-		return -errno;
-	f = bpf_program__attach_uprobe(p->skel->progs.heapbpf_free, false, pid, t->open_path,
-				       t->free_off);
-	if (!f) {
-		int err = -errno;
-
-		bpf_link__destroy(a);
-		return err;
-	}
-	v[p->nkid_links++] = a;
-	v[p->nkid_links++] = f;
-	return 0;
+	return attach_sampling(p, t, pid);
 }
 
 void probes__detach_activity(struct probes *p)
 {
-	bpf_link__destroy(p->activity_link);
-	p->activity_link = NULL;
+	drop_links(p->activity, &p->nactivity, 0);
+	free(p->activity);
+	p->activity = NULL;
 }
 
 void probes__detach(struct probes *p)
 {
-	bpf_link__destroy(p->alloc_link);
-	bpf_link__destroy(p->free_link);
 	bpf_link__destroy(p->fork_link);
 	bpf_link__destroy(p->exec_link);
-	p->alloc_link = NULL;
-	p->free_link = NULL;
 	p->fork_link = NULL;
 	p->exec_link = NULL;
-	for (size_t i = 0; i < p->nkid_links; i++)
-		bpf_link__destroy(p->kid_links[i]);
-	free(p->kid_links);
-	p->kid_links = NULL;
-	p->nkid_links = 0;
+	drop_links(p->links, &p->nlinks, 0);
+	free(p->links);
+	p->links = NULL;
 	probes__detach_activity(p);
 }
 

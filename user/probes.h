@@ -29,17 +29,20 @@ typedef int (*probes_event_fn)(void *ctx, void *data, size_t len);
 int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 		 uint32_t fork_child_pid_off, struct probes **out);
 /*
- * Starts following the target's process tree (fork and exec tracepoints,
- * the target tracked), then attaches both uprobes to the target's jemalloc,
- * for its pid only, and the activity probe where the target has one
- * (t->activity_off).
+ * Starts following the process trees of the targets (fork and exec
+ * tracepoints, attached once for every target of the session), tracks t's
+ * pid, then attaches both uprobes to t's jemalloc object for its pid only,
+ * and the activity probe where t has one (t->activity_off). Called once per
+ * target of a session: one BPF object and ring buffer serve every target
+ * whose jemalloc has the same layout. A failure leaves the other targets'
+ * probes attached.
  */
 int probes__attach(struct probes *p, const struct jemalloc_target *t);
 /* --follow-forks: the allocation and free uprobes for one more process (a forked child). */
 int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t pid);
 /* Stops following pid's forks (a thread, or a process that exec'ed). */
 void probes__untrack(struct probes *p, pid_t pid);
-/* Detaches the activity probe only (its counters stay readable). */
+/* Detaches the activity probes only (their counters stay readable). */
 void probes__detach_activity(struct probes *p);
 /* A ring buffer delivering events to fn; owned by p. */
 int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct ring_buffer **rb);

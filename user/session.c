@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "errmsg.h"
 #include "forks.h"
 #include "guard.h"
+#include "hashmap.h"
 #include "privs.h"
 #include "probes.h"
 #include "recording.h"
@@ -32,7 +34,9 @@
 #define DRAIN_MS 50
 
 /* EV_WATCH + i: session_opts.watch[i] */
-enum { EV_RING = 1, EV_SIGNAL, EV_PIDFD, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE, EV_WATCH };
+enum { EV_RING = 1, EV_SIGNAL, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE, EV_WATCH };
+/* EV_MEMBER + i: the pidfd of the session's target i */
+#define EV_MEMBER 0x10000u
 
 /*
  * jemalloc 5.2.1's late-activation bug: a thread that allocated while
@@ -185,27 +189,94 @@ static bool fault_collect(void)
 	return f && strcmp(f, "collect") == 0;
 }
 
+/* One target of a session: its flag, its guard, its pidfd. */
+struct member {
+	struct session *s; /* its collection */
+	const struct jemalloc_target *t;
+	struct guard *guard; /* state for recovery after kill -9, or NULL */
+	struct prof_toggle tg;
+	bool ours;    /* heapbpf switched its prof_active on: forked copies are ours to restore */
+	bool running; /* started and not exited: its pidfd is on the loop */
+	int pfd;
+	int restore_rc; /* of its flag, at the end */
+};
+
+/* A process whose events the session takes: a target, or a child forked from one. */
+struct proc {
+	pid_t pid;
+	uint32_t member;
+	struct collector *c; /* NULL: its events are not collected (a child not followed) */
+};
+
 /* Everything one session holds open; stop() releases it whatever was reached. */
 struct loop {
-	struct session *s;
 	const struct session_opts *o;
-	const struct jemalloc_target *t;
+	struct session *s; /* the first target's: the session's reason, counters and times */
+	struct member *m;
+	size_t n;
+	size_t running; /* targets started and not exited */
+	struct proc *procs;
+	size_t nprocs, cap;
+	struct hashmap by_pid; /* pid -> index in procs */
 	struct probes *p;
 	struct ring_buffer *rb;
-	struct prof_toggle tg;
-	bool ours; /* heapbpf switched prof_active on: forked copies are ours to restore */
-	int ep, sfd, pfd, dfd, tfd, ifd, lfd;
+	int ep, sfd, dfd, tfd, ifd, lfd;
 	int64_t t0; /* CLOCK_MONOTONIC when sampling was switched on; 0 before */
 	uint64_t attach_coarse;
+	char *err;
+	size_t errlen;
 };
+
+/* Of one target: the session's error; of several: said, and that target left out. */
+__attribute__((format(printf, 4, 5))) static int member_fail(struct loop *l, struct member *m,
+							     int rc, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (l->n == 1)
+		return hb_fail(l->err, l->errlen, rc, "%s", msg);
+	fprintf(stderr, "heapbpf: %s; profiling the other targets\n", msg);
+	m->s->failed = rc;
+	return 0;
+}
+
+static struct proc *proc_of(const struct loop *l, __u32 pid)
+{
+	uint32_t i;
+
+	return hashmap__get(&l->by_pid, hashmap_hash_u64(pid), &i) ? NULL : &l->procs[i];
+}
+
+/* A process joins the session (a pid reused by a new one replaces the old entry). */
+static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c)
+{
+	if (l->nprocs == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct proc *v = realloc(l->procs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->procs = v;
+		l->cap = cap;
+	}
+	l->procs[l->nprocs] = (struct proc){ .pid = pid, .member = member, .c = c };
+	if (hashmap__put(&l->by_pid, hashmap_hash_u64((__u32)pid), (uint32_t)l->nprocs))
+		return -ENOMEM;
+	l->nprocs++;
+	return 0;
+}
 
 /*
  * --follow-forks: a child gets a collector and uprobes of its own. What it
  * samples between its fork and the attach is not seen: it is said at once.
  */
-static int follow(struct loop *l, pid_t child, pid_t parent)
+static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
 {
-	struct session *s = l->s;
+	struct session *s = m->s;
 	struct report_proc *v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
 	int err;
 
@@ -219,8 +290,9 @@ static int follow(struct loop *l, pid_t child, pid_t parent)
 		collector__set_temporary_threshold(v[s->nprocs].c, l->o->temporary_ns);
 	v[s->nprocs].pid = child;
 	collector__set_attach_time(v[s->nprocs].c, now_ns(CLOCK_MONOTONIC_COARSE));
+	proc_of(l, child)->c = v[s->nprocs].c;
 	s->nprocs++;
-	err = probes__attach_pid(l->p, l->t, child);
+	err = probes__attach_pid(l->p, m->t, child);
 	if (err) {
 		/* it exited already, or cannot be probed: its flag is restored all the same */
 		fprintf(stderr, "heapbpf: cannot follow pid %d (forked from %d): %s\n", child,
@@ -232,40 +304,35 @@ static int follow(struct loop *l, pid_t child, pid_t parent)
 	return 0;
 }
 
-/* The collector of the process an event came from. */
-static struct collector *collector_of(struct session *s, __u32 pid)
-{
-	for (size_t i = 0; i < s->nprocs; i++) {
-		if (s->procs[i].pid == (pid_t)pid)
-			return s->procs[i].c;
-	}
-	return s->collector;
-}
-
 /*
- * A fork in the target's tree while prof_active is on: the child's copy of
+ * A fork in a target's tree while its prof_active is on: the child's copy of
  * the flag is ours to restore, and the state file a killed run leaves says so.
  */
 static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 {
-	struct session *s = l->s;
+	const struct proc *parent = proc_of(l, e->pid);
+	struct member *m = parent ? &l->m[parent->member] : NULL;
 	int rc;
 
 	if (e->type == HEAPBPF_EV_EXEC) {
-		forks__exec(&s->forks, e->pid);
-		probes__untrack(l->p, e->pid);
+		if (m)
+			forks__exec(&m->s->forks, (pid_t)e->pid);
+		probes__untrack(l->p, (pid_t)e->pid);
 		return 0;
 	}
-	rc = l->ours ? forks__add(&s->forks, e->child) : 0;
+	rc = m && m->ours ? forks__add(&m->s->forks, (pid_t)e->child) : 0;
 	if (rc <= 0) {
 		/* a thread, a task already gone, or a flag we did not switch on */
 		if (!rc)
-			probes__untrack(l->p, e->child);
+			probes__untrack(l->p, (pid_t)e->child);
 		return rc;
 	}
-	if (l->o->guard && guard__save(l->o->guard, l->tg.addr, l->tg.orig, &s->forks))
-		s->fork_state_err = true;
-	return l->o->follow_forks ? follow(l, e->child, e->pid) : 0;
+	rc = add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL);
+	if (rc)
+		return rc;
+	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
+		m->s->fork_state_err = true;
+	return l->o->follow_forks ? follow(l, m, (pid_t)e->child, (pid_t)e->pid) : 0;
 }
 
 /* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
@@ -274,6 +341,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	struct loop *l = ctx;
 	struct session *s = l->s;
 	const __u32 *type = data;
+	const struct proc *pr;
 
 	if (len >= sizeof(struct heapbpf_proc_event) &&
 	    (*type == HEAPBPF_EV_FORK || *type == HEAPBPF_EV_EXEC))
@@ -281,22 +349,24 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (s->recorder && !s->record_err)
 		s->record_err = recorder__event(s->recorder, data, len);
 	/* both records carry the process in their second field */
-	if (s->nprocs && len >= 2 * sizeof(__u32))
-		return collector__event(collector_of(s, type[1]), data, len);
-	return collector__event(s->collector, data, len);
+	pr = len >= 2 * sizeof(__u32) ? proc_of(l, type[1]) : NULL;
+	if (pr)
+		return pr->c ? collector__event(pr->c, data, len) : 0;
+	/* one target: a short record is the collector's to count */
+	return l->n == 1 ? collector__event(s->collector, data, len) : 0;
 }
 
 /* 0: keep checking; 1: settled (detach the probe); -ENODATA: the bug is in effect. */
-static int late_active_check(struct session *s, const struct jemalloc_target *t,
-			     const struct loop *l)
+static int late_active_check(struct loop *l)
 {
+	const struct jemalloc_target *t = l->m[0].t;
 	struct heapbpf_counters c;
 
 	probes__counters(l->p, &c);
 	if (c.alloc_hits)
 		return 1;
 	if (c.activity_bytes >= ((uint64_t)LATE_PERIODS << t->lg_prof_sample)) {
-		s->late_active_bytes = c.activity_bytes;
+		l->s->late_active_bytes = c.activity_bytes;
 		return -ENODATA;
 	}
 	return now_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
@@ -319,69 +389,131 @@ static int consume(struct ring_buffer *rb)
 	return err > 0 && fault_collect() ? -EIO : 0;
 }
 
-/* One ready event; 1 when the session ends, 0 to go on, or a negative errno. */
-static int on_ready(struct session *s, const struct session_opts *o,
-		    const struct jemalloc_target *t, struct loop *l, uint32_t tag)
+/* The BPF side's counters, for every target (one BPF object serves them all). */
+static void read_counters(struct loop *l)
 {
-	struct signalfd_siginfo si;
+	probes__counters(l->p, &l->s->counters);
+	for (size_t i = 1; i < l->n; i++)
+		l->m[i].s->counters = l->s->counters;
+}
+
+/*
+ * A target exited: with one, the session ends; with several, its collection
+ * stops at this instant (its flag went with it: nothing is ever written to a
+ * new process under its pid) and the others go on, until the last one exits.
+ */
+static int member_exit(struct loop *l, struct member *m)
+{
+	int64_t now = now_ns(CLOCK_MONOTONIC);
+
+	epoll_ctl(l->ep, EPOLL_CTL_DEL, m->pfd, NULL);
+	m->running = false;
+	l->running--;
+	if (l->n == 1) {
+		l->s->reason = STOP_TARGET_EXIT;
+		return 1;
+	}
+	/* what it sampled until it exited is in the ring buffer: its collector takes it all */
+	consume(l->rb);
+	m->tg.changed = false;
+	m->s->exited = true;
+	m->s->duration_ns = now - l->t0;
+	collector__set_stop_time(m->s->collector, (uint64_t)now);
+	if (!l->o->quiet)
+		fprintf(stderr,
+			"heapbpf: pid %d (%s) exited; its profile holds what was collected until "
+			"then; %zu other target(s) go on\n",
+			m->t->pid, m->t->comm, l->running);
+	if (l->running)
+		return 0;
+	l->s->reason = STOP_TARGET_EXIT;
+	return 1;
+}
+
+/* The counts of every target so far, for the status line. */
+static void status_line(const struct loop *l)
+{
+	struct collector_stats all = {};
 	struct heapbpf_counters bc;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct collector_stats *c;
+
+		if (!l->m[i].s->collector)
+			continue;
+		c = collector__stats(l->m[i].s->collector);
+		all.allocs += c->allocs;
+		all.frees += c->frees;
+		all.alloc_bytes += c->alloc_bytes;
+	}
+	probes__counters(l->p, &bc);
+	summary_status_line(stderr, (now_ns(CLOCK_MONOTONIC) - l->t0) / 1e9, &all, &bc);
+}
+
+/* A timer's tick; its expirations are not needed (EAGAIN only: the timer was readable). */
+static bool ticked(int fd)
+{
 	uint64_t ticks;
+
+	return read(fd, &ticks, sizeof(ticks)) > 0;
+}
+
+/* One ready event; 1 when the session ends, 0 to go on, or a negative errno. */
+static int on_ready(struct loop *l, uint32_t tag)
+{
+	const struct session_opts *o = l->o;
+	struct session *s = l->s;
+	struct signalfd_siginfo si;
 	int err;
 
+	if (tag >= EV_MEMBER && tag - EV_MEMBER < l->n)
+		return member_exit(l, &l->m[tag - EV_MEMBER]);
+	if (tag >= EV_WATCH && tag - EV_WATCH < o->nwatch)
+		return asked(s, o->watch[tag - EV_WATCH].on_ready(s, o->watch[tag - EV_WATCH].arg));
 	switch (tag) {
 	case EV_RING:
 		return consume(l->rb);
 	case EV_SIGNAL:
 		if (read(l->sfd, &si, sizeof(si)) == sizeof(si))
-			s->stop_signal = si.ssi_signo;
+			s->stop_signal = (int)si.ssi_signo;
 		s->reason = STOP_SIGNAL;
-		return 1;
-	case EV_PIDFD:
-		s->reason = STOP_TARGET_EXIT;
 		return 1;
 	case EV_DEADLINE:
 		s->reason = STOP_DURATION;
 		return 1;
 	case EV_LATE:
-		if (read(l->lfd, &ticks, sizeof(ticks)) < 0)
+		if (!ticked(l->lfd))
 			return 0;
-		err = late_active_check(s, t, l);
+		err = late_active_check(l);
 		if (err > 0) {
 			probes__detach_activity(l->p);
 			epoll_ctl(l->ep, EPOLL_CTL_DEL, l->lfd, NULL);
 		}
 		return err < 0 ? err : 0;
 	case EV_INTERVAL:
-		/* a window ends: everything sampled so far is in the collector */
-		if (read(l->ifd, &ticks, sizeof(ticks)) < 0)
+		/* a window ends: everything sampled so far is in the collectors */
+		if (!ticked(l->ifd))
 			return 0;
 		err = ring_buffer__consume(l->rb);
 		if (err < 0)
 			return err;
-		probes__counters(l->p, &s->counters);
+		read_counters(l);
 		return o->on_interval ? asked(s, o->on_interval(s, o->interval_arg)) : 0;
 	case EV_TICK:
-		/* EAGAIN only: the timer is non-blocking and was readable */
-		if (read(l->tfd, &ticks, sizeof(ticks)) < 0)
-			return 0;
-		probes__counters(l->p, &bc);
-		summary_status_line(stderr, (now_ns(CLOCK_MONOTONIC) - l->t0) / 1e9,
-				    collector__stats(s->collector), &bc);
+		if (ticked(l->tfd))
+			status_line(l);
 		return 0;
 	}
-	if (tag >= EV_WATCH && tag - EV_WATCH < o->nwatch)
-		return asked(s, o->watch[tag - EV_WATCH].on_ready(s, o->watch[tag - EV_WATCH].arg));
 	return 0;
 }
 
 /* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
-static int collect(struct session *s, const struct session_opts *o, const struct jemalloc_target *t,
-		   struct loop *l)
+static int collect(struct loop *l)
 {
-	struct epoll_event evs[8];
+	struct epoll_event evs[16];
 
 	for (;;) {
-		int n = epoll_wait(l->ep, evs, 8, PROBES_POLL_MS);
+		int n = epoll_wait(l->ep, evs, 16, PROBES_POLL_MS);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -396,7 +528,7 @@ static int collect(struct session *s, const struct session_opts *o, const struct
 				return err;
 		}
 		for (int i = 0; i < n; i++) {
-			int rc = on_ready(s, o, t, l, evs[i].data.u32);
+			int rc = on_ready(l, evs[i].data.u32);
 
 			if (rc)
 				return rc < 0 ? rc : 0;
@@ -404,98 +536,150 @@ static int collect(struct session *s, const struct session_opts *o, const struct
 	}
 }
 
-/* Probes loaded, collector, symbolizer and recording header ready, the event loop set up. */
-static int open_session(struct session *s, const struct session_opts *o,
-			const struct jemalloc_target *t, struct loop *l, char *err, size_t errlen)
+/* A target's collector, symbolizer and pidfd; a target that is gone already is left out. */
+static int open_member(struct loop *l, struct member *m)
 {
-	sigset_t set;
+	struct session *s = m->s;
+	const struct jemalloc_target *t = m->t;
 	int rc;
 
-	uint32_t fork_off;
-
-	rc = forks_child_pid_offset(&fork_off, err, errlen);
-	if (rc)
-		return rc;
-	rc = probes__load(&t->layout->bpf, o->ringbuf_bytes, fork_off, &l->p);
-	if (rc)
-		return hb_fail(err, errlen, rc,
-			       "cannot load the BPF program (heapbpf needs root, and a kernel with "
-			       "BPF ring buffers; run with -v for libbpf's reasons): %s",
-			       strerror(-rc));
 	rc = collector__new(1ULL << t->lg_prof_sample, &s->collector);
 	rc = rc ?: symbolizer__new(t->pid, &s->symbolizer);
 	if (rc)
-		return hb_fail(err, errlen, rc, "cannot set up the collector: %s", strerror(-rc));
-	if (o->temporary_ns)
-		collector__set_temporary_threshold(s->collector, o->temporary_ns);
-	s->recorder = o->recorder;
-	rc = s->recorder ? record_header(s, t) : 0;
+		return member_fail(l, m, rc, "cannot set up the collector of pid %d: %s", t->pid,
+				   strerror(-rc));
+	if (l->o->temporary_ns)
+		collector__set_temporary_threshold(s->collector, l->o->temporary_ns);
+	rc = add_proc(l, t->pid, (uint32_t)(m - l->m), s->collector);
 	if (rc)
-		return hb_fail(err, errlen, rc, "cannot write the recording: %s", strerror(-rc));
-	rc = probes__ring_buffer(l->p, on_event, l, &l->rb);
+		return hb_fail(l->err, l->errlen, rc, "out of memory");
+	m->pfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	if (m->pfd < 0)
+		return member_fail(l, m, -errno, "pid %d: %s: %s", t->pid,
+				   errno == ESRCH ? "the target process exited"
+						  : "cannot set up the event loop",
+				   strerror(errno));
+	rc = add_fd(l->ep, m->pfd, EV_MEMBER + (uint32_t)(m - l->m));
+	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
+			    strerror(-rc))
+		  : 0;
+}
+
+/* Probes loaded, collectors, symbolizers and recording header ready, the event loop set up. */
+static int open_session(struct loop *l)
+{
+	const struct session_opts *o = l->o;
+	struct session *s = l->s;
+	uint32_t fork_off;
+	sigset_t set;
+	int rc;
+
+	rc = forks_child_pid_offset(&fork_off, l->err, l->errlen);
 	if (rc)
-		return hb_fail(err, errlen, rc, "cannot open the BPF ring buffer: %s",
+		return rc;
+	rc = probes__load(&l->m[0].t->layout->bpf, o->ringbuf_bytes, fork_off, &l->p);
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc,
+			       "cannot load the BPF program (heapbpf needs root, and a kernel with "
+			       "BPF ring buffers; run with -v for libbpf's reasons): %s",
 			       strerror(-rc));
 	l->ep = epoll_create1(EPOLL_CLOEXEC);
 	sigset_stop(&set);
 	l->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	l->pfd = syscall(SYS_pidfd_open, t->pid, 0);
-	if (l->ep < 0 || l->sfd < 0 || l->pfd < 0)
-		return hb_fail(err, errlen, -errno, "%s: %s",
-			       errno == ESRCH ? "the target process exited"
-					      : "cannot set up the event loop",
+	if (l->ep < 0 || l->sfd < 0)
+		return hb_fail(l->err, l->errlen, -errno, "cannot set up the event loop: %s",
 			       strerror(errno));
+	for (size_t i = 0; i < l->n; i++) {
+		rc = open_member(l, &l->m[i]);
+		if (rc)
+			return rc;
+	}
+	s->recorder = o->recorder;
+	rc = s->recorder ? record_header(s, l->m[0].t) : 0;
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc, "cannot write the recording: %s",
+			       strerror(-rc));
+	rc = probes__ring_buffer(l->p, on_event, l, &l->rb);
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc, "cannot open the BPF ring buffer: %s",
+			       strerror(-rc));
 	rc = add_fd(l->ep, ring_buffer__epoll_fd(l->rb), EV_RING);
 	rc = rc ?: add_fd(l->ep, l->sfd, EV_SIGNAL);
-	rc = rc ?: add_fd(l->ep, l->pfd, EV_PIDFD);
 	for (size_t i = 0; !rc && i < o->nwatch; i++)
-		rc = add_fd(l->ep, o->watch[i].fd, EV_WATCH + i);
+		rc = add_fd(l->ep, o->watch[i].fd, EV_WATCH + (uint32_t)i);
 	if (rc)
-		return hb_fail(err, errlen, rc, "cannot set up the event loop: %s", strerror(-rc));
+		return hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
+			       strerror(-rc));
 	return 0;
 }
 
-/* Probes attached first, then prof_active on: no sample is missed. */
-static int start_sampling(struct session *s, const struct session_opts *o,
-			  const struct jemalloc_target *t, struct loop *l, char *err, size_t errlen)
+/* Why the flag could not be switched on, in words. */
+static const char *toggle_error(int rc)
 {
+	return rc == -EFAULT   ? "the flag's address is not in jemalloc's writable data"
+	       : rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)"
+	       : rc == -ESRCH  ? "the process exited"
+			       : strerror(-rc);
+}
+
+/* One target: its probes attached first, then its prof_active on: no sample is missed. */
+static int start_member(struct loop *l, struct member *m)
+{
+	const struct jemalloc_target *t = m->t;
+	int rc;
+
+	collector__set_attach_time(m->s->collector, l->attach_coarse);
+	rc = probes__attach(l->p, t);
+	if (rc)
+		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
+				   t->pid, strerror(-rc));
+	rc = prof_toggle__on(&m->tg, t, m->guard ? save_state : NULL, m->guard);
+	if (rc == -EROFS)
+		return member_fail(l, m, rc,
+				   "cannot write heapbpf's state file under %s, so prof_active "
+				   "was not switched on in pid %d",
+				   guard_dir(), t->pid);
+	if (rc)
+		return member_fail(l, m, rc,
+				   "cannot switch jemalloc's prof_active on in pid %d: %s", t->pid,
+				   toggle_error(rc));
+	m->s->was_active = !m->tg.changed;
+	m->ours = m->tg.changed;
+	m->running = true;
+	l->running++;
+	return 0;
+}
+
+static int start_sampling(struct loop *l)
+{
+	const struct session_opts *o = l->o;
+	int64_t wall;
 	int rc;
 
 	/* objects sampled before this instant are not ours (jemalloc's clock, 5.3) */
 	l->attach_coarse = now_ns(CLOCK_MONOTONIC_COARSE);
-	collector__set_attach_time(s->collector, l->attach_coarse);
-	rc = probes__attach(l->p, t);
-	if (rc)
-		return hb_fail(err, errlen, rc, "cannot attach uprobes to jemalloc: %s",
-			       strerror(-rc));
-	rc = prof_toggle__on(&l->tg, t, o->guard ? save_state : NULL, o->guard);
-	if (rc == -EROFS)
-		return hb_fail(err, errlen, rc,
-			       "cannot write heapbpf's state file under %s, so prof_active was not "
-			       "switched on",
-			       guard_dir());
-	if (rc)
-		return hb_fail(err, errlen, rc,
-			       "cannot switch jemalloc's prof_active on in pid %d: %s", t->pid,
-			       rc == -EFAULT
-				       ? "the flag's address is not in jemalloc's writable data"
-			       : rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)"
-			       : rc == -ESRCH  ? "the process exited"
-					       : strerror(-rc));
-	s->was_active = !l->tg.changed;
-	l->ours = l->tg.changed;
+	for (size_t i = 0; i < l->n; i++) {
+		rc = l->m[i].s->failed ? 0 : start_member(l, &l->m[i]);
+		if (rc)
+			return rc;
+	}
+	if (!l->running)
+		return hb_fail(l->err, l->errlen, -ESRCH,
+			       "none of the %zu target processes could be profiled", l->n);
 	/*
 	 * Loaded and attached: from here on heapbpf needs ptrace and file access
 	 * only; --follow-forks attaches to each new child, and keeps what that takes.
 	 */
 	rc = o->follow_forks ? 0 : privs_drop_after_attach();
 	if (rc)
-		return hb_fail(err, errlen, rc, "cannot drop capabilities after attaching: %s",
-			       strerror(-rc));
-	s->start_wall_ns = now_ns(CLOCK_REALTIME);
+		return hb_fail(l->err, l->errlen, rc,
+			       "cannot drop capabilities after attaching: %s", strerror(-rc));
+	wall = now_ns(CLOCK_REALTIME);
+	for (size_t i = 0; i < l->n; i++)
+		l->m[i].s->start_wall_ns = wall;
 	l->t0 = now_ns(CLOCK_MONOTONIC);
-	if (s->recorder)
-		record_start(s, l->t0, l->attach_coarse);
+	if (l->s->recorder)
+		record_start(l->s, l->t0, l->attach_coarse);
 	return 0;
 }
 
@@ -508,9 +692,9 @@ static int add_timer(struct loop *l, int *fd, double first_s, double interval_s,
 	return *fd < 0 ? *fd : add_fd(l->ep, *fd, tag);
 }
 
-static int add_timers(const struct session_opts *o, const struct jemalloc_target *t, struct loop *l,
-		      char *err, size_t errlen)
+static int add_timers(struct loop *l)
 {
+	const struct session_opts *o = l->o;
 	int rc;
 
 	rc = add_timer(l, &l->dfd, o->duration, 0, EV_DEADLINE);
@@ -520,8 +704,11 @@ static int add_timers(const struct session_opts *o, const struct jemalloc_target
 	rc = rc
 		     ?: add_timer(l, &l->ifd, o->on_interval ? o->interval : 0, o->interval,
 				  EV_INTERVAL);
-	rc = rc ?: add_timer(l, &l->lfd, t->activity_off ? LATE_CHECK_S : 0, LATE_CHECK_S, EV_LATE);
-	return rc ? hb_fail(err, errlen, rc, "cannot set up the timer: %s", strerror(-rc)) : 0;
+	rc = rc
+		     ?: add_timer(l, &l->lfd, l->m[0].t->activity_off ? LATE_CHECK_S : 0,
+				  LATE_CHECK_S, EV_LATE);
+	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the timer: %s", strerror(-rc))
+		  : 0;
 }
 
 static int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
@@ -538,85 +725,150 @@ static int late_active_error(const struct session *s, const struct jemalloc_targ
 		t->version, t->pid, s->late_active_bytes / 1048576.0, t->conf_env);
 }
 
-/* Every path: sampling off first, then drain what is in flight, then detach and close. */
-static int stop(struct session *s, const struct session_opts *o, const struct jemalloc_target *t,
-		struct loop *l, int rc, char *err, size_t errlen)
+/* Every target's flag back to what it was; 1 when one was switched on (a drain is due). */
+static int restore_flags(struct loop *l, int *rc)
 {
-	int64_t stop_mono = now_ns(CLOCK_MONOTONIC);
-	int fds[] = { l->ep, l->sfd, l->pfd, l->dfd, l->tfd, l->ifd, l->lfd };
+	int on = 0;
 
-	if (s->collector)
-		collector__set_stop_time(s->collector, stop_mono);
-	for (size_t i = 0; i < s->nprocs; i++)
-		collector__set_stop_time(s->procs[i].c, stop_mono);
+	for (size_t i = 0; i < l->n; i++) {
+		struct member *m = &l->m[i];
+		int r2 = prof_toggle__restore(&m->tg), r3;
+
+		m->restore_rc = r2;
+		on |= m->tg.addr != 0;
+		if (!r2 || r2 == -ESRCH || (l->n == 1 && *rc))
+			continue;
+		r3 = member_fail(l, m, r2,
+				 "cannot switch jemalloc's prof_active back off in pid %d: %s",
+				 m->t->pid, strerror(-r2));
+		if (!*rc)
+			*rc = r3;
+	}
+	return on;
+}
+
+/* Children forked while a flag was on get it back off; a guard whose flags are all back forgets. */
+static void restore_children(struct loop *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		struct member *m = &l->m[i];
+		struct session *s = m->s;
+
+		if (!m->ours)
+			continue;
+		forks__restore(&s->forks, m->tg.addr, m->tg.orig, m->t->path, &s->fork_result);
+		/* only a restored flag may forget its state: else the next run restores it */
+		if ((!m->restore_rc || m->restore_rc == -ESRCH) && !s->fork_result.failed &&
+		    m->guard)
+			guard__clear(m->guard);
+	}
+}
+
+/* The session's reason, counters and times on every target's collection. */
+static void share_results(struct loop *l, int64_t stop_mono)
+{
+	read_counters(l);
+	for (size_t i = 0; i < l->n; i++) {
+		struct session *s = l->m[i].s;
+
+		s->reason = l->s->reason;
+		s->stop_signal = l->s->stop_signal;
+		if (l->t0 && !s->exited)
+			s->duration_ns = stop_mono - l->t0;
+	}
+}
+
+/* Every path: sampling off first, then drain what is in flight, then detach and close. */
+static int stop(struct loop *l, int rc)
+{
+	struct session *s = l->s;
+	int64_t stop_mono = now_ns(CLOCK_MONOTONIC);
+	int fds[] = { l->ep, l->sfd, l->dfd, l->tfd, l->ifd, l->lfd };
+	int on;
+
+	for (size_t i = 0; i < l->nprocs; i++) {
+		if (l->procs[i].c && !collector__stop_time(l->procs[i].c))
+			collector__set_stop_time(l->procs[i].c, (uint64_t)stop_mono);
+	}
 	/* in the stream where the collector learns it, so a replay matches this run */
 	if (s->recorder && l->t0 && !s->record_err)
 		s->record_err = record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
-	int r2 = prof_toggle__restore(&l->tg);
-
-	if (r2 && r2 != -ESRCH && !rc)
-		rc = hb_fail(err, errlen, r2,
-			     "cannot switch jemalloc's prof_active back off in pid %d: %s", t->pid,
-			     strerror(-r2));
-	if (l->t0)
-		s->duration_ns = now_ns(CLOCK_MONOTONIC) - l->t0;
-	/* the drain also brings the forks that copied the flag just before it went off */
+	on = restore_flags(l, &rc);
+	/* the drain also brings the forks that copied a flag just before it went off */
 	if (l->rb) {
-		if (l->tg.addr)
+		if (on)
 			ring_buffer__poll(l->rb, DRAIN_MS);
 		if (l->p)
 			probes__detach(l->p);
 		ring_buffer__consume(l->rb);
 	}
-	if (l->ours)
-		forks__restore(&s->forks, l->tg.addr, l->tg.orig, t->path, &s->fork_result);
-	/* only a restored flag may forget its state: else the next run restores it */
-	if (l->ours && (!r2 || r2 == -ESRCH) && !s->fork_result.failed && o->guard)
-		guard__clear(o->guard);
+	restore_children(l);
 	if (l->p)
-		probes__counters(l->p, &s->counters);
+		share_results(l, now_ns(CLOCK_MONOTONIC));
 	if (s->recorder && l->t0)
 		record_stop(s, stop_mono, l->attach_coarse);
-	if (o->status_line && l->t0)
+	if (l->o->status_line && l->t0)
 		fputc('\n', stderr);
-	if (o->verbose && l->p)
+	if (l->o->verbose && l->p)
 		probes__print_run_time(l->p, stderr);
 	probes__free(l->p);
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);
 	}
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->m[i].pfd >= 0)
+			close(l->m[i].pfd);
+	}
+	hashmap__clear(&l->by_pid);
+	free(l->procs);
+	free(l->m);
 	return rc;
+}
+
+int session_run_many(const struct jemalloc_target *const *t, struct guard *const *guards, size_t n,
+		     const struct session_opts *o, struct session *s, char *err, size_t errlen)
+{
+	struct loop l = { .o = o,
+			  .s = s,
+			  .n = n,
+			  .ep = -1,
+			  .sfd = -1,
+			  .dfd = -1,
+			  .tfd = -1,
+			  .ifd = -1,
+			  .lfd = -1,
+			  .err = err,
+			  .errlen = errlen };
+	int rc;
+
+	if (!n || (n > 1 && o->recorder))
+		return hb_fail(err, errlen, -EINVAL, "a recording holds one target process");
+	memset(s, 0, n * sizeof(*s));
+	l.m = calloc(n, sizeof(*l.m));
+	if (!l.m)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		s[i].reason = STOP_ERROR;
+		l.m[i] = (struct member){ .s = &s[i], .t = t[i], .guard = guards[i], .pfd = -1 };
+	}
+	rc = open_session(&l);
+	rc = rc ?: start_sampling(&l);
+	rc = rc ?: add_timers(&l);
+	if (!rc) {
+		rc = collect(&l);
+		if (rc == -ENODATA && s->late_active_bytes)
+			late_active_error(s, t[0], err, errlen);
+		else if (rc)
+			hb_fail(err, errlen, rc, "collecting events failed: %s", strerror(-rc));
+	}
+	return stop(&l, rc);
 }
 
 int session_run(const struct jemalloc_target *t, const struct session_opts *o, struct session *s,
 		char *err, size_t errlen)
 {
-	struct loop l = { .s = s,
-			  .o = o,
-			  .t = t,
-			  .ep = -1,
-			  .sfd = -1,
-			  .pfd = -1,
-			  .dfd = -1,
-			  .tfd = -1,
-			  .ifd = -1,
-			  .lfd = -1 };
-	int rc;
-
-	memset(s, 0, sizeof(*s));
-	s->reason = STOP_ERROR;
-	rc = open_session(s, o, t, &l, err, errlen);
-	rc = rc ?: start_sampling(s, o, t, &l, err, errlen);
-	rc = rc ?: add_timers(o, t, &l, err, errlen);
-	if (!rc) {
-		rc = collect(s, o, t, &l);
-		if (rc == -ENODATA && s->late_active_bytes)
-			late_active_error(s, t, err, errlen);
-		else if (rc)
-			hb_fail(err, errlen, rc, "collecting events failed: %s", strerror(-rc));
-	}
-	return stop(s, o, t, &l, rc, err, errlen);
+	return session_run_many(&t, &o->guard, 1, o, s, err, errlen);
 }
 
 void session_cleanup(struct session *s)

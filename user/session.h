@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * One profiling session against one target: load and attach the probes,
- * switch prof_active on, collect until the duration ends, a signal arrives
- * or the target exits, then switch prof_active back, drain and detach.
- * The flag is restored on every path out of session_run.
+ * One profiling session against one target or several: load the probes once,
+ * attach them to each target and switch its prof_active on, collect until the
+ * duration ends, a signal arrives or the (last) target exits, then switch
+ * every prof_active back, drain and detach. The flags are restored on every
+ * path out of session_run_many.
+ *
+ * Several targets share one BPF object and ring buffer when their jemalloc
+ * has the same layout (the caller groups them): uprobes are attached per
+ * target pid (each on its own object file, at its own offsets), the BPF
+ * `tracked` map holds every target and every child forked from one, and
+ * each event goes to its process's collector through a hash map of pids.
  */
 #ifndef __HEAPBPF_SESSION_H
 #define __HEAPBPF_SESSION_H
@@ -89,6 +96,10 @@ struct session {
 	struct report_proc *procs;
 	size_t nprocs;
 	bool fork_state_err; /* the state file could not list a child */
+	/* of several targets: this one could not be started (said on stderr), or nothing */
+	int failed;
+	/* of several targets: it exited while the others went on (duration_ns: until then) */
+	bool exited;
 };
 
 /* Blocks the signals the session stops on; call first thing in main. */
@@ -97,6 +108,18 @@ int session_block_signals(void);
 /* Runs a session; on failure returns negative errno with a one-sentence message in err. */
 int session_run(const struct jemalloc_target *t, const struct session_opts *o, struct session *s,
 		char *err, size_t errlen);
+/*
+ * One session for n targets whose jemalloc layouts are the same
+ * (t[i]->layout->bpf), each with its guard (guards[i], or NULL; o->guard is
+ * not used) and its collection in s[i] (session_cleanup each). With n > 1 a
+ * target that cannot be started is said on stderr and marked s[i].failed,
+ * one that exits is marked s[i].exited, and the others go on; the session
+ * fails only when no target could be started, or for the session's own
+ * reasons. The session-wide fields (reason, counters: one BPF object's) are
+ * the same in every s[i]. No recording with n > 1.
+ */
+int session_run_many(const struct jemalloc_target *const *t, struct guard *const *guards, size_t n,
+		     const struct session_opts *o, struct session *s, char *err, size_t errlen);
 void session_cleanup(struct session *s);
 
 #endif /* __HEAPBPF_SESSION_H */
