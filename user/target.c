@@ -10,147 +10,146 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "debuginfo.h"
 #include "errmsg.h"
+#include "debuginfo.h"
 #include "layout_dwarf.h"
 #include "target.h"
 
 #define SAMPLE_FN "prof_malloc_sample_object"
-#define FREE_FN "prof_free_sampled_object"
+#define FREE_FN	  "prof_free_sampled_object"
 
 /* Exports jemalloc's API or embeds its version string. */
-static bool looks_like_jemalloc(const struct elf_object *elf) {
-  char v[96];
+static bool looks_like_jemalloc(const struct elf_object *elf)
+{
+	char v[96];
 
-  return elf_object__sym_by_suffix(elf, "mallctl", STT_FUNC) ||
-         elf_object__jemalloc_version(elf, v, sizeof(v)) == 0;
+	return elf_object__sym_by_suffix(elf, "mallctl", STT_FUNC) ||
+	       elf_object__jemalloc_version(elf, v, sizeof(v)) == 0;
 }
 
-/* Executable, file-backed objects of the process, most likely jemalloc holders
- * first. */
-static int candidate_paths(const struct proc_maps *m, const char ***out,
-                           size_t *n) {
-  const char **v = calloc(m->n ? m->n : 1, sizeof(*v));
-  size_t cnt = 0;
+/* Executable, file-backed objects of the process, most likely jemalloc holders first. */
+static int candidate_paths(const struct proc_maps *m, const char ***out, size_t *n)
+{
+	const char **v = calloc(m->n ? m->n : 1, sizeof(*v));
+	size_t cnt = 0;
 
-  if (!v)
-    return -ENOMEM;
-  for (int pass = 0; pass < 3; pass++) {
-    for (size_t i = 0; i < m->n; i++) {
-      const struct proc_map *pm = &m->v[i];
-      bool dup = false;
+	if (!v)
+		return -ENOMEM;
+	for (int pass = 0; pass < 3; pass++) {
+		for (size_t i = 0; i < m->n; i++) {
+			const struct proc_map *pm = &m->v[i];
+			bool dup = false;
 
-      if (!pm->path || pm->path[0] != '/' || !strchr(pm->perms, 'x'))
-        continue;
-      /* pass 0: named like jemalloc; 1: the executable (mapped first); 2: rest
-       */
-      if (pass == 0 && !strstr(pm->path, "jemalloc"))
-        continue;
-      if (pass == 1 && strcmp(pm->path, m->v[0].path ? m->v[0].path : "") != 0)
-        continue;
-      for (size_t j = 0; j < cnt && !dup; j++)
-        dup = strcmp(v[j], pm->path) == 0;
-      if (!dup)
-        v[cnt++] = pm->path;
-    }
-  }
-  *out = v;
-  *n = cnt;
-  return 0;
+			if (!pm->path || pm->path[0] != '/' || !strchr(pm->perms, 'x'))
+				continue;
+			/* pass 0: named like jemalloc; 1: the executable (mapped first); 2: rest */
+			if (pass == 0 && !strstr(pm->path, "jemalloc"))
+				continue;
+			if (pass == 1 && strcmp(pm->path, m->v[0].path ? m->v[0].path : "") != 0)
+				continue;
+			for (size_t j = 0; j < cnt && !dup; j++)
+				dup = strcmp(v[j], pm->path) == 0;
+			if (!dup)
+				v[cnt++] = pm->path;
+		}
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
 }
 
-static const struct proc_map *first_mapping(const struct proc_maps *m,
-                                            const char *path) {
-  for (size_t i = 0; i < m->n; i++) {
-    if (m->v[i].path && strcmp(m->v[i].path, path) == 0)
-      return &m->v[i];
-  }
-  return NULL;
+static const struct proc_map *first_mapping(const struct proc_maps *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->v[i].path && strcmp(m->v[i].path, path) == 0)
+			return &m->v[i];
+	}
+	return NULL;
 }
 
-/* The public prefix, from the object's mallctl: "mallctl" -> "",
- * "_rjem_mallctl" -> "_rjem_". */
-static void detect_public_prefix(struct jemalloc_target *t) {
-  const struct elf_sym *best = NULL;
-  const char *names[] = {"mallctl", "malloc_stats_print", "mallocx"};
+/* The public prefix, from the object's mallctl: "mallctl" -> "", "_rjem_mallctl" -> "_rjem_". */
+static void detect_public_prefix(struct jemalloc_target *t)
+{
+	const struct elf_sym *best = NULL;
+	const char *names[] = { "mallctl", "malloc_stats_print", "mallocx" };
 
-  for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !best; k++) {
-    size_t sl = strlen(names[k]);
-    const struct elf_sym *s;
+	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && !best; k++) {
+		size_t sl = strlen(names[k]);
+		const struct elf_sym *s;
 
-    s = elf_object__sym_by_name(t->symelf, names[k]);
-    if (s) {
-      best = s;
-      break;
-    }
-    /*
-     * A prefixed build: a function ending in the name. The public API is
-     * exported (global), the private namespace is hidden (local once
-     * linked), so a global one counts even when the public prefix equals
-     * the private namespace (--with-jemalloc-prefix=je_).
-     */
-    s = elf_object__sym_by_suffix(t->symelf, names[k], STT_FUNC);
-    if (s && strlen(s->name) > sl &&
-        (s->bind == STB_GLOBAL || s->bind == STB_WEAK ||
-         strncmp(s->name, t->ns_prefix, strlen(t->ns_prefix)) != 0))
-      best = s;
-  }
-  t->pub_prefix[0] = '\0';
-  if (best) {
-    const char *end = strstr(best->name, "mall");
-    size_t n = end ? (size_t)(end - best->name) : 0;
+		s = elf_object__sym_by_name(t->symelf, names[k]);
+		if (s) {
+			best = s;
+			break;
+		}
+		/*
+		 * A prefixed build: a function ending in the name. The public API is
+		 * exported (global), the private namespace is hidden (local once
+		 * linked), so a global one counts even when the public prefix equals
+		 * the private namespace (--with-jemalloc-prefix=je_).
+		 */
+		s = elf_object__sym_by_suffix(t->symelf, names[k], STT_FUNC);
+		if (s && strlen(s->name) > sl &&
+		    (s->bind == STB_GLOBAL || s->bind == STB_WEAK ||
+		     strncmp(s->name, t->ns_prefix, strlen(t->ns_prefix)) != 0))
+			best = s;
+	}
+	t->pub_prefix[0] = '\0';
+	if (best) {
+		const char *end = strstr(best->name, "mall");
+		size_t n = end ? (size_t)(end - best->name) : 0;
 
-    if (n < sizeof(t->pub_prefix)) {
-      memcpy(t->pub_prefix, best->name, n);
-      t->pub_prefix[n] = '\0';
-    }
-  }
-  /* jemalloc reads JEMALLOC_CPREFIX "MALLOC_CONF": the public prefix
-   * upper-cased */
-  size_t i;
-  for (i = 0; t->pub_prefix[i] && i + 12 < sizeof(t->conf_env); i++)
-    t->conf_env[i] = toupper((unsigned char)t->pub_prefix[i]);
-  snprintf(t->conf_env + i, sizeof(t->conf_env) - i, "MALLOC_CONF");
+		if (n < sizeof(t->pub_prefix)) {
+			memcpy(t->pub_prefix, best->name, n);
+			t->pub_prefix[n] = '\0';
+		}
+	}
+	/* jemalloc reads JEMALLOC_CPREFIX "MALLOC_CONF": the public prefix upper-cased */
+	size_t i;
+	for (i = 0; t->pub_prefix[i] && i + 12 < sizeof(t->conf_env); i++)
+		t->conf_env[i] = toupper((unsigned char)t->pub_prefix[i]);
+	snprintf(t->conf_env + i, sizeof(t->conf_env) - i, "MALLOC_CONF");
 }
 
-static int resolve_global(struct jemalloc_target *t, const char *name,
-                          uint64_t *addr) {
-  char full[128];
-  const struct elf_sym *s;
+static int resolve_global(struct jemalloc_target *t, const char *name, uint64_t *addr)
+{
+	char full[128];
+	const struct elf_sym *s;
 
-  snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
-  s = elf_object__sym_by_name(t->symelf, full);
-  if (!s || s->type != STT_OBJECT)
-    return -ENOENT;
-  *addr = s->addr + t->bias;
-  return 0;
+	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
+	s = elf_object__sym_by_name(t->symelf, full);
+	if (!s || s->type != STT_OBJECT)
+		return -ENOENT;
+	*addr = s->addr + t->bias;
+	return 0;
 }
 
-static int resolve_func(struct jemalloc_target *t, const char *name,
-                        uint64_t *off, uint64_t *addr) {
-  char full[128];
-  const struct elf_sym *s;
-  const struct proc_map *m;
+static int resolve_func(struct jemalloc_target *t, const char *name, uint64_t *off, uint64_t *addr)
+{
+	char full[128];
+	const struct elf_sym *s;
+	const struct proc_map *m;
 
-  snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
-  s = elf_object__sym_by_name(t->symelf, full);
-  if (!s || s->type != STT_FUNC)
-    return -ENOENT;
-  if (elf_object__vaddr_to_offset(t->elf, s->addr, off))
-    return -ENOENT;
-  *addr = s->addr + t->bias;
-  m = proc_maps__find(t->maps, *addr);
-  if (!m || !strchr(m->perms, 'x') || !m->path || strcmp(m->path, t->path) != 0)
-    return -EFAULT;
-  return 0;
+	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
+	s = elf_object__sym_by_name(t->symelf, full);
+	if (!s || s->type != STT_FUNC)
+		return -ENOENT;
+	if (elf_object__vaddr_to_offset(t->elf, s->addr, off))
+		return -ENOENT;
+	*addr = s->addr + t->bias;
+	m = proc_maps__find(t->maps, *addr);
+	if (!m || !strchr(m->perms, 'x') || !m->path || strcmp(m->path, t->path) != 0)
+		return -EFAULT;
+	return 0;
 }
 
-static int fail_noprof(char *err, size_t errlen, pid_t pid, const char *path) {
-  return hb_fail(err, errlen, -ENOTSUP,
-                 "jemalloc in pid %d (%s) was built without profiling support; "
-                 "rebuild it with "
-                 "--enable-prof (tikv-jemallocator: feature \"profiling\")",
-                 pid, path);
+static int fail_noprof(char *err, size_t errlen, pid_t pid, const char *path)
+{
+	return hb_fail(
+		err, errlen, -ENOTSUP,
+		"jemalloc in pid %d (%s) was built without profiling support; rebuild it with "
+		"--enable-prof (tikv-jemallocator: feature \"profiling\")",
+		pid, path);
 }
 
 /*
@@ -159,43 +158,44 @@ static int fail_noprof(char *err, size_t errlen, pid_t pid, const char *path) {
  * with profiling, 1 byte without ("minimize memory bloat for non-prof
  * builds", 5.2.1 to 5.3.1).
  */
-static bool built_without_prof(const struct jemalloc_target *t) {
-  char full[128];
-  const struct elf_sym *s;
+static bool built_without_prof(const struct jemalloc_target *t)
+{
+	char full[128];
+	const struct elf_sym *s;
 
-  snprintf(full, sizeof(full), "%sopt_prof_prefix", t->ns_prefix);
-  s = elf_object__sym_by_name(t->symelf, full);
-  return s && s->type == STT_OBJECT && s->size == 1;
+	snprintf(full, sizeof(full), "%sopt_prof_prefix", t->ns_prefix);
+	s = elf_object__sym_by_name(t->symelf, full);
+	return s && s->type == STT_OBJECT && s->size == 1;
 }
 
 /*
  * The value a one-byte global has in the object file, i.e. its compile-time
  * default (0 when it lives in .bss), not what the process holds now.
  */
-static int file_default_u8(const struct jemalloc_target *t, const char *name,
-                           uint8_t *v) {
-  char full[128];
-  const struct elf_sym *s;
-  uint64_t off;
-  ssize_t n;
-  int fd;
+static int file_default_u8(const struct jemalloc_target *t, const char *name, uint8_t *v)
+{
+	char full[128];
+	const struct elf_sym *s;
+	uint64_t off;
+	ssize_t n;
+	int fd;
 
-  snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
-  s = elf_object__sym_by_name(t->symelf, full);
-  if (!s || s->type != STT_OBJECT)
-    return -ENOENT;
-  if (elf_object__vaddr_to_offset(t->elf, s->addr, &off)) {
-    if (!elf_object__vaddr_writable(t->elf, s->addr, 1))
-      return -ENOENT;
-    *v = 0;
-    return 0;
-  }
-  fd = open(t->open_path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  n = pread(fd, v, 1, (off_t)off);
-  close(fd);
-  return n == 1 ? 0 : -EIO;
+	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
+	s = elf_object__sym_by_name(t->symelf, full);
+	if (!s || s->type != STT_OBJECT)
+		return -ENOENT;
+	if (elf_object__vaddr_to_offset(t->elf, s->addr, &off)) {
+		if (!elf_object__vaddr_writable(t->elf, s->addr, 1))
+			return -ENOENT;
+		*v = 0;
+		return 0;
+	}
+	fd = open(t->open_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, v, 1, (off_t)off);
+	close(fd);
+	return n == 1 ? 0 : -EIO;
 }
 
 /*
@@ -203,154 +203,153 @@ static int file_default_u8(const struct jemalloc_target *t, const char *name,
  * opt_abort_conf default to true only in debug builds (src/jemalloc.c,
  * 5.2.1 to 5.3.1).
  */
-static bool debug_build_by_defaults(const struct jemalloc_target *t) {
-  uint8_t abort_opt = 0, abort_conf = 0;
+static bool debug_build_by_defaults(const struct jemalloc_target *t)
+{
+	uint8_t abort_opt = 0, abort_conf = 0;
 
-  return !file_default_u8(t, "opt_abort", &abort_opt) &&
-         !file_default_u8(t, "opt_abort_conf", &abort_conf) && abort_opt == 1 &&
-         abort_conf == 1;
+	return !file_default_u8(t, "opt_abort", &abort_opt) &&
+	       !file_default_u8(t, "opt_abort_conf", &abort_conf) && abort_opt == 1 &&
+	       abort_conf == 1;
 }
 
 /*
  * Picks the layout (table entry or forced), adjusts it for a debug build and
  * checks it against the object's DWARF where there is some.
  */
-static int choose_layout(struct jemalloc_target *t, const char *layout_name,
-                         char *err, size_t errlen) {
-  const struct jemalloc_layout *base = jemalloc_layout_find(t->version);
-  struct jemalloc_dwarf d;
-  char why[256];
-  int drc;
+static int choose_layout(struct jemalloc_target *t, const char *layout_name, char *err,
+			 size_t errlen)
+{
+	const struct jemalloc_layout *base = jemalloc_layout_find(t->version);
+	struct jemalloc_dwarf d;
+	char why[256];
+	int drc;
 
-  if (layout_name) {
-    base = jemalloc_layout_by_name(layout_name);
-    if (!base)
-      return hb_fail(err, errlen, -EINVAL,
-                     "unknown jemalloc layout \"%s\"; known layouts: %s",
-                     layout_name, jemalloc_layout_names());
-    t->layout_forced = true;
-  }
-  if (!base)
-    return hb_fail(
-        err, errlen, -ENOTSUP,
-        "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s); "
-        "force a layout with --jemalloc-layout only if you know it matches",
-        t->version, t->pid, t->path, jemalloc_layout_names());
+	if (layout_name) {
+		base = jemalloc_layout_by_name(layout_name);
+		if (!base)
+			return hb_fail(err, errlen, -EINVAL,
+				       "unknown jemalloc layout \"%s\"; known layouts: %s",
+				       layout_name, jemalloc_layout_names());
+		t->layout_forced = true;
+	}
+	if (!base)
+		return hb_fail(err, errlen, -ENOTSUP,
+			       "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s); "
+			       "force a layout with --jemalloc-layout only if you know it matches",
+			       t->version, t->pid, t->path, jemalloc_layout_names());
 
-  /* DWARF, where there is some, is the authority on both questions */
-  drc = jemalloc_dwarf_read(t->debug_file ? t->debug_file : t->open_path, &d);
-  if (!drc && d.have_nstime)
-    t->debug_build = d.nstime_magic;
-  else
-    t->debug_build = debug_build_by_defaults(t);
-  if (t->debug_build)
-    jemalloc_layout_debug(base, &t->layout_buf);
-  else
-    t->layout_buf = *base;
-  t->layout = &t->layout_buf;
-  if (drc)
-    return 0;
-  if (jemalloc_layout_check(t->layout, &d, why, sizeof(why)))
-    return hb_fail(
-        err, errlen, -EPROTO,
-        "jemalloc %s in pid %d (%s) does not match heapbpf's %s layout%s: %s; "
-        "heapbpf will not read its memory with a wrong layout",
-        t->version, t->pid, t->path, t->layout->name,
-        t->debug_build ? " for a debug build" : "", why);
-  t->dwarf_checked = true;
-  return 0;
+	/* DWARF, where there is some, is the authority on both questions */
+	drc = jemalloc_dwarf_read(t->debug_file ? t->debug_file : t->open_path, &d);
+	if (!drc && d.have_nstime)
+		t->debug_build = d.nstime_magic;
+	else
+		t->debug_build = debug_build_by_defaults(t);
+	if (t->debug_build)
+		jemalloc_layout_debug(base, &t->layout_buf);
+	else
+		t->layout_buf = *base;
+	t->layout = &t->layout_buf;
+	if (drc)
+		return 0;
+	if (jemalloc_layout_check(t->layout, &d, why, sizeof(why)))
+		return hb_fail(
+			err, errlen, -EPROTO,
+			"jemalloc %s in pid %d (%s) does not match heapbpf's %s layout%s: %s; "
+			"heapbpf will not read its memory with a wrong layout",
+			t->version, t->pid, t->path, t->layout->name,
+			t->debug_build ? " for a debug build" : "", why);
+	t->dwarf_checked = true;
+	return 0;
 }
 
-void jemalloc_target__free(struct jemalloc_target *t) {
-  if (!t)
-    return;
-  proc_maps__free(t->maps);
-  if (t->symelf != t->elf)
-    elf_object__free(t->symelf);
-  elf_object__free(t->elf);
-  free(t->debug_file);
-  free(t->path);
-  free(t->open_path);
-  free(t);
+void jemalloc_target__free(struct jemalloc_target *t)
+{
+	if (!t)
+		return;
+	proc_maps__free(t->maps);
+	if (t->symelf != t->elf)
+		elf_object__free(t->symelf);
+	elf_object__free(t->elf);
+	free(t->debug_file);
+	free(t->path);
+	free(t->open_path);
+	free(t);
 }
 
 /*
  * A stripped object's full symbol table from its separate debug info
- * (build-id directory, .gnu_debuglink, debuginfod). Fills build_id for
- * messages.
+ * (build-id directory, .gnu_debuglink, debuginfod). Fills build_id for messages.
  */
-static struct elf_object *debug_symbols(const char *open_path,
-                                        char **debug_file, char *build_id,
-                                        size_t idlen) {
-  struct elf_object *symelf = NULL;
-  struct dbg_object *d;
-  const char *file;
-  int fd = open(open_path, O_RDONLY | O_CLOEXEC);
+static struct elf_object *debug_symbols(const char *open_path, char **debug_file, char *build_id,
+					size_t idlen)
+{
+	struct elf_object *symelf = NULL;
+	struct dbg_object *d;
+	const char *file;
+	int fd = open(open_path, O_RDONLY | O_CLOEXEC);
 
-  if (fd < 0)
-    return NULL;
-  /* named by its path in the target's namespace: debuglink files sit next to it
-   */
-  if (dbg_object__get(fd, open_path, &d) == 0) {
-    snprintf(build_id, idlen, "%s",
-             dbg_object__build_id(d) ? dbg_object__build_id(d) : "(none)");
-    file = dbg_object__symtab_file(d);
-    if (file && elf_object__open(file, &symelf) == 0)
-      *debug_file = strdup(file);
-    dbg_object__put(d);
-  }
-  close(fd);
-  return symelf;
+	if (fd < 0)
+		return NULL;
+	/* named by its path in the target's namespace: debuglink files sit next to it */
+	if (dbg_object__get(fd, open_path, &d) == 0) {
+		snprintf(build_id, idlen, "%s",
+			 dbg_object__build_id(d) ? dbg_object__build_id(d) : "(none)");
+		file = dbg_object__symtab_file(d);
+		if (file && elf_object__open(file, &symelf) == 0)
+			*debug_file = strdup(file);
+		dbg_object__put(d);
+	}
+	close(fd);
+	return symelf;
 }
 
 static int open_candidate(const struct jemalloc_target *t, const char *path,
-                          struct elf_object **elf, char **open_path) {
-  char buf[4096];
-  int err;
+			  struct elf_object **elf, char **open_path)
+{
+	char buf[4096];
+	int err;
 
-  /* a core file's objects are found on disk by its own rules (user/coremem.c)
-   */
-  err = t->open_object ? t->open_object(t->open_ctx, path, buf, sizeof(buf))
-                       : proc_map_open_path(t->pid, path, buf, sizeof(buf));
-  if (err)
-    return err;
-  err = elf_object__open(buf, elf);
-  if (err)
-    return err;
-  *open_path = strdup(buf);
-  if (!*open_path) {
-    elf_object__free(*elf);
-    return -ENOMEM;
-  }
-  return 0;
+	/* a core file's objects are found on disk by its own rules (user/coremem.c) */
+	err = t->open_object ? t->open_object(t->open_ctx, path, buf, sizeof(buf))
+			     : proc_map_open_path(t->pid, path, buf, sizeof(buf));
+	if (err)
+		return err;
+	err = elf_object__open(buf, elf);
+	if (err)
+		return err;
+	*open_path = strdup(buf);
+	if (!*open_path) {
+		elf_object__free(*elf);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* /proc/PID/maps, or why the pid has none. */
-static int read_maps(struct jemalloc_target *t, char *err, size_t errlen) {
-  char statpath[64];
-  struct stat st;
-  int rc = proc_maps__read(t->pid, &t->maps);
+static int read_maps(struct jemalloc_target *t, char *err, size_t errlen)
+{
+	char statpath[64];
+	struct stat st;
+	int rc = proc_maps__read(t->pid, &t->maps);
 
-  if (!rc)
-    return 0;
-  snprintf(statpath, sizeof(statpath), "/proc/%d/stat", t->pid);
-  if (rc == -ESRCH && stat(statpath, &st) == 0)
-    return hb_fail(err, errlen, -ESRCH,
-                   "pid %d (%s) has no memory mappings: it is a kernel thread "
-                   "or is exiting",
-                   t->pid, t->comm);
-  if (rc == -ESRCH)
-    return hb_fail(err, errlen, -ESRCH, "no process with pid %d", t->pid);
-  return hb_fail(err, errlen, rc, "cannot read /proc/%d/maps: %s", t->pid,
-                 strerror(-rc));
+	if (!rc)
+		return 0;
+	snprintf(statpath, sizeof(statpath), "/proc/%d/stat", t->pid);
+	if (rc == -ESRCH && stat(statpath, &st) == 0)
+		return hb_fail(
+			err, errlen, -ESRCH,
+			"pid %d (%s) has no memory mappings: it is a kernel thread or is exiting",
+			t->pid, t->comm);
+	if (rc == -ESRCH)
+		return hb_fail(err, errlen, -ESRCH, "no process with pid %d", t->pid);
+	return hb_fail(err, errlen, rc, "cannot read /proc/%d/maps: %s", t->pid, strerror(-rc));
 }
 
-/* Why no candidate object qualified: the first jemalloc-looking one, for the
- * message. */
+/* Why no candidate object qualified: the first jemalloc-looking one, for the message. */
 struct find_miss {
-  char stripped[4096]; /* no symbol table, and no debug info found */
-  char noprof[4096];   /* symbols, but no sampling function */
-  char build_id[128];  /* what the debug info lookup looked for */
+	char stripped[4096]; /* no symbol table, and no debug info found */
+	char noprof[4096];   /* symbols, but no sampling function */
+	char build_id[128];  /* what the debug info lookup looked for */
 };
 
 /*
@@ -358,278 +357,269 @@ struct find_miss {
  * table or its separate debug info. On success t owns the object (elf,
  * symelf, paths); otherwise miss notes why it did not qualify.
  */
-static const struct elf_sym *try_candidate(struct jemalloc_target *t,
-                                           const char *path,
-                                           struct find_miss *miss) {
-  struct elf_object *elf, *symelf;
-  const struct elf_sym *s;
-  char *open_path;
+static const struct elf_sym *try_candidate(struct jemalloc_target *t, const char *path,
+					   struct find_miss *miss)
+{
+	struct elf_object *elf, *symelf;
+	const struct elf_sym *s;
+	char *open_path;
 
-  if (open_candidate(t, path, &elf, &open_path))
-    return NULL;
-  symelf = elf;
-  s = elf_object__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
-  if (!s && !elf_object__has_symtab(elf) && looks_like_jemalloc(elf)) {
-    symelf = debug_symbols(open_path, &t->debug_file, miss->build_id,
-                           sizeof(miss->build_id));
-    s = symelf ? elf_object__sym_by_suffix(symelf, SAMPLE_FN, STT_FUNC) : NULL;
-    if (!s) {
-      elf_object__free(symelf);
-      symelf = elf;
-      free(t->debug_file);
-      t->debug_file = NULL;
-    }
-  }
-  if (s) {
-    t->elf = elf;
-    t->symelf = symelf;
-    t->open_path = open_path;
-    t->path = strdup(path);
-    t->is_main_exe =
-        t->maps->v[0].path && strcmp(path, t->maps->v[0].path) == 0;
-    return s;
-  }
-  if (!miss->stripped[0] && !miss->noprof[0]) {
-    bool is_je = looks_like_jemalloc(elf);
+	if (open_candidate(t, path, &elf, &open_path))
+		return NULL;
+	symelf = elf;
+	s = elf_object__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
+	if (!s && !elf_object__has_symtab(elf) && looks_like_jemalloc(elf)) {
+		symelf = debug_symbols(open_path, &t->debug_file, miss->build_id,
+				       sizeof(miss->build_id));
+		s = symelf ? elf_object__sym_by_suffix(symelf, SAMPLE_FN, STT_FUNC) : NULL;
+		if (!s) {
+			elf_object__free(symelf);
+			symelf = elf;
+			free(t->debug_file);
+			t->debug_file = NULL;
+		}
+	}
+	if (s) {
+		t->elf = elf;
+		t->symelf = symelf;
+		t->open_path = open_path;
+		t->path = strdup(path);
+		t->is_main_exe = t->maps->v[0].path && strcmp(path, t->maps->v[0].path) == 0;
+		return s;
+	}
+	if (!miss->stripped[0] && !miss->noprof[0]) {
+		bool is_je = looks_like_jemalloc(elf);
 
-    if (is_je && !elf_object__has_symtab(elf))
-      snprintf(miss->stripped, sizeof(miss->stripped), "%s", path);
-    else if (is_je)
-      snprintf(miss->noprof, sizeof(miss->noprof), "%s", path);
-  }
-  elf_object__free(elf);
-  free(open_path);
-  return NULL;
+		if (is_je && !elf_object__has_symtab(elf))
+			snprintf(miss->stripped, sizeof(miss->stripped), "%s", path);
+		else if (is_je)
+			snprintf(miss->noprof, sizeof(miss->noprof), "%s", path);
+	}
+	elf_object__free(elf);
+	free(open_path);
+	return NULL;
 }
 
-static int fail_not_found(const struct jemalloc_target *t,
-                          const struct find_miss *miss, char *err,
-                          size_t errlen) {
-  const char *urls = getenv("DEBUGINFOD_URLS");
-  bool dbgd = urls && urls[0];
+static int fail_not_found(const struct jemalloc_target *t, const struct find_miss *miss, char *err,
+			  size_t errlen)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	bool dbgd = urls && urls[0];
 
-  if (miss->stripped[0])
-    return hb_fail(
-        err, errlen, -ENOENT,
-        "jemalloc in pid %d (%s) is stripped and no debug info for its "
-        "build-id %s was found (looked in /usr/lib/debug/.build-id, "
-        "--debug-dir, the .gnu_debuglink file next to it, and %s%s); "
-        "install its debug symbols (Debian: the -dbgsym package) or point "
-        "--debug-dir or DEBUGINFOD_URLS at them",
-        t->pid, miss->stripped, miss->build_id,
-        dbgd ? "debuginfod at " : "no debuginfod (DEBUGINFOD_URLS unset)",
-        dbgd ? urls : "");
-  if (miss->noprof[0])
-    return fail_noprof(err, errlen, t->pid, miss->noprof);
-  return hb_fail(
-      err, errlen, JEMALLOC_ENOTFOUND,
-      "pid %d (%s) does not use jemalloc: no jemalloc found in its mappings",
-      t->pid, t->comm);
+	if (miss->stripped[0])
+		return hb_fail(err, errlen, -ENOENT,
+			       "jemalloc in pid %d (%s) is stripped and no debug info for its "
+			       "build-id %s was found (looked in /usr/lib/debug/.build-id, "
+			       "--debug-dir, the .gnu_debuglink file next to it, and %s%s); "
+			       "install its debug symbols (Debian: the -dbgsym package) or point "
+			       "--debug-dir or DEBUGINFOD_URLS at them",
+			       t->pid, miss->stripped, miss->build_id,
+			       dbgd ? "debuginfod at " : "no debuginfod (DEBUGINFOD_URLS unset)",
+			       dbgd ? urls : "");
+	if (miss->noprof[0])
+		return fail_noprof(err, errlen, t->pid, miss->noprof);
+	return hb_fail(err, errlen, JEMALLOC_ENOTFOUND,
+		       "pid %d (%s) does not use jemalloc: no jemalloc found in its mappings",
+		       t->pid, t->comm);
 }
 
-/* The object holding jemalloc among the process's mappings, and its sampling
- * function. */
-static int find_jemalloc(struct jemalloc_target *t, const struct elf_sym **sym,
-                         char *err, size_t errlen) {
-  struct find_miss miss = {.build_id = "(none)"};
-  const struct elf_sym *s = NULL;
-  const char **cands = NULL;
-  size_t ncands = 0;
-  int rc = candidate_paths(t->maps, &cands, &ncands);
+/* The object holding jemalloc among the process's mappings, and its sampling function. */
+static int find_jemalloc(struct jemalloc_target *t, const struct elf_sym **sym, char *err,
+			 size_t errlen)
+{
+	struct find_miss miss = { .build_id = "(none)" };
+	const struct elf_sym *s = NULL;
+	const char **cands = NULL;
+	size_t ncands = 0;
+	int rc = candidate_paths(t->maps, &cands, &ncands);
 
-  if (rc)
-    return hb_fail(err, errlen, rc, "out of memory");
-  for (size_t i = 0; i < ncands && !s; i++)
-    s = try_candidate(t, cands[i], &miss);
-  free(cands);
-  /* t->elf is set together with s; both checked so the analyzer sees it too */
-  if (!t->elf || !s)
-    return fail_not_found(t, &miss, err, errlen);
-  if (!t->path)
-    return hb_fail(err, errlen, -ENOMEM, "out of memory");
-  *sym = s;
-  return 0;
+	if (rc)
+		return hb_fail(err, errlen, rc, "out of memory");
+	for (size_t i = 0; i < ncands && !s; i++)
+		s = try_candidate(t, cands[i], &miss);
+	free(cands);
+	/* t->elf is set together with s; both checked so the analyzer sees it too */
+	if (!t->elf || !s)
+		return fail_not_found(t, &miss, err, errlen);
+	if (!t->path)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	*sym = s;
+	return 0;
 }
 
-/* Where the probed functions and the globals heapbpf reads are in the process.
- */
-static int resolve_addresses(struct jemalloc_target *t, char *err,
-                             size_t errlen) {
-  const struct proc_map *m = first_mapping(t->maps, t->path);
+/* Where the probed functions and the globals heapbpf reads are in the process. */
+static int resolve_addresses(struct jemalloc_target *t, char *err, size_t errlen)
+{
+	const struct proc_map *m = first_mapping(t->maps, t->path);
 
-  if (!m || elf_object__load_bias(t->elf, m->start, m->offset, &t->bias))
-    return hb_fail(err, errlen, -ENOEXEC,
-                   "cannot compute where %s is loaded in pid %d", t->path,
-                   t->pid);
-  if (resolve_func(t, SAMPLE_FN, &t->alloc_off, &t->alloc_addr) ||
-      resolve_func(t, FREE_FN, &t->free_off, &t->free_addr))
-    return hb_fail(
-        err, errlen, -ENOENT,
-        "jemalloc in pid %d (%s) lacks %s%s or %s%s as a mapped function",
-        t->pid, t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
-  /* optional: without it the late-activation check is not made */
-  if (t->layout->activity_fn &&
-      resolve_func(t, t->layout->activity_fn, &t->activity_off,
-                   &t->activity_addr))
-    t->activity_off = t->activity_addr = 0;
-  if (resolve_global(t, "opt_prof", &t->opt_prof_addr) ||
-      resolve_global(t, "lg_prof_sample", &t->lg_prof_sample_addr) ||
-      resolve_global(t, t->layout->active_sym, &t->active_addr))
-    return hb_fail(err, errlen, -ENOENT,
-                   "jemalloc in pid %d (%s) lacks the globals %sopt_prof, "
-                   "%slg_prof_sample or %s%s",
-                   t->pid, t->path, t->ns_prefix, t->ns_prefix, t->ns_prefix,
-                   t->layout->active_sym);
-  return 0;
+	if (!m || elf_object__load_bias(t->elf, m->start, m->offset, &t->bias))
+		return hb_fail(err, errlen, -ENOEXEC, "cannot compute where %s is loaded in pid %d",
+			       t->path, t->pid);
+	if (resolve_func(t, SAMPLE_FN, &t->alloc_off, &t->alloc_addr) ||
+	    resolve_func(t, FREE_FN, &t->free_off, &t->free_addr))
+		return hb_fail(err, errlen, -ENOENT,
+			       "jemalloc in pid %d (%s) lacks %s%s or %s%s as a mapped function",
+			       t->pid, t->path, t->ns_prefix, SAMPLE_FN, t->ns_prefix, FREE_FN);
+	/* optional: without it the late-activation check is not made */
+	if (t->layout->activity_fn &&
+	    resolve_func(t, t->layout->activity_fn, &t->activity_off, &t->activity_addr))
+		t->activity_off = t->activity_addr = 0;
+	if (resolve_global(t, "opt_prof", &t->opt_prof_addr) ||
+	    resolve_global(t, "lg_prof_sample", &t->lg_prof_sample_addr) ||
+	    resolve_global(t, t->layout->active_sym, &t->active_addr))
+		return hb_fail(err, errlen, -ENOENT,
+			       "jemalloc in pid %d (%s) lacks the globals %sopt_prof, "
+			       "%slg_prof_sample or %s%s",
+			       t->pid, t->path, t->ns_prefix, t->ns_prefix, t->ns_prefix,
+			       t->layout->active_sym);
+	return 0;
 }
 
-/* The target's memory: the live pid's, or the image it was given (a core file).
- */
-static int target_read(const struct jemalloc_target *t, uint64_t addr,
-                       void *buf, size_t len) {
-  return t->mem ? mem_read(t->mem, addr, buf, len)
-                : proc_mem_read(t->pid, addr, buf, len);
+/* The target's memory: the live pid's, or the image it was given (a core file). */
+static int target_read(const struct jemalloc_target *t, uint64_t addr, void *buf, size_t len)
+{
+	return t->mem ? mem_read(t->mem, addr, buf, len) : proc_mem_read(t->pid, addr, buf, len);
 }
 
 /* opt_prof and lg_prof_sample as the process holds them now. */
-static int read_prof_state(struct jemalloc_target *t, char *err,
-                           size_t errlen) {
-  uint8_t b;
-  int rc = target_read(t, t->opt_prof_addr, &b, 1);
+static int read_prof_state(struct jemalloc_target *t, char *err, size_t errlen)
+{
+	uint8_t b;
+	int rc = target_read(t, t->opt_prof_addr, &b, 1);
 
-  if (!rc)
-    rc = jemalloc_target__read_lg_sample(t, &t->lg_prof_sample);
-  if (rc)
-    return hb_fail(err, errlen, rc, "cannot read the memory of pid %d: %s%s",
-                   t->pid, strerror(-rc),
-                   rc == -EPERM ? " (heapbpf needs root or CAP_SYS_PTRACE)"
-                                : "");
-  t->opt_prof = b != 0;
-  if (!t->opt_prof)
-    return hb_fail(
-        err, errlen, -ENOTSUP,
-        "jemalloc in pid %d (%s) was started without prof:true; restart it "
-        "with %s=prof:true,prof_active:false",
-        t->pid, t->comm, t->conf_env);
-  return 0;
+	if (!rc)
+		rc = jemalloc_target__read_lg_sample(t, &t->lg_prof_sample);
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot read the memory of pid %d: %s%s", t->pid,
+			       strerror(-rc),
+			       rc == -EPERM ? " (heapbpf needs root or CAP_SYS_PTRACE)" : "");
+	t->opt_prof = b != 0;
+	if (!t->opt_prof)
+		return hb_fail(err, errlen, -ENOTSUP,
+			       "jemalloc in pid %d (%s) was started without prof:true; restart it "
+			       "with %s=prof:true,prof_active:false",
+			       t->pid, t->comm, t->conf_env);
+	return 0;
 }
 
-int jemalloc_target__identify(struct jemalloc_target *t,
-                              const char *layout_name, char *err,
-                              size_t errlen) {
-  const struct elf_sym *s = NULL;
-  int rc = find_jemalloc(t, &s, err, errlen);
+int jemalloc_target__identify(struct jemalloc_target *t, const char *layout_name, char *err,
+			      size_t errlen)
+{
+	const struct elf_sym *s = NULL;
+	int rc = find_jemalloc(t, &s, err, errlen);
 
-  if (rc || !s)
-    return rc ? rc : -ENOENT;
-  snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s",
-           (int)(strlen(s->name) - strlen(SAMPLE_FN)), s->name);
-  detect_public_prefix(t);
-  if (built_without_prof(t))
-    return fail_noprof(err, errlen, t->pid, t->path);
-  if (elf_object__jemalloc_version(t->elf, t->version, sizeof(t->version)))
-    snprintf(t->version, sizeof(t->version), "unknown");
-  rc = choose_layout(t, layout_name, err, errlen);
-  if (!rc)
-    rc = resolve_addresses(t, err, errlen);
-  if (!rc)
-    rc = read_prof_state(t, err, errlen);
-  return rc;
+	if (rc || !s)
+		return rc ? rc : -ENOENT;
+	snprintf(t->ns_prefix, sizeof(t->ns_prefix), "%.*s",
+		 (int)(strlen(s->name) - strlen(SAMPLE_FN)), s->name);
+	detect_public_prefix(t);
+	if (built_without_prof(t))
+		return fail_noprof(err, errlen, t->pid, t->path);
+	if (elf_object__jemalloc_version(t->elf, t->version, sizeof(t->version)))
+		snprintf(t->version, sizeof(t->version), "unknown");
+	rc = choose_layout(t, layout_name, err, errlen);
+	if (!rc)
+		rc = resolve_addresses(t, err, errlen);
+	if (!rc)
+		rc = read_prof_state(t, err, errlen);
+	return rc;
 }
 
-int jemalloc_target__find(pid_t pid, const char *layout_name,
-                          struct jemalloc_target **out, char *err,
-                          size_t errlen) {
-  struct jemalloc_target *t;
-  int rc;
+int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_target **out,
+			  char *err, size_t errlen)
+{
+	struct jemalloc_target *t;
+	int rc;
 
-  if (pid <= 0)
-    return hb_fail(err, errlen, -EINVAL, "invalid pid %d", pid);
-  t = calloc(1, sizeof(*t));
-  if (!t)
-    return hb_fail(err, errlen, -ENOMEM, "out of memory");
-  t->pid = pid;
-  proc_comm(pid, t->comm, sizeof(t->comm));
-  rc = read_maps(t, err, errlen);
-  if (!rc)
-    rc = jemalloc_target__identify(t, layout_name, err, errlen);
-  if (rc) {
-    jemalloc_target__free(t);
-    return rc;
-  }
-  *out = t;
-  return 0;
+	if (pid <= 0)
+		return hb_fail(err, errlen, -EINVAL, "invalid pid %d", pid);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	t->pid = pid;
+	proc_comm(pid, t->comm, sizeof(t->comm));
+	rc = read_maps(t, err, errlen);
+	if (!rc)
+		rc = jemalloc_target__identify(t, layout_name, err, errlen);
+	if (rc) {
+		jemalloc_target__free(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
 }
 
-int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg) {
-  uint64_t v;
-  int err = target_read(t, t->lg_prof_sample_addr, &v, sizeof(v));
+int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg)
+{
+	uint64_t v;
+	int err = target_read(t, t->lg_prof_sample_addr, &v, sizeof(v));
 
-  if (err)
-    return err;
-  /* jemalloc bounds lg_prof_sample to [0, 63] */
-  if (v > 63)
-    return -ERANGE;
-  *lg = v;
-  return 0;
+	if (err)
+		return err;
+	/* jemalloc bounds lg_prof_sample to [0, 63] */
+	if (v > 63)
+		return -ERANGE;
+	*lg = v;
+	return 0;
 }
 
-int jemalloc_target__global(const struct jemalloc_target *t, const char *name,
-                            bool prefixed, uint64_t *addr) {
-  char full[128];
-  const struct elf_sym *s;
+int jemalloc_target__global(const struct jemalloc_target *t, const char *name, bool prefixed,
+			    uint64_t *addr)
+{
+	char full[128];
+	const struct elf_sym *s;
 
-  snprintf(full, sizeof(full), "%s%s", prefixed ? t->ns_prefix : "", name);
-  s = elf_object__sym_by_name(t->symelf, full);
-  if (!s || s->type != STT_OBJECT)
-    return -ENOENT;
-  *addr = s->addr + t->bias;
-  return 0;
+	snprintf(full, sizeof(full), "%s%s", prefixed ? t->ns_prefix : "", name);
+	s = elf_object__sym_by_name(t->symelf, full);
+	if (!s || s->type != STT_OBJECT)
+		return -ENOENT;
+	*addr = s->addr + t->bias;
+	return 0;
 }
 
-bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t,
-                                       const char *name) {
-  static const char *const api[] = {
-      "malloc",
-      "calloc",
-      "realloc",
-      "free",
-      "posix_memalign",
-      "aligned_alloc",
-      "memalign",
-      "valloc",
-      "pvalloc",
-      "mallocx",
-      "rallocx",
-      "xallocx",
-      "sallocx",
-      "dallocx",
-      "sdallocx",
-      "nallocx",
-      "malloc_usable_size",
-      "free_sized",
-      "free_aligned_sized",
-  };
-  /* static (file-local) jemalloc functions carry no namespace prefix */
-  static const char *const statics[] = {
-      "prof_backtrace_impl", "prof_unwind_callback",
-      "imalloc_body",        "imalloc",
-      "malloc_default",      "ialloc",
-      "arena_malloc",
-  };
-  size_t pl = strlen(t->pub_prefix);
+bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t, const char *name)
+{
+	static const char *const api[] = {
+		"malloc",
+		"calloc",
+		"realloc",
+		"free",
+		"posix_memalign",
+		"aligned_alloc",
+		"memalign",
+		"valloc",
+		"pvalloc",
+		"mallocx",
+		"rallocx",
+		"xallocx",
+		"sallocx",
+		"dallocx",
+		"sdallocx",
+		"nallocx",
+		"malloc_usable_size",
+		"free_sized",
+		"free_aligned_sized",
+	};
+	/* static (file-local) jemalloc functions carry no namespace prefix */
+	static const char *const statics[] = {
+		"prof_backtrace_impl", "prof_unwind_callback",
+		"imalloc_body",	       "imalloc",
+		"malloc_default",      "ialloc",
+		"arena_malloc",
+	};
+	size_t pl = strlen(t->pub_prefix);
 
-  if (t->ns_prefix[0] && strncmp(name, t->ns_prefix, strlen(t->ns_prefix)) == 0)
-    return true;
-  for (size_t i = 0; i < sizeof(statics) / sizeof(statics[0]); i++) {
-    if (strcmp(name, statics[i]) == 0)
-      return true;
-  }
-  if (strncmp(name, t->pub_prefix, pl) != 0)
-    return false;
-  for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++) {
-    if (strcmp(name + pl, api[i]) == 0)
-      return true;
-  }
-  return false;
+	if (t->ns_prefix[0] && strncmp(name, t->ns_prefix, strlen(t->ns_prefix)) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(statics) / sizeof(statics[0]); i++) {
+		if (strcmp(name, statics[i]) == 0)
+			return true;
+	}
+	if (strncmp(name, t->pub_prefix, pl) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++) {
+		if (strcmp(name + pl, api[i]) == 0)
+			return true;
+	}
+	return false;
 }
