@@ -5,9 +5,9 @@
 # (the whole output in GROUP.log):
 #
 #   unit         the unit tests, one per core at a time
-#   integration  every integration test but those of versions and of the
+#   integration  every integration test but those on the fixtures and of the
 #                serial suites
-#   versions     the tests on the jemalloc fixtures
+#   versions     the tests on the jemalloc fixtures (suites versions, liveheap)
 #   serial       the suites in SERIAL_SUITES, one test at a time, with no
 #                other integration test beside it
 #   fuzz         the recording reader fuzzed for FUZZ_SECONDS (60) with ASan
@@ -33,8 +33,11 @@ build=${1:?usage: $0 BUILD GROUP}
 group=${2:?usage: $0 BUILD GROUP}
 # soak: 8 threads allocating without pause for up to a minute, on purpose
 # saturating the machine, which would starve the tests beside it; leaks:
-# measures growth rates and lifetimes in time, which tests beside it would stretch
-SERIAL_SUITES="soak leaks"
+# measures growth rates and lifetimes in time, which tests beside it would stretch;
+# liveheap_load: four threads allocating without pause while it reads the tables
+SERIAL_SUITES="soak leaks liveheap_load"
+# the suites that run on the jemalloc fixtures (make test builds them for this group)
+FIXTURE_SUITES="versions|liveheap"
 slots=${HEAPBPF_TEST_JOBS:-$(($(nproc) + 1))}
 slotdir=${HEAPBPF_TEST_SLOTS:-}
 if [ -z "$slotdir" ]; then
@@ -153,11 +156,11 @@ unit)
 	add_counts "$log" $rc "$label"
 	;;
 integration)
-	mapfile -t ids < <(tests_of 0 "versions|$serial")
+	mapfile -t ids < <(tests_of 0 "$FIXTURE_SUITES|$serial")
 	run_pool one "${ids[@]}"
 	;;
 versions)
-	mapfile -t ids < <(tests_of 1 versions)
+	mapfile -t ids < <(tests_of 1 "$FIXTURE_SUITES")
 	run_pool one "${ids[@]}"
 	;;
 serial)
