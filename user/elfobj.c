@@ -480,12 +480,16 @@ const char *jemalloc_version_scan(const char *data, size_t len, size_t *match_le
 		const char *h = p + 2, *start;
 		int n = 0;
 
-		while (h + n < end && n < 40 && is_hex(h[n]))
+		/*
+		 * git describe's id: 40 hex, or abbreviated (Redis's --with-version
+		 * ends in "-g0"), then its NUL; only a whole id may end the block
+		 */
+		while (h + n < end && n <= 40 && is_hex(h[n]))
 			n++;
-		if (n == 40 && (h + 40 == end || h[40] == '\0')) {
+		if (n >= 1 && n <= 40 && (h + n == end ? n == 40 : h[n] == '\0')) {
 			start = version_prefix(data, p);
 			if (start) {
-				*match_len = h + 40 - start;
+				*match_len = h + n - start;
 				return start;
 			}
 		}

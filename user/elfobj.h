@@ -61,7 +61,8 @@ int elf_object__load_bias(const struct elf_object *o, uint64_t map_start, uint64
 
 /*
  * The jemalloc version string embedded in the object (JEMALLOC_VERSION,
- * "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"), copied to buf; -ENOENT if none.
+ * "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c", or abbreviated: Redis's
+ * "5.3.0-0-g0"), copied to buf; -ENOENT if none.
  */
 int elf_object__jemalloc_version(const struct elf_object *o, char *buf, size_t len);
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,6 +55,7 @@ static const struct jemalloc_layout layouts[] = {
 		 */
 		.name = "5.2.1",
 		.version_prefix = "5.2.1-",
+		.release = "5.2.1-0-gea6b3e973b477b8061e0076bb257dbd7f3faa756",
 		.active_sym = "prof_active",
 		.debug_info_shift = 0, /* 5.2.1's nstime_t has no magic */
 		.late_active_bug = true,
@@ -88,6 +90,7 @@ static const struct jemalloc_layout layouts[] = {
 		 */
 		.name = "5.3.0",
 		.version_prefix = "5.3.0-",
+		.release = "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c",
 		.active_sym = "prof_active_state",
 		.debug_info_shift = 8,
 		.bpf = {
@@ -128,6 +131,55 @@ const struct jemalloc_layout *jemalloc_layout_find(const char *version)
 			return &layouts[i];
 	}
 	return NULL;
+}
+
+static size_t digits(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] >= '0' && s[n] <= '9')
+		n++;
+	return n;
+}
+
+int jemalloc_version_number(const char *version, char *num, size_t len)
+{
+	const char *p = version;
+	size_t n, hex = 0;
+
+	/* X.Y.Z */
+	for (int group = 0; group < 3; group++) {
+		n = digits(p);
+		if (!n || (group < 2 && p[n] != '.'))
+			return -EINVAL;
+		p += n + (group < 2);
+	}
+	if ((size_t)(p - version) >= len)
+		return -EINVAL;
+	memcpy(num, version, p - version);
+	num[p - version] = '\0';
+	/* -N-g<hex>: commits since the tag, abbreviated commit id (Redis: "0") */
+	if (*p++ != '-' || !(n = digits(p)) || p[n] != '-' || p[n + 1] != 'g')
+		return -EINVAL;
+	p += n + 2;
+	while ((p[hex] >= '0' && p[hex] <= '9') || (p[hex] >= 'a' && p[hex] <= 'f'))
+		hex++;
+	return hex >= 1 && hex <= 40 && !p[hex] ? 0 : -EINVAL;
+}
+
+const struct jemalloc_layout *jemalloc_layout_match(const char *version, enum jemalloc_match *how)
+{
+	const struct jemalloc_layout *l;
+	char num[32];
+
+	*how = JEMALLOC_MATCH_NONE;
+	if (jemalloc_version_number(version, num, sizeof(num)))
+		return NULL;
+	l = jemalloc_layout_by_name(num);
+	if (l)
+		*how = l->release && strcmp(version, l->release) == 0 ? JEMALLOC_MATCH_EXACT
+								      : JEMALLOC_MATCH_NUMBER;
+	return l;
 }
 
 const struct jemalloc_layout *jemalloc_layout_by_name(const char *name)

@@ -45,7 +45,13 @@ struct jemalloc_heap_layout {
 struct jemalloc_layout {
 	const char *name;	    /* "5.3.0" */
 	const char *version_prefix; /* matched against the embedded version string */
-	const char *active_sym;	    /* the prof_active flag, without namespace prefix */
+	/*
+	 * The version string of the release tag (X.Y.Z-0-g<40 hex>): a string
+	 * equal to it is that release and needs no confirmation; NULL when the
+	 * entry knows no release string (its layout is confirmed per target).
+	 */
+	const char *release;
+	const char *active_sym; /* the prof_active flag, without namespace prefix */
 	/*
 	 * --enable-debug adds a magic to nstime_t (5.3.x), moving the
 	 * prof_info_t fields after alloc_time by this many bytes (0: no shift).
@@ -69,6 +75,27 @@ struct jemalloc_layout {
 
 /* The entry whose version_prefix the version string starts with, or NULL. */
 const struct jemalloc_layout *jemalloc_layout_find(const char *version);
+
+/* How a version string matched the table (jemalloc_layout_match). */
+enum jemalloc_match {
+	JEMALLOC_MATCH_NONE,   /* not X.Y.Z-N-g<hex>, or a number without an entry */
+	JEMALLOC_MATCH_EXACT,  /* the entry's release string itself */
+	JEMALLOC_MATCH_NUMBER, /* the entry's X.Y.Z with another suffix: -0-g0, -N-g<hash> */
+};
+
+/*
+ * Splits a jemalloc version string of the shape X.Y.Z-N-g<1 to 40 hex>
+ * (git describe's, or Redis's --with-version=5.3.0-0-g0) into its number
+ * "X.Y.Z" (into num); -EINVAL when it has another shape.
+ */
+int jemalloc_version_number(const char *version, char *num, size_t len);
+/*
+ * The entry for a version string and how it matched: EXACT for a release
+ * string the table knows, NUMBER when only X.Y.Z names an entry (the layout
+ * then has to be confirmed: by DWARF or by the first samples), else NONE
+ * and NULL.
+ */
+const struct jemalloc_layout *jemalloc_layout_match(const char *version, enum jemalloc_match *how);
 /* The entry named name ("5.3.0"), or NULL. */
 const struct jemalloc_layout *jemalloc_layout_by_name(const char *name);
 /* Comma-separated list of supported version names, for messages. */

@@ -254,3 +254,64 @@ int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc
 	}
 	return 0;
 }
+
+/* A 0-based register argument position (x86-64: six), or NONE for -1. */
+static int to_arg(int pos, __u8 *arg)
+{
+	if (pos < 0) {
+		*arg = NONE;
+		return 0;
+	}
+	if (pos >= 6)
+		return -1;
+	*arg = (__u8)pos;
+	return 0;
+}
+
+static int to_off(int64_t off, __u32 *out)
+{
+	if (off < 0 || off > 4096)
+		return -1;
+	*out = (__u32)off;
+	return 0;
+}
+
+int jemalloc_layout_from_dwarf(const struct jemalloc_dwarf *d, const char *active_sym,
+			       struct jemalloc_layout *out, char *why, size_t len)
+{
+	struct heapbpf_layout *b = &out->bpf;
+	bool info = d->free_info >= 0; /* 5.3.x: the free hook reads a prof_info_t */
+	const char *missing = NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->name = "DWARF";
+	out->active_sym = active_sym;
+	if (!d->have_alloc_fn || !d->have_free_fn)
+		missing =
+			"the parameters of prof_malloc_sample_object and prof_free_sampled_object";
+	else if (d->alloc_usize < 0 || d->alloc_tctx < 0 || d->free_usize < 0 ||
+		 (!info && d->free_tctx < 0))
+		missing = "usize and tctx among the sampling functions' parameters";
+	else if (to_arg(d->alloc_ptr, &b->alloc_ptr_arg) ||
+		 to_arg(d->alloc_size, &b->alloc_size_arg) ||
+		 to_arg(d->alloc_usize, &b->alloc_usize_arg) ||
+		 to_arg(d->alloc_tctx, &b->alloc_tctx_arg) ||
+		 to_arg(d->free_ptr, &b->free_ptr_arg) ||
+		 to_arg(d->free_usize, &b->free_usize_arg) ||
+		 to_arg(info ? d->free_info : -1, &b->free_info_arg) ||
+		 to_arg(info ? -1 : d->free_tctx, &b->free_tctx_arg))
+		missing = "the sampling functions' parameters in registers";
+	else if (to_off(d->tctx_gctx, &b->tctx_gctx_off) || to_off(d->gctx_bt, &b->gctx_bt_off) ||
+		 to_off(d->bt_vec, &b->bt_vec_off) || to_off(d->bt_len, &b->bt_len_off))
+		missing = "prof_tctx_t.gctx, prof_gctx_t.bt and prof_bt_t's vec and len";
+	else if (info && (to_off(d->info_tctx, &b->info_tctx_off) ||
+			  to_off(d->info_size, &b->info_size_off)))
+		missing = "prof_info_t.alloc_tctx and alloc_size";
+	if (missing)
+		return hb_fail(why, len, -EPROTO, "its debug info does not describe %s", missing);
+	b->info_has_time = info && !to_off(d->info_time, &b->info_time_off);
+	/* 5.2.x: the tctx goes to the free hook, and prof.active switched on late is broken */
+	out->late_active_bug = !info;
+	out->activity_fn = info ? NULL : "malloc_default";
+	return 0;
+}

@@ -41,4 +41,16 @@ int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d);
 int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc_dwarf *d,
 			  char *why, size_t len);
 
+/*
+ * A whole layout from what DWARF describes, for a version the table has no
+ * release string for: every offset and parameter position from d, the
+ * signature's shape (5.2.x: the free hook gets the tctx, and the
+ * late-activation bug; 5.3.x: it gets a prof_info_t) from the parameter
+ * names, the active flag's name (active_sym, without namespace) from the
+ * object's symbols. -EPROTO with what is missing in why when d lacks
+ * something heapbpf reads.
+ */
+int jemalloc_layout_from_dwarf(const struct jemalloc_dwarf *d, const char *active_sym,
+			       struct jemalloc_layout *out, char *why, size_t len);
+
 #endif /* __HEAPBPF_LAYOUT_DWARF_H */

@@ -88,8 +88,16 @@ static bool frame_is_jemalloc(struct builder *b, const struct sym_result *r)
 	/* a shared libjemalloc: all of it is jemalloc */
 	if (so && !b->t->is_main_exe && strcmp(so->path, b->t->path) == 0)
 		return true;
-	return r->nlines && r->lines[0].function &&
-	       jemalloc_target__is_jemalloc_func(b->t, r->lines[0].function);
+	/*
+	 * By the innermost inlined function, or by the function the code is in
+	 * (a -O3 build, such as Redis's jemalloc, inlines prof_alloc_prep, named
+	 * without namespace, into je_malloc_default)
+	 */
+	return r->nlines &&
+	       ((r->lines[0].function &&
+		 jemalloc_target__is_jemalloc_func(b->t, r->lines[0].function)) ||
+		(r->lines[r->nlines - 1].function &&
+		 jemalloc_target__is_jemalloc_func(b->t, r->lines[r->nlines - 1].function)));
 }
 
 /* The location for a raw frame address, created on first sight. */

@@ -21,6 +21,7 @@
 #include "privs.h"
 #include "probes.h"
 #include "recording.h"
+#include "selfcheck.h"
 #include "session.h"
 #include "summary.h"
 #include "toggle.h"
@@ -199,6 +200,8 @@ struct member {
 	bool running; /* started and not exited: its pidfd is on the loop */
 	int pfd;
 	int restore_rc; /* of its flag, at the end */
+	/* an unconfirmed layout's check of the first samples, or NULL */
+	struct selfcheck *sc;
 };
 
 /* A process whose events the session takes: a target, or a child forked from one. */
@@ -335,6 +338,26 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	return l->o->follow_forks ? follow(l, m, (pid_t)e->child, (pid_t)e->pid) : 0;
 }
 
+/*
+ * A layout neither a release string nor DWARF confirms (selfcheck.h):
+ * -EPROTO once an event of its target does not fit; such an event is
+ * neither recorded nor counted.
+ */
+static int layout_unfit(const struct loop *l, const void *data, size_t len)
+{
+	const __u32 *head = data;
+	const struct proc *pr = len >= 2 * sizeof(__u32) ? proc_of(l, head[1]) : NULL;
+	const struct member *m = pr ? &l->m[pr->member] : NULL;
+
+	if (!m || !m->sc)
+		return 0;
+	if (selfcheck__event(m->sc, data, len) == 1 && !l->o->quiet)
+		fprintf(stderr,
+			"heapbpf: pid %d: its first %d samples and %d frees fit the %s layout\n",
+			m->t->pid, SELFCHECK_ALLOCS, SELFCHECK_FREES, m->t->layout->name);
+	return selfcheck__why(m->sc) ? -EPROTO : 0;
+}
+
 /* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
 static int on_event(void *ctx, void *data, size_t len)
 {
@@ -346,6 +369,8 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (len >= sizeof(struct heapbpf_proc_event) &&
 	    (*type == HEAPBPF_EV_FORK || *type == HEAPBPF_EV_EXEC))
 		return on_proc_event(l, data);
+	if (layout_unfit(l, data, len))
+		return -EPROTO;
 	if (s->recorder && !s->record_err)
 		s->record_err = recorder__event(s->recorder, data, len);
 	/* both records carry the process in their second field */
@@ -629,6 +654,9 @@ static int start_member(struct loop *l, struct member *m)
 	int rc;
 
 	collector__set_attach_time(m->s->collector, l->attach_coarse);
+	rc = t->needs_selfcheck ? selfcheck__new(t, l->attach_coarse, &m->sc) : 0;
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc, "out of memory");
 	rc = probes__attach(l->p, t);
 	if (rc)
 		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
@@ -778,6 +806,16 @@ static void share_results(struct loop *l, int64_t stop_mono)
 	}
 }
 
+/* The first target's layout that did not fit its samples: why, else NULL. */
+static const char *unfit_why(const struct loop *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->m[i].sc && selfcheck__why(l->m[i].sc))
+			return selfcheck__why(l->m[i].sc);
+	}
+	return NULL;
+}
+
 /* Every path: sampling off first, then drain what is in flight, then detach and close. */
 static int stop(struct loop *l, int rc)
 {
@@ -819,6 +857,7 @@ static int stop(struct loop *l, int rc)
 	for (size_t i = 0; i < l->n; i++) {
 		if (l->m[i].pfd >= 0)
 			close(l->m[i].pfd);
+		selfcheck__free(l->m[i].sc);
 	}
 	hashmap__clear(&l->by_pid);
 	free(l->procs);
@@ -857,8 +896,12 @@ int session_run_many(const struct jemalloc_target *const *t, struct guard *const
 	rc = rc ?: add_timers(&l);
 	if (!rc) {
 		rc = collect(&l);
+		const char *unfit = unfit_why(&l);
+
 		if (rc == -ENODATA && s->late_active_bytes)
 			late_active_error(s, t[0], err, errlen);
+		else if (unfit)
+			hb_fail(err, errlen, rc, "%s", unfit);
 		else if (rc)
 			hb_fail(err, errlen, rc, "collecting events failed: %s", strerror(-rc));
 	}

@@ -212,14 +212,46 @@ static bool debug_build_by_defaults(const struct jemalloc_target *t)
 	       abort_conf == 1;
 }
 
+/* The active flag's name as the object's symbols have it: 5.3's, else 5.2's. */
+static const char *active_sym_present(const struct jemalloc_target *t)
+{
+	char full[128];
+	const struct elf_sym *s;
+
+	snprintf(full, sizeof(full), "%sprof_active_state", t->ns_prefix);
+	s = elf_object__sym_by_name(t->symelf, full);
+	return s && s->type == STT_OBJECT ? "prof_active_state" : "prof_active";
+}
+
+/* A version without a release string whose object carries DWARF: the layout is the DWARF's. */
+static int layout_of_dwarf(struct jemalloc_target *t, const struct jemalloc_dwarf *d, char *err,
+			   size_t errlen)
+{
+	char why[256];
+
+	if (jemalloc_layout_from_dwarf(d, active_sym_present(t), &t->layout_buf, why, sizeof(why)))
+		return hb_fail(err, errlen, -EPROTO,
+			       "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s) and "
+			       "%s; heapbpf will not guess its layout",
+			       t->version, t->pid, t->path, jemalloc_layout_names(), why);
+	t->layout = &t->layout_buf;
+	t->layout_from_dwarf = t->dwarf_checked = true;
+	return 0;
+}
+
 /*
- * Picks the layout (table entry or forced), adjusts it for a debug build and
- * checks it against the object's DWARF where there is some.
+ * Picks the layout and says how far it is confirmed. A release string the
+ * table knows: its entry. Any other version whose object carries DWARF: the
+ * layout built from the DWARF. Otherwise the entry of its X.Y.Z (or the
+ * forced one), which the session confirms on the first samples. A table or
+ * forced entry is adjusted for a debug build and checked against whatever
+ * DWARF there is.
  */
 static int choose_layout(struct jemalloc_target *t, const char *layout_name, char *err,
 			 size_t errlen)
 {
-	const struct jemalloc_layout *base = jemalloc_layout_find(t->version);
+	enum jemalloc_match how;
+	const struct jemalloc_layout *base = jemalloc_layout_match(t->version, &how);
 	struct jemalloc_dwarf d;
 	char why[256];
 	int drc;
@@ -232,14 +264,17 @@ static int choose_layout(struct jemalloc_target *t, const char *layout_name, cha
 				       layout_name, jemalloc_layout_names());
 		t->layout_forced = true;
 	}
-	if (!base)
-		return hb_fail(err, errlen, -ENOTSUP,
-			       "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s); "
-			       "force a layout with --jemalloc-layout only if you know it matches",
-			       t->version, t->pid, t->path, jemalloc_layout_names());
-
 	/* DWARF, where there is some, is the authority on both questions */
 	drc = jemalloc_dwarf_read(t->debug_file ? t->debug_file : t->open_path, &d);
+	if (!layout_name && how != JEMALLOC_MATCH_EXACT && !drc &&
+	    (!base || !jemalloc_layout_from_dwarf(&d, "", &t->layout_buf, why, sizeof(why))))
+		return layout_of_dwarf(t, &d, err, errlen);
+	if (!base)
+		return hb_fail(err, errlen, -ENOTSUP,
+			       "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s) and "
+			       "has no debug info to read its layout from; force a layout with "
+			       "--jemalloc-layout only if you know it matches",
+			       t->version, t->pid, t->path, jemalloc_layout_names());
 	if (!drc && d.have_nstime)
 		t->debug_build = d.nstime_magic;
 	else
@@ -249,6 +284,8 @@ static int choose_layout(struct jemalloc_target *t, const char *layout_name, cha
 	else
 		t->layout_buf = *base;
 	t->layout = &t->layout_buf;
+	/* a number or a forced name; DWARF, when there is some, checks only what it describes */
+	t->needs_selfcheck = how != JEMALLOC_MATCH_EXACT;
 	if (drc)
 		return 0;
 	if (jemalloc_layout_check(t->layout, &d, why, sizeof(why)))
@@ -605,7 +642,7 @@ bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t, const ch
 		"prof_backtrace_impl", "prof_unwind_callback",
 		"imalloc_body",	       "imalloc",
 		"malloc_default",      "ialloc",
-		"arena_malloc",
+		"arena_malloc",	       "do_rallocx",
 	};
 	size_t pl = strlen(t->pub_prefix);
 

@@ -48,6 +48,14 @@ struct jemalloc_target {
 	/* values read at discovery */
 	bool opt_prof;
 	uint64_t lg_prof_sample;
+	/* no release string, but DWARF: the layout is built from the DWARF alone */
+	bool layout_from_dwarf;
+	/*
+	 * Neither a release string nor DWARF confirms the layout (a version
+	 * matched by its number, or forced): the session checks the first
+	 * samples (selfcheck.h) and refuses on any inconsistency.
+	 */
+	bool needs_selfcheck;
 	/*
 	 * An image that is not a live pid (a core file, user/coremem.c): how
 	 * each mapped object is found on disk (the path to open into buf; 0 or
