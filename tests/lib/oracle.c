@@ -96,7 +96,8 @@ static void table_from_pprof(struct table *t, const char *path, int64_t pid)
 		Perftools__Profiles__Sample *s = p->sample[i];
 		int64_t v[HB_NVALUES];
 
-		if (pid && sample_pid(p, s) != pid)
+		/* a sample without a pid label is the profile's one process's (a --unit snapshot) */
+		if (pid && sample_pid(p, s) && sample_pid(p, s) != pid)
 			continue;
 		key[0] = '\0';
 		for (size_t j = 0; j < s->n_location_id; j++) {

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * One session for many targets (issue 17): every process of a unit is
+ * profiled by one heapbpf process (no child heapbpf), each against its own
+ * jemalloc dump; a target killed mid-run ends nothing else; a process whose
+ * jemalloc heapbpf cannot use is refused with its reason while the others
+ * are profiled. The unit is a real cgroup laid out as systemd lays it out
+ * (as in test_fleet.c), the targets real example processes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "oracle.h"
+
+#define IDLE_CONF "prof:true,prof_active:false"
+#define CG2	  "/sys/fs/cgroup/unified"
+
+static char cg_dir[PATH_MAX];
+static pid_t spawned[8];
+static int nspawned;
+
+static void multi_fini(void)
+{
+	for (int i = 0; i < nspawned; i++) {
+		kill(spawned[i], SIGKILL);
+		hb_wait(spawned[i], 5000);
+	}
+	nspawned = 0;
+	if (cg_dir[0]) {
+		/* empty once its processes are gone; an exiting one lingers a moment */
+		for (int i = 0; i < 100 && rmdir(cg_dir) && errno == EBUSY; i++)
+			hb_sleep_ms(20);
+		cg_dir[0] = '\0';
+	}
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(multi, .fini = multi_fini, .timeout = 180);
+
+/* The unit's cgroup, ROOT/system.slice/NAME.service, holding pids. */
+static void make_unit(const char *name, const pid_t *pids, int n)
+{
+	char procs[PATH_MAX + 16];
+	struct stat st;
+
+	cr_assert_eq(stat(CG2 "/cgroup.procs", &st), 0, "no cgroup2 hierarchy at " CG2);
+	cr_assert(mkdir(CG2 "/system.slice", 0755) == 0 || errno == EEXIST);
+	snprintf(cg_dir, sizeof(cg_dir), CG2 "/system.slice/%s.service", name);
+	cr_assert(mkdir(cg_dir, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", cg_dir,
+		  strerror(errno));
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg_dir);
+	for (int i = 0; i < n; i++) {
+		FILE *f = fopen(procs, "we");
+
+		cr_assert_not_null(f, "%s: %s", procs, strerror(errno));
+		fprintf(f, "%d\n", pids[i]);
+		cr_assert_eq(fclose(f), 0, "cannot move pid %d into %s", pids[i], cg_dir);
+	}
+}
+
+/* Processes whose parent is ppid (from /proc/PID/stat). */
+static int children_of(pid_t ppid)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		char path[300], buf[1024], *p;
+		int parent = 0;
+		FILE *f;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) &&
+		    sscanf(p + 2, "%*c %d", &parent) == 1 && parent == ppid)
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The snapshot of pid in dir ("...-PID-comm.EXT"), or "" when there is none. */
+static const char *snapshot_of(const char *dir, pid_t pid, const char *ext, char *out, size_t len)
+{
+	char needle[32];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	out[0] = '\0';
+	if (!d)
+		return out;
+	snprintf(needle, sizeof(needle), "-%d-", pid);
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name), el = strlen(ext);
+
+		if (strstr(de->d_name, needle) && l > el && !strcmp(de->d_name + l - el, ext))
+			snprintf(out, len, "%s/%s", dir, de->d_name);
+	}
+	closedir(d);
+	return out;
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+	char *text = NULL;
+	bool found = hb_read_file(path, &text) > 0 && strstr(text, needle);
+
+	free(text);
+	return found;
+}
+
+/* Waits until path holds needle (heapbpf said it), for at most 20 s. */
+static void wait_for_line(const char *path, const char *needle)
+{
+	for (int i = 0; i < 400 && !file_has(path, needle); i++)
+		hb_sleep_ms(50);
+	cr_assert(file_has(path, needle), "heapbpf never said \"%s\"", needle);
+}
+
+static void start(struct svc *s, const char *bin, const char *conf, const char *const *env)
+{
+	const char *args[] = { "--threads", "1", "--rate", "0", NULL };
+
+	cr_assert_eq(svc_start_env(s, bin, conf, env, args), 0, "cannot start %s", bin);
+}
+
+/*
+ * A static and a shared-library target (two objects, one jemalloc layout),
+ * and a third killed mid-run: one heapbpf process, each survivor's profile
+ * equal to its own jemalloc dump, the killed one's collection written and
+ * its state gone, exit 0.
+ */
+Test(multi, unit_in_one_process_each_exact_and_one_killed_mid_run)
+{
+	char conf[128], unit[64], errpath[PATH_MAX], out[PATH_MAX], cmd[3 * PATH_MAX];
+	char reply[128], line[128], snap[PATH_MAX + 256], dump[2][PATH_MAX + 64];
+	const char *env[] = { conf, NULL };
+	const char *objs[2] = { hb_path("examples/alloc-service-static"),
+				hb_path("jemalloc/libjemalloc.so.2") };
+	struct svc a, b, k;
+	struct svc *keep[2] = { &a, &b };
+	pid_t pids[3], hp;
+	uint64_t flag[3];
+	uint8_t v;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(conf, sizeof(conf), "MALLOC_CONF=%s", HB_ORACLE_CONF);
+	start(&a, hb_path("examples/alloc-service-static"), NULL, env);
+	start(&b, hb_path("examples/alloc-service-shared"), NULL, env);
+	start(&k, hb_path("examples/alloc-service-static"), IDLE_CONF, NULL);
+	pids[0] = a.pid;
+	pids[1] = b.pid;
+	pids[2] = k.pid;
+	cr_assert_eq(hb_sym_addr(a.pid, objs[0], "je_prof_active_state", &flag[0]), 0);
+	cr_assert_eq(hb_sym_addr(b.pid, objs[1], "je_prof_active_state", &flag[1]), 0);
+	cr_assert_eq(hb_sym_addr(k.pid, objs[0], "je_prof_active_state", &flag[2]), 0);
+	snprintf(unit, sizeof(unit), "hbmulti-%d", getpid());
+	make_unit(unit, pids, 3);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--unit", unit, "-d", "0", "--raw",
+					"--output-dir", out, NULL },
+		      errpath);
+	for (int i = 0; i < 3; i++)
+		cr_assert(hb_wait_byte(pids[i], flag[i], 1, 20000, hp), "heapbpf did not start");
+	/* one heapbpf process for the three, no child heapbpf */
+	cr_assert_eq(children_of(hp), 0, "heapbpf runs child processes");
+	hb_sleep_ms(1500);
+	kill(k.pid, SIGKILL);
+	cr_assert_eq(hb_wait(k.pid, 10000), 128 + SIGKILL);
+	snprintf(line, sizeof(line), "pid %d (alloc-service-s) exited", k.pid);
+	wait_for_line(errpath, line);
+	/* the others go on: still sampling, still one process */
+	for (int i = 0; i < 2; i++)
+		cr_assert(hb_wait_byte(pids[i], flag[i], 1, 1000, hp));
+	cr_assert_eq(children_of(hp), 0);
+	hb_sleep_ms(1500);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(svc_cmd(keep[i], "pause", reply, sizeof(reply), 10000), 0);
+		cr_assert_str_eq(reply, "paused");
+	}
+	kill(hp, SIGINT);
+	rc = hb_wait(hp, 60000);
+	cr_assert_eq(rc, 0, "heapbpf exited with %d (see %s)", rc, errpath);
+	cr_assert(file_has(errpath, "3 processes"));
+	for (int i = 0; i < 2; i++) {
+		int64_t n;
+
+		cr_assert_eq(hb_peek(pids[i], flag[i], &v, 1), 0);
+		cr_assert_eq(v, 0, "prof_active left on in pid %d", pids[i]);
+		snprintf(dump[i], sizeof(dump[i]), "%s/je-%d.heap", hb_tmpdir(), pids[i]);
+		snprintf(cmd, sizeof(cmd), "dump %s", dump[i]);
+		cr_assert_eq(svc_cmd(keep[i], cmd, reply, sizeof(reply), 20000), 0);
+		cr_assert_str_eq(reply, "dumped");
+		cr_assert(snapshot_of(out, pids[i], ".pb.gz", snap, sizeof(snap))[0],
+			  "no snapshot of pid %d", pids[i]);
+		n = hb_oracle_compare_pid(snap, pids[i], dump[i], NULL);
+		cr_assert_gt(n, 200, "pid %d: only %" PRId64 " samples compared", pids[i], n);
+	}
+	/* the killed one: what was collected until it died is written; no state is left */
+	cr_assert(snapshot_of(out, k.pid, ".pb.gz", snap, sizeof(snap))[0],
+		  "no snapshot of the killed pid %d", k.pid);
+	snprintf(snap, sizeof(snap), "/run/heapbpf/%d.state", k.pid);
+	cr_assert_neq(access(snap, F_OK), 0, "%s is left", snap);
+	nspawned = 0;
+	cr_assert_eq(svc_stop(&a), 0);
+	cr_assert_eq(svc_stop(&b), 0);
+}
+
+/* A stripped copy of the example's shared jemalloc with no debug info anywhere: dir/libjemalloc.so.2. */
+static void stripped_jemalloc(const char *dir)
+{
+	char cmd[3 * PATH_MAX];
+
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p '%s' && strip --strip-all -o '%s/libjemalloc.so.2' '%s'", dir, dir,
+		 hb_path("jemalloc/libjemalloc.so.2"));
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/*
+ * A process whose jemalloc heapbpf cannot use (stripped, its debug info
+ * nowhere) is refused with its reason; the others are profiled in the same
+ * run, and the run says it failed (exit 1).
+ */
+Test(multi, unusable_jemalloc_is_refused_and_the_others_profiled)
+{
+	char unit[64], lib[PATH_MAX], ld[PATH_MAX + 32], out[PATH_MAX], err[16384];
+	char snap[PATH_MAX + 256], want[128];
+	const char *env[] = { ld, NULL };
+	const char *helper[] = { "/bin/sleep", "60", NULL };
+	struct svc a, c, s;
+	pid_t pids[4];
+
+	hb_require_bpf();
+	snprintf(lib, sizeof(lib), "%s/lib", hb_tmpdir());
+	stripped_jemalloc(lib);
+	snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", lib);
+	start(&a, hb_path("examples/alloc-service-static"), IDLE_CONF, NULL);
+	start(&c, hb_path("examples/alloc-service-static"), IDLE_CONF, NULL);
+	start(&s, hb_path("examples/alloc-service-shared"), IDLE_CONF, env);
+	pids[0] = a.pid;
+	pids[1] = c.pid;
+	pids[2] = s.pid;
+	/* a helper without jemalloc is skipped, as before */
+	pids[3] = spawned[nspawned++] = hb_spawn(helper, NULL);
+	snprintf(unit, sizeof(unit), "hbmultiref-%d", getpid());
+	make_unit(unit, pids, 4);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	{
+		const char *args[] = { "--unit", unit, "-d", "2", "--output-dir", out, NULL };
+
+		cr_assert_eq(hb_run(args, err, sizeof(err), 90000), 1, "%s", err);
+	}
+	snprintf(want, sizeof(want), "refused: jemalloc in pid %d", s.pid);
+	cr_assert(strstr(err, want), "%s", err);
+	cr_assert(strstr(err, "stripped"), "%s", err);
+	cr_assert(strstr(err, "2 processes"), "%s", err);
+	cr_assert(snapshot_of(out, a.pid, ".pb.gz", snap, sizeof(snap))[0], "%s", err);
+	cr_assert(snapshot_of(out, c.pid, ".pb.gz", snap, sizeof(snap))[0], "%s", err);
+	cr_assert_eq(snapshot_of(out, s.pid, ".pb.gz", snap, sizeof(snap))[0], '\0', "%s", err);
+	cr_assert_eq(svc_stop(&a), 0);
+	cr_assert_eq(svc_stop(&c), 0);
+	cr_assert_eq(svc_stop(&s), 0);
+}
