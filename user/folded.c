@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Folded stack writer. Each kept sample is rendered to its stack text first,
- * then the texts are sorted, so merging identical stacks is a single pass
- * over adjacent entries and the output does not depend on sample order.
+ * Folded stack writer. Each location's frames are rendered to text once; a
+ * sample's stack is the join of its pieces (its pid, then its locations'
+ * texts, root first), which the sort compares without building it (the same
+ * location at the same depth is skipped whole), so merging identical stacks
+ * is a single pass over adjacent entries, the output does not depend on
+ * sample order, and no stack's whole text is ever held in memory.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -11,11 +14,21 @@
 #include <string.h>
 
 #include "folded.h"
+#include "hashmap.h"
 
-struct stack {
+/* One location's frames as text. */
+struct loc_text {
 	char *text;
-	int64_t value;
-	bool base; /* a diff's base sample (negated): the first of two columns */
+	size_t len;
+};
+
+struct folded {
+	const struct hb_profile *p;
+	enum hb_value which;
+	struct loc_text *locs; /* parallel to p->locations */
+	uint32_t *tid;	       /* ... each one's first location with the same text */
+	char *line;	       /* one line of output */
+	size_t cap;
 };
 
 /* Copies @name into @dst (when not NULL) made safe for the format; returns its length. */
@@ -65,67 +78,225 @@ static size_t append_frame(char *dst, size_t len, const char *name, bool inlined
 	return len;
 }
 
-/*
- * Renders the stack of @s root first into @dst (when not NULL); returns the
- * length without the terminating NUL. Called once to size, once to fill.
- */
-static size_t render(const struct hb_profile *p, const struct hb_sample *s, char *dst)
+/* The frames of one location, outermost first, into @dst (when not NULL); returns the length. */
+static size_t render_location(const struct hb_location *l, char *dst)
 {
+	char addr[2 + 16 + 1];
 	size_t len = 0;
 
-	/* --follow-forks: the process is the root frame, so each one is a tree of its own */
-	if (s->pid) {
-		char proc[32];
-
-		snprintf(proc, sizeof(proc), "pid %" PRId64, s->pid);
-		len = append_frame(dst, len, proc, false);
+	if (!l->nlines) {
+		/* unsymbolized: the address at least tells frames apart */
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, l->address);
+		len = append_frame(dst, len, addr, false);
 	}
-	if (!s->nlocs)
-		return append_frame(dst, len, "[unknown]", false);
-	/* locations are leaf first, lines callee first: walk both backwards */
-	for (uint32_t i = s->nlocs; i-- > 0;) {
-		const struct hb_location *l = &p->locations[s->locs[i]];
-		char addr[2 + 16 + 1];
+	/* lines are callee first; all but the outermost are inlined into it */
+	for (uint32_t j = l->nlines; j-- > 0;)
+		len = append_frame(dst, len, l->lines[j].function, j + 1 < l->nlines);
+	return len;
+}
 
-		if (!l->nlines) {
-			/* unsymbolized: the address at least tells frames apart */
-			snprintf(addr, sizeof(addr), "0x%" PRIx64, l->address);
-			len = append_frame(dst, len, addr, false);
+/*
+ * Every location's text, and which locations print the same: different
+ * return addresses in one function (call sites) render identically, and
+ * the sort skips such pieces as it skips the same location.
+ */
+static int render_all(struct folded *fd)
+{
+	struct hashmap by_text = {};
+	int err = 0;
+
+	for (size_t i = 0; !err && i < fd->p->nlocations; i++) {
+		struct loc_text *t = &fd->locs[i];
+		uint64_t h;
+		size_t it = 0;
+		uint32_t j;
+
+		t->len = render_location(&fd->p->locations[i], NULL);
+		t->text = malloc(t->len + 1);
+		if (!t->text) {
+			err = -ENOMEM;
+			break;
 		}
-		/* all lines but the outermost are inlined into it */
-		for (uint32_t j = l->nlines; j-- > 0;)
-			len = append_frame(dst, len, l->lines[j].function, j + 1 < l->nlines);
+		render_location(&fd->p->locations[i], t->text);
+		t->text[t->len] = '\0';
+		fd->tid[i] = (uint32_t)i;
+		h = hashmap_hash_bytes(t->text, t->len);
+		while (hashmap__next(&by_text, h, &it, &j)) {
+			if (fd->locs[j].len == t->len &&
+			    memcmp(fd->locs[j].text, t->text, t->len) == 0) {
+				fd->tid[i] = j;
+				break;
+			}
+		}
+		if (fd->tid[i] == i)
+			err = hashmap__add(&by_text, h, (uint32_t)i);
+	}
+	hashmap__clear(&by_text);
+	return err;
+}
+
+/*
+ * Piece k of sample @s's stack (@buf holds a pid's): the process with
+ * --follow-forks (each one a tree of its own), then its locations root
+ * first, or "[unknown]" without any. The pieces are joined by ';'.
+ */
+static size_t npieces(const struct hb_sample *s)
+{
+	return (s->pid ? 1 : 0) + (s->nlocs ? s->nlocs : 1);
+}
+
+static const char *piece(struct folded *fd, const struct hb_sample *s, size_t k, char buf[32],
+			 size_t *len)
+{
+	const struct loc_text *t;
+
+	if (s->pid && k-- == 0) {
+		*len = (size_t)snprintf(buf, 32, "pid %" PRId64, s->pid);
+		return buf;
+	}
+	if (!s->nlocs) {
+		*len = strlen("[unknown]");
+		return "[unknown]";
+	}
+	t = &fd->locs[s->locs[s->nlocs - 1 - k]];
+	*len = t->len;
+	return t->text;
+}
+
+/* A reader of one sample's joined stack text, byte by byte; -1 at its end. */
+struct cursor {
+	struct folded *fd;
+	const struct hb_sample *s;
+	size_t k, n, off, len;
+	const char *text;
+	char buf[32];
+};
+
+static void cursor_at(struct cursor *c, struct folded *fd, const struct hb_sample *s, size_t k)
+{
+	c->fd = fd;
+	c->s = s;
+	c->k = k;
+	c->n = npieces(s);
+	c->off = 0;
+	c->text = k < c->n ? piece(fd, s, k, c->buf, &c->len) : "";
+	if (k >= c->n)
+		c->len = 0;
+}
+
+static int cursor_next(struct cursor *c)
+{
+	if (c->off < c->len)
+		return (unsigned char)c->text[c->off++];
+	if (c->k + 1 >= c->n)
+		return -1;
+	c->k++;
+	c->text = piece(c->fd, c->s, c->k, c->buf, &c->len);
+	c->off = 0;
+	return ';';
+}
+
+/*
+ * The first piece where x's and y's texts may differ: the same pid and then
+ * locations that print the same (the same location, or another call site
+ * in the same function) are equal text.
+ */
+static size_t first_difference(const uint32_t *tid, const struct hb_sample *x,
+			       const struct hb_sample *y)
+{
+	size_t k = x->pid ? 1 : 0, m = x->nlocs < y->nlocs ? x->nlocs : y->nlocs;
+	const uint32_t *lx = x->locs + x->nlocs, *ly = y->locs + y->nlocs;
+
+	if (x->pid != y->pid)
+		return 0;
+	if (!x->nlocs || !y->nlocs)
+		return x->nlocs || y->nlocs ? k : k + 1;
+	for (size_t i = 1; i <= m; i++) {
+		uint32_t a = lx[-(ptrdiff_t)i], b = ly[-(ptrdiff_t)i];
+
+		if (a != b && tid[a] != tid[b])
+			return k + i - 1;
+	}
+	return k + m;
+}
+
+/* strcmp() of the two samples' joined texts, without joining them. */
+static int cmp_sample(const void *a, const void *b, void *arg)
+{
+	struct folded *fd = arg;
+	const struct hb_sample *x = &fd->p->samples[*(const uint32_t *)a];
+	const struct hb_sample *y = &fd->p->samples[*(const uint32_t *)b];
+	size_t nx = npieces(x), ny = npieces(y), k = first_difference(fd->tid, x, y);
+	struct cursor cx, cy;
+
+	if (k >= nx && k >= ny)
+		return 0;
+	/* the texts agree up to piece k (and the ';' before it, when k > 0) */
+	cursor_at(&cx, fd, x, k);
+	cursor_at(&cy, fd, y, k);
+	for (;;) {
+		int u = k < nx ? cursor_next(&cx) : -1, v = k < ny ? cursor_next(&cy) : -1;
+
+		if (u != v)
+			return u < v ? -1 : 1;
+		if (u < 0)
+			return 0;
+	}
+}
+
+/* Sample @s's stack text into fd->line (grown as needed); its length, or 0 without memory. */
+static size_t line_of(struct folded *fd, const struct hb_sample *s)
+{
+	size_t len = 0, n = npieces(s), plen;
+	char buf[32];
+
+	for (size_t k = 0; k < n; k++) {
+		const char *t = piece(fd, s, k, buf, &plen);
+
+		/* room for ';', the piece and, at the end, " BASE NEW\n" */
+		if (len + plen + 64 > fd->cap) {
+			size_t ncap = (len + plen + 64) * 2;
+			char *nl = realloc(fd->line, ncap);
+
+			if (!nl)
+				return 0;
+			fd->line = nl;
+			fd->cap = ncap;
+		}
+		if (k)
+			fd->line[len++] = ';';
+		memcpy(fd->line + len, t, plen);
+		len += plen;
 	}
 	return len;
 }
 
-static int cmp_stack(const void *a, const void *b)
-{
-	const struct stack *x = a, *y = b;
-
-	return strcmp(x->text, y->text);
-}
-
 /* diff: "stack BASE NEW", the two-column input of differential flame graphs */
-static int write_stacks(const struct stack *st, size_t n, bool diff, FILE *f)
+static int write_stacks(struct folded *fd, const uint32_t *idx, size_t n, bool diff, FILE *f)
 {
+	const struct hb_sample *smp = fd->p->samples;
+
 	for (size_t i = 0; i < n;) {
 		int64_t sum[2] = { 0, 0 };
-		size_t j;
-		int r;
+		size_t j, len;
 
-		for (j = i; j < n && strcmp(st[j].text, st[i].text) == 0; j++) {
-			int64_t *acc = &sum[st[j].base ? 0 : 1];
+		for (j = i; j < n && (j == i || cmp_sample(&idx[i], &idx[j], fd) == 0); j++) {
+			const struct hb_sample *s = &smp[idx[j]];
+			int64_t *acc = &sum[s->diff_base ? 0 : 1];
 
 			/* saturate rather than wrap: a wrapped sum would go negative */
-			if (__builtin_add_overflow(*acc, st[j].base ? -st[j].value : st[j].value,
-						   acc))
+			if (__builtin_add_overflow(
+				    *acc, s->diff_base ? -s->v[fd->which] : s->v[fd->which], acc))
 				*acc = INT64_MAX;
 		}
+		len = line_of(fd, &smp[idx[i]]);
+		if (!len)
+			return -ENOMEM;
+		len += (size_t)(diff ? snprintf(fd->line + len, 64, " %" PRId64 " %" PRId64 "\n",
+						sum[0], sum[1])
+				     : snprintf(fd->line + len, 64, " %" PRId64 "\n", sum[1]));
 		errno = 0;
-		r = diff ? fprintf(f, "%s %" PRId64 " %" PRId64 "\n", st[i].text, sum[0], sum[1])
-			 : fprintf(f, "%s %" PRId64 "\n", st[i].text, sum[1]);
-		if (r < 0)
+		if (fwrite(fd->line, 1, len, f) != len)
 			return errno ? -errno : -EIO;
 		i = j;
 	}
@@ -134,41 +305,39 @@ static int write_stacks(const struct stack *st, size_t n, bool diff, FILE *f)
 
 int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
 {
-	struct stack *st;
+	struct folded fd = { .p = p, .which = which };
+	uint32_t *idx = NULL;
 	size_t n = 0;
 	bool diff = false;
 	int err = 0;
 
 	if ((unsigned int)which >= HB_NVALUES || hb_profile_check_samples(p))
 		return -EINVAL;
+	if (p->nsamples > UINT32_MAX)
+		return -E2BIG;
 
 	for (size_t i = 0; i < p->nsamples && !diff; i++)
 		diff = p->samples[i].diff_base;
-	st = calloc(p->nsamples ? p->nsamples : 1, sizeof(*st));
-	if (!st)
-		return -ENOMEM;
+	idx = calloc(p->nsamples ? p->nsamples : 1, sizeof(*idx));
+	fd.locs = calloc(p->nlocations ? p->nlocations : 1, sizeof(*fd.locs));
+	fd.tid = calloc(p->nlocations ? p->nlocations : 1, sizeof(*fd.tid));
+	if (!idx || !fd.locs || !fd.tid) {
+		err = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct hb_sample *s = &p->samples[i];
-		size_t len;
 
 		/* a diff's base samples are negated: what counts is that they are not zero */
 		if (diff ? !s->v[which] : s->v[which] <= 0)
 			continue;
-		len = render(p, s, NULL);
-		st[n].text = malloc(len + 1);
-		if (!st[n].text) {
-			err = -ENOMEM;
-			goto out;
-		}
-		render(p, s, st[n].text);
-		st[n].text[len] = '\0';
-		st[n].value = s->v[which];
-		st[n].base = s->diff_base;
-		n++;
+		idx[n++] = (uint32_t)i;
 	}
-	qsort(st, n, sizeof(*st), cmp_stack);
-
-	err = write_stacks(st, n, diff, f);
+	err = render_all(&fd);
+	if (err)
+		goto out;
+	qsort_r(idx, n, sizeof(*idx), cmp_sample, &fd);
+	err = write_stacks(&fd, idx, n, diff, f);
 	if (err)
 		goto out;
 	/* buffered write errors only show up on flush: report them here, not later */
@@ -178,8 +347,11 @@ int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
 	else if (ferror(f))
 		err = -EIO;
 out:
-	for (size_t i = 0; i < n; i++)
-		free(st[i].text);
-	free(st);
+	for (size_t i = 0; fd.locs && i < p->nlocations; i++)
+		free(fd.locs[i].text);
+	free(fd.locs);
+	free(fd.tid);
+	free(fd.line);
+	free(idx);
 	return err;
 }

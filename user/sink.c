@@ -107,6 +107,37 @@ int sink_encode(const struct hb_profile *p, const struct sink *s, uint8_t **buf,
 	return err;
 }
 
+struct text_job {
+	const struct hb_profile *p;
+	enum hb_value which;
+	int (*write_fn)(const struct hb_profile *, enum hb_value, FILE *);
+};
+
+static int write_text(FILE *f, void *arg)
+{
+	const struct text_job *j = arg;
+
+	return j->write_fn(j->p, j->which, f);
+}
+
+/*
+ * An uncompressed text format straight into its file: a profile of 100k
+ * stacks is tens of MiB of text, which a buffer would hold twice over.
+ */
+static int stream_text(const struct hb_profile *p, const struct sink *s, char *err, size_t errlen)
+{
+	struct text_job j = {
+		.p = p,
+		.which = s->sample_type,
+		.write_fn = s->format == FMT_HTML ? flamegraph_write : folded_write,
+	};
+	int rc = output_write_atomic(s->path, write_text, &j);
+
+	if (rc)
+		hb_fail(err, errlen, rc, "cannot write %s: %s", s->path, strerror(-rc));
+	return rc;
+}
+
 int sink_write(const struct hb_profile *p, const struct sink *s, char *err, size_t errlen)
 {
 	const char *where = s->kind == SINK_SPOOL ? "the Pyroscope spool" : s->path;
@@ -116,6 +147,9 @@ int sink_write(const struct hb_profile *p, const struct sink *s, char *err, size
 
 	if (s->kind == SINK_SPOOL && s->format != FMT_PPROF)
 		return hb_fail(err, errlen, -EINVAL, "Pyroscope takes pprof profiles only");
+	if (s->kind == SINK_FILE &&
+	    (s->format == FMT_HTML || (s->format == FMT_FOLDED && !s->zstd)))
+		return stream_text(p, s, err, errlen);
 	rc = sink_encode(p, s, &buf, &len);
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot encode the profile for %s: %s", where,

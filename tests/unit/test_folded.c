@@ -25,12 +25,9 @@ static char *xstrdup(const char *s)
 
 /* Location i gets the given names as its lines, callee first (NULL ends the list). */
 static const char *const loc_names[][3] = {
-	{ "je_malloc", NULL },
-	{ "inner", "outer", NULL }, /* inner was inlined into outer */
-	{ "main", NULL },
-	{ "weird;name\twith\nstu\rff", NULL },
-	{ "handler", NULL },
-	{ "handler", NULL }, /* another address in the same function */
+	{ "je_malloc", NULL }, { "inner", "outer", NULL }, /* inner was inlined into outer */
+	{ "main", NULL },      { "weird;name\twith\nstu\rff", NULL },
+	{ "handler", NULL },   { "handler", NULL }, /* another address in the same function */
 };
 
 #define NLOCS (sizeof(loc_names) / sizeof(loc_names[0]))
@@ -42,12 +39,9 @@ struct exp_sample {
 };
 
 static const struct exp_sample samples[] = {
-	{ 3, { 0, 1, 2 }, { 1, 100, 1, 50 } },
-	{ 3, { 0, 4, 2 }, { 2, 200, 0, 0 } },
-	{ 3, { 0, 1, 2 }, { 3, 300, 2, 70 } },
-	{ 2, { 3, 2 }, { 0, 0, 4, 40 } },
-	{ 3, { 0, 5, 2 }, { 1, 10, 1, 10 } },
-	{ 3, { 0, 4, 2 }, { 0, 0, 0, 0 } },
+	{ 3, { 0, 1, 2 }, { 1, 100, 1, 50 } }, { 3, { 0, 4, 2 }, { 2, 200, 0, 0 } },
+	{ 3, { 0, 1, 2 }, { 3, 300, 2, 70 } }, { 2, { 3, 2 }, { 0, 0, 4, 40 } },
+	{ 3, { 0, 5, 2 }, { 1, 10, 1, 10 } },  { 3, { 0, 4, 2 }, { 0, 0, 0, 0 } },
 };
 
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
@@ -208,7 +202,7 @@ Test(folded, bad_arguments)
 
 	cr_assert_not_null(f);
 	cr_assert_eq(folded_write(p, HB_NVALUES, f), -EINVAL);
-	cr_assert_eq(folded_write(p, (enum hb_value)-1, f), -EINVAL);
+	cr_assert_eq(folded_write(p, (enum hb_value) - 1, f), -EINVAL);
 	p->samples[0].locs[1] = NLOCS;
 	cr_assert_eq(folded_write(p, HB_ALLOC_SPACE, f), -EINVAL);
 	cr_assert_eq(fclose(f), 0);
@@ -226,5 +220,51 @@ Test(folded, write_error_reported)
 	cr_assert_not_null(f);
 	cr_assert_eq(folded_write(p, HB_ALLOC_SPACE, f), -ENOSPC);
 	fclose(f);
+	hb_profile__free(p);
+}
+
+/*
+ * Lines are in strcmp() order of the whole stack text, also where one
+ * location's text is a prefix of another's (f, and g inlined into f) and
+ * where a pid root is a prefix of another ("pid 1" and "pid 12").
+ */
+Test(folded, order_of_whole_text)
+{
+	static const char *const names[][3] = {
+		{ "m", NULL }, { "f", NULL }, { "z", NULL }, { "g", "f", NULL }
+	};
+	static const uint32_t locs[][3] = { { 2, 1, 0 }, { 3, 0 }, { 0 }, { 1, 0 } };
+	static const uint32_t nlocs[] = { 3, 2, 1, 2 };
+	static const int64_t pids[] = { 0, 0, 12, 1 };
+	struct hb_profile *p = xcalloc(1, sizeof(*p));
+	char *out;
+
+	p->nlocations = 4;
+	p->locations = xcalloc(4, sizeof(*p->locations));
+	for (size_t i = 0; i < 4; i++) {
+		struct hb_location *l = &p->locations[i];
+
+		l->address = 0x1000 * (i + 1);
+		while (names[i][l->nlines])
+			l->nlines++;
+		l->lines = xcalloc(l->nlines, sizeof(*l->lines));
+		for (uint32_t j = 0; j < l->nlines; j++)
+			l->lines[j].function = xstrdup(names[i][j]);
+	}
+	p->nsamples = 4;
+	p->samples = xcalloc(4, sizeof(*p->samples));
+	for (size_t i = 0; i < 4; i++) {
+		p->samples[i].nlocs = nlocs[i];
+		p->samples[i].locs = xcalloc(3, sizeof(uint32_t));
+		memcpy(p->samples[i].locs, locs[i], sizeof(locs[i]));
+		p->samples[i].pid = pids[i];
+		p->samples[i].v[HB_INUSE_SPACE] = (int64_t)i + 1;
+	}
+	out = folded(p, HB_INUSE_SPACE);
+	cr_assert_str_eq(out, "m;f;g_[i] 2\n"
+			      "m;f;z 1\n"
+			      "pid 12;m 3\n"
+			      "pid 1;m;f 4\n");
+	free(out);
 	hb_profile__free(p);
 }
