@@ -58,9 +58,10 @@ static const char *fx(const char *rel)
 	struct stat st;
 
 	snprintf(b, PATH_MAX, "%s/%s", dir && dir[0] ? dir : hb_path("fixtures"), rel);
-	cr_assert_eq(stat(b, &st), 0,
-		     "fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
-		     b);
+	cr_assert_eq(
+		stat(b, &st), 0,
+		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
+		b);
 	return b;
 }
 

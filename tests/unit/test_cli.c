@@ -315,6 +315,12 @@ static struct bad_case bad_cases[] = {
 	{ { "-p", "1", "--file-mode", "00644" }, "\"00644\"" },
 	{ { "-p", "1", "--file-mode", "0688" }, "\"0688\"" },
 	{ { "-p", "1", "--file-mode", "" }, "--file-mode" },
+	{ { "-p", "1", "--live-heap", "-d", "5" }, "--live-heap reads jemalloc's tables" },
+	{ { "-p", "1", "--live-heap", "--follow-forks" }, "--live-heap reads jemalloc's tables" },
+	{ { "-p", "1", "--live-heap", "--interval", "5" }, "--live-heap reads jemalloc's tables" },
+	{ { "-p", "1", "--live-heap", "--record", "x" }, "--live-heap reads jemalloc's tables" },
+	{ { "--unit", "x", "--live-heap" }, "--live-heap reads one process" },
+	{ { "report", "x.hbr", "--live-heap" }, "--live-heap reads a running" },
 };
 
 ParameterizedTestParameters(cli, errors)
