@@ -23,7 +23,7 @@
 
 #define SPOOL_MAX_FILE ((size_t)64 << 20) /* larger spool files are not read */
 
-/* One spooled profile: what /ingest is sent. */
+/* One spooled profile, whichever API sends it (push makes its labels of name=, pyro_push.h). */
 struct spool_profile {
 	const char *name; /* name=, without CR or LF */
 	int64_t from, until;
