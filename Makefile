@@ -159,10 +159,13 @@ examples: $(EXAMPLES)
 # for test_versions, kept outside the clone while their inputs are unchanged
 # (scripts/build-jemalloc-fixtures.sh); found by the tests through
 # HEAPBPF_FIXTURES (also by the runs with another BUILD, such as the sanitizer run).
+# Beside them, redis-server with its bundled jemalloc, built as upstream builds
+# it from trixie's redis tarball (scripts/build-redis-fixture.sh), for test_reach.
 export HEAPBPF_FIXTURES ?= $(abspath $(BUILD))/fixtures
 .PHONY: fixtures
 fixtures:
 	$(Q)scripts/build-jemalloc-fixtures.sh $(BUILD)
+	$(Q)scripts/build-redis-fixture.sh $(BUILD)
 
 # make test: the format and lint checks; both builds (plain, and $(SAN) with
 # ASan/UBSan) and the fixtures; each pass's test groups (scripts/run-tests.sh

@@ -7,7 +7,8 @@
 #   unit         the unit tests, one per core at a time
 #   integration  every integration test but those on the fixtures and of the
 #                serial suites
-#   versions     the tests on the jemalloc fixtures (suites versions, liveheap)
+#   versions     the tests on the jemalloc fixtures (suites versions, liveheap,
+#                reach)
 #   serial       the suites in SERIAL_SUITES, one test at a time, with no
 #                other integration test beside it
 #   fuzz         the recording reader fuzzed for FUZZ_SECONDS (60) with ASan
@@ -37,7 +38,7 @@ group=${2:?usage: $0 BUILD GROUP}
 # liveheap_load: four threads allocating without pause while it reads the tables
 SERIAL_SUITES="soak leaks liveheap_load"
 # the suites that run on the jemalloc fixtures (make test builds them for this group)
-FIXTURE_SUITES="versions|liveheap"
+FIXTURE_SUITES="versions|liveheap|reach"
 slots=${HEAPBPF_TEST_JOBS:-$(($(nproc) + 1))}
 slotdir=${HEAPBPF_TEST_SLOTS:-}
 if [ -z "$slotdir" ]; then
