@@ -252,8 +252,7 @@ int pyro_connect_error(const char *body, char *code, size_t codelen, char *msg, 
 			p = json_string(p, code, codelen);
 			if (!p) /* cut inside the code: not a code */
 				code[0] = '\0';
-		}
-		else if (*p == '"' && strcmp(key, "message") == 0)
+		} else if (*p == '"' && strcmp(key, "message") == 0)
 			p = json_string(p, msg, msglen);
 		else
 			p = json_skip(p);

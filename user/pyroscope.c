@@ -345,6 +345,8 @@ static enum outcome post_once(struct pyro *p, const struct spool_profile *s, boo
 		/* a bad certificate or URL does not heal by itself, but the profile is kept all the same */
 		return RETRY;
 	}
+	while (body.n && body.snippet[body.n - 1] == ' ') /* a line break's remains */
+		body.snippet[--body.n] = '\0';
 	if (push)
 		return push_outcome(status, &body, why, whylen);
 	snprintf(why, whylen, "HTTP %ld%s%s", status, body.n ? ": " : "", body.snippet);
