@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -441,6 +442,8 @@ static int member_exit(struct loop *l, struct member *m)
 	/* what it sampled until it exited is in the ring buffer: its collector takes it all */
 	consume(l->rb);
 	m->tg.changed = false;
+	/* a new process under its pid is not ours */
+	probes__untrack(l->p, m->t->pid);
 	m->s->exited = true;
 	m->s->duration_ns = now - l->t0;
 	collector__set_stop_time(m->s->collector, (uint64_t)now);
@@ -602,7 +605,7 @@ static int open_session(struct loop *l)
 	rc = forks_child_pid_offset(&fork_off, l->err, l->errlen);
 	if (rc)
 		return rc;
-	rc = probes__load(&l->m[0].t->layout->bpf, o->ringbuf_bytes, fork_off, &l->p);
+	rc = probes__load(&l->m[0].t->layout->bpf, o->ringbuf_bytes, fork_off, l->n > 1, &l->p);
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc,
 			       "cannot load the BPF program (heapbpf needs root, and a kernel with "
@@ -816,7 +819,29 @@ static const char *unfit_why(const struct loop *l)
 	return NULL;
 }
 
-/* Every path: sampling off first, then drain what is in flight, then detach and close. */
+static void *free_probes(void *p)
+{
+	probes__free(p);
+	return NULL;
+}
+
+/*
+ * The probes detached and freed on a thread of their own: each uprobe's
+ * detach waits for the kernel's grace periods (about 70 ms each here),
+ * which writing the profiles need not wait for; session_cleanup joins it.
+ * Sampling is off and drained by then: what the probes still see (frees
+ * after the stop) changes no total.
+ */
+static void release_probes(struct session *s, struct probes *p)
+{
+	if (p && !pthread_create(&s->detacher, NULL, free_probes, p)) {
+		s->detaching = true;
+		return;
+	}
+	probes__free(p);
+}
+
+/* Every path: sampling off first, then drain what is in flight, then close; detach meanwhile. */
 static int stop(struct loop *l, int rc)
 {
 	struct session *s = l->s;
@@ -836,8 +861,6 @@ static int stop(struct loop *l, int rc)
 	if (l->rb) {
 		if (on)
 			ring_buffer__poll(l->rb, DRAIN_MS);
-		if (l->p)
-			probes__detach(l->p);
 		ring_buffer__consume(l->rb);
 	}
 	restore_children(l);
@@ -849,7 +872,7 @@ static int stop(struct loop *l, int rc)
 		fputc('\n', stderr);
 	if (l->o->verbose && l->p)
 		probes__print_run_time(l->p, stderr);
-	probes__free(l->p);
+	release_probes(s, l->p);
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -916,6 +939,9 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 
 void session_cleanup(struct session *s)
 {
+	if (s->detaching)
+		pthread_join(s->detacher, NULL);
+	s->detaching = false;
 	collector__free(s->collector);
 	symbolizer__free(s->symbolizer);
 	forks__free(&s->forks);

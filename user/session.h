@@ -16,6 +16,7 @@
 #define __HEAPBPF_SESSION_H
 
 #include <linux/types.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,6 +101,9 @@ struct session {
 	int failed;
 	/* of several targets: it exited while the others went on (duration_ns: until then) */
 	bool exited;
+	/* the first target's: the probes' detach, running while the report is built */
+	pthread_t detacher;
+	bool detaching;
 };
 
 /* Blocks the signals the session stops on; call first thing in main. */
