@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hb  # noqa: E402
 from bpfstats import bench_bpfstats  # noqa: E402
 from hb import BenchError, spread  # noqa: E402
+from services import bench_services  # noqa: E402
 
 ORACLE = "prof:true,prof_active:false"
 MIB = 1 << 20
@@ -551,6 +552,7 @@ def measure(S, smoke):
     timed("footprint", bench_footprint, S, res)
     timed("recording", bench_recording, S, res)
     timed("bpf_stats", bench_bpfstats, S, res, log)
+    timed("services", bench_services, smoke, res, redis_bench, log)
     res["elapsed_s"] = time.monotonic() - t0
     res["load_end"] = loadavg()
     return res

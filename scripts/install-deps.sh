@@ -10,7 +10,7 @@ PKGS=(
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler golang-github-google-pprof-dev
 	libjemalloc-dev libjemalloc2 libcriterion-dev
 	debuginfod redis-server redis-tools curl libclang-rt-14-dev
-	python3 bpftrace # bench/ (make bench, and its smoke run in make test)
+	python3 bpftrace nghttp2-server nghttp2-client # bench/ (make bench, and its smoke run in make test; bench/services.py: nghttpd, h2load)
 	tmux # tests/integration/test_top.c: heapbpf top on a terminal (send-keys, capture-pane)
 	systemd strace util-linux openssl # tests/integration/test_fleet.c: systemd-analyze, strace, setpriv, a test certificate (python3: its Pyroscope stand-in)
 	python3-protobuf # tests/pyroscope/pyroscope_push_server.py: decodes push requests with proto/ (protoc: its descriptors)
