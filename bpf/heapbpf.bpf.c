@@ -53,6 +53,29 @@ struct {
 	__type(value, __u8);
 } tracked SEC(".maps");
 
+/*
+ * 1 when the sampling uprobes are attached to whole object files (a session
+ * of several targets: one uprobe per file instead of one per pid, whose
+ * detach the kernel serializes at about 0.1 s each): only the processes in
+ * `sampled` count, every other process mapping the file is ignored.
+ */
+const volatile __u8 filter_pids = 0;
+
+/* The processes whose samples are collected (targets, followed children), with filter_pids. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEAPBPF_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, __u8);
+} sampled SEC(".maps");
+
+static __always_inline int not_sampled(__u64 id)
+{
+	__u32 tgid = id >> 32;
+
+	return filter_pids && !bpf_map_lookup_elem(&sampled, &tgid);
+}
+
 /* Where an allocation record is built, to be sent sized to its backtrace. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -85,6 +108,8 @@ int BPF_KPROBE(heapbpf_alloc)
 	__u64 id = bpf_get_current_pid_tgid();
 	long err = 0;
 
+	if (not_sampled(id))
+		return 0;
 	count(&counters.alloc_hits);
 	e = bpf_map_lookup_elem(&scratch, &zero);
 	if (!e)
@@ -160,6 +185,8 @@ int BPF_KPROBE(heapbpf_free)
 	struct heapbpf_args args;
 	__u64 id = bpf_get_current_pid_tgid();
 
+	if (not_sampled(id))
+		return 0;
 	count(&counters.free_hits);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <linux/types.h>
 #include <bpf/bpf.h>
@@ -15,13 +16,28 @@
 struct probes {
 	struct heapbpf_bpf *skel;
 	struct bpf_link *fork_link, *exec_link; /* the targets' process trees, attached once */
-	/* alloc and free uprobes of every target and followed child, by pid */
+	/*
+	 * by_file: the sampling uprobes are attached once per object file (the
+	 * files below) for every process, and BPF keeps the samples of the pids
+	 * in its `sampled` map only; else once per pid.
+	 */
+	bool by_file;
+	struct probed_file *files;
+	size_t nfiles;
+	/* alloc and free uprobes of every target and followed child (or of every file) */
 	struct bpf_link **links;
 	size_t nlinks;
 	/* t->activity_off of each target, while the late-activation check runs */
 	struct bpf_link **activity;
 	size_t nactivity;
 	struct ring_buffer *rb;
+};
+
+/* An object file whose sampling functions carry uprobes for every process (by_file). */
+struct probed_file {
+	dev_t dev;
+	ino_t ino;
+	uint64_t alloc_off, free_off;
 };
 
 static size_t round_pow2_pages(size_t bytes)
@@ -35,7 +51,7 @@ static size_t round_pow2_pages(size_t bytes)
 }
 
 int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
-		 uint32_t fork_child_pid_off, struct probes **out)
+		 uint32_t fork_child_pid_off, bool by_file, struct probes **out)
 {
 	struct probes *p = calloc(1, sizeof(*p));
 	int err;
@@ -49,6 +65,8 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 	}
 	p->skel->rodata->layout = *layout;
 	p->skel->rodata->fork_child_pid_off = fork_child_pid_off;
+	p->skel->rodata->filter_pids = by_file;
+	p->by_file = by_file;
 	/* the collector is woken at a quarter full, and polls every PROBES_POLL_MS otherwise */
 	p->skel->rodata->wakeup_bytes = round_pow2_pages(ringbuf_bytes) / 4;
 	err = bpf_map__set_max_entries(p->skel->maps.events, round_pow2_pages(ringbuf_bytes));
@@ -83,6 +101,43 @@ void probes__untrack(struct probes *p, pid_t pid)
 	__u32 key = pid;
 
 	bpf_map__delete_elem(p->skel->maps.tracked, &key, sizeof(key), 0);
+	if (p->by_file)
+		bpf_map__delete_elem(p->skel->maps.sampled, &key, sizeof(key), 0);
+}
+
+/* by_file: pid's samples are kept from now on. */
+static int sample_pid(struct probes *p, pid_t pid)
+{
+	__u32 key = pid;
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(p->skel->maps.sampled, &key, sizeof(key), &one, sizeof(one),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* by_file: t's object is probed already (the same file, the same offsets), or is now listed. */
+static int file_probed(struct probes *p, const struct jemalloc_target *t, bool *seen)
+{
+	struct probed_file *v, f = { .alloc_off = t->alloc_off, .free_off = t->free_off };
+	struct stat st;
+
+	if (stat(t->open_path, &st))
+		return -errno;
+	f.dev = st.st_dev;
+	f.ino = st.st_ino;
+	for (size_t i = 0; i < p->nfiles; i++) {
+		*seen = !memcmp(&p->files[i], &f, sizeof(f));
+		if (*seen)
+			return 0;
+	}
+	v = realloc(p->files, (p->nfiles + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->files = v;
+	v[p->nfiles++] = f;
+	return 0;
 }
 
 /* One more link in *v (grown by one); the link is destroyed when there is no room. */
@@ -139,13 +194,26 @@ int probes__attach(struct probes *p, const struct jemalloc_target *t)
 	if (!err && bpf_map__update_elem(p->skel->maps.tracked, &key, sizeof(key), &one,
 					 sizeof(one), BPF_ANY))
 		err = -errno;
-	err = err ?: attach_sampling(p, t, t->pid);
+	if (!err && p->by_file) {
+		bool seen = false;
+
+		err = file_probed(p, t, &seen);
+		err = err ?: sample_pid(p, t->pid);
+		/* every process that maps the file: BPF keeps the sampled pids' events only */
+		if (!err && !seen) {
+			err = attach_sampling(p, t, -1);
+			if (err)
+				p->nfiles--;
+		}
+	} else {
+		err = err ?: attach_sampling(p, t, t->pid);
+	}
 	if (!err && t->activity_off) {
 		err = keep_link(&p->activity, &p->nactivity,
 				bpf_program__attach_uprobe(p->skel->progs.heapbpf_activity, false,
 							   t->pid, t->open_path, t->activity_off));
-		/* this target's sampling probes go; other targets' stay */
-		if (err)
+		/* this target's sampling probes go (not a file's); other targets' stay */
+		if (err && !p->by_file)
 			drop_links(p->links, &p->nlinks, p->nlinks - 2);
 	}
 	if (err) {
@@ -168,7 +236,8 @@ int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct 
 
 int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t pid)
 {
-	return attach_sampling(p, t, pid);
+	/* a forked child maps its parent's object: the file's uprobes see it already */
+	return p->by_file ? sample_pid(p, pid) : attach_sampling(p, t, pid);
 }
 
 void probes__detach_activity(struct probes *p)
@@ -231,6 +300,7 @@ void probes__free(struct probes *p)
 		return;
 	ring_buffer__free(p->rb);
 	probes__detach(p);
+	free(p->files);
 	heapbpf_bpf__destroy(p->skel);
 	free(p);
 }
