@@ -51,6 +51,7 @@ Test(bench, smoke_report_is_well_formed)
 		"## 5. Collector",
 		"## 6. heapbpf's own footprint",
 		"## 7. Recordings",
+		"## 9. Real services: heapbpf's share of the cost",
 		"## Targets",
 	};
 	char res[PATH_MAX], out[PATH_MAX], again[PATH_MAX], log[PATH_MAX];
