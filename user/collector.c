@@ -109,6 +109,12 @@ int collector__new(uint64_t period, struct collector **out)
 	return 0;
 }
 
+static void checkpoint_clear(struct collector_checkpoint *k)
+{
+	free(k->inuse);
+	free(k->ids);
+}
+
 void collector__free(struct collector *c)
 {
 	if (!c)
@@ -129,7 +135,7 @@ void collector__free(struct collector *c)
 	free(c->objs);
 	free(c->dirty);
 	for (size_t i = 0; i < c->nckpts; i++)
-		free(c->ckpts[i].inuse);
+		checkpoint_clear(&c->ckpts[i]);
 	free(c);
 }
 
@@ -236,18 +242,71 @@ static void stamp(struct collector *c, uint64_t ts)
 		c->stats.last_ts = ts;
 }
 
+float collector_ckpt_inuse(const struct collector_checkpoint *k, size_t i)
+{
+	size_t lo = 0, hi = k->nids;
+
+	if (!k->ids)
+		return i < k->nstacks ? k->inuse[i] : 0.0f;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->ids[mid] < i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < k->nids && k->ids[lo] == i ? k->inuse[lo] : 0.0f;
+}
+
+/*
+ * Every stack's in-use now into k: sparse when most stacks have nothing in
+ * use (churn, or many stacks seen once), which a run of 100k stacks would
+ * otherwise pay 400 KB a checkpoint for.
+ */
+static int checkpoint_fill(const struct collector *c, struct collector_checkpoint *k)
+{
+	size_t nz = 0, n = c->nstacks;
+
+	for (size_t i = 0; i < n; i++)
+		nz += (float)c->stacks[i].inuse_space != 0.0f;
+	k->nids = 0;
+	k->ids = NULL;
+	if (nz * 2 >= n) {
+		k->inuse = malloc((n ? n : 1) * sizeof(*k->inuse));
+		if (!k->inuse)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			k->inuse[i] = (float)c->stacks[i].inuse_space;
+		return 0;
+	}
+	k->inuse = malloc((nz ? nz : 1) * sizeof(*k->inuse));
+	k->ids = malloc((nz ? nz : 1) * sizeof(*k->ids));
+	if (!k->inuse || !k->ids) {
+		checkpoint_clear(k);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		float v = (float)c->stacks[i].inuse_space;
+
+		if (v != 0.0f) {
+			k->ids[k->nids] = (uint32_t)i;
+			k->inuse[k->nids++] = v;
+		}
+	}
+	return 0;
+}
+
 static int checkpoint_take(struct collector *c, uint64_t ts)
 {
 	struct collector_checkpoint *k = &c->ckpts[c->nckpts];
 	double sum = 0;
+	int err = checkpoint_fill(c, k);
 
-	k->inuse = malloc((c->nstacks ? c->nstacks : 1) * sizeof(*k->inuse));
-	if (!k->inuse)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->nstacks; i++) {
-		k->inuse[i] = (float)c->stacks[i].inuse_space;
+	if (err)
+		return err;
+	for (size_t i = 0; i < c->nstacks; i++)
 		sum += c->stacks[i].inuse_space;
-	}
 	k->ts = ts;
 	k->inuse_space = sum;
 	k->alloc_space = c->now.alloc_space;
@@ -261,7 +320,7 @@ static void checkpoints_halve(struct collector *c)
 {
 	for (size_t i = 0; i < c->nckpts; i++) {
 		if (i % 2)
-			free(c->ckpts[i].inuse);
+			checkpoint_clear(&c->ckpts[i]);
 		else
 			c->ckpts[i / 2] = c->ckpts[i];
 	}

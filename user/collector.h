@@ -69,8 +69,19 @@ struct collector_checkpoint {
 	double inuse_space; /* estimated bytes in use, all stacks */
 	double alloc_space; /* estimated bytes allocated since the first event */
 	size_t nstacks;	    /* stacks known then: later ones had nothing in use */
-	float *inuse;	    /* per stack: estimated bytes in use */
+	/*
+	 * Per stack, estimated bytes in use (read with collector_ckpt_inuse):
+	 * dense, inuse[stack] (ids NULL), or, when fewer than half the stacks
+	 * had anything in use, sparse: the nids stacks that had, ascending in
+	 * ids, their values in inuse.
+	 */
+	float *inuse;
+	uint32_t *ids;
+	size_t nids;
 };
+
+/* Stack i's estimated bytes in use at checkpoint k. */
+float collector_ckpt_inuse(const struct collector_checkpoint *k, size_t i);
 
 struct collector;
 
@@ -106,10 +117,10 @@ int collector__add_totals(struct collector *c, const uint64_t *frames, uint32_t 
 
 /* One stack's totals from jemalloc's own tables (heapbpf --live-heap): raw and estimated. */
 struct collector_counts {
-	uint64_t samples, bytes;		     /* sampled allocations (accumulated) */
-	uint64_t inuse_samples, inuse_bytes;	     /* sampled, still live */
-	double alloc_objects, alloc_space;	     /* estimates of all allocations */
-	double inuse_objects, inuse_space;	     /* estimates of all live objects */
+	uint64_t samples, bytes;	     /* sampled allocations (accumulated) */
+	uint64_t inuse_samples, inuse_bytes; /* sampled, still live */
+	double alloc_objects, alloc_space;   /* estimates of all allocations */
+	double inuse_objects, inuse_space;   /* estimates of all live objects */
 };
 
 /*

@@ -227,7 +227,8 @@ static int axis_fill(struct hb_axis *ax, const struct collector *c)
 	ax->n = nck + (nck && end > ck[nck - 1].ts);
 	ax->t = calloc(ax->n ? ax->n : 1, sizeof(*ax->t));
 	ax->oldest = calloc(nstacks ? nstacks : 1, sizeof(*ax->oldest));
-	if (!ax->t || !ax->oldest)
+	ax->next = malloc((nstacks ? nstacks : 1) * sizeof(*ax->next));
+	if (!ax->t || !ax->oldest || !ax->next)
 		return -ENOMEM;
 	ax->t0_ts = nck ? ck[0].ts : 0;
 	ax->end_ts = end;
@@ -264,27 +265,29 @@ static int axis_of(struct hb_analysis *a, const struct collector *c, uint32_t *i
 	return err;
 }
 
-/* a->s with room for sample index i, new entries zeroed. */
+/*
+ * a->s with room for sample index i, entries up to it zeroed (only those:
+ * the spare capacity stays untouched, so it takes no memory).
+ */
 static int room_for(struct hb_analysis *a, uint32_t i)
 {
 	struct hb_site_stats *ns;
 	size_t ncap;
 
-	if (i < a->cap) {
-		if (i >= a->ns)
-			a->ns = i + 1;
-		return 0;
+	if (i >= a->cap) {
+		ncap = a->cap ? a->cap * 2 : 256;
+		while (ncap <= i)
+			ncap *= 2;
+		ns = reallocarray(a->s, ncap, sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		a->s = ns;
+		a->cap = ncap;
 	}
-	ncap = a->cap ? a->cap * 2 : 256;
-	while (ncap <= i)
-		ncap *= 2;
-	ns = reallocarray(a->s, ncap, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	memset(ns + a->cap, 0, (ncap - a->cap) * sizeof(*ns));
-	a->s = ns;
-	a->cap = ncap;
-	a->ns = i + 1;
+	if (i >= a->ns) {
+		memset(a->s + a->ns, 0, (i + 1 - a->ns) * sizeof(*a->s));
+		a->ns = i + 1;
+	}
 	return 0;
 }
 
@@ -292,14 +295,12 @@ int hb_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collec
 		     size_t stack)
 {
 	const struct hb_stack *st = collector__stack(c, stack);
-	const struct collector_checkpoint *ck;
 	const struct hb_axis *ax;
 	struct hb_site_stats *s;
-	size_t nck;
 	uint32_t axis;
 	int err;
 
-	if (!st)
+	if (!st || stack >= UINT32_MAX)
 		return -EINVAL;
 	err = axis_of(a, c, &axis) ?: room_for(a, sample);
 	if (err)
@@ -309,25 +310,37 @@ int hb_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collec
 	if (!s->used) {
 		s->used = true;
 		s->axis = axis;
-		s->series = calloc(ax->n ? ax->n : 1, sizeof(*s->series));
-		if (!s->series)
-			return -ENOMEM;
-	}
-	/* samples never mix processes, so a sample's stacks share one axis */
-	if (s->axis != axis)
+		s->first = (uint32_t)stack;
+	} else if (s->axis != axis) {
+		/* samples never mix processes, so a sample's stacks share one axis */
 		return -EINVAL;
+	} else {
+		ax->next[s->last] = (uint32_t)stack;
+	}
+	ax->next[stack] = UINT32_MAX;
+	s->last = (uint32_t)stack;
 	err = hb_lt_merge(&s->lt, &st->lifetimes);
 	if (err)
 		return err;
 	s->live += st->inuse_samples > 0 ? (uint64_t)st->inuse_samples : 0;
 	if (ax->oldest[stack] && (!s->oldest_ts || ax->oldest[stack] < s->oldest_ts))
 		s->oldest_ts = ax->oldest[stack];
-	ck = collector__checkpoints(c, &nck);
-	for (size_t k = 0; k < nck; k++)
-		s->series[k] += stack < ck[k].nstacks ? ck[k].inuse[stack] : 0.0f;
-	if (ax->n > nck)
-		s->series[nck] += (float)st->inuse_space;
 	return 0;
+}
+
+/* The estimated in-use bytes of s's stacks at each point of its axis, into y (ax->n). */
+static void series_of(const struct hb_site_stats *s, const struct hb_axis *ax, float *y)
+{
+	size_t nck;
+	const struct collector_checkpoint *ck = collector__checkpoints(ax->c, &nck);
+
+	memset(y, 0, ax->n * sizeof(*y));
+	for (uint32_t st = s->first; st != UINT32_MAX; st = ax->next[st]) {
+		for (size_t k = 0; k < nck; k++)
+			y[k] += collector_ckpt_inuse(&ck[k], st);
+		if (ax->n > nck)
+			y[nck] += (float)collector__stack(ax->c, st)->inuse_space;
+	}
 }
 
 /* The numbers of one sample as pprof labels; rank: its place among the suspects (1: fastest). */
@@ -379,14 +392,17 @@ static int cmp_ranked(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Each used sample's trend and verdict; the suspects into r (not sorted). */
-static void judge(struct hb_analysis *a, struct ranked *r)
+/* Each used sample's trend and verdict; the suspects into r (not sorted). y: the longest axis. */
+static void judge(struct hb_analysis *a, struct ranked *r, float *y)
 {
 	for (size_t i = 0; i < a->ns; i++) {
 		struct hb_site_stats *s = &a->s[i];
 		const struct hb_axis *ax = &a->axes[s->axis];
 
-		if (!s->used || hb_trend_fit(ax->t, s->series, ax->n, &s->trend))
+		if (!s->used)
+			continue;
+		series_of(s, ax, y);
+		if (hb_trend_fit(ax->t, y, ax->n, &s->trend))
 			continue;
 		s->suspect = hb_trend_is_suspect(&s->trend, s->live);
 		s->rel_err = hb_rate_rel_err(&s->trend, s->live);
@@ -399,14 +415,19 @@ int hb_analysis__finish(struct hb_analysis *a, struct hb_profile *p)
 {
 	struct ranked *r = calloc(a->ns ? a->ns : 1, sizeof(*r));
 	uint32_t *rank = calloc(a->ns ? a->ns : 1, sizeof(*rank));
+	size_t maxn = 1;
+	float *y;
 	int err = 0;
 
+	for (size_t i = 0; i < a->naxes; i++)
+		maxn = a->axes[i].n > maxn ? a->axes[i].n : maxn;
+	y = calloc(maxn, sizeof(*y));
 	a->suspects = calloc(a->ns ? a->ns : 1, sizeof(*a->suspects));
-	if (!r || !rank || !a->suspects) {
+	if (!r || !rank || !y || !a->suspects) {
 		err = -ENOMEM;
 		goto out;
 	}
-	judge(a, r);
+	judge(a, r, y);
 	qsort(r, a->nsuspects, sizeof(*r), cmp_ranked);
 	for (size_t i = 0; i < a->nsuspects; i++) {
 		a->suspects[i] = r[i].idx;
@@ -417,6 +438,7 @@ int hb_analysis__finish(struct hb_analysis *a, struct hb_profile *p)
 out:
 	free(r);
 	free(rank);
+	free(y);
 	return err;
 }
 
@@ -424,14 +446,13 @@ void hb_analysis__free(struct hb_analysis *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->ns; i++) {
+	for (size_t i = 0; i < a->ns; i++)
 		hb_lt_clear(&a->s[i].lt);
-		free(a->s[i].series);
-	}
 	free(a->s);
 	for (size_t i = 0; i < a->naxes; i++) {
 		free(a->axes[i].t);
 		free(a->axes[i].oldest);
+		free(a->axes[i].next);
 	}
 	free(a->axes);
 	free(a->suspects);

@@ -92,7 +92,11 @@ struct hb_site_stats {
 	uint64_t live;	    /* sampled objects still live at the end */
 	uint64_t oldest_ts; /* CLOCK_MONOTONIC allocation of the oldest of them; 0: none known */
 	uint32_t axis;	    /* index into hb_analysis.axes: whose checkpoints */
-	float *series;	    /* estimated in-use bytes at each point of the axis */
+	/*
+	 * Its stacks, a list through the axis' next[]: its in-use at each point
+	 * of the axis is summed from them when the trend is fitted, not kept.
+	 */
+	uint32_t first, last;
 	struct hb_trend trend;
 	double rel_err; /* of the growth rate (hb_rate_rel_err) */
 	bool used, suspect;
@@ -106,6 +110,7 @@ struct hb_axis {
 	uint64_t t0_ts;	  /* CLOCK_MONOTONIC of the first checkpoint */
 	uint64_t end_ts;  /* ... of the last event applied */
 	uint64_t *oldest; /* per stack of c: its oldest live sample's allocation time, 0: none */
+	uint32_t *next;	  /* per stack of c: the next stack of its sample, UINT32_MAX: none */
 };
 
 struct hb_analysis {

@@ -307,6 +307,44 @@ Test(leaks, slope_error_and_confidence)
 
 /* ---- checkpoints ----------------------------------------------------------------- */
 
+/* A checkpoint where few stacks have anything in use keeps only those; reads are the same. */
+Test(leaks, sparse_checkpoints_read_like_dense_ones)
+{
+	struct collector *c = new_collector();
+	const uint64_t t0 = 1000000000ULL, usize = 4096;
+	const float w = (float)hb_unbias_bytes(usize, PERIOD);
+	const struct collector_checkpoint *ck;
+	size_t n;
+
+	for (uint32_t i = 0; i < 100; i++)
+		alloc_ev(c, i, 0x1000 + i, 0x10000 + 64 * i, usize, t0 + i * 1000);
+	/* all freed but three, before the checkpoint at 100 ms */
+	for (uint32_t i = 0; i < 100; i++) {
+		if (i != 7 && i != 42 && i != 99)
+			free_ev(c, 0x1000 + i, 0x10000 + 64 * i, usize, 0, t0 + MS + i * 1000);
+	}
+	/* every stack once more, then an event after the checkpoint at 300 ms */
+	for (uint32_t i = 0; i < 100; i++)
+		alloc_ev(c, i, 0x1000 + i, 0x20000 + 64 * i, usize, t0 + 200 * MS + i * 1000);
+	alloc_ev(c, 0, 0x1000, 0x30000, usize, t0 + 350 * MS);
+	ck = collector__checkpoints(c, &n);
+	cr_assert_eq(n, 4, "checkpoints at 0, 100, 200 and 300 ms");
+	cr_assert_eq(ck[0].nids, 0, "nothing in use before the first event");
+	cr_assert_not_null(ck[1].ids, "3 of 100 stacks in use: sparse");
+	cr_assert_eq(ck[1].nids, 3);
+	cr_assert_null(ck[3].ids, "every stack in use: dense");
+	for (uint32_t i = 0; i < 101; i++) {
+		bool kept = i == 7 || i == 42 || i == 99;
+
+		cr_assert_eq(collector_ckpt_inuse(&ck[0], i), 0.0f);
+		cr_assert_float_eq(collector_ckpt_inuse(&ck[1], i), kept ? w : 0.0f, 1e-3);
+		cr_assert_float_eq(collector_ckpt_inuse(&ck[2], i), kept ? w : 0.0f, 1e-3);
+		cr_assert_float_eq(collector_ckpt_inuse(&ck[3], i),
+				   i == 100 ? 0.0f : kept ? 2 * w : w, 1e-3, "stack %u", i);
+	}
+	collector__free(c);
+}
+
 Test(leaks, checkpoints_follow_event_time_and_halve_when_full)
 {
 	struct collector *c = new_collector();
@@ -345,10 +383,10 @@ Test(leaks, checkpoints_follow_event_time_and_halve_when_full)
 		cr_assert_float_eq(ck[k].alloc_space, (double)(before0 + before1) * w, 1e-3);
 		if (k) {
 			cr_assert_eq(ck[k].nstacks, 2);
-			cr_assert_float_eq(ck[k].inuse[0], (float)((double)before0 * w),
-					   1e-3 * before0 * w);
-			cr_assert_float_eq(ck[k].inuse[1], (float)((double)before1 * w),
-					   1e-3 * before1 * w + 1);
+			cr_assert_float_eq(collector_ckpt_inuse(&ck[k], 0),
+					   (float)((double)before0 * w), 1e-3 * before0 * w);
+			cr_assert_float_eq(collector_ckpt_inuse(&ck[k], 1),
+					   (float)((double)before1 * w), 1e-3 * before1 * w + 1);
 		}
 	}
 	/* ten minutes of silence: checkpoints of the same state, still at most 64 */
