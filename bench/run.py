@@ -49,6 +49,7 @@ FULL = dict(
     unique_stacks=100000, sym_frames=10000, sym_reps=3,
     record_seconds=10.0, record_reps=3,
     bpfstats_reps=3, bpfstats_trap_calls=200000, bpfstats_lg=18, bpfstats_seconds=3.0,
+    unit_procs=64, unit_seconds=5.0, unit_rate=2000,
 )
 SMOKE = dict(
     idle_reps=1, idle_window=0.2, idle_cycle=0.3,
@@ -62,6 +63,7 @@ SMOKE = dict(
     unique_stacks=1000, sym_frames=1000, sym_reps=1,
     record_seconds=0.5, record_reps=1,
     bpfstats_reps=1, bpfstats_trap_calls=10000, bpfstats_lg=16, bpfstats_seconds=0.5,
+    unit_procs=4, unit_seconds=1.0, unit_rate=2000,
 )
 
 # a large binary every machine with clang has (clang -> libclang-cpp -> libllvm)
@@ -527,6 +529,103 @@ def bench_recording(S, res):
     log("recording: %s bytes/sample" % spread(per_sample, "{:.1f}"))
 
 
+# ---- 6b. many targets: one --unit ----------------------------------------------------------
+
+
+def cgroup2_root():
+    """Where the cgroup2 hierarchy is mounted (hybrid or unified)."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.split()[:1] == ["cgroup2"]:
+                return pre.split()[4]
+    raise BenchError("no cgroup2 hierarchy mounted")
+
+
+def tree_rss_kib(root):
+    """VmRSS of root and every descendant, summed, and how many processes that is."""
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d))
+    total, n, todo = 0, 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                total += next(int(x.split()[1]) for x in f if x.startswith("VmRSS:"))
+            n += 1
+        except (OSError, StopIteration):
+            pass
+        todo += kids.get(pid, [])
+    return total, n
+
+
+def bench_unit(S, res):
+    """unit_procs example processes in one cgroup laid out as systemd lays out a unit
+    (system.slice/NAME.service, as tests/integration/test_fleet.c does), profiled by one
+    `heapbpf --unit` for unit_seconds: the RSS of heapbpf and every process it starts,
+    summed every 0.1 s (its peak), wait4's peak RSS of heapbpf itself, and the snapshots
+    written."""
+    n, secs = S["unit_procs"], S["unit_seconds"]
+    name = "heapbpf-bench-%d" % os.getpid()
+    cg = os.path.join(cgroup2_root(), "system.slice", name + ".service")
+    out = os.path.join(hb.tmp(), "unit")
+    env = dict(os.environ, MALLOC_CONF=ORACLE)
+    svcs = []
+    os.makedirs(cg, exist_ok=True)
+    try:
+        for _ in range(n):
+            p = subprocess.Popen([hb.path("examples/alloc-service-static"), "--threads", "1",
+                                  "--rate", str(S["unit_rate"])], env=env,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            svcs.append(p)
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write("%d\n" % p.pid)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        hp = subprocess.Popen([hb.heapbpf_bin(), "--unit", name, "-d", str(secs), "-q",
+                               "--output-dir", out], stderr=subprocess.PIPE, text=True)
+        peak, procs, done = 0, 0, None
+        while done is None and time.monotonic() - t0 < secs + 120:
+            kib, k = tree_rss_kib(hp.pid)
+            peak, procs = max(peak, kib), max(procs, k)
+            time.sleep(0.1)
+            w = os.wait4(hp.pid, os.WNOHANG)
+            done = w if w[0] else None
+        if done is None:
+            hp.kill()
+            done = os.wait4(hp.pid, 0)
+        _, status, ru = done
+        hp.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - t0
+        err = hp.stderr.read()
+    finally:
+        for p in svcs:
+            hb.kill_wait(p)
+        for _ in range(100):
+            try:
+                os.rmdir(cg)
+                break
+            except OSError:
+                time.sleep(0.05)
+    files = len(os.listdir(out)) if os.path.isdir(out) else 0
+    if os.waitstatus_to_exitcode(status) != 0 or files != n:
+        raise BenchError("heapbpf --unit of %d processes failed (%d, %d snapshots):\n%s" % (
+            n, os.waitstatus_to_exitcode(status), files, err[-2000:]))
+    res["unit"] = dict(procs=n, seconds=secs, rate=S["unit_rate"], snapshots=files,
+                       heapbpf_procs=procs, tree_peak_kib=peak, peak_rss_kib=ru.ru_maxrss,
+                       wall_s=wall)
+    log("unit: %d processes, %d heapbpf process(es), %.1f MiB peak (sum), %.1f MiB wait4"
+        % (n, procs, peak / 1024, ru.ru_maxrss / 1024))
+
+
 # ---- main -----------------------------------------------------------------------------------
 
 
@@ -551,6 +650,7 @@ def measure(S, smoke):
     timed("collector", bench_collector, S, res)
     timed("footprint", bench_footprint, S, res)
     timed("recording", bench_recording, S, res)
+    timed("unit", bench_unit, S, res)
     timed("bpf_stats", bench_bpfstats, S, res, log)
     timed("services", bench_services, smoke, res, redis_bench, log)
     res["elapsed_s"] = time.monotonic() - t0
