@@ -133,6 +133,9 @@ static int finish_recording(const struct cli *o, struct recorder *rec, struct se
 	r3 = recorder__close(rec);
 	if (!r2)
 		r2 = r3;
+	/* a layout that did not fit its first samples (selfcheck.h): nothing it read is kept */
+	if (rc == -EPROTO)
+		unlink(o->record);
 	if (rc)
 		return rc;
 	if (s->record_err || r2)

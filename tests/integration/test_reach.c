@@ -282,6 +282,28 @@ Test(reach, unknown_version_wrong_forced_layout_refused_live)
 				  "neither a release string nor debug info confirms", NULL });
 }
 
+/* with --record: the recording of what the wrong layout read is not left behind */
+Test(reach, wrong_layout_leaves_no_recording)
+{
+	const char *bin = rewritten("5.3.1-0-g0", true);
+	char pid[16], rec[PATH_MAX], err[4096];
+	struct stat st;
+	struct svc s;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(rec, sizeof(rec), "%s/wrong.hbr", hb_tmpdir());
+	cr_assert_eq(svc_start(&s, bin, IDLE, (const char *[]){ "--threads", "2", NULL }), 0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	rc = hb_run((const char *[]){ "--pid", pid, "-d", "3", "--record", rec, NULL }, err,
+		    sizeof(err), 60000);
+	cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, "does not fit heapbpf's 5.3.1 layout"), "%s", err);
+	cr_assert_neq(stat(rec, &st), 0, "%s was left", rec);
+	cr_assert_eq(flag_of(s.pid, bin), 0);
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
 /* the right layout forced on the same stripped object: confirmed, exact */
 Test(reach, unknown_version_right_forced_layout_confirmed)
 {
