@@ -3,6 +3,7 @@
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ static void dwarf_init(struct jemalloc_dwarf *d)
 	d->info_time = d->info_tctx = d->info_size = -1;
 	d->alloc_ptr = d->alloc_size = d->alloc_usize = d->alloc_tctx = -1;
 	d->free_ptr = d->free_usize = d->free_info = d->free_tctx = -1;
+	memset(&d->heap, 0xff, sizeof(d->heap)); /* every offset -1 */
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -87,6 +89,78 @@ static bool param_positions(Dwarf_Die *fn, int pos[5])
 	return i > 0;
 }
 
+/* The type of member name of struct st (through typedefs), or false. */
+static bool member_type(Dwarf_Die *st, const char *name, Dwarf_Die *out)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die m;
+
+	if (dwarf_child(st, &m) != 0)
+		return false;
+	do {
+		const char *n = dwarf_diename(&m);
+
+		if (dwarf_tag(&m) == DW_TAG_member && n && strcmp(n, name) == 0)
+			return dwarf_attr(&m, DW_AT_type, &a) && dwarf_formref_die(&a, out);
+	} while (dwarf_siblingof(&m, &m) == 0);
+	return false;
+}
+
+static int64_t byte_size(Dwarf_Die *die)
+{
+	int s = dwarf_bytesize(die);
+
+	return s > 0 ? s : -1;
+}
+
+/* What the live-heap walker reads (user/heapwalk.c): jemalloc's profiling tables. */
+static void scan_heap_struct(Dwarf_Die *c, const char *n, struct jemalloc_heap_dwarf *h)
+{
+	Dwarf_Die link;
+
+	if (strcmp(n, "prof_tctx_s") == 0) {
+		h->tctx_tdata = member_offset(c, "tdata");
+		h->tctx_thr_uid = member_offset(c, "thr_uid");
+		h->tctx_thr_discrim = member_offset(c, "thr_discrim");
+		h->tctx_uid = member_offset(c, "tctx_uid");
+		h->tctx_cnts = member_offset(c, "cnts");
+		h->tctx_link = member_offset(c, "tctx_link");
+		h->tctx_state = member_offset(c, "state");
+		if (member_type(c, "tctx_link", &link)) {
+			h->rbn_left = member_offset(&link, "rbn_left");
+			h->rbn_right_red = member_offset(&link, "rbn_right_red");
+		}
+	} else if (strcmp(n, "prof_gctx_s") == 0) {
+		h->gctx_tctxs = member_offset(c, "tctxs");
+	} else if (strcmp(n, "prof_tdata_s") == 0) {
+		h->tdata_expired = member_offset(c, "expired");
+	} else if (strcmp(n, "prof_cnt_s") == 0) {
+		h->cnt_size = byte_size(c);
+		h->cnt_curobjs = member_offset(c, "curobjs");
+		h->cnt_curbytes = member_offset(c, "curbytes");
+		h->cnt_accumobjs = member_offset(c, "accumobjs");
+		h->cnt_accumbytes = member_offset(c, "accumbytes");
+		h->cnt_curobjs_su = member_offset(c, "curobjs_shifted_unbiased");
+		h->cnt_curbytes_u = member_offset(c, "curbytes_unbiased");
+		h->cnt_accumobjs_su = member_offset(c, "accumobjs_shifted_unbiased");
+		h->cnt_accumbytes_u = member_offset(c, "accumbytes_unbiased");
+	}
+}
+
+/* ckh_t and ckhc_t are typedefs of anonymous structs. */
+static void scan_heap_typedef(Dwarf_Die *st, const char *n, struct jemalloc_heap_dwarf *h)
+{
+	if (strcmp(n, "ckh_t") == 0) {
+		h->ckh_count = member_offset(st, "count");
+		h->ckh_lg_curbuckets = member_offset(st, "lg_curbuckets");
+		h->ckh_tab = member_offset(st, "tab");
+	} else if (strcmp(n, "ckhc_t") == 0) {
+		h->ckhc_size = byte_size(st);
+		h->ckhc_key = member_offset(st, "key");
+		h->ckhc_data = member_offset(st, "data");
+	}
+}
+
 static void scan_cu(Dwarf_Die *cu, struct jemalloc_dwarf *d, int depth)
 {
 	Dwarf_Die c;
@@ -107,6 +181,11 @@ static void scan_cu(Dwarf_Die *cu, struct jemalloc_dwarf *d, int depth)
 		}
 		if (!n)
 			continue;
+		if (tag == DW_TAG_structure_type && !is_declaration(&c))
+			scan_heap_struct(&c, n, &d->heap);
+		else if (tag == DW_TAG_typedef && dwarf_attr(&c, DW_AT_type, &a) &&
+			 dwarf_formref_die(&a, &st) && dwarf_tag(&st) == DW_TAG_structure_type)
+			scan_heap_typedef(&st, n, &d->heap);
 		if (tag == DW_TAG_structure_type && !is_declaration(&c)) {
 			if (strcmp(n, "prof_tctx_s") == 0) {
 				d->tctx_gctx = member_offset(&c, "gctx");
@@ -204,6 +283,118 @@ static int mismatch(char *why, size_t len, const char *what, int64_t dwarf, cons
 		       (long long)dwarf, lname, (long long)table);
 }
 
+/* One heap-table field: its name in messages, where DWARF and the table put it. */
+struct heap_field {
+	const char *what;
+	int64_t dwarf;
+	__u32 table;
+	bool unbiased; /* 5.3's *_unbiased counters: only where the layout has them */
+};
+
+#define HF(name, field, u)                                                                         \
+	{                                                                                          \
+		name, hd->field, h->field, u                                                       \
+	}
+
+/* The live-heap walker's offsets against DWARF, where the layout describes the tables. */
+static int heap_check(const struct jemalloc_layout *l, const struct jemalloc_heap_dwarf *hd,
+		      char *why, size_t len)
+{
+	const struct jemalloc_heap_layout *h = &l->heap;
+	const struct heap_field f[] = {
+		HF("ckh_t.count", ckh_count, false),
+		HF("ckh_t.lg_curbuckets", ckh_lg_curbuckets, false),
+		HF("ckh_t.tab", ckh_tab, false),
+		HF("the size of ckhc_t", ckhc_size, false),
+		HF("ckhc_t.key", ckhc_key, false),
+		HF("ckhc_t.data", ckhc_data, false),
+		HF("prof_gctx_t.tctxs", gctx_tctxs, false),
+		HF("prof_tctx_t.tdata", tctx_tdata, false),
+		HF("prof_tctx_t.cnts", tctx_cnts, false),
+		HF("prof_tctx_t.tctx_link", tctx_link, false),
+		HF("prof_tctx_t.state", tctx_state, false),
+		HF("prof_tctx_t.thr_uid", tctx_thr_uid, false),
+		HF("prof_tctx_t.thr_discrim", tctx_thr_discrim, false),
+		HF("prof_tctx_t.tctx_uid", tctx_uid, false),
+		HF("prof_tctx_t.tctx_link.rbn_left", rbn_left, false),
+		HF("prof_tctx_t.tctx_link.rbn_right_red", rbn_right_red, false),
+		HF("prof_tdata_t.expired", tdata_expired, false),
+		HF("the size of prof_cnt_t", cnt_size, false),
+		HF("prof_cnt_t.curobjs", cnt_curobjs, false),
+		HF("prof_cnt_t.curbytes", cnt_curbytes, false),
+		HF("prof_cnt_t.accumobjs", cnt_accumobjs, false),
+		HF("prof_cnt_t.accumbytes", cnt_accumbytes, false),
+		HF("prof_cnt_t.curobjs_shifted_unbiased", cnt_curobjs_su, true),
+		HF("prof_cnt_t.curbytes_unbiased", cnt_curbytes_u, true),
+		HF("prof_cnt_t.accumobjs_shifted_unbiased", cnt_accumobjs_su, true),
+		HF("prof_cnt_t.accumbytes_unbiased", cnt_accumbytes_u, true),
+	};
+
+	if (!h->ckhc_size) /* a layout without the tables: nothing to check */
+		return 0;
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (f[i].unbiased && !h->has_unbiased) {
+			if (f[i].dwarf >= 0)
+				return mismatch(why, len, f[i].what, f[i].dwarf, l->name, -1);
+			continue;
+		}
+		if (f[i].dwarf >= 0 && f[i].dwarf != f[i].table)
+			return mismatch(why, len, f[i].what, f[i].dwarf, l->name, f[i].table);
+	}
+	return 0;
+}
+
+int jemalloc_heap_from_dwarf(const struct jemalloc_dwarf *d, struct jemalloc_heap_layout *h)
+{
+	const struct jemalloc_heap_dwarf *hd = &d->heap;
+	const int64_t *all = (const int64_t *)hd;
+
+	/* every field but the unbiased counters (5.3 only) must be described */
+	for (size_t i = 0; i < offsetof(struct jemalloc_heap_dwarf, cnt_curobjs_su) / 8; i++) {
+		if (all[i] < 0 || all[i] > 4096)
+			return -ENOENT;
+	}
+	if (hd->ckhc_size < 16 || hd->cnt_size < 32)
+		return -ENOENT;
+	memset(h, 0, sizeof(*h));
+#define TAKE(field) h->field = (__u32)hd->field
+	TAKE(ckh_count);
+	TAKE(ckh_lg_curbuckets);
+	TAKE(ckh_tab);
+	TAKE(ckhc_size);
+	TAKE(ckhc_key);
+	TAKE(ckhc_data);
+	TAKE(gctx_tctxs);
+	TAKE(tctx_tdata);
+	TAKE(tctx_cnts);
+	TAKE(tctx_link);
+	TAKE(tctx_state);
+	TAKE(tctx_thr_uid);
+	TAKE(tctx_thr_discrim);
+	TAKE(tctx_uid);
+	TAKE(rbn_left);
+	TAKE(rbn_right_red);
+	TAKE(tdata_expired);
+	TAKE(cnt_size);
+	TAKE(cnt_curobjs);
+	TAKE(cnt_curbytes);
+	TAKE(cnt_accumobjs);
+	TAKE(cnt_accumbytes);
+	h->has_unbiased = hd->cnt_curobjs_su >= 0 && hd->cnt_curbytes_u >= 0 &&
+			  hd->cnt_accumobjs_su >= 0 && hd->cnt_accumbytes_u >= 0;
+	if (h->has_unbiased) {
+		TAKE(cnt_curobjs_su);
+		TAKE(cnt_curbytes_u);
+		TAKE(cnt_accumobjs_su);
+		TAKE(cnt_accumbytes_u);
+	}
+#undef TAKE
+	/* macros, not in DWARF: x86-64's 64-byte cache line and 8-byte pointer; SC_LG_TINY_MIN */
+	h->lg_bucket_cells = 2;
+	h->lg_tiny_min = 3;
+	return 0;
+}
+
 int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc_dwarf *d,
 			  char *why, size_t len)
 {
@@ -252,7 +443,7 @@ int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc
 			return mismatch(why, len, checks[i].what, checks[i].dwarf, l->name,
 					checks[i].table);
 	}
-	return 0;
+	return heap_check(l, &d->heap, why, len);
 }
 
 /* A 0-based register argument position (x86-64: six), or NONE for -1. */
@@ -310,6 +501,9 @@ int jemalloc_layout_from_dwarf(const struct jemalloc_dwarf *d, const char *activ
 	if (missing)
 		return hb_fail(why, len, -EPROTO, "its debug info does not describe %s", missing);
 	b->info_has_time = info && !to_off(d->info_time, &b->info_time_off);
+	/* the live-heap walker's tables, where the DWARF describes them all */
+	if (jemalloc_heap_from_dwarf(d, &out->heap))
+		memset(&out->heap, 0, sizeof(out->heap));
 	/* 5.2.x: the tctx goes to the free hook, and prof.active switched on late is broken */
 	out->late_active_bug = !info;
 	out->activity_fn = info ? NULL : "malloc_default";

@@ -14,6 +14,15 @@
 
 #include "layout.h"
 
+/* The heap tables (layout.h, struct jemalloc_heap_layout) as DWARF describes them; -1: not. */
+struct jemalloc_heap_dwarf {
+	int64_t ckh_count, ckh_lg_curbuckets, ckh_tab, ckhc_size, ckhc_key, ckhc_data;
+	int64_t gctx_tctxs, tctx_tdata, tctx_cnts, tctx_link, tctx_state;
+	int64_t tctx_thr_uid, tctx_thr_discrim, tctx_uid, rbn_left, rbn_right_red, tdata_expired;
+	int64_t cnt_size, cnt_curobjs, cnt_curbytes, cnt_accumobjs, cnt_accumbytes;
+	int64_t cnt_curobjs_su, cnt_curbytes_u, cnt_accumobjs_su, cnt_accumbytes_u;
+};
+
 /* Offsets and parameter positions as an object's DWARF describes them; -1: not described. */
 struct jemalloc_dwarf {
 	int64_t tctx_gctx, gctx_bt, bt_vec, bt_len;
@@ -24,6 +33,7 @@ struct jemalloc_dwarf {
 	bool have_alloc_fn, have_free_fn;
 	bool nstime_magic; /* nstime_t has a magic member: a --enable-debug build */
 	bool have_nstime;
+	struct jemalloc_heap_dwarf heap;
 };
 
 /*
@@ -32,6 +42,12 @@ struct jemalloc_dwarf {
  * other negative errno when it cannot be read.
  */
 int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d);
+
+/*
+ * The heap tables' layout from what DWARF describes (for a layout built from
+ * DWARF): 0, or -ENOENT when it lacks a field the walker reads.
+ */
+int jemalloc_heap_from_dwarf(const struct jemalloc_dwarf *d, struct jemalloc_heap_layout *h);
 
 /*
  * Compares layout l with what DWARF describes. 0 when everything heapbpf

@@ -37,6 +37,7 @@
 #include "heapwalk.h"
 #include "jedump.h"
 #include "layout.h"
+#include "layout_dwarf.h"
 #include "liveheap.h"
 #include "target.h"
 
@@ -251,6 +252,53 @@ Test(liveheap, oracle_521_static)
 Test(liveheap, oracle_521_shared)
 {
 	oracle(fx("bin/je521fix-shared"), NULL, CONF_521, false);
+}
+
+/* ---- the table's heap offsets against the fixtures' DWARF --------------------- */
+
+static void heap_dwarf(const char *bin, const char *version, bool debug)
+{
+	const struct jemalloc_layout *l = jemalloc_layout_by_name(version);
+	struct jemalloc_layout dl, bad;
+	struct jemalloc_heap_layout built;
+	struct jemalloc_dwarf d;
+	char why[256] = "";
+
+	cr_assert_not_null(l);
+	if (debug) {
+		jemalloc_layout_debug(l, &dl);
+		l = &dl;
+	}
+	cr_assert_eq(jemalloc_dwarf_read(bin, &d), 0, "no DWARF in %s", bin);
+	/* every field the walker reads is described, and equals the table's */
+	cr_assert_eq(jemalloc_heap_from_dwarf(&d, &built), 0, "%s lacks a heap field", bin);
+	cr_assert_eq(jemalloc_layout_check(l, &d, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(built.tctx_cnts, l->heap.tctx_cnts);
+	cr_assert_eq(built.tctx_state, l->heap.tctx_state);
+	cr_assert_eq(built.tctx_link, l->heap.tctx_link);
+	cr_assert_eq(built.cnt_size, l->heap.cnt_size);
+	cr_assert_eq(built.has_unbiased, l->heap.has_unbiased);
+	cr_assert_eq(built.ckh_tab, l->heap.ckh_tab);
+	/* a table that disagrees is refused, naming the field */
+	bad = *l;
+	bad.heap.tctx_state += 4;
+	cr_assert_eq(jemalloc_layout_check(&bad, &d, why, sizeof(why)), -EPROTO);
+	cr_assert(strstr(why, "prof_tctx_t.state"), "%s", why);
+}
+
+Test(liveheap, dwarf_heap_offsets_530)
+{
+	heap_dwarf(fx("bin/je530-static"), "5.3.0", false);
+}
+
+Test(liveheap, dwarf_heap_offsets_530_debug)
+{
+	heap_dwarf(fx("bin/debug530-static"), "5.3.0", true);
+}
+
+Test(liveheap, dwarf_heap_offsets_521)
+{
+	heap_dwarf(fx("bin/je521fix-static"), "5.2.1", false);
 }
 
 /* ---- the command ------------------------------------------------------------- */
