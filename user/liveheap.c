@@ -89,6 +89,9 @@ static void say(const struct jemalloc_target *t, const struct heapwalk_stats *st
 		"heapbpf: live heap of pid %d (%s): %" PRIu64 " sampled objects, %s in use "
 		"(estimated), %" PRIu64 " stacks; %s\n",
 		t->pid, t->comm, st->curobjs, b, st->stacks, sampling_text(st));
+	if (n)
+		fprintf(stderr, "heapbpf: top sites by in-use bytes%s:\n",
+			p->raw ? " (raw sampled)" : " (estimated)");
 	for (size_t i = 0; i < n; i++) {
 		summary_bytes(b, sizeof(b), (double)top[i].v[HB_INUSE_SPACE]);
 		summary_bytes(a, sizeof(a), (double)top[i].v[HB_ALLOC_SPACE]);
