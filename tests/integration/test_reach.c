@@ -61,15 +61,14 @@ static void fixture_exists(const char *path)
 }
 
 /*
- * A copy of the 5.3.0 fixture in the test's directory whose embedded version
- * string reads version (NUL-padded in place), without its DWARF when strip.
+ * A copy of fixture src in the test's directory whose embedded version
+ * string rel reads version (NUL-padded in place), without its DWARF when strip.
  */
-static const char *rewritten(const char *version, bool strip)
+static const char *rewritten_from(const char *src, const char *rel, const char *version, bool strip)
 {
 	static char path[PATH_MAX];
 	char *data, cmd[2 * PATH_MAX + 64], *at = NULL;
-	const char *src = fx("bin/je530-static");
-	size_t vl = strlen(REL530), count = 0;
+	size_t vl = strlen(rel), count = 0;
 	ssize_t n;
 	FILE *f;
 
@@ -77,7 +76,7 @@ static const char *rewritten(const char *version, bool strip)
 	n = hb_read_file(src, &data);
 	cr_assert_gt(n, 0);
 	for (char *p = data; p + vl < data + n; p++) {
-		if (memcmp(p, REL530, vl + 1) == 0) {
+		if (memcmp(p, rel, vl + 1) == 0) {
 			at = p;
 			count++;
 		}
@@ -98,6 +97,12 @@ static const char *rewritten(const char *version, bool strip)
 		cr_assert_eq(system(cmd), 0);
 	}
 	return path;
+}
+
+/* The 5.3.0 fixture so rewritten. */
+static const char *rewritten(const char *version, bool strip)
+{
+	return rewritten_from(fx("bin/je530-static"), REL530, version, strip);
 }
 
 static uint8_t flag_of(pid_t pid, const char *bin)
@@ -280,6 +285,28 @@ Test(reach, unknown_version_wrong_forced_layout_refused_live)
 		(const char *[]){ "does not fit heapbpf's 5.3.1 layout, which --jemalloc-layout "
 				  "forced",
 				  "neither a release string nor debug info confirms", NULL });
+}
+
+/*
+ * 5.2.1 (with upstream's late-activation fix) under a dev build's version:
+ * the layout from its DWARF has 5.2's shape (the tctx to the free hook, the
+ * flag prof_active) and heapbpf sees exactly what jemalloc sampled.
+ */
+Test(reach, unknown_521_dev_build_from_dwarf_oracle)
+{
+	const char *bin = rewritten_from(fx("bin/je521fix-static"),
+					 "5.2.1-0-gea6b3e973b477b8061e0076bb257dbd7f3faa756",
+					 "5.2.1-3-gabc1234", false);
+
+	hb_require_bpf();
+	discovered(bin, "DWARF", true, false);
+	hb_oracle_run(&(struct hb_oracle){
+		.bin = bin,
+		.je_object = bin,
+		.flag_sym = "je_prof_active",
+		.conf = HB_ORACLE_CONF_521,
+		.threads = "4",
+	});
 }
 
 /* with --record: the recording of what the wrong layout read is not left behind */
