@@ -148,10 +148,14 @@ static void default_output(const struct run *r, struct target_run *tr, char *buf
 static int run_group(struct run *r, const pid_t *pids, struct jemalloc_target **ts, size_t n,
 		     char *err, size_t errlen)
 {
-	struct target_run *trs = calloc(n, sizeof(*trs));
-	char(*outbuf)[256] = calloc(n, sizeof(*outbuf));
+	struct target_run *trs;
+	char(*outbuf)[256];
 	int rc = -ENOMEM;
 
+	if (!n)
+		return hb_fail(err, errlen, -ESRCH, "no target process");
+	trs = calloc(n, sizeof(*trs));
+	outbuf = calloc(n, sizeof(*outbuf));
 	if (trs && outbuf) {
 		for (size_t i = 0; i < n; i++) {
 			trs[i] = (struct target_run){ .run = r,
@@ -255,7 +259,8 @@ static int group_by_layout(struct jemalloc_target *const *ts, int n, int *group)
 	for (int i = 0; i < n; i++) {
 		group[i] = -1;
 		for (int j = 0; j < i && group[i] < 0; j++) {
-			if (!memcmp(&ts[j]->layout->bpf, &ts[i]->layout->bpf,
+			if (ts[i] && ts[j] &&
+			    !memcmp(&ts[j]->layout->bpf, &ts[i]->layout->bpf,
 				    sizeof(ts[i]->layout->bpf)))
 				group[i] = group[j];
 		}

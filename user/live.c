@@ -283,7 +283,7 @@ int live_run_targets(struct target_run *trs, struct jemalloc_target **ts, size_t
 	struct guard **gs = calloc(n, sizeof(*gs)), **ags = calloc(n, sizeof(*ags));
 	const struct jemalloc_target **ats = calloc(n, sizeof(*ats));
 	struct live_set ls = { .tr = calloc(n, sizeof(*ls.tr)) };
-	int rc, rc2 = 0;
+	int rc, rc2 = 0, r2;
 
 	ls.s = calloc(n, sizeof(*ls.s));
 	if (!gs || !ags || !ats || !ls.tr || !ls.s) {
@@ -310,8 +310,8 @@ int live_run_targets(struct target_run *trs, struct jemalloc_target **ts, size_t
 		/* a failed session writes nothing; a target's own failure is said (one: returned) */
 		if (rc)
 			report_forks(ls.tr[j], &ls.s[j]);
-		else
-			rc2 = finish_target(ls.tr[j], &ls.s[j], ls.n, err, errlen) ?: rc2;
+		else if ((r2 = finish_target(ls.tr[j], &ls.s[j], ls.n, err, errlen)))
+			rc2 = r2;
 	}
 	rc = rc ?: rc2;
 out:
