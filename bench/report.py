@@ -599,9 +599,10 @@ def services(R, doc):
           "pointing at `build/jemalloc/libjemalloc.so.2` (Debian's jemalloc %s with its "
           "symbols, as in section 3): A started with `MALLOC_CONF=%s`, B with "
           "`MALLOC_CONF=%s` (default `lg_prof_sample`, one sample per 512 KiB). Their load "
-          "generators run on CPU %s, 127.0.0.1 only. Per repetition, in an order that rotates "
-          "from one repetition to the next, one load run in each condition; ratios are taken "
-          "within each repetition, and the load average (1 min) is recorded around every run."
+          "generators, and heapbpf when attached, run on CPU %s, 127.0.0.1 only. Per "
+          "repetition, in an order that rotates from one repetition to the next, one load run "
+          "in each condition; ratios are taken within each repetition, and the load average "
+          "(1 min) is recorded around every run."
           % (cpus(R, "target"), machine_value(R, "jemalloc").split(" ")[0],
              s["conf"]["idle"], s["conf"]["sampling"], cpus(R, "heapbpf")))
     doc.p()
