@@ -282,3 +282,59 @@ Test(multi, unusable_jemalloc_is_refused_and_the_others_profiled)
 	cr_assert_eq(svc_stop(&c), 0);
 	cr_assert_eq(svc_stop(&s), 0);
 }
+
+/*
+ * heapbpf killed -9 while it samples a unit of three: each target's flag is
+ * left on, with its own state file; the next run over the unit restores
+ * every one of them, says so, and profiles them.
+ */
+Test(multi, kill_9_of_a_unit_run_is_recovered_by_the_next_run)
+{
+	char unit[64], errpath[PATH_MAX], out[PATH_MAX], err[16384], want[160];
+	char state[PATH_MAX];
+	struct svc s[3];
+	pid_t pids[3], hp;
+	uint64_t flag[3];
+	uint8_t v;
+
+	hb_require_bpf();
+	for (int i = 0; i < 3; i++) {
+		start(&s[i], hb_path("examples/alloc-service-static"), IDLE_CONF, NULL);
+		pids[i] = s[i].pid;
+		cr_assert_eq(hb_sym_addr(pids[i], hb_path("examples/alloc-service-static"),
+					 "je_prof_active_state", &flag[i]),
+			     0);
+	}
+	snprintf(unit, sizeof(unit), "hbmultik9-%d", getpid());
+	make_unit(unit, pids, 3);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--unit", unit, "-d", "0",
+					"--output-dir", out, NULL },
+		      errpath);
+	for (int i = 0; i < 3; i++)
+		cr_assert(hb_wait_byte(pids[i], flag[i], 1, 20000, hp), "heapbpf did not start");
+	kill(hp, SIGKILL);
+	cr_assert_eq(hb_wait(hp, 10000), 128 + SIGKILL);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(hb_peek(pids[i], flag[i], &v, 1), 0);
+		cr_assert_eq(v, 1, "pid %d: the flag went off without a restore", pids[i]);
+		snprintf(state, sizeof(state), "/run/heapbpf/%d.state", pids[i]);
+		cr_assert_eq(access(state, F_OK), 0, "no state file for pid %d", pids[i]);
+	}
+	{
+		const char *args[] = { "--unit", unit, "-d", "1", "--output-dir", out, NULL };
+
+		cr_assert_eq(hb_run(args, err, sizeof(err), 90000), 0, "%s", err);
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(want, sizeof(want), "restored prof_active in pid %d, left on by a heapbpf",
+			 pids[i]);
+		cr_assert(strstr(err, want), "%s", err);
+		cr_assert_eq(hb_peek(pids[i], flag[i], &v, 1), 0);
+		cr_assert_eq(v, 0, "prof_active left on in pid %d", pids[i]);
+		snprintf(state, sizeof(state), "/run/heapbpf/%d.state", pids[i]);
+		cr_assert_neq(access(state, F_OK), 0, "%s is left", state);
+		cr_assert_eq(svc_stop(&s[i]), 0);
+	}
+}
