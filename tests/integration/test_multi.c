@@ -338,3 +338,62 @@ Test(multi, kill_9_of_a_unit_run_is_recovered_by_the_next_run)
 		cr_assert_eq(svc_stop(&s[i]), 0);
 	}
 }
+
+/*
+ * --follow-forks in a unit of two (one session, uprobes per object file): a
+ * child forked by one target is followed under its own pid in its parent's
+ * profile, not in the other target's, and its flag goes back off.
+ */
+Test(multi, follow_forks_in_a_unit_of_two)
+{
+	char unit[64], errpath[PATH_MAX], out[PATH_MAX], reply[64], snap[PATH_MAX + 256];
+	char root[32];
+	struct svc a, b;
+	pid_t pids[2], hp, child = 0;
+	uint64_t flag[2];
+	uint8_t v;
+	int rc;
+
+	hb_require_bpf();
+	start(&a, hb_path("examples/alloc-service-static"), IDLE_CONF, NULL);
+	start(&b, hb_path("examples/alloc-service-static"), IDLE_CONF, NULL);
+	pids[0] = a.pid;
+	pids[1] = b.pid;
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(hb_sym_addr(pids[i], hb_path("examples/alloc-service-static"),
+					 "je_prof_active_state", &flag[i]),
+			     0);
+	snprintf(unit, sizeof(unit), "hbmultiff-%d", getpid());
+	make_unit(unit, pids, 2);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--unit", unit, "-d", "0",
+					"--follow-forks", "--output-dir", out, "-f", "folded", "-t",
+					"alloc_space", NULL },
+		      errpath);
+	for (int i = 0; i < 2; i++)
+		cr_assert(hb_wait_byte(pids[i], flag[i], 1, 20000, hp), "heapbpf did not start");
+	cr_assert_eq(svc_cmd(&a, "fork 30", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
+	spawned[nspawned++] = child;
+	snprintf(root, sizeof(root), "following pid %d (forked from %d)", child, a.pid);
+	wait_for_line(errpath, root);
+	/* the child frees what it allocates: its allocations, not its in-use, show it */
+	hb_sleep_ms(3000);
+	kill(hp, SIGTERM);
+	rc = hb_wait(hp, 60000);
+	cr_assert_eq(rc, 0, "heapbpf exited with %d (see %s)", rc, errpath);
+	cr_assert_eq(hb_peek(child, flag[0], &v, 1), 0);
+	cr_assert_eq(v, 0, "the forked child still samples");
+	snprintf(root, sizeof(root), "pid %d;", child);
+	cr_assert(snapshot_of(out, a.pid, ".folded", snap, sizeof(snap))[0]);
+	cr_assert(file_has(snap, root), "no stack of the child in %s", snap);
+	cr_assert(snapshot_of(out, b.pid, ".folded", snap, sizeof(snap))[0]);
+	cr_assert_not(file_has(snap, root), "the child's stacks in the other target's %s", snap);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(hb_peek(pids[i], flag[i], &v, 1), 0);
+		cr_assert_eq(v, 0);
+	}
+	cr_assert_eq(svc_stop(&a), 0);
+	cr_assert_eq(svc_stop(&b), 0);
+}
