@@ -16,10 +16,12 @@
 #include "folded.h"
 #include "hashmap.h"
 
-/* One location's frames as text. */
+/* One location's frames as text; rank and prefix: of the first location with the same text. */
 struct loc_text {
 	char *text;
 	size_t len;
+	uint32_t rank; /* its place among the distinct texts, in strcmp() order */
+	bool prefix;   /* a proper prefix of another text */
 };
 
 struct folded {
@@ -95,6 +97,42 @@ static size_t render_location(const struct hb_location *l, char *dst)
 	return len;
 }
 
+static int cmp_text(const void *a, const void *b, void *arg)
+{
+	const struct loc_text *lt = arg;
+
+	return strcmp(lt[*(const uint32_t *)a].text, lt[*(const uint32_t *)b].text);
+}
+
+/*
+ * The distinct texts' order (rank) and which are a proper prefix of
+ * another (all texts that start with one sort right after it): where two
+ * stacks first differ by texts that are no other's prefix, their ranks
+ * order them.
+ */
+static int rank_texts(struct folded *fd)
+{
+	size_t n = 0, nl = fd->p->nlocations;
+	uint32_t *order = malloc((nl ? nl : 1) * sizeof(*order));
+
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < nl; i++) {
+		if (fd->tid[i] == i)
+			order[n++] = (uint32_t)i;
+	}
+	qsort_r(order, n, sizeof(*order), cmp_text, fd->locs);
+	for (size_t r = 0; r < n; r++) {
+		struct loc_text *t = &fd->locs[order[r]];
+		const struct loc_text *next = r + 1 < n ? &fd->locs[order[r + 1]] : NULL;
+
+		t->rank = (uint32_t)r;
+		t->prefix = next && strncmp(next->text, t->text, t->len) == 0;
+	}
+	free(order);
+	return 0;
+}
+
 /*
  * Every location's text, and which locations print the same: different
  * return addresses in one function (call sites) render identically, and
@@ -132,7 +170,7 @@ static int render_all(struct folded *fd)
 			err = hashmap__add(&by_text, h, (uint32_t)i);
 	}
 	hashmap__clear(&by_text);
-	return err;
+	return err ?: rank_texts(fd);
 }
 
 /*
@@ -211,11 +249,24 @@ static size_t first_difference(const uint32_t *tid, const struct hb_sample *x,
 		return 0;
 	if (!x->nlocs || !y->nlocs)
 		return x->nlocs || y->nlocs ? k : k + 1;
-	for (size_t i = 1; i <= m; i++) {
-		uint32_t a = lx[-(ptrdiff_t)i], b = ly[-(ptrdiff_t)i];
+	for (size_t i = 1; i <= m;) {
+		uint64_t pa, pb;
+		uint32_t a, b;
 
+		/* stacks share long runs of the same locations: two at a time */
+		if (i < m) {
+			memcpy(&pa, lx - i - 1, sizeof(pa));
+			memcpy(&pb, ly - i - 1, sizeof(pb));
+			if (pa == pb) {
+				i += 2;
+				continue;
+			}
+		}
+		a = lx[-(ptrdiff_t)i];
+		b = ly[-(ptrdiff_t)i];
 		if (a != b && tid[a] != tid[b])
 			return k + i - 1;
+		i++;
 	}
 	return k + m;
 }
@@ -231,6 +282,15 @@ static int cmp_sample(const void *a, const void *b, void *arg)
 
 	if (k >= nx && k >= ny)
 		return 0;
+	if (k < nx && k < ny && x->pid == y->pid && (k || !x->pid) && x->nlocs && y->nlocs) {
+		/* two locations' texts: decided by them unless one is a prefix of another */
+		size_t d = k - (x->pid ? 1 : 0);
+		const struct loc_text *tx = &fd->locs[fd->tid[x->locs[x->nlocs - 1 - d]]];
+		const struct loc_text *ty = &fd->locs[fd->tid[y->locs[y->nlocs - 1 - d]]];
+
+		if (!tx->prefix && !ty->prefix)
+			return tx->rank < ty->rank ? -1 : 1;
+	}
 	/* the texts agree up to piece k (and the ';' before it, when k > 0) */
 	cursor_at(&cx, fd, x, k);
 	cursor_at(&cy, fd, y, k);

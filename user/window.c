@@ -177,6 +177,22 @@ static bool has_destination(const struct target_run *tr)
 }
 
 /*
+ * Lifetimes and trends go into pprof's sample labels and the --leaks text:
+ * folded and html carry neither, and skip the analysis (a table and labels
+ * per sample: tens of MiB at 100k stacks).
+ */
+static bool wants_analysis(const struct target_run *tr)
+{
+	const struct cli *o = tr->run->opts;
+
+	if (o->leaks || tr->run->pyro)
+		return true;
+	if (o->output_dir)
+		return o->formats & (1u << FMT_PPROF);
+	return tr->output && o->format == FMT_PPROF;
+}
+
+/*
  * The wall-clock time of a CLOCK_MONOTONIC event time: end_ns is when
  * sampling was switched off (live and report alike), else, in a report of a
  * recording cut short, its last event, else (an --interval window) now.
@@ -313,7 +329,8 @@ int window_emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 	int rc = 0;
 
 	if (has_destination(tr) || o->leaks || o->at_peak) {
-		ro.analysis = &an;
+		if (wants_analysis(tr))
+			ro.analysis = &an;
 		rc = report__build(d->collector, d->symbolizer, tr->t, &ro, &prof);
 		rc = rc ?: describe(prof, tr, d);
 		rc = rc ?: add_timeline(prof, tr, d->collector, end_ns);

@@ -274,3 +274,57 @@ Test(folded, order_of_whole_text)
 	free(out);
 	hb_profile__free(p);
 }
+
+/*
+ * Random stacks over names that are prefixes of one another, inlined
+ * frames, call sites of one function and pid roots: every line's stack is
+ * strictly after the previous one's in strcmp() order (sorted, merged), and
+ * the values add up to the samples'.
+ */
+Test(folded, random_stacks_sorted_and_merged)
+{
+	static const char *const names[] = { "a", "ab", "a:b", "b", "", "abc", "a b" };
+	struct hb_profile *p = xcalloc(1, sizeof(*p));
+	int64_t total = 0, sum = 0;
+	char *out, *line, *save, *prev = NULL;
+
+	srandom(7);
+	p->nlocations = 40;
+	p->locations = xcalloc(p->nlocations, sizeof(*p->locations));
+	for (size_t i = 0; i < p->nlocations; i++) {
+		struct hb_location *l = &p->locations[i];
+
+		l->address = 0x1000 + i;
+		l->nlines = (uint32_t)(random() % 3); /* 0: printed as its address */
+		l->lines = xcalloc(l->nlines ? l->nlines : 1, sizeof(*l->lines));
+		for (uint32_t j = 0; j < l->nlines; j++)
+			l->lines[j].function = xstrdup(names[random() % 7]);
+	}
+	p->nsamples = 500;
+	p->samples = xcalloc(p->nsamples, sizeof(*p->samples));
+	for (size_t i = 0; i < p->nsamples; i++) {
+		struct hb_sample *s = &p->samples[i];
+
+		s->nlocs = (uint32_t)(random() % 5);
+		s->locs = xcalloc(5, sizeof(uint32_t));
+		for (uint32_t j = 0; j < s->nlocs; j++)
+			s->locs[j] = (uint32_t)(random() % p->nlocations);
+		s->pid = random() % 4 ? 0 : (int64_t)(random() % 3) * 10 + 1;
+		s->v[HB_INUSE_SPACE] = random() % 100;
+		total += s->v[HB_INUSE_SPACE];
+	}
+	out = folded(p, HB_INUSE_SPACE);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *sp = strrchr(line, ' ');
+
+		cr_assert_not_null(sp);
+		*sp = '\0';
+		sum += strtoll(sp + 1, NULL, 10);
+		if (prev)
+			cr_assert_lt(strcmp(prev, line), 0, "'%s' then '%s'", prev, line);
+		prev = line;
+	}
+	cr_assert_eq(sum, total);
+	free(out);
+	hb_profile__free(p);
+}
