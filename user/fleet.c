@@ -406,9 +406,8 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	if (n < 0)
 		return n;
 	if (o->unit && !o->quiet && n > 1)
-		fprintf(stderr,
-			"heapbpf: unit %s: %d processes, one profile each, in one session\n",
-			r->unit_name, n);
+		fprintf(stderr, "heapbpf: unit %s: %d processes, one profile each\n", r->unit_name,
+			n);
 	if (o->output_dir) {
 		rc = snapshot_mkdir(o->output_dir);
 		if (rc)
