@@ -297,7 +297,7 @@ static int walk_gctx(struct walk *w, uint64_t key, uint64_t gctx)
 {
 	const struct jemalloc_layout *l = w->l;
 	uint8_t b[16];
-	uint64_t vec, root;
+	uint64_t vec = 0, root = 0;
 	uint32_t len;
 	struct hw_stack *s;
 	int rc;
@@ -341,7 +341,7 @@ static int walk_gctx(struct walk *w, uint64_t key, uint64_t gctx)
 static int walk_once(struct walk *w, uint64_t bt2gctx)
 {
 	const struct jemalloc_heap_layout *h = w->h;
-	struct ckh_head a, z;
+	struct ckh_head a = { 0 }, z = { 0 };
 	uint64_t ncells, used = 0;
 	uint8_t *cells;
 	int rc;

@@ -163,7 +163,7 @@ int liveheap_run(struct run *r, char *err, size_t errlen)
 	const struct cli *o = r->opts;
 	struct jemalloc_target *t = NULL;
 	struct collector *c = NULL;
-	struct heapwalk_stats st;
+	struct heapwalk_stats st = { 0 };
 	char why[768];
 	int rc;
 
