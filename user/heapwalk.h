@@ -6,9 +6,9 @@
  *
  * In: a read-only memory image, the runtime addresses of jemalloc's globals
  * (struct heapwalk_syms) and the version's layout (layout.h: its heap
- * member, and bpf's tctx->gctx, gctx->bt and prof_bt_t offsets). Out: one collector__add_counts() per stack into a
- * collector (so every output of user/sink.c works unchanged), and what was
- * seen (struct heapwalk_stats). Nothing here knows about pids: heapbpf
+ * member, and bpf's tctx->gctx, gctx->bt and prof_bt_t offsets). Out: one
+ * collector__add_counts() per stack into a collector (so every output of
+ * user/sink.c works unchanged), and what was seen (struct heapwalk_stats). Nothing here knows about pids: heapbpf
  * --live-heap (user/liveheap.c) passes a process_vm_readv source, heapbpf
  * report on a core passes a core-file source.
  *
