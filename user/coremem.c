@@ -81,6 +81,14 @@ static int fail_bad(const struct core_file *c, char *err, size_t errlen, const c
 	return hb_fail(err, errlen, -EINVAL, "%s is not a usable core file: %s", c->path, what);
 }
 
+/* need: where a segment (or the notes) the headers describe ends, past the file's end */
+static int fail_truncated(const struct core_file *c, uint64_t need, char *err, size_t errlen)
+{
+	return hb_fail(err, errlen, -EINVAL,
+		       "%s is truncated: it has %zu bytes, its segments need at least %llu",
+		       c->path, c->size, (unsigned long long)need);
+}
+
 /* The PT_LOAD segments, sorted and checked; the PT_NOTE ranges go to notes. */
 static int read_segments(struct core_file *c, const Elf64_Ehdr *eh, uint64_t (*notes)[2],
 			 size_t *nnotes, size_t maxnotes, char *err, size_t errlen)
@@ -101,7 +109,7 @@ static int read_segments(struct core_file *c, const Elf64_Ehdr *eh, uint64_t (*n
 		memcpy(&ph, c->img + eh->e_phoff + i * sizeof(ph), sizeof(ph));
 		if (ph.p_type == PT_NOTE && *nnotes < maxnotes) {
 			if (!in_bounds(ph.p_offset, ph.p_filesz, c->size))
-				return fail_bad(c, err, errlen, "a note segment lies past its end");
+				return fail_truncated(c, ph.p_offset + ph.p_filesz, err, errlen);
 			notes[*nnotes][0] = ph.p_offset;
 			notes[(*nnotes)++][1] = ph.p_filesz;
 		}
@@ -111,10 +119,7 @@ static int read_segments(struct core_file *c, const Elf64_Ehdr *eh, uint64_t (*n
 			return fail_bad(c, err, errlen, "a segment has impossible sizes");
 		/* a core cut short (disk full, a dump killed by a limit) misses memory */
 		if (!in_bounds(ph.p_offset, ph.p_filesz, c->size))
-			return hb_fail(
-				err, errlen, -EINVAL,
-				"%s is truncated: it has %zu bytes, its segments need at least %llu",
-				c->path, c->size, (unsigned long long)(ph.p_offset + ph.p_filesz));
+			return fail_truncated(c, ph.p_offset + ph.p_filesz, err, errlen);
 		c->segs[c->nsegs++] = (struct core_segment){
 			.vaddr = ph.p_vaddr,
 			.memsz = ph.p_memsz,

@@ -301,3 +301,16 @@ int64_t hb_oracle_compare_pid(const char *pprof, pid_t pid, const char *dump, co
 	table_free(&je);
 	return total;
 }
+
+int64_t hb_oracle_compare_all(const char *pprof, pid_t pid, const char *dump, const char *only)
+{
+	struct table hb = {}, je = {};
+	int64_t total;
+
+	table_from_pprof(&hb, pprof, 0);
+	table_from_jedump(&je, dump, pid, NULL);
+	total = compare(&hb, &je, only);
+	table_free(&hb);
+	table_free(&je);
+	return total;
+}

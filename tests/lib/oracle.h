@@ -39,4 +39,10 @@ void hb_oracle_run(const struct hb_oracle *o);
  */
 int64_t hb_oracle_compare_pid(const char *pprof, pid_t pid, const char *dump, const char *only);
 
+/*
+ * The same over every sample of the pprof (a profile without pid labels,
+ * such as a live-heap snapshot); pid is the process that wrote the dump.
+ */
+int64_t hb_oracle_compare_all(const char *pprof, pid_t pid, const char *dump, const char *only);
+
 #endif /* __HEAPBPF_ORACLE_H */

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * heapbpf report CORE against real cores of the example service (gdb's
+ * gcore, and one the kernel writes): the service runs with sampling on and
+ * accumulating, its workers parked; the bytes of jemalloc's globals in the
+ * core equal the stopped process's memory; the live heap read from the core
+ * equals heapbpf --live-heap of the same stopped process stack for stack,
+ * and jemalloc's own prof.dump; a core without jemalloc, a truncated core and
+ * a wrong --exe are refused in one sentence with nothing written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "coremem.h"
+#include "harness.h"
+#include "oracle.h"
+#include "procmaps.h"
+#include "target.h"
+
+/* prof.dump's raw counts (5.3.0), sampling on from the start, accumulated totals kept */
+#define CORE_CONF "prof:true,prof_active:true,prof_accum:true,prof_unbias:false,lg_prof_sample:14"
+
+static void fini(void)
+{
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(core, .fini = fini, .timeout = 240);
+
+/* The service with its workers parked after a second of work: its heap no longer changes. */
+static void start_parked(struct svc *s, const char *bin)
+{
+	const char *args[] = { "--threads", "2", "--rate", "0", NULL };
+	char reply[64];
+
+	cr_assert_eq(svc_start(s, bin, CORE_CONF, args), 0, "cannot start %s", bin);
+	hb_sleep_ms(1500);
+	cr_assert_eq(svc_cmd(s, "pause", reply, sizeof(reply), 10000), 0);
+	cr_assert_str_eq(reply, "paused");
+}
+
+/* gdb's gcore of pid into DIR/core.PID; returns the path (static). */
+static const char *gcore(pid_t pid)
+{
+	static char path[PATH_MAX + 32];
+	char prefix[PATH_MAX], pidstr[16], errpath[PATH_MAX + 16];
+	struct stat st;
+	int rc;
+
+	snprintf(prefix, sizeof(prefix), "%s/core", hb_tmpdir());
+	snprintf(pidstr, sizeof(pidstr), "%d", pid);
+	snprintf(path, sizeof(path), "%s.%d", prefix, pid);
+	snprintf(errpath, sizeof(errpath), "%s/gcore.out", hb_tmpdir());
+	const char *argv[] = { "/usr/bin/gcore", "-o", prefix, pidstr, NULL };
+	rc = hb_wait(hb_spawn(argv, errpath), 120000);
+	cr_assert_eq(rc, 0, "gcore exited with %d (see %s; is gdb installed?)", rc, errpath);
+	cr_assert_eq(stat(path, &st), 0, "gcore wrote no %s", path);
+	return path;
+}
+
+/* heapbpf ARGS..., its stderr in errbuf; the exit code. */
+static int heapbpf(char *errbuf, size_t len, const char *const *args)
+{
+	return hb_run(args, errbuf, len, 120000);
+}
+
+/* Lines sorted, for comparing folded stacks whatever their order. */
+static char *sorted_lines(const char *path)
+{
+	char cmd[2 * PATH_MAX + 64], *out = NULL;
+	char sorted[PATH_MAX + 16];
+
+	snprintf(sorted, sizeof(sorted), "%s.sorted", path);
+	snprintf(cmd, sizeof(cmd), "LC_ALL=C sort %s > %s", path, sorted);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_geq(hb_read_file(sorted, &out), 0, "cannot read %s", sorted);
+	return out;
+}
+
+static void assert_one_sentence_error(int rc, const char *err, const char *want)
+{
+	cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, want), "wanted \"%s\" in: %s", want, err);
+	cr_assert_eq(strncmp(err, "heapbpf: ", 9), 0, "%s", err);
+	cr_assert(strchr(err, '\n') == err + strlen(err) - 1, "more than one line: %s", err);
+}
+
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* The bytes of jemalloc's globals (and the table they lead to) in the core equal the process's. */
+Test(core, memory_equals_the_stopped_process)
+{
+	struct jemalloc_target *t;
+	struct core_file *cf;
+	struct svc s;
+	char err[1024] = "";
+	uint64_t bt2gctx, addrs[4];
+	uint8_t live[64], dumped[64];
+	const char *path;
+
+	hb_require_bpf();
+	start_parked(&s, hb_path("examples/alloc-service-static"));
+	cr_assert_eq(jemalloc_target__find(s.pid, NULL, &t, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(jemalloc_target__global(t, "bt2gctx", false, &bt2gctx), 0);
+	kill(s.pid, SIGSTOP);
+	path = gcore(s.pid);
+	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cf->pid, s.pid);
+	cr_assert_geq(cf->threads, 3, "main, control and 2 workers: %u", cf->threads);
+	addrs[0] = t->opt_prof_addr;
+	addrs[1] = t->lg_prof_sample_addr;
+	addrs[2] = t->active_addr;
+	addrs[3] = bt2gctx;
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(proc_mem_read(s.pid, addrs[i], live, sizeof(live)), 0);
+		cr_assert_eq(core_file__read(cf, addrs[i], dumped, sizeof(dumped)), 0,
+			     "global %d at 0x%" PRIx64 " is not in the core", i, addrs[i]);
+		cr_assert_eq(memcmp(live, dumped, sizeof(live)), 0, "global %d differs", i);
+	}
+	/* the table's buckets: ckh_t's tab pointer is its last field but one (5.3.0: @40) */
+	uint64_t tab;
+	memcpy(&tab, live + 40, 8);
+	cr_assert_eq(proc_mem_read(s.pid, tab, live, sizeof(live)), 0, "tab 0x%" PRIx64, tab);
+	cr_assert_eq(core_file__read(cf, tab, dumped, sizeof(dumped)), 0);
+	cr_assert_eq(memcmp(live, dumped, sizeof(live)), 0, "the table's first buckets differ");
+	/* code is not dumped by gcore: not in the image, not read as zeros */
+	cr_assert_not(core_file__mapped(cf, t->alloc_addr, 1));
+	core_file__free(cf);
+	jemalloc_target__free(t);
+	kill(s.pid, SIGCONT);
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+/* The snapshot from the core equals the live one stack for stack, and jemalloc's prof.dump. */
+static void snapshot_equals_live_and_dump(const char *bin)
+{
+	char live[PATH_MAX], fromcore[PATH_MAX], pprof[PATH_MAX], dump[PATH_MAX];
+	char err[4096], pid[16], reply[128], cmd[PATH_MAX + 8];
+	char *a, *b;
+	const char *core;
+	int64_t total;
+	struct svc s;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(live, sizeof(live), "%s/live.folded", hb_tmpdir());
+	snprintf(fromcore, sizeof(fromcore), "%s/core.folded", hb_tmpdir());
+	snprintf(pprof, sizeof(pprof), "%s/core.pb.gz", hb_tmpdir());
+	snprintf(dump, sizeof(dump), "%s/jemalloc.heap", hb_tmpdir());
+	start_parked(&s, bin);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	kill(s.pid, SIGSTOP);
+	const char *live_args[] = { "--pid",  pid,  "--live-heap", "--raw", "-f",
+				    "folded", "-o", live,	   NULL };
+	rc = heapbpf(err, sizeof(err), live_args);
+	cr_assert_eq(rc, 0, "--live-heap exited with %d: %s", rc, err);
+	core = gcore(s.pid);
+	const char *core_args[] = { "report", core, "--raw", "-f", "folded", "-o", fromcore, NULL };
+	rc = heapbpf(err, sizeof(err), core_args);
+	cr_assert_eq(rc, 0, "report of the core exited with %d: %s", rc, err);
+	cr_assert(strstr(err, "at the time of the dump"), "%s", err);
+	const char *pprof_args[] = { "report", core, "--core", "--raw", "-o", pprof, NULL };
+	rc = heapbpf(err, sizeof(err), pprof_args);
+	cr_assert_eq(rc, 0, "report of the core (pprof) exited with %d: %s", rc, err);
+	a = sorted_lines(live);
+	b = sorted_lines(fromcore);
+	cr_assert_gt(strlen(a), 0, "an empty live heap proves nothing");
+	cr_assert_str_eq(a, b, "the core's live heap differs from the process's");
+	free(a);
+	free(b);
+	/* jemalloc's own account of the same heap */
+	kill(s.pid, SIGCONT);
+	snprintf(cmd, sizeof(cmd), "dump %s", dump);
+	cr_assert_eq(svc_cmd(&s, cmd, reply, sizeof(reply), 20000), 0);
+	cr_assert_str_eq(reply, "dumped");
+	total = hb_oracle_compare_all(pprof, s.pid, dump, NULL);
+	cr_assert_gt(total, 50, "only %" PRId64 " samples compared", total);
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+Test(core, static_snapshot_equals_live_and_dump)
+{
+	snapshot_equals_live_and_dump(hb_path("examples/alloc-service-static"));
+}
+
+Test(core, shared_snapshot_equals_live_and_dump)
+{
+	snapshot_equals_live_and_dump(hb_path("examples/alloc-service-shared"));
+}
+
+Test(core, process_without_jemalloc)
+{
+	char err[2048], pidstr[16], out[PATH_MAX];
+	const char *argv[] = { "/bin/sleep", "120", NULL };
+	const char *core;
+	pid_t pid;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	pid = hb_spawn(argv, "/dev/null");
+	cr_assert_gt(pid, 0);
+	hb_sleep_ms(200);
+	snprintf(pidstr, sizeof(pidstr), "%d", pid);
+	core = gcore(pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	const char *args[] = { "report", core, "-o", out, NULL };
+	rc = heapbpf(err, sizeof(err), args);
+	assert_one_sentence_error(rc, err, "does not use jemalloc");
+	cr_assert_not(exists(out), "a file was written");
+}
+
+Test(core, truncated_core)
+{
+	char err[2048], out[PATH_MAX], cut[PATH_MAX + 8], cmd[3 * PATH_MAX];
+	const char *core;
+	struct stat st;
+	struct svc s;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(out, sizeof(out), "%s/out.folded", hb_tmpdir());
+	start_parked(&s, hb_path("examples/alloc-service-static"));
+	core = gcore(s.pid);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_eq(stat(core, &st), 0);
+	snprintf(cut, sizeof(cut), "%s.cut", core);
+	snprintf(cmd, sizeof(cmd), "head -c %lld %s > %s", (long long)st.st_size / 2, core, cut);
+	cr_assert_eq(system(cmd), 0);
+	const char *args[] = { "report", cut, "-f", "folded", "-o", out, NULL };
+	rc = heapbpf(err, sizeof(err), args);
+	assert_one_sentence_error(rc, err, "is truncated");
+	cr_assert_not(exists(out), "a file was written");
+	/* cut inside the headers: still recognized as a core, still refused */
+	snprintf(cmd, sizeof(cmd), "head -c 100 %s > %s", core, cut);
+	cr_assert_eq(system(cmd), 0);
+	const char *args2[] = { "report", cut, "--core", "-o", out, NULL };
+	rc = heapbpf(err, sizeof(err), args2);
+	assert_one_sentence_error(rc, err, "not a usable core file");
+	cr_assert_not(exists(out), "a file was written");
+}
+
+Test(core, wrong_exe)
+{
+	char err[2048], out[PATH_MAX];
+	const char *core;
+	struct svc s;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	start_parked(&s, hb_path("examples/alloc-service-static"));
+	core = gcore(s.pid);
+	cr_assert_eq(svc_stop(&s), 0);
+	const char *args[] = { "report", core, "--exe", "/bin/true", "-o", out, NULL };
+	rc = heapbpf(err, sizeof(err), args);
+	assert_one_sentence_error(rc, err, "is not the executable of core file");
+	cr_assert_not(exists(out), "a file was written");
+	/* the right one, under another name, is accepted */
+	char copy[PATH_MAX + 8], cmd[3 * PATH_MAX];
+	snprintf(copy, sizeof(copy), "%s/renamed-service", hb_tmpdir());
+	snprintf(cmd, sizeof(cmd), "cp %s %s", hb_path("examples/alloc-service-static"), copy);
+	cr_assert_eq(system(cmd), 0);
+	const char *ok[] = { "report", core, "--exe", copy, "--raw", "-o", out, NULL };
+	rc = heapbpf(err, sizeof(err), ok);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+	cr_assert(exists(out));
+}
+
+/* The kernel's core_pattern as it was, restored whatever happens. */
+static char saved_pattern[256];
+
+static void restore_pattern(void)
+{
+	FILE *f;
+
+	if (!saved_pattern[0])
+		return;
+	f = fopen("/proc/sys/kernel/core_pattern", "w");
+	if (f) {
+		fputs(saved_pattern, f);
+		fclose(f);
+	}
+	saved_pattern[0] = '\0';
+}
+
+static void set_pattern(const char *pattern)
+{
+	FILE *f = fopen("/proc/sys/kernel/core_pattern", "r");
+
+	cr_assert(f, "cannot read core_pattern: %s", strerror(errno));
+	cr_assert(fgets(saved_pattern, sizeof(saved_pattern), f));
+	fclose(f);
+	f = fopen("/proc/sys/kernel/core_pattern", "w");
+	cr_assert(f, "cannot set core_pattern: %s", strerror(errno));
+	fputs(pattern, f);
+	cr_assert_eq(fclose(f), 0, "cannot set core_pattern to %s", pattern);
+}
+
+static void kernel_fini(void)
+{
+	restore_pattern();
+	hb_tmpdir_cleanup();
+}
+
+/* A core the kernel writes (SIGQUIT) reads as the live heap did just before. */
+Test(core, kernel_written_core, .fini = kernel_fini)
+{
+	char live[PATH_MAX], fromcore[PATH_MAX], pattern[PATH_MAX], core[PATH_MAX];
+	char err[4096], pid[16], *a, *b;
+	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
+	struct svc s;
+	int rc, st;
+
+	hb_require_bpf();
+	snprintf(live, sizeof(live), "%s/live.folded", hb_tmpdir());
+	snprintf(fromcore, sizeof(fromcore), "%s/kcore.folded", hb_tmpdir());
+	snprintf(pattern, sizeof(pattern), "%s/kcore.%%p", hb_tmpdir());
+	/* inherited by the service: it may dump without limit */
+	cr_assert_eq(setrlimit(RLIMIT_CORE, &rl), 0);
+	start_parked(&s, hb_path("examples/alloc-service-static"));
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	snprintf(core, sizeof(core), "%s/kcore.%d", hb_tmpdir(), s.pid);
+	const char *live_args[] = { "--pid",  pid,  "--live-heap", "--raw", "-f",
+				    "folded", "-o", live,	   NULL };
+	rc = heapbpf(err, sizeof(err), live_args);
+	cr_assert_eq(rc, 0, "--live-heap exited with %d: %s", rc, err);
+	/* the pattern is global: set only for the instant of the dump */
+	set_pattern(pattern);
+	kill(s.pid, SIGQUIT);
+	rc = waitpid(s.pid, &st, 0);
+	restore_pattern();
+	cr_assert_eq(rc, s.pid);
+	cr_assert(WIFSIGNALED(st) && WCOREDUMP(st), "no core dumped (status 0x%x)", st);
+	cr_assert(exists(core), "the kernel wrote no %s", core);
+	const char *args[] = { "report", core, "--raw", "-f", "folded", "-o", fromcore, NULL };
+	rc = heapbpf(err, sizeof(err), args);
+	cr_assert_eq(rc, 0, "report of the kernel's core exited with %d: %s", rc, err);
+	a = sorted_lines(live);
+	b = sorted_lines(fromcore);
+	cr_assert_gt(strlen(a), 0);
+	cr_assert_str_eq(a, b, "the kernel core's live heap differs from the process's");
+	free(a);
+	free(b);
+}
