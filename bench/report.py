@@ -609,9 +609,11 @@ def services(R, doc):
     rows = []
     for name, r in s["services"].items():
         loads = [x for c in r["loadavg"].values() for pair in c for x in pair]
-        doc.p("**%s** (%s %s): %s; heapbpf took %s samples per attached run; load average "
+        doc.p("**%s** (%s %s): %s; heapbpf took %s samples per attached run and its own "
+              "process used %s of CPU during it (on the load generator's CPU); load average "
               "%.2f – %.2f during the runs." % (
                   name, r["package"], r["version"], r["load"], spread(r["samples"], "{:.0f}"),
+                  spread([x / 1e6 for x in r["heapbpf_cpu_ns"]], "{:.1f} ms"),
                   min(loads), max(loads)))
         doc.p()
         doc.table(["condition", "requests/s", "ratio to idle (per repetition)",

@@ -18,7 +18,9 @@ one load-generator run (on the other CPUs) in each condition:
 - idle: A, nobody attached;
 - sampling: B, jemalloc sampling at its default rate, nobody attached;
 - attached: A with `heapbpf --pid` attached for the whole run (heapbpf
-  switches `prof_active` on, and off again after);
+  switches `prof_active` on, the run starts half a second later, and
+  heapbpf is stopped after it, switching the flag off); heapbpf's own CPU
+  time during the run is recorded too;
 - sampling_same: A with its `prof_active` byte set to 1 by this script for
   the run, no heapbpf: jemalloc's sampling in the same process as idle and
   attached, a control for the difference between the two processes.
@@ -51,6 +53,7 @@ IDLE_CONF = "prof:true,prof_active:false"
 ON_CONF = "prof:true,prof_active:true"
 CONDITIONS = ["idle", "sampling", "attached", "sampling_same"]
 FLAG = "je_prof_active_state"
+SETTLE_S = 0.5  # after heapbpf switched sampling on, before the load starts
 
 FULL = dict(reps=7, redis_n=200000, h2load_n=200000, h2load_c=10, h2load_m=10, file_kib=4)
 SMOKE = dict(reps=1, redis_n=2000, h2load_n=2000, h2load_c=4, h2load_m=4, file_kib=4)
@@ -132,6 +135,19 @@ class Nghttpd:
 # ---- one server process ---------------------------------------------------------------------
 
 
+def task_cpu_ns(pid):
+    """CPU time of all of pid's threads so far (schedstat: nanoseconds)."""
+    total = 0
+    task = "/proc/%d/task" % pid
+    for tid in os.listdir(task):
+        try:
+            with open("%s/%s/schedstat" % (task, tid)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that just ended
+    return total
+
+
 class Server:
     """A service process with our jemalloc and the given MALLOC_CONF, pinned to cpus."""
 
@@ -162,16 +178,7 @@ class Server:
             raise
 
     def cpu_ns(self):
-        """CPU time of all the process's threads so far (schedstat: nanoseconds)."""
-        total = 0
-        task = "/proc/%d/task" % self.pid
-        for tid in os.listdir(task):
-            try:
-                with open("%s/%s/schedstat" % (task, tid)) as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass  # a thread that just ended
-        return total
+        return task_cpu_ns(self.pid)
 
     def run(self, svc, oc):
         """One load run: (requests/s, the server's CPU time in ns during it)."""
@@ -183,8 +190,10 @@ class Server:
         hb.kill_wait(self.p)
 
 
-def attached_run(svc, srv, oc, samples):
-    """One load run with heapbpf attached to srv for all of it; appends heapbpf's samples."""
+def attached_run(svc, srv, oc, samples, hb_cpu):
+    """One load run with heapbpf attached to srv for all of it, started SETTLE_S after
+    heapbpf switched sampling on; appends heapbpf's samples and its own CPU time
+    during the run."""
     errpath = os.path.join(hb.tmp(), "%s-heapbpf.err" % svc.name)
     with open(errpath, "wb") as ef:
         hp = subprocess.Popen(hb.heapbpf_argv(srv.pid, os.path.join(hb.tmp(), "svc.pb.gz")),
@@ -197,7 +206,10 @@ def attached_run(svc, srv, oc, samples):
                 raise BenchError("heapbpf did not attach to %s: %s" % (
                     svc.name, open(errpath).read()[-1000:]))
             time.sleep(0.005)
+        time.sleep(SETTLE_S)
+        h0 = task_cpu_ns(hp.pid)
         out = srv.run(svc, oc)
+        hb_cpu.append(task_cpu_ns(hp.pid) - h0)
         hp.send_signal(signal.SIGINT)
         hp.wait(60)
     finally:
@@ -221,7 +233,7 @@ def measure_service(svc, S, je, tc, oc, log):
     rps = {c: [] for c in CONDITIONS}
     cpu = {c: [] for c in CONDITIONS}
     load = {c: [] for c in CONDITIONS}
-    samples = []
+    samples, hb_cpu = [], []
     try:
         if hb.peek(a.pid, a.flag) != 0 or hb.peek(b.pid, b.flag) != 1:
             raise BenchError("%s: prof_active is not what MALLOC_CONF said" % svc.name)
@@ -239,7 +251,7 @@ def measure_service(svc, S, je, tc, oc, log):
                 elif c == "sampling":
                     r = b.run(svc, oc)
                 elif c == "attached":
-                    r = attached_run(svc, a, oc, samples)
+                    r = attached_run(svc, a, oc, samples, hb_cpu)
                 else:
                     hb.poke(a.pid, a.flag, 1)
                     try:
@@ -263,7 +275,7 @@ def measure_service(svc, S, je, tc, oc, log):
                  attached_sampling_same=("attached", "sampling_same"),
                  sampling_same_idle=("sampling_same", "idle"))
     return dict(package=svc.package, version=dpkg_version(svc.package), load=svc.describe(),
-                rps=rps, cpu_ns=cpu, loadavg=load, samples=samples,
+                rps=rps, cpu_ns=cpu, loadavg=load, samples=samples, heapbpf_cpu_ns=hb_cpu,
                 ratios={k: ratios(rps, x, y) for k, (x, y) in pairs.items()},
                 # the same ratios of CPU efficiency: server CPU time of y / of x for the
                 # same requests (what other work on the machine distorts least)
