@@ -16,6 +16,7 @@ PKGS=(
 	python3-protobuf # tests/pyroscope/pyroscope_push_server.py: decodes push requests with proto/ (protoc: its descriptors)
 	chromium # tests/integration/test_flamegraph.c: the flame graph page in a headless browser
 	man-db groff-base bsdextrautils # tests/integration/test_install.c: man -l renders man/heapbpf.8 (col -bx)
+	gdb # tests/integration/test_core.c: gcore writes the core files heapbpf report reads
 	# jemalloc test fixtures: apt-get source, unpack, patch, build (g++: jemalloc's C++ part)
 	dpkg-dev debian-archive-keyring bzip2 xz-utils patch g++
 )
