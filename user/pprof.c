@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * pprof encoder/decoder. The Profile message is laid out in a handful of flat
- * arrays owned by struct enc, packed with the generated protobuf-c code, then
- * gzipped. Strings are borrowed from the hb_profile (or are literals): the
- * string table only points at them until the message has been packed.
+ * pprof encoder/decoder. The Profile message but its samples is laid out in a
+ * handful of flat arrays owned by struct enc and packed with the generated
+ * protobuf-c code; the samples are packed one at a time into the gzip
+ * stream, where protobuf-c would have put them (after the sample types),
+ * so that no message of 100k samples is ever held whole: the bytes are
+ * those protobuf-c packs for the whole message. Strings are borrowed from
+ * the hb_profile (or are literals): the string table only points at them
+ * until the message has been packed.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -33,16 +38,25 @@ struct enc {
 	Perftools__Profiles__Function *funcs, **funcp;
 	size_t nfuncs;
 	struct hashmap func_by_strs; /* hash of (name, system_name, filename) -> funcs[] */
-	Perftools__Profiles__Sample *samples, **samplep;
 	/*
-	 * per sample: "pid" (--follow-forks) and "pprof::base" (a diff's base),
-	 * if any, then its own numeric labels (hb_sample.labels)
+	 * The sample being packed: "pid" (--follow-forks) and "pprof::base" (a
+	 * diff's base), if any, then its own numeric labels (hb_sample.labels);
+	 * its label keys and units, interned in sample order beforehand.
 	 */
 	Perftools__Profiles__Label *labels, **labelp;
+	int64_t *label_strs;
 	int64_t pid_key, base_key, true_str;
 	uint64_t *loc_ids;
-	int64_t *values;
+	uint8_t *buf; /* the sample packed */
+	size_t buf_cap;
 	int64_t *comments;
+};
+
+/* A gzip stream into a growing buffer. */
+struct gz {
+	z_stream zs;
+	uint8_t *out;
+	size_t cap;
 };
 
 /* calloc() that never returns NULL for an empty array, so NULL means -ENOMEM. */
@@ -134,12 +148,11 @@ static void enc_free(struct enc *e)
 	free(e->funcs);
 	free(e->funcp);
 	hashmap__clear(&e->func_by_strs);
-	free(e->samples);
-	free(e->samplep);
 	free(e->labels);
 	free(e->labelp);
+	free(e->label_strs);
 	free(e->loc_ids);
-	free(e->values);
+	free(e->buf);
 	free(e->comments);
 }
 
@@ -187,14 +200,16 @@ static int check_profile(const struct hb_profile *p, size_t *nlines, size_t *nfr
 	return 0;
 }
 
-static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines, size_t nframes)
+static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines)
 {
-	size_t nvalues, nlabels = 2 * p->nsamples;
+	size_t maxlabels = 0, maxlocs = 0, nstrs = 0;
 
-	if (__builtin_mul_overflow(p->nsamples, (size_t)HB_NVALUES, &nvalues))
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nsamples; i++)
-		nlabels += p->samples[i].nlabels;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		maxlabels = p->samples[i].nlabels > maxlabels ? p->samples[i].nlabels : maxlabels;
+		maxlocs = p->samples[i].nlocs > maxlocs ? p->samples[i].nlocs : maxlocs;
+		/* cannot overflow: check_profile counted the frames in a size_t */
+		nstrs += 2 * p->samples[i].nlabels;
+	}
 
 	e->maps = zalloc(p->nmappings, sizeof(*e->maps));
 	e->mapp = zalloc(p->nmappings, sizeof(*e->mapp));
@@ -204,16 +219,13 @@ static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines, s
 	e->linep = zalloc(nlines, sizeof(*e->linep));
 	e->funcs = zalloc(nlines, sizeof(*e->funcs));
 	e->funcp = zalloc(nlines, sizeof(*e->funcp));
-	e->samples = zalloc(p->nsamples, sizeof(*e->samples));
-	e->samplep = zalloc(p->nsamples, sizeof(*e->samplep));
-	e->labels = zalloc(nlabels, sizeof(*e->labels));
-	e->labelp = zalloc(nlabels, sizeof(*e->labelp));
-	e->loc_ids = zalloc(nframes, sizeof(*e->loc_ids));
-	e->values = zalloc(nvalues, sizeof(*e->values));
+	e->labels = zalloc(maxlabels + 2, sizeof(*e->labels));
+	e->labelp = zalloc(maxlabels + 2, sizeof(*e->labelp));
+	e->label_strs = zalloc(nstrs, sizeof(*e->label_strs));
+	e->loc_ids = zalloc(maxlocs, sizeof(*e->loc_ids));
 	e->comments = zalloc(p->ncomments + 1, sizeof(*e->comments));
 	if (!e->maps || !e->mapp || !e->locs || !e->locp || !e->lines || !e->linep || !e->funcs ||
-	    !e->funcp || !e->samples || !e->samplep || !e->labels || !e->labelp || !e->loc_ids ||
-	    !e->values || !e->comments)
+	    !e->funcp || !e->labels || !e->labelp || !e->label_strs || !e->loc_ids || !e->comments)
 		return -ENOMEM;
 	return 0;
 }
@@ -295,219 +307,309 @@ static int enc_locations(struct enc *e, const struct hb_profile *p)
 	return 0;
 }
 
-/* The next label slot of the sample being encoded. */
-static Perftools__Profiles__Label *next_label(struct enc *e, Perftools__Profiles__Sample *ps,
-					      size_t *off)
+/* The next label slot of the sample being packed. */
+static Perftools__Profiles__Label *next_label(struct enc *e, Perftools__Profiles__Sample *ps)
 {
-	Perftools__Profiles__Label *l = &e->labels[*off];
+	Perftools__Profiles__Label *l = &e->labels[ps->n_label];
 
 	perftools__profiles__label__init(l);
-	e->labelp[(*off)++] = l;
-	ps->n_label++;
+	e->labelp[ps->n_label++] = l;
 	return l;
 }
 
-static int enc_samples(struct enc *e, const struct hb_profile *p)
+/*
+ * The samples' label keys and units into the string table, in sample order
+ * (where the packing of each sample finds them again).
+ */
+static int intern_labels(struct enc *e, const struct hb_profile *p)
 {
-	size_t off = 0, loff = 0;
+	int64_t id;
 	int err;
 
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct hb_sample *s = &p->samples[i];
-		Perftools__Profiles__Sample *ps = &e->samples[i];
-		Perftools__Profiles__Label *l;
 
-		perftools__profiles__sample__init(ps);
-		ps->n_location_id = s->nlocs;
-		ps->location_id = &e->loc_ids[off];
-		/* both leaf first; ids are 1-based indices */
-		for (uint32_t j = 0; j < s->nlocs; j++)
-			e->loc_ids[off++] = (uint64_t)s->locs[j] + 1;
-		ps->n_value = HB_NVALUES;
-		ps->value = &e->values[i * HB_NVALUES];
-		memcpy(ps->value, s->v, sizeof(s->v));
-		ps->label = &e->labelp[loff];
-		if (s->pid) {
-			/* --follow-forks: which process; a numeric label, as pprof's -tagfocus reads */
-			l = next_label(e, ps, &loff);
-			l->key = e->pid_key;
-			l->num = s->pid;
-		}
-		if (s->diff_base) {
-			/* what pprof -diff_base marks its negated base samples with */
-			l = next_label(e, ps, &loff);
-			l->key = e->base_key;
-			l->str = e->true_str;
-		}
 		for (uint32_t j = 0; j < s->nlabels; j++) {
-			l = next_label(e, ps, &loff);
-			l->num = s->labels[j].num;
-			err = strtab_intern(&e->st, s->labels[j].key, &l->key);
+			err = strtab_intern(&e->st, s->labels[j].key, &id);
 			if (!err && s->labels[j].unit)
-				err = strtab_intern(&e->st, s->labels[j].unit, &l->num_unit);
+				err = strtab_intern(&e->st, s->labels[j].unit, &id);
 			if (err)
 				return err;
 		}
-		e->samplep[i] = ps;
 	}
 	return 0;
 }
 
-/* gzip (not zlib or raw deflate) because that is what pprof readers sniff for. */
-static int gzip_buf(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
+/* Sample @s packed into e->buf; *len: its length. */
+static int pack_sample(struct enc *e, const struct hb_sample *s, size_t *len)
 {
-	size_t in_left = len, out_left, bound;
-	z_stream zs = { 0 };
-	uint8_t *buf;
-	int rc, err;
+	Perftools__Profiles__Sample ps = PERFTOOLS__PROFILES__SAMPLE__INIT;
+	Perftools__Profiles__Label *l;
+	int64_t v[HB_NVALUES];
+	int err;
 
-	rc = deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	ps.n_location_id = s->nlocs;
+	ps.location_id = e->loc_ids;
+	/* both leaf first; ids are 1-based indices */
+	for (uint32_t j = 0; j < s->nlocs; j++)
+		e->loc_ids[j] = (uint64_t)s->locs[j] + 1;
+	memcpy(v, s->v, sizeof(v));
+	ps.n_value = HB_NVALUES;
+	ps.value = v;
+	ps.label = e->labelp;
+	if (s->pid) {
+		/* --follow-forks: which process; a numeric label, as pprof's -tagfocus reads */
+		l = next_label(e, &ps);
+		l->key = e->pid_key;
+		l->num = s->pid;
+	}
+	if (s->diff_base) {
+		/* what pprof -diff_base marks its negated base samples with */
+		l = next_label(e, &ps);
+		l->key = e->base_key;
+		l->str = e->true_str;
+	}
+	for (uint32_t j = 0; j < s->nlabels; j++) {
+		l = next_label(e, &ps);
+		l->num = s->labels[j].num;
+		err = strtab_intern(&e->st, s->labels[j].key, &l->key);
+		if (!err && s->labels[j].unit)
+			err = strtab_intern(&e->st, s->labels[j].unit, &l->num_unit);
+		if (err)
+			return err;
+	}
+	*len = perftools__profiles__sample__get_packed_size(&ps);
+	if (*len > e->buf_cap) {
+		uint8_t *nb = realloc(e->buf, *len * 2);
+
+		if (!nb)
+			return -ENOMEM;
+		e->buf = nb;
+		e->buf_cap = *len * 2;
+	}
+	perftools__profiles__sample__pack(&ps, e->buf);
+	return 0;
+}
+
+/* gzip (not zlib or raw deflate) because that is what pprof readers sniff for. */
+static int gz_init(struct gz *g, size_t guess)
+{
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	rc = deflateInit2(&g->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			  Z_DEFAULT_STRATEGY);
 	if (rc != Z_OK)
 		return rc == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
-	/* deflateBound() accounts for the gzip wrapper, so one buffer is enough */
-	bound = deflateBound(&zs, len);
-	buf = malloc(bound);
-	if (!buf) {
-		deflateEnd(&zs);
+	g->cap = guess;
+	g->out = malloc(g->cap);
+	if (!g->out) {
+		deflateEnd(&g->zs);
 		return -ENOMEM;
 	}
-	zs.next_in = (Bytef *)in;
-	zs.next_out = buf;
-	out_left = bound;
-	/* avail_in/avail_out are 32-bit: feed buffers over 4 GiB in pieces */
-	do {
-		if (!zs.avail_in && in_left) {
-			zs.avail_in = in_left > UINT_MAX ? UINT_MAX : in_left;
-			in_left -= zs.avail_in;
-		}
-		if (!zs.avail_out) {
-			if (!out_left) {
-				err = -EOVERFLOW;
-				goto fail;
-			}
-			zs.avail_out = out_left > UINT_MAX ? UINT_MAX : out_left;
-			out_left -= zs.avail_out;
-		}
-		rc = deflate(&zs, in_left ? Z_NO_FLUSH : Z_FINISH);
-		if (rc == Z_STREAM_ERROR) {
-			err = -EINVAL;
-			goto fail;
-		}
-	} while (rc != Z_STREAM_END);
-
-	*out_len = zs.total_out;
-	*out = buf;
-	deflateEnd(&zs);
+	g->zs.next_out = g->out;
+	g->zs.avail_out = g->cap > UINT_MAX ? UINT_MAX : (uInt)g->cap;
 	return 0;
-fail:
-	deflateEnd(&zs);
-	free(buf);
-	return err;
+}
+
+/* Room for more output: the buffer doubled. */
+static int gz_grow(struct gz *g)
+{
+	size_t used = (size_t)(g->zs.next_out - g->out), ncap = g->cap * 2;
+	uint8_t *no = ncap > g->cap ? realloc(g->out, ncap) : NULL;
+
+	if (!no)
+		return -ENOMEM;
+	g->out = no;
+	g->cap = ncap;
+	g->zs.next_out = no + used;
+	g->zs.avail_out = ncap - used > UINT_MAX ? UINT_MAX : (uInt)(ncap - used);
+	return 0;
+}
+
+/* Deflates len bytes; finish: and ends the stream. */
+static int gz_feed(struct gz *g, const void *data, size_t len, bool finish)
+{
+	const uint8_t *in = data;
+	int rc, err;
+
+	/* avail_in/avail_out are 32-bit: feed buffers over 4 GiB in pieces */
+	for (;;) {
+		if (!g->zs.avail_in && len) {
+			g->zs.avail_in = len > UINT_MAX ? UINT_MAX : (uInt)len;
+			g->zs.next_in = (Bytef *)in;
+			in += g->zs.avail_in;
+			len -= g->zs.avail_in;
+		}
+		if (!finish && !g->zs.avail_in)
+			return 0;
+		if (!g->zs.avail_out) {
+			err = gz_grow(g);
+			if (err)
+				return err;
+		}
+		rc = deflate(&g->zs, finish && !len ? Z_FINISH : Z_NO_FLUSH);
+		if (rc == Z_STREAM_ERROR)
+			return -EINVAL;
+		if (rc == Z_STREAM_END)
+			return 0;
+	}
+}
+
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Field 2 (sample), length-delimited, of len bytes: its tag and length. */
+static size_t sample_head(uint8_t head[11], size_t len)
+{
+	size_t n = 0;
+	uint64_t v = len;
+
+	head[n++] = (2 << 3) | 2;
+	while (v >= 0x80) {
+		head[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	head[n++] = (uint8_t)v;
+	return n;
+}
+
+/*
+ * The gzipped Profile: @rest (the message packed without its samples) up
+ * to the end of its sample types (field 1, which protobuf-c packs first),
+ * every sample (field 2) packed on its own, then the rest of @rest.
+ */
+static int gzip_profile(struct enc *e, const struct hb_profile *p,
+			const Perftools__Profiles__Profile *prof, const uint8_t *rest,
+			size_t rest_len, uint8_t **out, size_t *out_len)
+{
+	size_t split = 0, len, hlen;
+	uint8_t head[11];
+	struct gz g;
+	int err;
+
+	for (size_t i = 0; i < prof->n_sample_type; i++) {
+		len = perftools__profiles__value_type__get_packed_size(prof->sample_type[i]);
+		split += 1 + varint_len(len) + len;
+	}
+	if (split > rest_len)
+		return -EINVAL;
+	/* a guess: profiles compress about 4:1, and a sample takes some 100 bytes */
+	err = gz_init(&g, (rest_len + p->nsamples * 100) / 4 + 4096);
+	if (err)
+		return err;
+	err = gz_feed(&g, rest, split, false);
+	for (size_t i = 0; !err && i < p->nsamples; i++) {
+		err = pack_sample(e, &p->samples[i], &len);
+		hlen = err ? 0 : sample_head(head, len);
+		err = err ?: gz_feed(&g, head, hlen, false);
+		err = err ?: gz_feed(&g, e->buf, len, false);
+	}
+	err = err ?: gz_feed(&g, rest + split, rest_len - split, true);
+	if (err) {
+		deflateEnd(&g.zs);
+		free(g.out);
+		return err;
+	}
+	*out_len = g.zs.total_out;
+	*out = g.out;
+	deflateEnd(&g.zs);
+	return 0;
+}
+
+/* Everything but the samples, into prof (which then points into e). */
+static int enc_rest(struct enc *e, const struct hb_profile *p, Perftools__Profiles__Profile *prof)
+{
+	int64_t empty;
+	int err;
+
+	/* string_table[0] must be "" */
+	err = strtab_intern(&e->st, "", &empty);
+	for (int i = 0; !err && i < HB_NVALUES; i++) {
+		perftools__profiles__value_type__init(&e->vt[i]);
+		err = strtab_intern(&e->st, hb_value_names[i], &e->vt[i].type)
+			      ?: strtab_intern(&e->st, hb_value_units[i], &e->vt[i].unit);
+		e->vtp[i] = &e->vt[i];
+	}
+	/* Go heap profiles: period_type space/bytes, period = sampling rate */
+	perftools__profiles__value_type__init(&e->vt[HB_NVALUES]);
+	err = err ?: strtab_intern(&e->st, "space", &e->vt[HB_NVALUES].type);
+	err = err ?: strtab_intern(&e->st, "bytes", &e->vt[HB_NVALUES].unit);
+	err = err ?: enc_mappings(e, p);
+	err = err ?: enc_locations(e, p);
+	for (size_t i = 0; !err && i < p->nsamples; i++) {
+		if (p->samples[i].pid && !e->pid_key)
+			err = strtab_intern(&e->st, "pid", &e->pid_key);
+		if (!err && p->samples[i].diff_base && !e->base_key)
+			err = strtab_intern(&e->st, "pprof::base", &e->base_key)
+				      ?: strtab_intern(&e->st, "true", &e->true_str);
+	}
+	err = err ?: intern_labels(e, p);
+	for (size_t i = 0; !err && i < p->ncomments; i++)
+		err = strtab_intern(&e->st, p->comments[i], &e->comments[i]);
+	if (err)
+		return err;
+	prof->n_comment = p->ncomments;
+	if (p->raw) {
+		/* readers would otherwise take the values as unbiased estimates */
+		err = strtab_intern(&e->st, PPROF_RAW_COMMENT, &e->comments[prof->n_comment++]);
+		if (err)
+			return err;
+	}
+	prof->comment = e->comments;
+	err = strtab_intern(&e->st, hb_value_names[HB_INUSE_SPACE], &prof->default_sample_type);
+	if (err)
+		return err;
+	prof->n_sample_type = HB_NVALUES;
+	prof->sample_type = e->vtp;
+	prof->n_mapping = p->nmappings;
+	prof->mapping = e->mapp;
+	prof->n_location = p->nlocations;
+	prof->location = e->locp;
+	prof->n_function = e->nfuncs;
+	prof->function = e->funcp;
+	prof->n_string_table = e->st.n;
+	/* protobuf-c wants char **; packing only reads the strings */
+	prof->string_table = (char **)e->st.strs;
+	prof->time_nanos = p->time_nanos;
+	prof->duration_nanos = p->duration_nanos;
+	prof->period_type = &e->vt[HB_NVALUES];
+	prof->period = p->period;
+	return 0;
 }
 
 int pprof_encode(const struct hb_profile *p, uint8_t **out, size_t *out_len)
 {
 	Perftools__Profiles__Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
-	size_t nlines, nframes, packed_len;
+	size_t nlines, nframes, rest_len;
 	struct enc e = { 0 };
-	uint8_t *packed;
-	int64_t empty;
+	uint8_t *rest = NULL;
 	int err;
 
 	err = check_profile(p, &nlines, &nframes);
 	if (err)
 		return err;
-	err = enc_alloc(&e, p, nlines, nframes);
+	err = enc_alloc(&e, p, nlines) ?: enc_rest(&e, p, &prof);
 	if (err)
 		goto out;
-
-	/* string_table[0] must be "" */
-	err = strtab_intern(&e.st, "", &empty);
-	if (err)
-		goto out;
-	for (int i = 0; i < HB_NVALUES; i++) {
-		perftools__profiles__value_type__init(&e.vt[i]);
-		err = strtab_intern(&e.st, hb_value_names[i], &e.vt[i].type);
-		if (err)
-			goto out;
-		err = strtab_intern(&e.st, hb_value_units[i], &e.vt[i].unit);
-		if (err)
-			goto out;
-		e.vtp[i] = &e.vt[i];
-	}
-	/* Go heap profiles: period_type space/bytes, period = sampling rate */
-	perftools__profiles__value_type__init(&e.vt[HB_NVALUES]);
-	err = strtab_intern(&e.st, "space", &e.vt[HB_NVALUES].type);
-	if (err)
-		goto out;
-	err = strtab_intern(&e.st, "bytes", &e.vt[HB_NVALUES].unit);
-	if (err)
-		goto out;
-
-	err = enc_mappings(&e, p);
-	if (err)
-		goto out;
-	err = enc_locations(&e, p);
-	if (err)
-		goto out;
-	for (size_t i = 0; !err && i < p->nsamples; i++) {
-		if (p->samples[i].pid && !e.pid_key)
-			err = strtab_intern(&e.st, "pid", &e.pid_key);
-		if (!err && p->samples[i].diff_base && !e.base_key)
-			err = strtab_intern(&e.st, "pprof::base", &e.base_key)
-				      ?: strtab_intern(&e.st, "true", &e.true_str);
-	}
-	if (err)
-		goto out;
-	err = enc_samples(&e, p);
-	if (err)
-		goto out;
-
-	for (size_t i = 0; i < p->ncomments; i++) {
-		err = strtab_intern(&e.st, p->comments[i], &e.comments[i]);
-		if (err)
-			goto out;
-	}
-	prof.n_comment = p->ncomments;
-	if (p->raw) {
-		/* readers would otherwise take the values as unbiased estimates */
-		err = strtab_intern(&e.st, PPROF_RAW_COMMENT, &e.comments[prof.n_comment++]);
-		if (err)
-			goto out;
-	}
-	prof.comment = e.comments;
-	err = strtab_intern(&e.st, hb_value_names[HB_INUSE_SPACE], &prof.default_sample_type);
-	if (err)
-		goto out;
-
-	prof.n_sample_type = HB_NVALUES;
-	prof.sample_type = e.vtp;
-	prof.n_sample = p->nsamples;
-	prof.sample = e.samplep;
-	prof.n_mapping = p->nmappings;
-	prof.mapping = e.mapp;
-	prof.n_location = p->nlocations;
-	prof.location = e.locp;
-	prof.n_function = e.nfuncs;
-	prof.function = e.funcp;
-	prof.n_string_table = e.st.n;
-	/* protobuf-c wants char **; packing only reads the strings */
-	prof.string_table = (char **)e.st.strs;
-	prof.time_nanos = p->time_nanos;
-	prof.duration_nanos = p->duration_nanos;
-	prof.period_type = &e.vt[HB_NVALUES];
-	prof.period = p->period;
-
-	packed_len = perftools__profiles__profile__get_packed_size(&prof);
-	packed = malloc(packed_len ? packed_len : 1);
-	if (!packed) {
+	rest_len = perftools__profiles__profile__get_packed_size(&prof);
+	rest = malloc(rest_len ? rest_len : 1);
+	if (!rest) {
 		err = -ENOMEM;
 		goto out;
 	}
-	perftools__profiles__profile__pack(&prof, packed);
-	err = gzip_buf(packed, packed_len, out, out_len);
-	free(packed);
+	perftools__profiles__profile__pack(&prof, rest);
+	err = gzip_profile(&e, p, &prof, rest, rest_len, out, out_len);
 out:
+	free(rest);
 	enc_free(&e);
 	return err;
 }

@@ -666,3 +666,54 @@ Test(pprof, decode_multi_member_gzip)
 	perftools__profiles__profile__free_unpacked(ref, NULL);
 	hb_profile__free(p);
 }
+
+/*
+ * The samples are packed one at a time into the gzip stream: the bytes are
+ * those protobuf-c packs for the whole message (decoded and packed again),
+ * with pid and diff-base labels, numeric labels with and without a unit,
+ * a sample without locations and the raw comment.
+ */
+Test(pprof, streamed_samples_pack_like_the_whole_message)
+{
+	struct hb_profile *p = make_profile(true);
+	Perftools__Profiles__Profile *prof;
+	uint8_t *gz = NULL, *raw, *packed;
+	size_t len = 0, plen;
+	uLongf rlen;
+	z_stream zs = { 0 };
+
+	for (size_t i = 0; i < p->nsamples; i++) {
+		struct hb_sample *s = &p->samples[i];
+
+		s->pid = i % 2 ? 4242 : 0;
+		s->diff_base = i == 1;
+		s->nlabels = (uint32_t)(i % 3);
+		s->labels = xcalloc(2, sizeof(*s->labels));
+		s->labels[0] = (struct hb_label){ "lifetime_p50", "nanoseconds", -7 - (int64_t)i };
+		s->labels[1] = (struct hb_label){ "freed", NULL, 1LL << 40 };
+	}
+	p->samples[0].nlocs = 0;
+	cr_assert_eq(pprof_encode(p, &gz, &len), 0);
+	cr_assert_eq(pprof_decode(gz, len, &prof), 0);
+	plen = perftools__profiles__profile__get_packed_size(prof);
+	packed = xcalloc(plen + 1, 1);
+	perftools__profiles__profile__pack(prof, packed);
+	raw = xcalloc(plen + 1, 1);
+	cr_assert_eq(inflateInit2(&zs, 15 + 16), Z_OK);
+	zs.next_in = gz;
+	zs.avail_in = (uInt)len;
+	zs.next_out = raw;
+	zs.avail_out = (uInt)plen + 1;
+	cr_assert_eq(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	rlen = zs.total_out;
+	inflateEnd(&zs);
+	cr_assert_eq(rlen, plen);
+	cr_assert_eq(memcmp(raw, packed, plen), 0);
+	cr_assert_eq(prof->n_sample, p->nsamples);
+	cr_assert_eq(prof->sample[1]->n_label, 3, "pid, pprof::base and one label");
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+	free(gz);
+	free(raw);
+	free(packed);
+	hb_profile__free(p);
+}
