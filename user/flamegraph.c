@@ -661,8 +661,12 @@ static void write_title(const struct page *pg)
 		put_pair(f, "jemalloc ", pg->src.jemalloc, " in ", pg->src.path, " &middot; ");
 	if (p->time_nanos && gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	fprintf(f, "window %s%s%.1f s &middot; ", when, when[0] ? ", " : "",
-		p->duration_nanos / 1e9);
+	/* a read of one instant (--live-heap) has no window */
+	if (!p->duration_nanos && when[0])
+		fprintf(f, "at %s &middot; ", when);
+	else
+		fprintf(f, "window %s%s%.1f s &middot; ", when, when[0] ? ", " : "",
+			p->duration_nanos / 1e9);
 	human_bytes(p->period, period, sizeof(period));
 	fprintf(f, "%s, sampling every %s on average &middot; frames sized by %s &middot; heapbpf ",
 		p->raw ? "raw sampled counts" : "unbiased estimates", period,

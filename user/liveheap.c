@@ -48,12 +48,13 @@ static int describe(struct hb_profile *p, const struct jemalloc_target *t,
 	int rc;
 
 	summary_bytes(b, sizeof(b), st->inuse_space);
-	rc = hb_profile_add_comment(p, "heapbpf %s: live heap of pid %d (%s), jemalloc %s in %s",
+	/* the first comment in the windows' form: the flame graph's title reads it */
+	rc = hb_profile_add_comment(p, "heapbpf %s: pid %d (%s), jemalloc %s in %s",
 				    HEAPBPF_VERSION, t->pid, t->comm, t->version, t->path);
 	rc = rc
 		     ?: hb_profile_add_comment(
 				p,
-				"heapbpf: read from jemalloc's own profiling tables (bt2gctx), not "
+				"heapbpf: live heap, read from jemalloc's own tables (bt2gctx), not "
 				"sampled by heapbpf: %" PRIu64
 				" sampled objects live (%s estimated) "
 				"in %" PRIu64 " stacks; %s",

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <zlib.h>
 
 #include "collector.h"
 #include "harness.h"
@@ -326,6 +327,20 @@ static uint64_t folded_sum(const char *path, size_t *lines)
 	return sum;
 }
 
+/* True when the gzip file at path holds the text (a pprof comment in its string table). */
+static bool gz_holds(const char *path, const char *text)
+{
+	static char buf[1 << 22];
+	gzFile z = gzopen(path, "rb");
+	int n;
+
+	cr_assert_not_null(z, "cannot open %s", path);
+	n = gzread(z, buf, sizeof(buf));
+	gzclose(z);
+	cr_assert_gt(n, 0, "%s is empty", path);
+	return memmem(buf, (size_t)n, text, strlen(text)) != NULL;
+}
+
 static bool exists(const char *path)
 {
 	struct stat st;
@@ -407,6 +422,9 @@ Test(liveheap, cli_outputs_equal_the_dump)
 	cr_assert_gt(count, 100);
 	cr_assert_gt(lines, 4);
 	cr_assert(exists(pb) && exists(html));
+	/* the profile says what it is */
+	cr_assert(gz_holds(pb, "heapbpf: live heap, read from jemalloc's own tables"));
+	cr_assert(gz_holds(pb, "jemalloc is sampling now"));
 	jedump__free(d);
 }
 
