@@ -30,6 +30,7 @@
 
 static pid_t server_pid;
 static int server_port;
+static const char *server_scheme = "http";
 
 static void push_fini(void)
 {
@@ -46,10 +47,10 @@ TestSuite(pyro_push, .fini = push_fini, .timeout = 180);
 /* "<test dir>/name" */
 static const char *tmp(const char *name)
 {
-	static char bufs[32][PATH_MAX];
+	static char bufs[64][PATH_MAX];
 	static int next;
 
-	cr_assert_lt(next, 32);
+	cr_assert_lt(next, 64);
 	snprintf(bufs[next], PATH_MAX, "%s/%s", hb_tmpdir(), name);
 	return bufs[next++];
 }
@@ -160,7 +161,7 @@ static void run_heapbpf(const char *pid, const char *spool, const char *extra1, 
 	const char *args[20];
 	int n = 0, rc;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port);
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", server_scheme, server_port);
 	args[n++] = "--pid";
 	args[n++] = pid;
 	args[n++] = "-d";
@@ -378,6 +379,78 @@ Test(pyro_push, refused_credentials_keep_the_profile_without_secrets)
 	run_heapbpf(pid, spool, NULL, NULL, 0, err, sizeof(err));
 	unsetenv("HEAPBPF_PYROSCOPE_TOKEN");
 	cr_assert_eq(accepted(lines, 4), 2, "%s", err);
+	cr_assert_eq(count_files(spool, ".spool"), 0);
+	cr_assert_eq(svc_stop(&a), 0);
+}
+
+/* TLS through libcurl with the certificate checked, as for /ingest: an unknown CA refused. */
+Test(pyro_push, tls_verifies_the_certificate)
+{
+	char pid[16], err[65536], lines[4][8192], cmd[4 * PATH_MAX], ca[PATH_MAX + 32];
+	const char *cert = tmp("cert.pem"), *key = tmp("key.pem"), *spool = tmp("spool");
+	const char *tls[] = { "--tls-cert", cert, "--tls-key", key, NULL };
+	struct svc a;
+
+	hb_require_bpf();
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+		 "-addext subjectAltName=IP:127.0.0.1 -keyout '%s' -out '%s' 2>/dev/null",
+		 key, cert);
+	cr_assert_eq(system(cmd), 0, "openssl could not make a certificate");
+	start_server(PUSH_SERVER, 0, tls, NULL);
+	server_scheme = "https";
+	start_service(&a, pid, sizeof(pid));
+	mkdir(spool, 0700);
+	run_heapbpf(pid, spool, NULL, NULL, 5, err, sizeof(err));
+	cr_assert(strstr(err, "certificate") || strstr(err, "SSL"), "%s", err);
+	cr_assert_eq(accepted(lines, 4), 0);
+	snprintf(ca, sizeof(ca), "--pyroscope-ca=%s", cert);
+	run_heapbpf(pid, spool, ca, NULL, 0, err, sizeof(err));
+	server_scheme = "http";
+	cr_assert_eq(accepted(lines, 4), 2, "%s", err);
+	cr_assert(strstr(lines[0], "\"api\": \"push\""), "%s", lines[0]);
+	cr_assert(strstr(lines[1], "\"api\": \"push\""), "%s", lines[1]);
+	cr_assert_eq(svc_stop(&a), 0);
+}
+
+/*
+ * --interval through push: every window is accepted (the first one too, which
+ * a server computing deltas would drop) and carries the window's own
+ * allocations, nothing once the service stops allocating.
+ */
+Test(pyro_push, interval_windows_are_deltas_every_one_accepted)
+{
+	char pid[16], lines[8][8192], url[64], reply[256];
+	const char *spool = tmp("spool");
+	struct svc a;
+	pid_t h;
+	int n;
+
+	hb_require_bpf();
+	start_server(PUSH_SERVER, 0, NULL, NULL);
+	start_service(&a, pid, sizeof(pid));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port);
+	{
+		const char *argv[] = {
+			hb_path("heapbpf"), "--pid", pid,	    "--interval", "2",	"-d", "6",
+			"--pyroscope",	    url,     "--spool-dir", spool,	  "-q", NULL
+		};
+
+		h = hb_spawn(argv, tmp("heapbpf.out"));
+	}
+	/* allocations in the first window, none in the third */
+	hb_sleep_ms(3000);
+	cr_assert_eq(svc_cmd(&a, "pause", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(hb_wait(h, 60000), 0);
+	n = accepted(lines, 8);
+	cr_assert_eq(n, 3, "%d profiles", n);
+	for (int i = 0; i < n; i++) {
+		cr_assert(strstr(lines[i], "\"api\": \"push\""), "%s", lines[i]);
+		cr_assert(strstr(lines[i], "\"__delta__\": \"false\""), "%s", lines[i]);
+	}
+	cr_assert_gt(atol(strstr(lines[0], "\"alloc_objects\": ") + 17), 0, "%s", lines[0]);
+	cr_assert(strstr(lines[2], "\"alloc_objects\": 0,"), "%s", lines[2]);
+	cr_assert_null(strstr(lines[2], "\"inuse_space\": 0}"), "%s", lines[2]);
 	cr_assert_eq(count_files(spool, ".spool"), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 }
