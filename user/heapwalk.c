@@ -40,7 +40,7 @@ enum {
 };
 
 struct hw_stack {
-	uint64_t frames[HEAPBPF_MAX_FRAMES];
+	size_t frames; /* index of its first frame in the walk's frames */
 	uint32_t nframes;
 	uint64_t cnt[C_N];
 };
@@ -58,6 +58,8 @@ struct walk {
 	bool accum;
 	struct hw_stack *stacks;
 	size_t n, cap;
+	uint64_t *frames; /* every stack's frames, one after the other */
+	size_t nframes, capframes;
 	uint64_t tctxs, skipped, gctxs;
 	char *err;
 	size_t errlen;
@@ -277,8 +279,21 @@ static int walk_tree(struct walk *w, uint64_t root, uint64_t gctx, struct hw_sta
 	}
 }
 
-static struct hw_stack *new_stack(struct walk *w)
+/* A new stack with room for len frames at its frames index. */
+static struct hw_stack *new_stack(struct walk *w, uint32_t len)
 {
+	if (w->nframes + len > w->capframes) {
+		size_t cap = w->capframes ? w->capframes * 2 : 4096;
+		uint64_t *v;
+
+		while (cap < w->nframes + len)
+			cap *= 2;
+		v = realloc(w->frames, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		w->frames = v;
+		w->capframes = cap;
+	}
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 64;
 		struct hw_stack *v = realloc(w->stacks, cap * sizeof(*v));
@@ -289,6 +304,9 @@ static struct hw_stack *new_stack(struct walk *w)
 		w->cap = cap;
 	}
 	memset(&w->stacks[w->n], 0, sizeof(w->stacks[0]));
+	w->stacks[w->n].frames = w->nframes;
+	w->stacks[w->n].nframes = len;
+	w->nframes += len;
 	return &w->stacks[w->n++];
 }
 
@@ -319,12 +337,11 @@ static int walk_gctx(struct walk *w, uint64_t key, uint64_t gctx)
 		return hb_fail(w->err, w->errlen, -EPROTO,
 			       "jemalloc's backtrace at 0x%llx claims %u frames, more than %d",
 			       (unsigned long long)key, len, HEAPBPF_MAX_FRAMES);
-	s = new_stack(w);
+	s = new_stack(w, len);
 	if (!s)
 		return hb_fail(w->err, w->errlen, -ENOMEM, "out of memory");
-	s->nframes = len;
 	if (len) {
-		rc = rd(w, vec, s->frames, (size_t)len * 8, "backtrace");
+		rc = rd(w, vec, w->frames + s->frames, (size_t)len * 8, "backtrace");
 		if (rc)
 			return rc;
 	}
@@ -332,8 +349,10 @@ static int walk_gctx(struct walk *w, uint64_t key, uint64_t gctx)
 	if (rc)
 		return rc;
 	/* the dump leaves out what has nothing to show (prof_dump_gctx) */
-	if (w->accum ? !s->cnt[C_ACCUMOBJS] : !s->cnt[C_CUROBJS])
+	if (w->accum ? !s->cnt[C_ACCUMOBJS] : !s->cnt[C_CUROBJS]) {
+		w->nframes -= len;
 		w->n--;
+	}
 	return 0;
 }
 
@@ -492,7 +511,7 @@ static int deliver(struct walk *w, struct collector *c, struct heapwalk_stats *s
 		int rc;
 
 		stack_counts(w, s, st->lg_prof_sample, &n);
-		rc = collector__add_counts(c, s->frames, s->nframes, &n);
+		rc = collector__add_counts(c, w->frames + s->frames, s->nframes, &n);
 		if (rc)
 			return hb_fail(w->err, w->errlen, rc, "cannot keep the stacks read: %s",
 				       strerror(-rc));
@@ -538,7 +557,7 @@ int heapwalk_read(const struct mem_source *m, const struct jemalloc_layout *l,
 	for (unsigned k = 0; k <= o->retries; k++) {
 		if (k)
 			pause_us(o->retry_delay_us);
-		w.n = 0;
+		w.n = w.nframes = 0;
 		w.tctxs = w.skipped = w.gctxs = 0;
 		st->attempts = k + 1;
 		rc = walk_once(&w, sy->bt2gctx);
@@ -556,5 +575,6 @@ int heapwalk_read(const struct mem_source *m, const struct jemalloc_layout *l,
 			"(%u attempts); try again, or stop the process (SIGSTOP) while reading",
 			st->attempts);
 	free(w.stacks);
+	free(w.frames);
 	return rc;
 }
