@@ -160,8 +160,11 @@ static int render_all(struct folded *fd)
 		fd->tid[i] = (uint32_t)i;
 		h = hashmap_hash_bytes(t->text, t->len);
 		while (hashmap__next(&by_text, h, &it, &j)) {
-			if (fd->locs[j].len == t->len &&
-			    memcmp(fd->locs[j].text, t->text, t->len) == 0) {
+			const char *other = fd->locs[j].text;
+
+			/* j was rendered before i: other is never NULL */
+			if (other && fd->locs[j].len == t->len &&
+			    memcmp(other, t->text, t->len) == 0) {
 				fd->tid[i] = j;
 				break;
 			}
