@@ -18,6 +18,8 @@
 #define TS_DEAD	  (1ULL << 63)
 #define TS_INLINE 3
 #define NO_OBJ	  UINT32_MAX
+/* Frames per slab (1 MiB), many stacks' worth even at HEAPBPF_MAX_FRAMES each. */
+#define FRAME_SLAB (1u << 17)
 
 /*
  * How frees name their object, known from the first one: by pointer
@@ -75,6 +77,12 @@ struct collector {
 	struct hb_stack *stacks;
 	size_t nstacks, cap_stacks;
 	struct hashmap stack_by_frames; /* hashmap_hash_bytes(frames) -> stack */
+	/*
+	 * The stacks' frames, each stack's contiguous in one slab of
+	 * FRAME_SLAB entries: no allocation (and its header) per stack.
+	 */
+	uint64_t **slabs;
+	size_t nslabs, slab_used; /* entries used in the last slab */
 	struct tctx_ent *tctxs;
 	size_t ntctxs, cap_tctxs;
 	struct hashmap tctx_by_addr; /* hashmap_hash_u64(tctx) -> tctxs[] */
@@ -119,10 +127,11 @@ void collector__free(struct collector *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nstacks; i++) {
-		free(c->stacks[i].frames);
+	for (size_t i = 0; i < c->nstacks; i++)
 		hb_lt_clear(&c->stacks[i].lifetimes);
-	}
+	for (size_t i = 0; i < c->nslabs; i++)
+		free(c->slabs[i]);
+	free(c->slabs);
 	free(c->stacks);
 	for (size_t i = 0; i < c->ntctxs; i++) {
 		if (c->tctxs[i].cap)
@@ -177,6 +186,25 @@ static void *room_for_one(void *arr, size_t *cap, size_t n, size_t size)
 	return arr;
 }
 
+/* Room for n frames (at most HEAPBPF_MAX_FRAMES) in the last slab, a new one if needed. */
+static uint64_t *frames_room(struct collector *c, uint32_t n)
+{
+	uint64_t **ns, *slab;
+
+	if (c->nslabs && c->slab_used + n <= FRAME_SLAB)
+		return c->slabs[c->nslabs - 1] + c->slab_used;
+	ns = reallocarray(c->slabs, c->nslabs + 1, sizeof(*ns));
+	if (!ns)
+		return NULL;
+	c->slabs = ns;
+	slab = malloc(FRAME_SLAB * sizeof(*slab));
+	if (!slab)
+		return NULL;
+	c->slabs[c->nslabs++] = slab;
+	c->slab_used = 0;
+	return slab;
+}
+
 /* The stack with these frames (the event's __u64 array, any alignment), created if new. */
 static int stack_intern(struct collector *c, const void *frames, uint32_t n, uint32_t *id)
 {
@@ -196,17 +224,17 @@ static int stack_intern(struct collector *c, const void *frames, uint32_t n, uin
 	c->stacks = s;
 	s = &c->stacks[c->nstacks];
 	memset(s, 0, sizeof(*s));
-	s->frames = malloc(len ? len : 1);
+	s->frames = frames_room(c, n);
 	if (!s->frames)
 		return -ENOMEM;
 	memcpy(s->frames, frames, len);
 	s->nframes = n;
 	*id = c->nstacks;
 	err = hashmap__add(&c->stack_by_frames, h, *id);
-	if (err) {
-		free(s->frames);
+	if (err)
 		return err;
-	}
+	/* taken only once the stack is in */
+	c->slab_used += n;
 	c->nstacks++;
 	return 0;
 }
