@@ -52,7 +52,7 @@ TLIB_OBJS  := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TLIB_SRCS))
 JEMALLOC_A     := $(LIBDIR)/libjemalloc.a
 JEMALLOC_PIC_A := $(LIBDIR)/libjemalloc_pic.a
 EXAMPLES := $(BUILD)/examples/alloc-service-static $(BUILD)/examples/alloc-service-shared
-BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/userbench
+BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/userbench $(BUILD)/bench/stackheap
 
 .DELETE_ON_ERROR:
 .PHONY: all deps demo test unit integration examples clean format-check _demo _test fuzz bench _bench \
@@ -245,6 +245,12 @@ bench-report:
 	$(Q)python3 bench/report.py $(BUILD)/bench/results.json --out BENCHMARKS.md
 
 $(BUILD)/bench/microbench: bench/microbench.c $(JEMALLOC_A) | $(BUILD)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -g -O2 -Wall -Wextra -Werror -pthread -MMD -MP $< $(JEMALLOC_A) -lm -ldl -o $@
+
+# a process whose sampled live heap has many distinct stacks (heapbpf --live-heap, report CORE)
+$(BUILD)/bench/stackheap: bench/stackheap.c $(JEMALLOC_A) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -g -O2 -Wall -Wextra -Werror -pthread -MMD -MP $< $(JEMALLOC_A) -lm -ldl -o $@

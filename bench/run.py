@@ -626,6 +626,64 @@ def bench_unit(S, res):
         % (n, procs, peak / 1024, ru.ru_maxrss / 1024))
 
 
+# ---- 10. live-heap snapshots ----------------------------------------------------------------
+
+SNAPSHOT_CONF = "prof:true,prof_active:true,lg_prof_sample:0"  # every allocation sampled
+
+
+def snapshot_ms(argv):
+    """Wall time of one heapbpf run that must succeed, in ms."""
+    t = time.monotonic_ns()
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    ms = (time.monotonic_ns() - t) / 1e6
+    if out.returncode:
+        raise BenchError("%s exited with %d: %s" % (" ".join(argv[1:3]), out.returncode,
+                                                    out.stderr[-2000:]))
+    return ms
+
+
+def sorted_lines(path):
+    with open(path) as f:
+        return sorted(line for line in f if line.strip())
+
+
+def bench_snapshot(S, res):
+    """heapbpf --live-heap of bench/stackheap (N distinct live sampled stacks), then
+    heapbpf report of a gcore core of the same process; the two must agree."""
+    n, reps = S["unique_stacks"], 1 if S is SMOKE else 3
+    live_out = os.path.join(hb.tmp(), "snapshot-live.folded")
+    core_out = os.path.join(hb.tmp(), "snapshot-core.folded")
+    prefix = os.path.join(hb.tmp(), "snapshot-core")
+    p = subprocess.Popen([hb.path("bench/stackheap"), str(n)],
+                         env=dict(os.environ, MALLOC_CONF=SNAPSHOT_CONF),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    core = "%s.%d" % (prefix, p.pid)
+    try:
+        first = hb.read_json(p, 300)
+        if first.get("ready") != n:
+            raise BenchError("stackheap did not start: %r" % first)
+        live = [snapshot_ms([hb.heapbpf_bin(), "--pid", str(p.pid), "--live-heap", "--raw",
+                             "-f", "folded", "-q", "-o", live_out]) for _ in range(reps)]
+        t = time.monotonic()
+        out = subprocess.run(["gcore", "-o", prefix, str(p.pid)], capture_output=True,
+                             text=True, timeout=1200)
+        gcore_s = time.monotonic() - t
+        if out.returncode or not os.path.exists(core):
+            raise BenchError("gcore failed: " + out.stderr[-2000:])
+        core_mib = os.path.getsize(core) / MIB
+        fromcore = [snapshot_ms([hb.heapbpf_bin(), "report", core, "--raw", "-f", "folded",
+                                 "-q", "-o", core_out]) for _ in range(reps)]
+    finally:
+        hb.kill_wait(p)
+        if os.path.exists(core):
+            os.unlink(core)
+    a, b = sorted_lines(live_out), sorted_lines(core_out)
+    res["snapshot"] = dict(target_stacks=n, stacks=len(a), live_ms=live, core_ms=fromcore,
+                           gcore_s=gcore_s, core_mib=core_mib, same=a == b)
+    log("snapshot: %d stacks, live %.0f ms, core %.0f ms (gcore %.1f s, %.0f MiB), same: %s"
+        % (len(a), min(live), min(fromcore), gcore_s, core_mib, a == b))
+
+
 # ---- main -----------------------------------------------------------------------------------
 
 
@@ -653,6 +711,7 @@ def measure(S, smoke):
     timed("unit", bench_unit, S, res)
     timed("bpf_stats", bench_bpfstats, S, res, log)
     timed("services", bench_services, smoke, res, redis_bench, log)
+    timed("snapshot", bench_snapshot, S, res)
     res["elapsed_s"] = time.monotonic() - t0
     res["load_end"] = loadavg()
     return res
