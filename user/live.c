@@ -315,7 +315,8 @@ int live_run_targets(struct target_run *trs, struct jemalloc_target **ts, size_t
 	}
 	rc = rc ?: rc2;
 out:
-	for (size_t j = 0; ls.s && j < ls.n; j++)
+	/* the first one last: its pool holds objects the others' symbolizers share */
+	for (size_t j = ls.n; ls.s && j-- > 0;)
 		session_cleanup(&ls.s[j]);
 	for (size_t i = 0; i < n; i++) {
 		guard__release(gs ? gs[i] : NULL);

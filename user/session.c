@@ -573,6 +573,8 @@ static int open_member(struct loop *l, struct member *m)
 
 	rc = collector__new(1ULL << t->lg_prof_sample, &s->collector);
 	rc = rc ?: symbolizer__new(t->pid, &s->symbolizer);
+	if (!rc && l->s->pool)
+		symbolizer__share(s->symbolizer, l->s->pool);
 	if (rc)
 		return member_fail(l, m, rc, "cannot set up the collector of pid %d: %s", t->pid,
 				   strerror(-rc));
@@ -910,6 +912,11 @@ int session_run_many(const struct jemalloc_target *const *t, struct guard *const
 	l.m = calloc(n, sizeof(*l.m));
 	if (!l.m)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	/* the targets' symbolizers parse each object of one build-id once */
+	if (n > 1 && sym_pool__new(&s->pool)) {
+		free(l.m);
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	}
 	for (size_t i = 0; i < n; i++) {
 		s[i].reason = STOP_ERROR;
 		l.m[i] = (struct member){ .s = &s[i], .t = t[i], .guard = guards[i], .pfd = -1 };
@@ -944,6 +951,9 @@ void session_cleanup(struct session *s)
 	s->detaching = false;
 	collector__free(s->collector);
 	symbolizer__free(s->symbolizer);
+	/* the first target's: after the others' symbolizers (live.c frees it last) */
+	sym_pool__free(s->pool);
+	s->pool = NULL;
 	forks__free(&s->forks);
 	for (size_t i = 0; i < s->nprocs; i++)
 		collector__free(s->procs[i].c);

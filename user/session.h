@@ -101,6 +101,8 @@ struct session {
 	int failed;
 	/* of several targets: it exited while the others went on (duration_ns: until then) */
 	bool exited;
+	/* the first target's, of several: the objects their symbolizers share (cleaned up last) */
+	struct sym_pool *pool;
 	/* the first target's: the probes' detach, running while the report is built */
 	pthread_t detacher;
 	bool detaching;

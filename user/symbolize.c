@@ -18,8 +18,18 @@ struct sym_file {
 	int fd;		 /* -1 when it could not be opened */
 	bool parsed;
 	struct elf_object *elf;
+	bool pooled; /* elf is the pool's (symbolizer__share), not freed here */
 	struct dbg_object *dbg;
 	char build_id[ELF_BUILD_ID_MAX]; /* of the file opened, "" if none */
+};
+
+/* Parsed objects shared by build-id among the symbolizers of one session. */
+struct sym_pool {
+	struct pooled_elf {
+		char build_id[ELF_BUILD_ID_MAX];
+		struct elf_object *elf;
+	} * v;
+	size_t n;
 };
 
 struct sym_entry {
@@ -34,7 +44,50 @@ struct symbolizer {
 	size_t nfiles;
 	struct sym_entry *objs; /* sorted by start, non-overlapping */
 	size_t nobjs;
+	struct sym_pool *pool; /* or NULL */
 };
+
+int sym_pool__new(struct sym_pool **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+void sym_pool__free(struct sym_pool *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		elf_object__free(p->v[i].elf);
+	free(p->v);
+	free(p);
+}
+
+void symbolizer__share(struct symbolizer *s, struct sym_pool *p)
+{
+	s->pool = p;
+}
+
+/* The pool's object of f's build-id, parsed and added on first use; NULL: not pooled. */
+static struct elf_object *pooled_elf(struct sym_pool *p, const struct sym_file *f, const char *path)
+{
+	struct pooled_elf *v;
+
+	if (!p || !f->build_id[0])
+		return NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		if (!strcmp(p->v[i].build_id, f->build_id))
+			return p->v[i].elf;
+	}
+	v = realloc(p->v, (p->n + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	p->v = v;
+	if (elf_object__open(path, &v[p->n].elf))
+		return NULL;
+	snprintf(v[p->n].build_id, sizeof(v[p->n].build_id), "%s", f->build_id);
+	return v[p->n++].elf;
+}
 
 /* Opens the mapped file: the exact inode mapped, else by path in the target's mount namespace. */
 static int open_mapped(pid_t pid, const struct proc_map *pm, char *root_path, size_t len)
@@ -293,7 +346,8 @@ void symbolizer__free(struct symbolizer *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nfiles; i++) {
-		elf_object__free(s->files[i].elf);
+		if (!s->files[i].pooled)
+			elf_object__free(s->files[i].elf);
 		dbg_object__put(s->files[i].dbg);
 		free(s->files[i].name_path);
 		if (s->files[i].fd >= 0)
@@ -318,7 +372,9 @@ static struct elf_object *file_elf(struct symbolizer *s, size_t idx)
 		f->parsed = true;
 		if (f->fd >= 0) {
 			snprintf(buf, sizeof(buf), "/proc/self/fd/%d", f->fd);
-			if (elf_object__open(buf, &f->elf))
+			f->elf = pooled_elf(s->pool, f, buf);
+			f->pooled = f->elf != NULL;
+			if (!f->elf && elf_object__open(buf, &f->elf))
 				f->elf = NULL;
 			if (f->elf && dbg_object__get(f->fd, f->name_path, &f->dbg))
 				f->dbg = NULL;

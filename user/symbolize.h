@@ -68,6 +68,17 @@ void symbolizer__free(struct symbolizer *s);
  */
 int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, struct sym_result *r);
 
+/*
+ * Symbolizers of several processes of one binary (a --unit session) parse
+ * each object once: objects of the same build-id are opened and parsed
+ * once, into p, and shared (their DWARF is shared by build-id already,
+ * user/debuginfo.c). p is freed after every symbolizer that shares it.
+ */
+struct sym_pool;
+int sym_pool__new(struct sym_pool **out);
+void sym_pool__free(struct sym_pool *p);
+void symbolizer__share(struct symbolizer *s, struct sym_pool *p);
+
 size_t symbolizer__nobjects(const struct symbolizer *s);
 const struct sym_object *symbolizer__object(const struct symbolizer *s, int i);
 
