@@ -469,7 +469,8 @@ def unit(R, doc):
           "--threads 1 --rate %d`, `prof:true,prof_active:false`) in one cgroup laid out as "
           "systemd lays out a unit, profiled by one `heapbpf --unit` for %.0f s with "
           "`--output-dir`: one session, one BPF object and ring buffer, uprobes once per "
-          "jemalloc object file, a collector and symbolizer per process. RSS of heapbpf and "
+          "jemalloc object file, a collector and symbolizer per process (objects parsed once "
+          "per build-id). RSS of heapbpf and "
           "every process it started, summed every 0.1 s; `wait4`'s peak RSS of heapbpf "
           "itself; the larger one is judged." % (u["procs"], u["rate"], u["seconds"]))
     doc.p()
