@@ -371,6 +371,11 @@ static int resolve_targets(struct run *r, pid_t *pids, struct jemalloc_target **
 	if (o->unit) {
 		targets_unit_name(o->unit, r->unit_name, sizeof(r->unit_name));
 		n = targets_from_unit(o->unit, NULL, pids, TARGETS_MAX, err, errlen);
+		if (n == TARGETS_MAX)
+			fprintf(stderr,
+				"heapbpf: warning: unit %s has %d processes or more; profiling the "
+				"first %d\n",
+				r->unit_name, n, n);
 		if (n > 1)
 			n = jemalloc_only(r, pids, ts, n, err, errlen);
 	} else if (o->pidfile) {

@@ -10,7 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define TARGETS_MAX 64 /* processes of one unit heapbpf profiles at once */
+/* processes of one unit heapbpf profiles at once (one session: a pre-fork server's workers) */
+#define TARGETS_MAX 1024
 
 /*
  * "redis-server" -> "redis-server.service"; a name that already ends in
