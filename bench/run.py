@@ -578,6 +578,7 @@ def bench_unit(S, res):
     out = os.path.join(hb.tmp(), "unit")
     env = dict(os.environ, MALLOC_CONF=ORACLE)
     svcs = []
+    made_slice = not os.path.isdir(os.path.dirname(cg))
     os.makedirs(cg, exist_ok=True)
     try:
         for _ in range(n):
@@ -609,12 +610,13 @@ def bench_unit(S, res):
     finally:
         for p in svcs:
             hb.kill_wait(p)
-        for _ in range(100):
-            try:
-                os.rmdir(cg)
-                break
-            except OSError:
-                time.sleep(0.05)
+        for d in [cg] + ([os.path.dirname(cg)] if made_slice else []):
+            for _ in range(100):
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError:
+                    time.sleep(0.05)
     files = len(os.listdir(out)) if os.path.isdir(out) else 0
     if os.waitstatus_to_exitcode(status) != 0 or files != n:
         raise BenchError("heapbpf --unit of %d processes failed (%d, %d snapshots):\n%s" % (
