@@ -282,7 +282,8 @@ int core_file__open(const char *path, struct core_file **out, char *err, size_t 
 	*out = NULL;
 	if (!c || !(c->path = strdup(path))) {
 		free(c);
-		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+		hb_fail(err, errlen, -ENOMEM, "out of memory");
+		return -ENOMEM;
 	}
 	snprintf(c->comm, sizeof(c->comm), "?");
 	rc = map_file(c, err, errlen);
@@ -321,7 +322,7 @@ void core_file__free(struct core_file *c)
 		return;
 	if (c->img)
 		munmap((void *)c->img, c->size);
-	for (size_t i = 0; i < c->nmaps; i++)
+	for (size_t i = 0; c->maps && i < c->nmaps; i++)
 		free(c->maps[i].path);
 	free(c->maps);
 	free(c->segs);
@@ -592,8 +593,10 @@ static int core_heap_target(struct core_heap *h, const char *const *dirs, char *
 
 	h->t = t;
 	h->open_ctx = o;
-	if (!t || !o)
-		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	if (!t || !o) {
+		hb_fail(err, errlen, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
 	t->pid = h->core->pid;
 	snprintf(t->comm, sizeof(t->comm), "%s", h->core->comm);
 	rc = core_file__proc_maps(h->core, &t->maps);
@@ -608,8 +611,10 @@ static int core_heap_target(struct core_heap *h, const char *const *dirs, char *
 		    !(h->build_ids[i] = strdup(hex)))
 			rc = -ENOMEM;
 	}
-	if (rc)
-		return hb_fail(err, errlen, rc, "out of memory");
+	if (rc) {
+		hb_fail(err, errlen, rc, "out of memory");
+		return rc;
+	}
 	h->mem = core_file__mem_source(h->core);
 	o->core = h->core;
 	o->maps = t->maps;
@@ -629,8 +634,10 @@ int core_heap__open(const struct core_heap_opts *opts, struct core_heap **out, c
 	int rc;
 
 	*out = NULL;
-	if (!h)
-		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	if (!h) {
+		hb_fail(err, errlen, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
 	rc = core_file__open(opts->path, &h->core, err, errlen);
 	rc = rc ?: core_heap_target(h, opts->dirs, err, errlen);
 	if (!rc && opts->exe)
@@ -669,8 +676,10 @@ int core_heap__walk(struct core_heap *h, struct collector **out, struct heapwalk
 	if (rc)
 		return hb_fail(err, errlen, rc, "core file %s: %s", h->core->path, why);
 	rc = collector__new(1ULL << t->lg_prof_sample, &c);
-	if (rc)
-		return hb_fail(err, errlen, rc, "out of memory");
+	if (rc) {
+		hb_fail(err, errlen, rc, "out of memory");
+		return rc;
+	}
 	heapwalk_default_opts(&wo);
 	wo.retries = 0; /* a core does not change: one walk is the answer */
 	rc = heapwalk_read(&h->mem, t->layout, &sy, &wo, c, st, why, sizeof(why));
