@@ -313,20 +313,21 @@ INSTALLED := $(BINDIR)/heapbpf $(MANDIR)/man8/heapbpf.8 $(UNITS:%=$(UNITDIR)/%)
 .PHONY: install uninstall
 install: $(BUILD)/heapbpf
 	$(Q)case "$(BINDIR)" in /*) ;; *) echo "heapbpf: BINDIR (PREFIX) must be an absolute path, not \"$(BINDIR)\"" >&2; exit 1;; esac
-	$(Q)mkdir -p $(BUILD)/units
-	$(Q)for u in $(UNITS); do \
-		sed 's#^\(ExecStart=[-@:+!]*\)[^ ]*/heapbpf #\1$(BINDIR)/heapbpf #' examples/systemd/$$u \
-			> $(BUILD)/units/$$u || exit 1; \
-	done
-	$(Q)grep -q '^ExecStart=$(BINDIR)/heapbpf ' $(BUILD)/units/heapbpf-snapshot@.service || \
-		{ echo "heapbpf: ExecStart= of heapbpf-snapshot@.service not rewritten" >&2; exit 1; }
 	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/heapbpf)
-	$(Q)install -D -m 0755 $(BUILD)/heapbpf $(DESTDIR)$(BINDIR)/heapbpf
 	$(call msg,INSTALL,$(DESTDIR)$(MANDIR)/man8/heapbpf.8)
-	$(Q)install -D -m 0644 man/heapbpf.8 $(DESTDIR)$(MANDIR)/man8/heapbpf.8
 	$(call msg,INSTALL,$(UNITS:%=$(DESTDIR)$(UNITDIR)/%))
-	$(Q)install -d $(DESTDIR)$(UNITDIR)
-	$(Q)install -m 0644 $(UNITS:%=$(BUILD)/units/%) $(DESTDIR)$(UNITDIR)/
+	@# the units are rewritten in a directory of this run's own (installs may run side by side)
+	$(Q)set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	for u in $(UNITS); do \
+		sed 's#^\(ExecStart=[-@:+!]*\)[^ ]*/heapbpf #\1$(BINDIR)/heapbpf #' \
+			examples/systemd/$$u > "$$tmp/$$u"; \
+	done; \
+	grep -q '^ExecStart=$(BINDIR)/heapbpf ' "$$tmp/heapbpf-snapshot@.service" || \
+		{ echo "heapbpf: ExecStart= of heapbpf-snapshot@.service not rewritten" >&2; exit 1; }; \
+	install -D -m 0755 $(BUILD)/heapbpf $(DESTDIR)$(BINDIR)/heapbpf; \
+	install -D -m 0644 man/heapbpf.8 $(DESTDIR)$(MANDIR)/man8/heapbpf.8; \
+	install -d $(DESTDIR)$(UNITDIR); \
+	install -m 0644 $(UNITS:%="$$tmp/%") $(DESTDIR)$(UNITDIR)/
 
 uninstall:
 	$(call msg,RM,$(INSTALLED:%=$(DESTDIR)%))
