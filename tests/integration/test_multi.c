@@ -27,6 +27,7 @@
 #define CG2	  "/sys/fs/cgroup/unified"
 
 static char cg_dir[PATH_MAX];
+static bool cg_slice_made;
 static pid_t spawned[8];
 static int nspawned;
 
@@ -43,6 +44,8 @@ static void multi_fini(void)
 			hb_sleep_ms(20);
 		cg_dir[0] = '\0';
 	}
+	if (cg_slice_made && !rmdir(CG2 "/system.slice"))
+		cg_slice_made = false;
 	hb_tmpdir_cleanup();
 }
 
@@ -55,7 +58,10 @@ static void make_unit(const char *name, const pid_t *pids, int n)
 	struct stat st;
 
 	cr_assert_eq(stat(CG2 "/cgroup.procs", &st), 0, "no cgroup2 hierarchy at " CG2);
-	cr_assert(mkdir(CG2 "/system.slice", 0755) == 0 || errno == EEXIST);
+	if (mkdir(CG2 "/system.slice", 0755) == 0)
+		cg_slice_made = true;
+	else
+		cr_assert_eq(errno, EEXIST, "mkdir " CG2 "/system.slice: %s", strerror(errno));
 	snprintf(cg_dir, sizeof(cg_dir), CG2 "/system.slice/%s.service", name);
 	cr_assert(mkdir(cg_dir, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", cg_dir,
 		  strerror(errno));
