@@ -13,6 +13,8 @@
 #include "heapbpf.h"
 #include "report.h"
 
+#define LOC_CACHE 1024
+
 struct builder {
 	const struct jemalloc_target *t;
 	struct symbolizer *s;
@@ -20,6 +22,11 @@ struct builder {
 	size_t cap_locs, cap_samples;
 	bool *loc_is_je;
 	struct hashmap loc_by_addr;
+	/* the last location of each slot of addresses: stacks repeat their frames */
+	struct {
+		uint64_t addr;
+		uint32_t idx1; /* location index + 1; 0: empty */
+	} recent[LOC_CACHE];
 	int32_t *map_by_obj; /* symbolizer object -> hb mapping index + 1 */
 	struct hashmap sample_by_locs;
 	double (*acc)[HB_NVALUES]; /* unrounded sums per sample */
@@ -100,8 +107,8 @@ static bool frame_is_jemalloc(struct builder *b, const struct sym_result *r)
 		 jemalloc_target__is_jemalloc_func(b->t, r->lines[r->nlines - 1].function)));
 }
 
-/* The location for a raw frame address, created on first sight. */
-static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
+/* A new location for a raw frame address: symbolized, in the map. */
+static int location_new(struct builder *b, uint64_t addr, uint32_t *idx)
 {
 	uint64_t key = hashmap_hash_u64(addr);
 	struct sym_result r;
@@ -109,8 +116,6 @@ static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
 	char name[512];
 	int err;
 
-	if (hashmap__get(&b->loc_by_addr, key, idx) == 0)
-		return 0;
 	if (b->p->nlocations == b->cap_locs) {
 		size_t ncap = b->cap_locs ? b->cap_locs * 2 : 256;
 		struct hb_location *nl = realloc(b->p->locations, ncap * sizeof(*nl));
@@ -176,6 +181,25 @@ static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
 	b->loc_is_je[b->p->nlocations] = addr && frame_is_jemalloc(b, &r);
 	*idx = b->p->nlocations++;
 	return hashmap__add(&b->loc_by_addr, key, *idx);
+}
+
+/* The location for a raw frame address, created on first sight. */
+static int location_for(struct builder *b, uint64_t addr, uint32_t *idx)
+{
+	uint64_t key = hashmap_hash_u64(addr);
+	size_t slot = key & (LOC_CACHE - 1);
+	int err;
+
+	if (b->recent[slot].idx1 && b->recent[slot].addr == addr) {
+		*idx = b->recent[slot].idx1 - 1;
+		return 0;
+	}
+	err = hashmap__get(&b->loc_by_addr, key, idx) ? location_new(b, addr, idx) : 0;
+	if (!err) {
+		b->recent[slot].addr = addr;
+		b->recent[slot].idx1 = *idx + 1;
+	}
+	return err;
 }
 
 /* Adds one trimmed stack's values, merging with an identical stack; *idx: the sample. */
