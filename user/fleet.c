@@ -14,6 +14,7 @@
 #include "errmsg.h"
 #include "fleet.h"
 #include "live.h"
+#include "privs.h"
 #include "pyroscope.h"
 #include "snapshot.h"
 #include "targets.h"
@@ -376,6 +377,10 @@ static int resolve_targets(struct run *r, pid_t *pids, struct jemalloc_target **
 				"heapbpf: warning: unit %s has %d processes or more; profiling the "
 				"first %d\n",
 				r->unit_name, n, n);
+		/* privileges first: without them every process would be refused for its own reason */
+		rc = n > 1 ? privs_check(err, errlen) : 0;
+		if (rc)
+			return rc;
 		if (n > 1)
 			n = jemalloc_only(r, pids, ts, n, err, errlen);
 	} else if (o->pidfile) {
