@@ -803,13 +803,17 @@ int core_report(struct run *r, char *err, size_t errlen)
 		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-core", o->format);
 		output = outbuf;
 	}
-	if (!rc && !o->quiet)
+	if (!rc && !o->quiet) {
+		char b[32];
+
+		summary_bytes(b, sizeof(b), st.inuse_space);
 		fprintf(stderr,
-			"heapbpf: core file %s of pid %d (%s), jemalloc %s in %s: live heap at the "
-			"time of the dump: %" PRIu64 " stacks, %" PRIu64
-			" sampled objects (%" PRIu64 " bytes)\n",
-			h->core->path, h->core->pid, h->core->comm, h->t->version, h->t->path,
-			st.stacks, st.curobjs, st.curbytes);
+			"heapbpf: live heap of pid %d (%s) at the time of the dump, from core file "
+			"%s: %" PRIu64 " sampled objects, %s in use (estimated), %" PRIu64
+			" stacks; jemalloc %s in %s\n",
+			h->core->pid, h->core->comm, h->core->path, st.curobjs, b, st.stacks,
+			h->t->version, h->t->path);
+	}
 	rc = rc ?: core_write(o, h, c, &st, output, err, errlen);
 	if (!rc && !st.stacks) {
 		fprintf(stderr,
