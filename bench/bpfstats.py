@@ -12,9 +12,10 @@ a kill -9 of this script), and another user of the sysctl is not overridden.
 Per repetition, with statistics on:
 
 - `bench/trapfloor CALLS 1`: the empty program on a uprobe (the floor of the
-  measure itself: the kernel's two clock reads and the call) and heapbpf's
-  allocation program on the 14-frame stand-in, both read back by trapfloor
-  from their descriptors;
+  measure itself: the kernel's two clock reads and the call), heapbpf's
+  allocation program on the 14-frame stand-in and its free program on a
+  stand-in of 5.3.0's free hook, all read back by trapfloor from their
+  descriptors: one thread on warm caches, each program's own work;
 - `heapbpf -v` on the example service (`alloc-service-static --threads 4`,
   `lg_prof_sample` small enough for thousands of samples): heapbpf prints each
   of its programs' run count and run time before it unloads them.
@@ -75,7 +76,7 @@ def trapfloor(calls):
     if out.returncode:
         raise BenchError("trapfloor failed: " + out.stderr)
     rec = [json.loads(line) for line in out.stdout.splitlines() if line][-1]
-    if not rec["empty_run_cnt"] or not rec["alloc_run_cnt"]:
+    if not rec["empty_run_cnt"] or not rec["alloc_run_cnt"] or not rec["free_run_cnt"]:
         raise BenchError("trapfloor: the kernel counted no run with statistics on")
     return rec
 
@@ -115,6 +116,8 @@ def bench_bpfstats(S, res, log):
                        empty_cnt=tf["empty_run_cnt"],
                        standin_ns=tf["alloc_run_ns"] / tf["alloc_run_cnt"],
                        standin_cnt=tf["alloc_run_cnt"], trap_ns=tf["trap_ns"],
+                       standin_free_ns=tf["free_run_ns"] / tf["free_run_cnt"],
+                       standin_free_cnt=tf["free_run_cnt"],
                        frames=tf["frames"], progs=progs, counters=counters)
             runs.append(run)
             log("bpf_stats %d: alloc %.0f ns/hit (%d hits), free %.0f ns/hit (%d), empty "

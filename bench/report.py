@@ -547,9 +547,12 @@ def bpfstats(R, doc):
           "(`alloc-service-static --threads 4`, `lg_prof_sample:%d`) for %.1f s, and "
           "`bench/trapfloor %d 1`, whose empty program on a uprobe is the floor of the "
           "measure (the kernel's two clock reads around a program that does nothing), and "
-          "which also runs heapbpf's allocation program on a %d-frame stand-in, one thread "
-          "on one CPU." % (b["sysctl_before"], b["sysctl_after"], len(runs), b["lg"],
-                           b["seconds"], b["trap_calls"], runs[0]["frames"]))
+          "which also runs heapbpf's allocation program on a %d-frame stand-in and its free "
+          "program on a stand-in of 5.3.0's free hook, called back to back by one thread "
+          "(warm caches), where in the example a program runs once every few hundred "
+          "microseconds between the target's own memory traffic." % (
+              b["sysctl_before"], b["sysctl_after"], len(runs), b["lg"], b["seconds"],
+              b["trap_calls"], runs[0]["frames"]))
     doc.p()
     rows = []
     for prog, what in BPF_PROGS:
@@ -566,6 +569,10 @@ def bpfstats(R, doc):
                  spread([r["standin_cnt"] for r in runs], "{:,.0f}"),
                  spread([r["standin_ns"] for r in runs], "{:.0f}"),
                  spread([r["standin_ns"] / r["empty_ns"] for r in runs], "{:.1f}")])
+    rows.append(["`heapbpf_free` on trapfloor's stand-in of 5.3.0's free hook",
+                 spread([r["standin_free_cnt"] for r in runs], "{:,.0f}"),
+                 spread([r["standin_free_ns"] for r in runs], "{:.0f}"),
+                 spread([r["standin_free_ns"] / r["empty_ns"] for r in runs], "{:.1f}")])
     doc.table(["program", "hits per repetition", "ns per hit (kernel-measured)",
                "/ empty program"], rows)
     doc.p("For scale, one bare uprobe hit (trap and return, CPU time per call in the same "

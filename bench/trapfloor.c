@@ -59,14 +59,34 @@ __asm__(".text\n"
 	"	ret\n"
 	".size hb_fake_sample, .-hb_fake_sample\n");
 
+/*
+ * And heapbpf's free program on a stand-in for 5.3.0's
+ * prof_free_sampled_object(tsd, usize, prof_info_t *info), the prof_info_t
+ * naming the same fake tctx.
+ */
+void hb_fake_free(void *tsd, size_t usize, void *info);
+__asm__(".text\n"
+	".globl hb_fake_free\n"
+	".type hb_fake_free, @function\n"
+	"hb_fake_free:\n"
+	"	push %r15\n"
+	"	pop %r15\n"
+	"	ret\n"
+	".size hb_fake_free, .-hb_fake_free\n");
+
 #define FAKE_FRAMES 14 /* default: 8 nested calls + jemalloc's own frames, as in microbench */
 
-static uint64_t fake_frames[HEAPBPF_MAX_FRAMES];
+/* a gctx as jemalloc 5.3.0 lays it out: bt {vec, len} @104, the frames right after it @120 */
+static _Alignas(8) char fake_gctx[120 + 8 * HEAPBPF_MAX_FRAMES];
+static uint64_t *const fake_frames = (uint64_t *)(fake_gctx + 120);
 static struct {
 	void *vec;
 	uint32_t len;
-} fake_bt = { fake_frames, FAKE_FRAMES };
-static char fake_gctx[256], fake_tctx[256];
+} fake_bt = { fake_gctx + 120, FAKE_FRAMES };
+static char fake_tctx[256];
+static uint64_t fake_info[3]; /* prof_info_t {alloc_time, alloc_tctx, alloc_size} */
+
+enum call_kind { CALL_NOOP, CALL_SAMPLE, CALL_FREE };
 
 static int64_t now_ns(clockid_t clk)
 {
@@ -76,13 +96,15 @@ static int64_t now_ns(clockid_t clk)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void calls(long n, bool fake, int64_t *wall, int64_t *cpu)
+static void calls(long n, enum call_kind kind, int64_t *wall, int64_t *cpu)
 {
 	int64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 
 	for (long i = 0; i < n; i++) {
-		if (fake)
+		if (kind == CALL_SAMPLE)
 			hb_fake_sample(NULL, fake_tctx, 64, 64, fake_tctx);
+		else if (kind == CALL_FREE)
+			hb_fake_free(NULL, 64, fake_info);
 		else
 			hb_noop();
 		__asm__ volatile("" ::: "memory");
@@ -151,8 +173,14 @@ static int setup_heapbpf(struct heapbpf_bpf **out, struct ring_buffer **rbp)
 	hs->rodata->layout.alloc_size_arg = 2;
 	hs->rodata->layout.alloc_usize_arg = 3;
 	hs->rodata->layout.alloc_tctx_arg = 4;
-	hs->rodata->layout.free_info_arg = HEAPBPF_ARG_NONE;
+	hs->rodata->layout.free_ptr_arg = HEAPBPF_ARG_NONE;
+	hs->rodata->layout.free_usize_arg = 1;
+	hs->rodata->layout.free_info_arg = 2;
 	hs->rodata->layout.free_tctx_arg = HEAPBPF_ARG_NONE;
+	hs->rodata->layout.info_time_off = 0;
+	hs->rodata->layout.info_tctx_off = 8;
+	hs->rodata->layout.info_size_off = 16;
+	hs->rodata->layout.info_has_time = 1;
 	hs->rodata->layout.tctx_gctx_off = 96;
 	hs->rodata->layout.gctx_bt_off = 104;
 	hs->rodata->layout.bt_vec_off = 0;
@@ -182,6 +210,7 @@ int main(int argc, char **argv)
 	pthread_t cons;
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = "hb_noop");
 	LIBBPF_OPTS(bpf_uprobe_opts, fo, .func_name = "hb_fake_sample");
+	LIBBPF_OPTS(bpf_uprobe_opts, xo, .func_name = "hb_fake_free");
 	int err = 0;
 
 	if (n <= 0 || reps <= 0 || frames < 1 || frames > HEAPBPF_MAX_FRAMES) {
@@ -193,6 +222,9 @@ int main(int argc, char **argv)
 		fake_frames[i] = 0x401000 + 0x40 * i;
 	*(void **)(fake_tctx + 96) = fake_gctx;
 	memcpy(fake_gctx + 104, &fake_bt, sizeof(fake_bt));
+	fake_info[0] = 1;
+	fake_info[1] = (uint64_t)(uintptr_t)fake_tctx;
+	fake_info[2] = 64;
 	libbpf_set_print(silent);
 	skel = trapfloor_bpf__open_and_load();
 	if (!skel || setup_heapbpf(&hs, &rb)) {
@@ -205,12 +237,13 @@ int main(int argc, char **argv)
 		int64_t w0, c0, w1, c1, fw0, fc0, fw1, fc1;
 		struct bpf_link *l, *fl;
 		uint64_t hits0 = hs->bss->counters.alloc_hits;
-		uint64_t ecnt, ens, acnt, ans;
+		uint64_t ecnt, ens, acnt, ans, xcnt, xns;
+		int64_t xw, xc;
 
 		(void)fw0;
 		(void)fw1;
 
-		calls(n, false, &w0, &c0);
+		calls(n, CALL_NOOP, &w0, &c0);
 		l = bpf_program__attach_uprobe_opts(skel->progs.trapfloor_empty, 0,
 						    "/proc/self/exe", 0, &uo);
 		if (!l) {
@@ -219,10 +252,10 @@ int main(int argc, char **argv)
 				strerror(-err));
 			break;
 		}
-		calls(n, false, &w1, &c1);
+		calls(n, CALL_NOOP, &w1, &c1);
 		bpf_link__destroy(l);
 
-		calls(n, true, &fw0, &fc0);
+		calls(n, CALL_SAMPLE, &fw0, &fc0);
 		fl = bpf_program__attach_uprobe_opts(hs->progs.heapbpf_alloc, 0, "/proc/self/exe",
 						     0, &fo);
 		if (!fl) {
@@ -231,19 +264,33 @@ int main(int argc, char **argv)
 				strerror(-err));
 			break;
 		}
-		calls(n, true, &fw1, &fc1);
+		calls(n, CALL_SAMPLE, &fw1, &fc1);
+		bpf_link__destroy(fl);
+		/* the free program: its kernel-measured time only */
+		fl = bpf_program__attach_uprobe_opts(hs->progs.heapbpf_free, 0, "/proc/self/exe", 0,
+						     &xo);
+		if (!fl) {
+			err = -errno;
+			fprintf(stderr, "trapfloor: cannot attach heapbpf's free program: %s\n",
+				strerror(-err));
+			break;
+		}
+		calls(n, CALL_FREE, &xw, &xc);
 		bpf_link__destroy(fl);
 		run_stats(skel->progs.trapfloor_empty, &ecnt, &ens);
 		run_stats(hs->progs.heapbpf_alloc, &acnt, &ans);
+		run_stats(hs->progs.heapbpf_free, &xcnt, &xns);
 		printf("{\"calls\": %ld, \"base_wall_ns\": %" PRId64 ", \"probe_wall_ns\": %" PRId64
 		       ", \"base_cpu_ns\": %" PRId64 ", \"probe_cpu_ns\": %" PRId64
 		       ", \"trap_ns\": %.1f, \"heapbpf_ns\": %.1f, \"heapbpf_hits\": %" PRIu64
 		       ", \"heapbpf_read_faults\": %" PRIu64 ", \"frames\": %ld"
 		       ", \"empty_run_cnt\": %" PRIu64 ", \"empty_run_ns\": %" PRIu64
-		       ", \"alloc_run_cnt\": %" PRIu64 ", \"alloc_run_ns\": %" PRIu64 "}\n",
+		       ", \"alloc_run_cnt\": %" PRIu64 ", \"alloc_run_ns\": %" PRIu64
+		       ", \"free_run_cnt\": %" PRIu64 ", \"free_run_ns\": %" PRIu64 "}\n",
 		       n, w0, w1, c0, c1, (double)(c1 - c0) / n, (double)(fc1 - fc0) / n,
 		       (uint64_t)(hs->bss->counters.alloc_hits - hits0),
-		       (uint64_t)hs->bss->counters.read_faults, frames, ecnt, ens, acnt, ans);
+		       (uint64_t)hs->bss->counters.read_faults, frames, ecnt, ens, acnt, ans, xcnt,
+		       xns);
 		fflush(stdout);
 	}
 	consuming = 0;

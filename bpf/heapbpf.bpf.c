@@ -178,6 +178,22 @@ int BPF_KPROBE(heapbpf_alloc)
 	return 0;
 }
 
+/* prof_info_t up to its last field read, in one piece of at most 32 bytes. */
+static __always_inline long read_info(struct heapbpf_info *info, __u64 addr)
+{
+	__u32 len = layout.info_tctx_off;
+
+	if (layout.info_size_off > len)
+		len = layout.info_size_off;
+	if (layout.info_has_time && layout.info_time_off > len)
+		len = layout.info_time_off;
+	len += sizeof(__u64);
+	/* no version has prof_info_t's fields further in: say so rather than read less */
+	if (len > sizeof(*info))
+		return -1;
+	return bpf_probe_read_user(info, len, (void *)addr);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(heapbpf_free)
 {
@@ -205,19 +221,17 @@ int BPF_KPROBE(heapbpf_free)
 	e->alloc_time_ns = 0;
 	e->alloc_size = 0;
 	if (layout.free_info_arg != HEAPBPF_ARG_NONE) {
-		__u64 info = heapbpf_arg(&args, layout.free_info_arg);
-		long err = 0;
+		struct heapbpf_info info = {};
 
-		err |= bpf_probe_read_user(&e->tctx, sizeof(e->tctx),
-					   (void *)(info + layout.info_tctx_off));
-		err |= bpf_probe_read_user(&e->alloc_size, sizeof(e->alloc_size),
-					   (void *)(info + layout.info_size_off));
-		if (layout.info_has_time)
-			err |= bpf_probe_read_user(&e->alloc_time_ns, sizeof(e->alloc_time_ns),
-						   (void *)(info + layout.info_time_off));
-		if (err) {
+		/* prof_info_t in one read: every helper call costs */
+		if (read_info(&info, heapbpf_arg(&args, layout.free_info_arg))) {
 			e->flags |= HEAPBPF_F_READ_FAULT;
 			count(&counters.read_faults);
+		} else {
+			e->tctx = heapbpf_info_field(&info, layout.info_tctx_off);
+			e->alloc_size = heapbpf_info_field(&info, layout.info_size_off);
+			if (layout.info_has_time)
+				e->alloc_time_ns = heapbpf_info_field(&info, layout.info_time_off);
 		}
 	}
 	bpf_ringbuf_submit(e, submit_flags());

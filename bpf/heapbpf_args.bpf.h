@@ -44,4 +44,15 @@ static __always_inline __u32 heapbpf_clamp_frames(__u32 len)
 	return len;
 }
 
+/* prof_info_t as read in one piece: 24 bytes, 32 in a --enable-debug build (5.3.x). */
+struct heapbpf_info {
+	__u64 w[4];
+};
+
+/* The 8-byte field at byte offset off of prof_info_t (off a multiple of 8). */
+static __always_inline __u64 heapbpf_info_field(const struct heapbpf_info *info, __u32 off)
+{
+	return info->w[(off / 8) & 3];
+}
+
 #endif /* __HEAPBPF_ARGS_BPF_H */

@@ -71,3 +71,20 @@ Test(bpf_args, clamp_frames_to_max)
 	cr_assert_eq(heapbpf_clamp_frames(HEAPBPF_MAX_FRAMES + 1), HEAPBPF_MAX_FRAMES);
 	cr_assert_eq(heapbpf_clamp_frames(UINT32_MAX), HEAPBPF_MAX_FRAMES);
 }
+
+/*
+ * The free program reads prof_info_t in one piece and picks its fields by the
+ * layout's offsets: 5.3.x release {alloc_time @0, alloc_tctx @8, alloc_size @16},
+ * a --enable-debug build (nstime_t with a magic) {alloc_tctx @16, alloc_size @24}.
+ */
+Test(bpf_args, info_fields_by_offset)
+{
+	struct heapbpf_info info = { .w = { 11, 22, 33, 44 } };
+
+	cr_assert_eq(heapbpf_info_field(&info, 0), 11);
+	cr_assert_eq(heapbpf_info_field(&info, 8), 22);
+	cr_assert_eq(heapbpf_info_field(&info, 16), 33);
+	cr_assert_eq(heapbpf_info_field(&info, 24), 44);
+	/* an offset past the piece read stays inside it */
+	cr_assert_eq(heapbpf_info_field(&info, 32), 11);
+}
