@@ -22,7 +22,8 @@
 set -euo pipefail
 
 build=${1:-build}
-cd "$(dirname "$0")/.."
+self=$(realpath "$0")
+cd "$(dirname "$self")/.."
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
 cache=${HEAPBPF_CACHE-/var/cache/heapbpf}
@@ -87,7 +88,7 @@ toolchain() {
 }
 key=$( {
 	echo "$orig $orig_sum"
-	sha256sum "$0"
+	sha256sum <"$self"
 	toolchain
 } | sha256sum | cut -c1-16)
 set_dir=$cache/redis-$key

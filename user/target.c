@@ -236,6 +236,8 @@ static int layout_of_dwarf(struct jemalloc_target *t, const struct jemalloc_dwar
 			       t->version, t->pid, t->path, jemalloc_layout_names(), why);
 	t->layout = &t->layout_buf;
 	t->layout_from_dwarf = t->dwarf_checked = true;
+	/* its prof_info_t offsets are the debug build's already */
+	t->debug_build = d->have_nstime && d->nstime_magic;
 	return 0;
 }
 
