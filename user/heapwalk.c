@@ -563,7 +563,8 @@ int heapwalk_read(const struct mem_source *m, const struct jemalloc_layout *l,
 		rc = walk_once(&w, sy->bt2gctx);
 		if (rc == -EAGAIN)
 			changed = true;
-		if (rc == 0 || rc == -ENOMEM || rc == -EINVAL)
+		/* what another read cannot change: done, out of memory, bad layout, no process */
+		if (rc == 0 || rc == -ENOMEM || rc == -EINVAL || rc == -ESRCH || rc == -EPERM)
 			break;
 	}
 	if (!rc)
