@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -326,7 +327,7 @@ Test(core, kernel_written_core, .fini = kernel_fini)
 	char err[4096], pid[16], *a, *b;
 	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
 	struct svc s;
-	int rc, st;
+	int rc, st, lock;
 
 	hb_require_bpf();
 	snprintf(live, sizeof(live), "%s/live.folded", hb_tmpdir());
@@ -341,11 +342,18 @@ Test(core, kernel_written_core, .fini = kernel_fini)
 				    "folded", "-o", live,	   NULL };
 	rc = heapbpf(err, sizeof(err), live_args);
 	cr_assert_eq(rc, 0, "--live-heap exited with %d: %s", rc, err);
-	/* the pattern is global: set only for the instant of the dump */
+	/*
+	 * The pattern is global: set only for the instant of the dump, and
+	 * never by two such tests at once (the plain and the sanitized pass).
+	 */
+	lock = open("/tmp/heapbpf-test-core-pattern.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert_geq(lock, 0);
+	cr_assert_eq(flock(lock, LOCK_EX), 0);
 	set_pattern(pattern);
 	kill(s.pid, SIGQUIT);
 	rc = waitpid(s.pid, &st, 0);
 	restore_pattern();
+	close(lock);
 	cr_assert_eq(rc, s.pid);
 	cr_assert(WIFSIGNALED(st) && WCOREDUMP(st), "no core dumped (status 0x%x)", st);
 	cr_assert(exists(core), "the kernel wrote no %s", core);
