@@ -507,5 +507,8 @@ int jemalloc_layout_from_dwarf(const struct jemalloc_dwarf *d, const char *activ
 	/* 5.2.x: the tctx goes to the free hook, and prof.active switched on late is broken */
 	out->late_active_bug = !info;
 	out->activity_fn = info ? NULL : "malloc_default";
+	/* the live-heap walker's tables where the DWARF describes them all; else it refuses */
+	if (jemalloc_heap_from_dwarf(d, &out->heap))
+		memset(&out->heap, 0, sizeof(out->heap));
 	return 0;
 }

@@ -425,6 +425,9 @@ Test(reach, redis_bundled_jemalloc_discovered)
 	cr_assert(t->layout_from_dwarf);
 	cr_assert_not(t->needs_selfcheck);
 	cr_assert_str_eq(t->layout->active_sym, "prof_active_state");
+	/* the live-heap tables from the same DWARF: 5.3's prof_cnt_t with its unbiased counters */
+	cr_assert_eq(t->layout->heap.cnt_size, 64);
+	cr_assert(t->layout->heap.has_unbiased);
 	cr_assert(t->opt_prof);
 	jemalloc_target__free(t);
 	redis_stop(redis);
