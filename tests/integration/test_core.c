@@ -367,3 +367,40 @@ Test(core, kernel_written_core, .fini = kernel_fini)
 	free(a);
 	free(b);
 }
+
+/* The binaries moved away after the dump: found under --binary-path (by name), not guessed. */
+Test(core, binaries_found_under_binary_path)
+{
+	char run[PATH_MAX], syms[PATH_MAX], bin[PATH_MAX + 16], moved[PATH_MAX + 16];
+	char cmd[5 * PATH_MAX], err[4096], out[PATH_MAX], *text = NULL;
+	const char *core;
+	struct svc s;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(run, sizeof(run), "%s/run", hb_tmpdir());
+	snprintf(syms, sizeof(syms), "%s/syms", hb_tmpdir());
+	snprintf(bin, sizeof(bin), "%s/service", run);
+	snprintf(moved, sizeof(moved), "%s/service", syms);
+	snprintf(out, sizeof(out), "%s/out.folded", hb_tmpdir());
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s %s && cp %s %s", run, syms,
+		 hb_path("examples/alloc-service-static"), bin);
+	cr_assert_eq(system(cmd), 0);
+	start_parked(&s, bin);
+	core = gcore(s.pid);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_eq(rename(bin, moved), 0);
+	const char *args[] = { "report", core, "-f", "folded", "-o", out, NULL };
+	rc = heapbpf(err, sizeof(err), args);
+	assert_one_sentence_error(rc, err, "is not on this machine");
+	cr_assert(strstr(err, bin), "%s", err);
+	cr_assert_not(exists(out), "a file was written");
+	const char *found[] = { "report", core, "--binary-path", syms, "-f", "folded", "-o",
+				out,	  NULL };
+	rc = heapbpf(err, sizeof(err), found);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+	cr_assert_geq(hb_read_file(out, &text), 0);
+	/* symbolized from the moved binary: the sites by name */
+	cr_assert(strstr(text, "worker_main;run_one;"), "%s", text);
+	free(text);
+}
