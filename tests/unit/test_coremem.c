@@ -406,3 +406,38 @@ Test(coremem, hostile_file_note)
 	cr_assert(strstr(err, "notes are garbled"), "%s", err);
 	free(c.b);
 }
+
+/* More than 65534 segments: e_phnum is PN_XNUM and section 0's sh_info has the count. */
+Test(coremem, pn_xnum)
+{
+	struct cbuf c = make_core();
+	Elf64_Shdr sh = { .sh_info = 1 + NSEGS };
+	struct core_file *cf;
+	Elf64_Ehdr *eh;
+	char err[256] = "";
+	uint8_t b;
+	size_t shoff = c.n;
+
+	put(&c, &sh, sizeof(sh));
+	eh = (Elf64_Ehdr *)c.b;
+	eh->e_phnum = PN_XNUM;
+	eh->e_shoff = shoff;
+	eh->e_shnum = 1;
+	eh->e_shentsize = sizeof(sh);
+	cr_assert_eq(core_file__open(write_file("xnum", c.b, c.n), &cf, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(cf->nsegs, NSEGS);
+	cr_assert_eq(core_file__read(cf, LIB_BASE, &b, 1), 0);
+	cr_assert_eq(b, seg_byte(4, 0));
+	core_file__free(cf);
+	/* a count the file cannot hold */
+	((Elf64_Shdr *)(c.b + shoff))->sh_info = 0x7fffffff;
+	cr_assert_lt(core_file__open(write_file("xnum2", c.b, c.n), &cf, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "program headers are missing or cut off"), "%s", err);
+	/* a section header past the end */
+	eh = (Elf64_Ehdr *)c.b;
+	eh->e_shoff = c.n;
+	cr_assert_lt(core_file__open(write_file("xnum3", c.b, c.n), &cf, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "program headers are missing or cut off"), "%s", err);
+	free(c.b);
+}
