@@ -27,9 +27,16 @@ struct loc_text {
 struct folded {
 	const struct hb_profile *p;
 	enum hb_value which;
-	struct loc_text *locs; /* parallel to p->locations */
-	uint32_t *tid;	       /* ... each one's first location with the same text */
-	char *line;	       /* one line of output */
+	/*
+	 * parallel to p->locations, then the texts of the pid roots (pids[],
+	 * ascending) and "[unknown]": every piece a stack can have
+	 */
+	struct loc_text *locs;
+	int64_t *pids;
+	size_t npids, ntexts;
+	bool any_prefix; /* some piece's text is a proper prefix of another's */
+	uint32_t *tid;	 /* ... each one's first location with the same text */
+	char *line;	 /* one line of output */
 	size_t cap;
 };
 
@@ -112,22 +119,29 @@ static int cmp_text(const void *a, const void *b, void *arg)
  */
 static int rank_texts(struct folded *fd)
 {
-	size_t n = 0, nl = fd->p->nlocations;
-	uint32_t *order = malloc((nl ? nl : 1) * sizeof(*order));
+	size_t n = 0;
+	uint32_t *order = malloc((fd->ntexts ? fd->ntexts : 1) * sizeof(*order));
 
 	if (!order)
 		return -ENOMEM;
-	for (size_t i = 0; i < nl; i++) {
+	for (size_t i = 0; i < fd->ntexts; i++) {
 		if (fd->tid[i] == i)
 			order[n++] = (uint32_t)i;
 	}
 	qsort_r(order, n, sizeof(*order), cmp_text, fd->locs);
-	for (size_t r = 0; r < n; r++) {
-		struct loc_text *t = &fd->locs[order[r]];
-		const struct loc_text *next = r + 1 < n ? &fd->locs[order[r + 1]] : NULL;
+	for (size_t r = 0, rank = 0, next; r < n; r = next, rank++) {
+		const struct loc_text *t = &fd->locs[order[r]];
+		bool prefix;
 
-		t->rank = (uint32_t)r;
-		t->prefix = next && strncmp(next->text, t->text, t->len) == 0;
+		/* the same text (a pid root named like a function): the same rank */
+		for (next = r + 1; next < n && strcmp(fd->locs[order[next]].text, t->text) == 0;)
+			next++;
+		prefix = next < n && strncmp(fd->locs[order[next]].text, t->text, t->len) == 0;
+		fd->any_prefix |= prefix;
+		for (size_t k = r; k < next; k++) {
+			fd->locs[order[k]].rank = (uint32_t)rank;
+			fd->locs[order[k]].prefix = prefix;
+		}
 	}
 	free(order);
 	return 0;
@@ -173,7 +187,134 @@ static int render_all(struct folded *fd)
 			err = hashmap__add(&by_text, h, (uint32_t)i);
 	}
 	hashmap__clear(&by_text);
+	/* the pid roots' texts and "[unknown]", ranked with the locations' */
+	for (size_t i = fd->p->nlocations; !err && i < fd->ntexts; i++) {
+		struct loc_text *t = &fd->locs[i];
+		size_t j = i - fd->p->nlocations;
+
+		t->text = malloc(32);
+		if (!t->text) {
+			err = -ENOMEM;
+			break;
+		}
+		if (j < fd->npids)
+			t->len = (size_t)snprintf(t->text, 32, "pid %" PRId64, fd->pids[j]);
+		else
+			t->len = (size_t)snprintf(t->text, 32, "[unknown]");
+		fd->tid[i] = (uint32_t)i;
+	}
 	return err ?: rank_texts(fd);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The distinct pids of the samples to write (idx), ascending. */
+static int collect_pids(struct folded *fd, const uint32_t *idx, size_t n)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m += fd->p->samples[idx[i]].pid != 0;
+	fd->pids = malloc((m ? m : 1) * sizeof(*fd->pids));
+	if (!fd->pids)
+		return -ENOMEM;
+	for (size_t i = 0, k = 0; i < n; i++) {
+		if (fd->p->samples[idx[i]].pid)
+			fd->pids[k++] = fd->p->samples[idx[i]].pid;
+	}
+	qsort(fd->pids, m, sizeof(*fd->pids), cmp_i64);
+	fd->npids = 0;
+	for (size_t i = 0; i < m; i++) {
+		if (!fd->npids || fd->pids[fd->npids - 1] != fd->pids[i])
+			fd->pids[fd->npids++] = fd->pids[i];
+	}
+	fd->ntexts = fd->p->nlocations + fd->npids + 1;
+	return 0;
+}
+
+/*
+ * Piece d of sample i as a symbol: its text's rank + 1, 0 past the end
+ * (a stack that ends first sorts first, as its text is a prefix).
+ */
+static uint32_t symbol(const struct folded *fd, uint32_t i, size_t d)
+{
+	const struct hb_sample *s = &fd->p->samples[i];
+	size_t lo = 0, hi = fd->npids;
+
+	if (s->pid && d-- == 0) {
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (fd->pids[mid] < s->pid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return fd->locs[fd->p->nlocations + lo].rank + 1;
+	}
+	if (!s->nlocs)
+		return d ? 0 : fd->locs[fd->ntexts - 1].rank + 1;
+	return d < s->nlocs ? fd->locs[fd->tid[s->locs[s->nlocs - 1 - d]]].rank + 1 : 0;
+}
+
+static void swap_idx(uint32_t *a, size_t i, size_t j)
+{
+	uint32_t t = a[i];
+
+	a[i] = a[j];
+	a[j] = t;
+}
+
+/*
+ * Multikey quicksort of samples by their symbols from depth d on (when no
+ * piece's text is a prefix of another's, that is strcmp() order of the
+ * whole stack texts): each sample's common prefix with its neighbours is
+ * read once per partition, not once per comparison. Of the three parts
+ * (below the pivot, equal: one piece deeper, above), the largest is sorted
+ * by the loop and the others by recursion: each at most half, so the
+ * recursion is at most log2(n) deep, however long the stacks.
+ */
+static void mkqs(const struct folded *fd, uint32_t *a, size_t n, size_t d)
+{
+	while (n > 1) {
+		uint32_t pivot = symbol(fd, a[n / 2], d);
+		size_t lt = 0, gt = n, i = 0, neq;
+
+		/* a[0, lt) < pivot, a[lt, i) == pivot, a[gt, n) > pivot */
+		while (i < gt) {
+			uint32_t v = symbol(fd, a[i], d);
+
+			if (v < pivot)
+				swap_idx(a, lt++, i++);
+			else if (v > pivot)
+				swap_idx(a, i, --gt);
+			else
+				i++;
+		}
+		/* equal and ended (pivot 0): the same stack, nothing more to order */
+		neq = pivot ? gt - lt : 0;
+		if (neq >= lt && neq >= n - gt) {
+			mkqs(fd, a, lt, d);
+			mkqs(fd, a + gt, n - gt, d);
+			a += lt;
+			n = neq;
+			d++;
+		} else if (lt >= n - gt) {
+			mkqs(fd, a + lt, neq, d + 1);
+			mkqs(fd, a + gt, n - gt, d);
+			n = lt;
+		} else {
+			mkqs(fd, a, lt, d);
+			mkqs(fd, a + lt, neq, d + 1);
+			a += gt;
+			n -= gt;
+		}
+	}
 }
 
 /*
@@ -382,9 +523,7 @@ int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
 	for (size_t i = 0; i < p->nsamples && !diff; i++)
 		diff = p->samples[i].diff_base;
 	idx = calloc(p->nsamples ? p->nsamples : 1, sizeof(*idx));
-	fd.locs = calloc(p->nlocations ? p->nlocations : 1, sizeof(*fd.locs));
-	fd.tid = calloc(p->nlocations ? p->nlocations : 1, sizeof(*fd.tid));
-	if (!idx || !fd.locs || !fd.tid) {
+	if (!idx) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -396,10 +535,18 @@ int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
 			continue;
 		idx[n++] = (uint32_t)i;
 	}
-	err = render_all(&fd);
+	err = collect_pids(&fd, idx, n);
 	if (err)
 		goto out;
-	qsort_r(idx, n, sizeof(*idx), cmp_sample, &fd);
+	fd.locs = calloc(fd.ntexts, sizeof(*fd.locs));
+	fd.tid = calloc(fd.ntexts, sizeof(*fd.tid));
+	err = fd.locs && fd.tid ? render_all(&fd) : -ENOMEM;
+	if (err)
+		goto out;
+	if (fd.any_prefix)
+		qsort_r(idx, n, sizeof(*idx), cmp_sample, &fd);
+	else
+		mkqs(&fd, idx, n, 0);
 	err = write_stacks(&fd, idx, n, diff, f);
 	if (err)
 		goto out;
@@ -410,8 +557,9 @@ int folded_write(const struct hb_profile *p, enum hb_value which, FILE *f)
 	else if (ferror(f))
 		err = -EIO;
 out:
-	for (size_t i = 0; fd.locs && i < p->nlocations; i++)
+	for (size_t i = 0; fd.locs && i < fd.ntexts; i++)
 		free(fd.locs[i].text);
+	free(fd.pids);
 	free(fd.locs);
 	free(fd.tid);
 	free(fd.line);

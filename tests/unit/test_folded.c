@@ -276,14 +276,14 @@ Test(folded, order_of_whole_text)
 }
 
 /*
- * Random stacks over names that are prefixes of one another, inlined
- * frames, call sites of one function and pid roots: every line's stack is
- * strictly after the previous one's in strcmp() order (sorted, merged), and
- * the values add up to the samples'.
+ * Random stacks over the given names (up to maxlines lines a location, 0:
+ * printed as its address) and pid roots: every line's stack is strictly
+ * after the previous one's in strcmp() order (sorted, merged), and the
+ * values add up to the samples'.
  */
-Test(folded, random_stacks_sorted_and_merged)
+static void random_stacks(const char *const *names, size_t nnames, uint32_t maxlines,
+			  const int64_t *pids, size_t npids)
 {
-	static const char *const names[] = { "a", "ab", "a:b", "b", "", "abc", "a b" };
 	struct hb_profile *p = xcalloc(1, sizeof(*p));
 	int64_t total = 0, sum = 0;
 	char *out, *line, *save, *prev = NULL;
@@ -295,10 +295,10 @@ Test(folded, random_stacks_sorted_and_merged)
 		struct hb_location *l = &p->locations[i];
 
 		l->address = 0x1000 + i;
-		l->nlines = (uint32_t)(random() % 3); /* 0: printed as its address */
+		l->nlines = (uint32_t)(random() % (maxlines + 1));
 		l->lines = xcalloc(l->nlines ? l->nlines : 1, sizeof(*l->lines));
 		for (uint32_t j = 0; j < l->nlines; j++)
-			l->lines[j].function = xstrdup(names[random() % 7]);
+			l->lines[j].function = xstrdup(names[random() % nnames]);
 	}
 	p->nsamples = 500;
 	p->samples = xcalloc(p->nsamples, sizeof(*p->samples));
@@ -309,7 +309,7 @@ Test(folded, random_stacks_sorted_and_merged)
 		s->locs = xcalloc(5, sizeof(uint32_t));
 		for (uint32_t j = 0; j < s->nlocs; j++)
 			s->locs[j] = (uint32_t)(random() % p->nlocations);
-		s->pid = random() % 4 ? 0 : (int64_t)(random() % 3) * 10 + 1;
+		s->pid = random() % 4 ? 0 : pids[random() % npids];
 		s->v[HB_INUSE_SPACE] = random() % 100;
 		total += s->v[HB_INUSE_SPACE];
 	}
@@ -327,4 +327,22 @@ Test(folded, random_stacks_sorted_and_merged)
 	cr_assert_eq(sum, total);
 	free(out);
 	hb_profile__free(p);
+}
+
+/* Names that are prefixes of one another, inlined frames, pid roots "pid 1" and "pid 11". */
+Test(folded, random_stacks_sorted_and_merged)
+{
+	static const char *const names[] = { "a", "ab", "a:b", "b", "", "abc", "a b" };
+	static const int64_t pids[] = { 1, 11, 21 };
+
+	random_stacks(names, 7, 2, pids, 3);
+}
+
+/* No text a prefix of another (one line a location, pids of one width): sorted by pieces. */
+Test(folded, random_prefix_free_stacks_sorted_and_merged)
+{
+	static const char *const names[] = { "b", "ca", "cb", "d e", "x_[y", "m:n", "~z" };
+	static const int64_t pids[] = { 10, 21, 32 };
+
+	random_stacks(names, 7, 1, pids, 3);
 }
