@@ -30,7 +30,29 @@
 #include "oracle.h"
 #include "target.h"
 
-TestSuite(reach, .fini = hb_tmpdir_cleanup, .timeout = 240);
+/* processes a test started outside svc_*: killed if the test ends early */
+static pid_t leftovers[4];
+
+static void remember(pid_t pid)
+{
+	for (size_t i = 0; i < sizeof(leftovers) / sizeof(leftovers[0]); i++) {
+		if (!leftovers[i]) {
+			leftovers[i] = pid;
+			return;
+		}
+	}
+}
+
+static void reach_fini(void)
+{
+	for (size_t i = 0; i < sizeof(leftovers) / sizeof(leftovers[0]); i++) {
+		if (leftovers[i] > 0)
+			kill(leftovers[i], SIGKILL);
+	}
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(reach, .fini = reach_fini, .timeout = 240);
 
 #define FLAG	 "je_prof_active_state"
 #define IDLE	 "prof:true,prof_active:false"
@@ -167,6 +189,19 @@ static void oracle_of(const char *bin, const char *layout)
 		.threads = "4",
 		.layout = layout,
 	});
+}
+
+/* What discovery makes of a running target: its layout's name and how it was reached. */
+static void discovered_pid(pid_t pid, const char *layout, bool from_dwarf, bool selfcheck)
+{
+	char err[1024];
+	struct jemalloc_target *t;
+
+	cr_assert_eq(jemalloc_target__find(pid, NULL, &t, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(t->layout->name, layout, "pid %d", pid);
+	cr_assert_eq(t->layout_from_dwarf, from_dwarf, "pid %d", pid);
+	cr_assert_eq(t->needs_selfcheck, selfcheck, "pid %d", pid);
+	jemalloc_target__free(t);
 }
 
 /* What discovery makes of bin: the layout's name, how it was reached, a debug build or not. */
@@ -371,10 +406,9 @@ static void redis_cli(int port, const char *args, char *out, size_t len)
 	pclose(p);
 }
 
-/* The fixture's redis-server on a port of its own, with conf in JE_MALLOC_CONF (NULL: unset). */
-static pid_t redis_start(const char *conf, int *port)
+/* redis-server bin on a port of its own, with conf in JE_MALLOC_CONF (NULL: unset). */
+static pid_t redis_start_bin(const char *bin, const char *conf, int *port)
 {
-	const char *bin = fx("redis/bin/redis-server");
 	char portarg[16], log[PATH_MAX], reply[256] = "";
 	pid_t pid;
 
@@ -390,6 +424,7 @@ static pid_t redis_start(const char *conf, int *port)
 					 "", "--appendonly", "no", "--dir", hb_tmpdir(), NULL },
 		       log);
 	unsetenv("JE_MALLOC_CONF");
+	remember(pid);
 	for (int i = 0; i < 100 && strcmp(reply, "PONG") != 0; i++) {
 		hb_sleep_ms(100);
 		redis_cli(*port, "ping", reply, sizeof(reply));
@@ -398,6 +433,12 @@ static pid_t redis_start(const char *conf, int *port)
 		kill(pid, SIGKILL);
 	cr_assert_str_eq(reply, "PONG", "redis-server did not start (see %s)", log);
 	return pid;
+}
+
+/* The fixture's redis-server. */
+static pid_t redis_start(const char *conf, int *port)
+{
+	return redis_start_bin(fx("redis/bin/redis-server"), conf, port);
 }
 
 static void redis_stop(pid_t pid)
@@ -472,6 +513,48 @@ Test(reach, redis_bundled_jemalloc_profiled_without_flags)
 	cr_assert_null(strstr(folded, "je_malloc_default"), "%s", folded);
 	cr_assert_eq(flag_of(redis, bin), 0, "prof_active left on");
 	free(text);
+	free(folded);
+	redis_stop(redis);
+}
+
+/*
+ * The same Redis stripped of its DWARF (symbols kept, as a package with a
+ * -dbgsym would ship it): 5.3.0-0-g0 names the 5.3.0 entry by number, and the
+ * first samples under redis-benchmark confirm it.
+ */
+Test(reach, redis_stripped_confirmed_by_its_first_samples)
+{
+	char bin[PATH_MAX], cmd[2 * PATH_MAX + 64], pid[16], out[PATH_MAX], err[4096];
+	char *folded;
+	int port, rc;
+	pid_t redis, bench;
+
+	hb_require_bpf();
+	fixture_exists(fx("redis/bin/redis-server"));
+	snprintf(bin, sizeof(bin), "%s/redis-server", hb_tmpdir());
+	snprintf(cmd, sizeof(cmd), "strip --strip-debug -o '%s' '%s'", bin,
+		 fx("redis/bin/redis-server"));
+	cr_assert_eq(system(cmd), 0);
+	redis = redis_start_bin(bin, IDLE, &port);
+	discovered_pid(redis, "5.3.0", false, true);
+	/* load running through the whole window, whatever its length */
+	snprintf(cmd, sizeof(cmd), "%d", port);
+	bench = hb_spawn((const char *[]){ "/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p", cmd,
+					   "-t", "set", "-n", "100000000", "-r", "10000000", "-d",
+					   "256", "-q", NULL },
+			 "/dev/null");
+	remember(bench);
+	snprintf(pid, sizeof(pid), "%d", redis);
+	snprintf(out, sizeof(out), "%s/stripped.folded", hb_tmpdir());
+	rc = hb_run((const char *[]){ "--pid", pid, "-d", "3", "-f", "folded", "-o", out, NULL },
+		    err, sizeof(err), 60000);
+	kill(bench, SIGTERM);
+	hb_wait(bench, 10000);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+	cr_assert(strstr(err, CONFIRMS), "%s", err);
+	cr_assert_gt(hb_read_file(out, &folded), 0);
+	cr_assert(strstr(folded, ";createStringObject;"), "no createStringObject in:\n%s", folded);
+	cr_assert_eq(flag_of(redis, bin), 0, "prof_active left on");
 	free(folded);
 	redis_stop(redis);
 }
