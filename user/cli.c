@@ -25,7 +25,8 @@ static const char usage[] =
 	"    _RJEM_MALLOC_CONF=prof:true,prof_active:false    (Rust, tikv-jemallocator)\n"
 	"\n"
 	"Options:\n"
-	"  -p, --pid PID              process to profile (required)\n"
+	"  -p, --pid PID[,PID...]     process(es) to profile (required; several: one session,\n"
+	"                             one profile each)\n"
 	"  -d, --duration SECONDS     how long to profile (default 10; 0 = until Ctrl-C or SIGTERM)\n"
 	"  -o, --output FILE          where to write the profile ('-' = stdout; default\n"
 	"                             heapbpf-PID-TIME.pb.gz, .folded or .html in the current\n"
@@ -462,6 +463,30 @@ static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool
 }
 
 /* --live-heap: one process, read once, nothing sampled. */
+/* --pid N, or N,N,... (the last --pid wins): every pid in c->pids, the first also in c->pid. */
+static int add_pids(struct cli *c, const char *arg)
+{
+	char buf[32];
+	long v;
+
+	c->npids = 0;
+	for (const char *p = arg;; p += strcspn(p, ",") + 1) {
+		size_t n = strcspn(p, ",");
+
+		if (!n || n >= sizeof(buf) || c->npids == CLI_MAX_PIDS)
+			return -1;
+		memcpy(buf, p, n);
+		buf[n] = '\0';
+		if (parse_long(buf, 1, INT_MAX, &v))
+			return -1;
+		c->pids[c->npids++] = (pid_t)v;
+		if (!p[n])
+			break;
+	}
+	c->pid = c->pids[0];
+	return 0;
+}
+
 static int check_live_heap(const struct cli *c, bool have_pid, bool have_duration)
 {
 	if (!c->live_heap)
@@ -470,8 +495,8 @@ static int check_live_heap(const struct cli *c, bool have_pid, bool have_duratio
 		return bad("--live-heap reads a running process: it does not apply to report, top "
 			   "or diff%s",
 			   "");
-	if (!have_pid)
-		return bad("--live-heap reads one process: give --pid%s", "");
+	if (!have_pid || c->npids > 1)
+		return bad("--live-heap reads one process: give one --pid%s", "");
 	if (have_duration || c->interval || c->follow_forks || c->record || c->leaks ||
 	    c->at_peak || c->output_dir || c->pyroscope || c->reset)
 		return bad("--live-heap reads jemalloc's tables once and samples nothing: "
@@ -541,9 +566,10 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	while ((opt = getopt_long(argc, argv, ":p:d:o:f:t:qvh", options, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
-			if (parse_long(optarg, 1, INT_MAX, &v))
-				return bad("--pid needs a positive process id, not \"%s\"", optarg);
-			c->pid = v;
+			if (add_pids(c, optarg))
+				return bad(
+					"--pid needs positive process ids (N or N,N,...), not \"%s\"",
+					optarg);
 			have_pid = true;
 			break;
 		case 'd':

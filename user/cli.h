@@ -22,10 +22,13 @@ enum cli_mode {
 
 #define CLI_MAX_DIRS   16
 #define CLI_MAX_LABELS 16
+#define CLI_MAX_PIDS   1024 /* --pid N,N,...: one session (user/fleet.c) */
 
 struct cli {
 	enum cli_mode mode;
 	pid_t pid;
+	/* --pid N,N,...: every pid (npids of them), pids[0] == pid; one session for them */
+	pid_t pids[CLI_MAX_PIDS];
 	const char *record;			   /* --record FILE, or NULL */
 	const char *recording;			   /* report: the recording (or core) to read */
 	bool core;				   /* report --core: it is a core file */
@@ -68,6 +71,7 @@ struct cli {
 	const char *service_name;
 	const char *labels[CLI_MAX_LABELS]; /* --label K=V, as typed */
 	int nlabels;
+	int npids; /* of pids[] (beside nlabels: no padding) */
 	const char *spool_dir;
 	unsigned long spool_keep;
 	uint64_t spool_max_bytes;

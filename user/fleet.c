@@ -305,24 +305,34 @@ static void run_targets(struct run *r, const pid_t *pids, struct jemalloc_target
 		fprintf(stderr, "heapbpf: %s\n", err[0] ? err : "failed");
 }
 
+/* "unit NAME" or "the --pid list", for what is said about a run's targets. */
+static const char *targets_name(const struct run *r, char *buf, size_t len)
+{
+	if (!r->unit_name[0])
+		return "the --pid list";
+	snprintf(buf, len, "unit %s", r->unit_name);
+	return buf;
+}
+
 /*
  * A unit's cgroup also holds helpers (a wrapper shell, a sidecar): the
- * processes without jemalloc are skipped; one whose jemalloc heapbpf cannot
- * use (no prof:true, stripped without debug info, a version it does not
- * know) is refused with its reason, and the others are profiled. ts[i]: the
- * jemalloc found in pids[i].
+ * processes without jemalloc are skipped (pids named by --pid are refused);
+ * one whose jemalloc heapbpf cannot use (no prof:true, stripped without
+ * debug info, a version it does not know) is refused with its reason, and
+ * the others are profiled. ts[i]: the jemalloc found in pids[i].
  */
 static int jemalloc_only(struct run *r, pid_t *pids, struct jemalloc_target **ts, int n, char *err,
 			 size_t errlen)
 {
 	int kept = 0, refused = 0;
+	char name[300];
 
 	for (int i = 0; i < n; i++) {
 		struct jemalloc_target *t = NULL;
 		char why[512];
 		int rc = jemalloc_target__find(pids[i], r->opts->layout, &t, why, sizeof(why));
 
-		if (rc == JEMALLOC_ENOTFOUND) {
+		if (rc == JEMALLOC_ENOTFOUND && r->unit_name[0]) {
 			if (r->opts->verbose)
 				fprintf(stderr, "heapbpf: skipped: %s\n", why);
 			continue;
@@ -337,11 +347,11 @@ static int jemalloc_only(struct run *r, pid_t *pids, struct jemalloc_target **ts
 		pids[kept++] = pids[i];
 	}
 	if (!kept && refused)
-		return hb_fail(err, errlen, -ENOENT, "no process of unit %s could be profiled",
-			       r->unit_name);
+		return hb_fail(err, errlen, -ENOENT, "no process of %s could be profiled",
+			       targets_name(r, name, sizeof(name)));
 	if (!kept)
-		return hb_fail(err, errlen, -ESRCH, "no process of unit %s uses jemalloc",
-			       r->unit_name);
+		return hb_fail(err, errlen, -ESRCH, "no process of %s uses jemalloc",
+			       targets_name(r, name, sizeof(name)));
 	return kept;
 }
 
@@ -349,6 +359,7 @@ static int jemalloc_only(struct run *r, pid_t *pids, struct jemalloc_target **ts
 static int one_process_only(const struct run *r, int n, char *err, size_t errlen)
 {
 	const struct cli *o = r->opts;
+	char name[300];
 	const char *what = o->output		 ? "--output names one file; use --output-dir"
 			   : o->record		 ? "--record names one file"
 			   : o->at_peak		 ? "--at-peak names one file"
@@ -356,8 +367,8 @@ static int one_process_only(const struct run *r, int n, char *err, size_t errlen
 						 : NULL;
 
 	if (n > 1 && what)
-		return hb_fail(err, errlen, -EINVAL, "unit %s has %d processes and %s",
-			       r->unit_name, n, what);
+		return hb_fail(err, errlen, -EINVAL, "%s has %d processes and %s",
+			       targets_name(r, name, sizeof(name)), n, what);
 	return 0;
 }
 
@@ -383,6 +394,14 @@ static int resolve_targets(struct run *r, pid_t *pids, struct jemalloc_target **
 			return rc;
 		if (n > 1)
 			n = jemalloc_only(r, pids, ts, n, err, errlen);
+	} else if (o->npids > 1) {
+		/* several pids: found now, so that one without a usable jemalloc is refused alone */
+		n = o->npids < TARGETS_MAX ? o->npids : TARGETS_MAX;
+		memcpy(pids, o->pids, (size_t)n * sizeof(*pids));
+		rc = privs_check(err, errlen);
+		if (rc)
+			return rc;
+		n = jemalloc_only(r, pids, ts, n, err, errlen);
 	} else if (o->pidfile) {
 		rc = targets_from_pidfile(o->pidfile, &pids[0], err, errlen);
 		if (rc)
@@ -410,14 +429,15 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	const struct cli *o = r->opts;
 	struct jemalloc_target *ts[TARGETS_MAX] = {};
 	pid_t pids[TARGETS_MAX];
+	char name[300];
 	int n, rc = 0;
 
 	n = resolve_targets(r, pids, ts, err, errlen);
 	if (n < 0)
 		return n;
-	if (o->unit && !o->quiet && n > 1)
-		fprintf(stderr, "heapbpf: unit %s: %d processes, one profile each\n", r->unit_name,
-			n);
+	if ((o->unit || o->npids > 1) && !o->quiet && n > 1)
+		fprintf(stderr, "heapbpf: %s: %d processes, one profile each\n",
+			targets_name(r, name, sizeof(name)), n);
 	if (o->output_dir) {
 		rc = snapshot_mkdir(o->output_dir);
 		if (rc)

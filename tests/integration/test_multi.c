@@ -403,3 +403,42 @@ Test(multi, follow_forks_in_a_unit_of_two)
 	cr_assert_eq(svc_stop(&a), 0);
 	cr_assert_eq(svc_stop(&b), 0);
 }
+
+/*
+ * --pid N,N,N: one session for the list; a named pid
+ * without jemalloc is refused with its reason (not skipped, as a unit's
+ * helper is), the others profiled, exit 1; -o refuses a list.
+ */
+Test(multi, pid_list_is_one_session_and_refuses_what_it_cannot_profile)
+{
+	char list[64], out[PATH_MAX], err[16384], snap[PATH_MAX + 256], want[96];
+	const char *helper[] = { "/bin/sleep", "60", NULL };
+	struct svc a, b;
+	pid_t s;
+
+	hb_require_bpf();
+	start(&a, hb_path("examples/alloc-service-static"), IDLE_CONF, NULL);
+	start(&b, hb_path("examples/alloc-service-static"), IDLE_CONF, NULL);
+	s = spawned[nspawned++] = hb_spawn(helper, NULL);
+	snprintf(list, sizeof(list), "%d,%d,%d", a.pid, s, b.pid);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	{
+		const char *args[] = { "--pid", list, "-d", "1", "--output-dir", out, NULL };
+
+		cr_assert_eq(hb_run(args, err, sizeof(err), 90000), 1, "%s", err);
+	}
+	snprintf(want, sizeof(want), "refused: pid %d (sleep) does not use jemalloc", s);
+	cr_assert(strstr(err, want), "%s", err);
+	cr_assert(strstr(err, "the --pid list: 2 processes"), "%s", err);
+	cr_assert(snapshot_of(out, a.pid, ".pb.gz", snap, sizeof(snap))[0], "%s", err);
+	cr_assert(snapshot_of(out, b.pid, ".pb.gz", snap, sizeof(snap))[0], "%s", err);
+	snprintf(list, sizeof(list), "%d,%d", a.pid, b.pid);
+	{
+		const char *args[] = { "--pid", list, "-d", "1", "-o", out, NULL };
+
+		cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 1, "%s", err);
+		cr_assert(strstr(err, "names one file"), "%s", err);
+	}
+	cr_assert_eq(svc_stop(&a), 0);
+	cr_assert_eq(svc_stop(&b), 0);
+}

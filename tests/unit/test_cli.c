@@ -98,6 +98,25 @@ Test(cli, defaults)
 	run_free(&r);
 }
 
+Test(cli, pid_list)
+{
+	struct run r = parse("--pid", "11,12,13");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.npids, 3);
+	cr_assert_eq(r.c.pid, 11);
+	cr_assert_eq(r.c.pids[0], 11);
+	cr_assert_eq(r.c.pids[1], 12);
+	cr_assert_eq(r.c.pids[2], 13);
+	run_free(&r);
+	/* the last --pid wins, list or not */
+	r = parse("-p", "5,6", "-p", "7");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.npids, 1);
+	cr_assert_eq(r.c.pid, 7);
+	run_free(&r);
+}
+
 Test(cli, long_options)
 {
 	char *argv[] = {
@@ -275,6 +294,10 @@ static struct bad_case bad_cases[] = {
 	{ { "--pid", "12abc" }, "\"12abc\"" },
 	{ { "--pid", "" }, "--pid" },
 	{ { "--pid", "99999999999" }, "\"99999999999\"" },
+	{ { "--pid", "1,,2" }, "\"1,,2\"" },
+	{ { "--pid", "1," }, "\"1,\"" },
+	{ { "--pid", "1,x" }, "\"1,x\"" },
+	{ { "--pid", "1,2", "--live-heap" }, "one --pid" },
 	{ { "-p", "1", "--duration", "abc" }, "\"abc\"" },
 	{ { "-p", "1", "--duration", "-1" }, "\"-1\"" },
 	{ { "-p", "1", "--duration", "nan" }, "\"nan\"" },
