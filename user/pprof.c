@@ -90,7 +90,8 @@ static int strtab_intern(struct strtab *st, const char *s, int64_t *id)
 	}
 	h = hashmap_hash_str(s);
 	while (hashmap__next(&st->by_str, h, &it, &k)) {
-		if (strcmp(st->strs[k], s) == 0) {
+		/* k < n: what the map holds is in strs (the analyzer cannot tell) */
+		if (k < st->n && strcmp(st->strs[k], s) == 0) {
 			*id = k;
 			st->recent[slot].s = s;
 			st->recent[slot].id = k;
