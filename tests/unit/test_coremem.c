@@ -431,7 +431,8 @@ Test(coremem, pn_xnum)
 	cr_assert_eq(b, seg_byte(4, 0));
 	core_file__free(cf);
 	/* a count the file cannot hold */
-	((Elf64_Shdr *)(c.b + shoff))->sh_info = 0x7fffffff;
+	sh.sh_info = 0x7fffffff;
+	memcpy(c.b + shoff, &sh, sizeof(sh)); /* unaligned in the buffer */
 	cr_assert_lt(core_file__open(write_file("xnum2", c.b, c.n), &cf, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "program headers are missing or cut off"), "%s", err);
 	/* a section header past the end */
