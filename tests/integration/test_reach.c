@@ -16,11 +16,14 @@
  *                by the self-check with the flag restored and nothing written
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -406,6 +409,20 @@ static void redis_cli(int port, const char *args, char *out, size_t len)
 	pclose(p);
 }
 
+/* A TCP port on 127.0.0.1 nothing listens on now (the kernel's choice). */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
 /* redis-server bin on a port of its own, with conf in JE_MALLOC_CONF (NULL: unset). */
 static pid_t redis_start_bin(const char *bin, const char *conf, int *port)
 {
@@ -415,7 +432,7 @@ static pid_t redis_start_bin(const char *bin, const char *conf, int *port)
 	fixture_exists(bin);
 	cr_assert_eq(access("/usr/bin/redis-benchmark", X_OK), 0,
 		     "redis-benchmark is missing: run make deps (scripts/install-deps.sh)");
-	*port = 40000 + getpid() % 20000;
+	*port = free_port();
 	snprintf(portarg, sizeof(portarg), "%d", *port);
 	snprintf(log, sizeof(log), "%s/redis.log", hb_tmpdir());
 	if (conf)
@@ -429,9 +446,14 @@ static pid_t redis_start_bin(const char *bin, const char *conf, int *port)
 		hb_sleep_ms(100);
 		redis_cli(*port, "ping", reply, sizeof(reply));
 	}
-	if (strcmp(reply, "PONG") != 0)
+	if (strcmp(reply, "PONG") != 0) {
+		char *text = NULL;
+
 		kill(pid, SIGKILL);
-	cr_assert_str_eq(reply, "PONG", "redis-server did not start (see %s)", log);
+		hb_read_file(log, &text);
+		cr_assert_fail("redis-server on port %d did not answer: %s", *port,
+			       text ? text : "(no log)");
+	}
 	return pid;
 }
 
@@ -474,6 +496,31 @@ Test(reach, redis_bundled_jemalloc_discovered)
 	redis_stop(redis);
 }
 
+/*
+ * Sanitized builds: libdw 0.188's dwarf_getscopes leaks the scopes it found
+ * when an inlined instance's abstract origin lies in another compile unit,
+ * which Redis's -flto DWARF has (LeakSanitizer, with full unwinding, sees
+ * only that: 14 blocks, 800 bytes). Only that leak is suppressed, only for
+ * the heapbpf this test starts; a plain build ignores both variables.
+ */
+static void suppress_libdw_getscopes_leak(void)
+{
+	static char asan[1024], lsan[PATH_MAX + 1024], supp[PATH_MAX];
+	const char *a = getenv("ASAN_OPTIONS"), *l = getenv("LSAN_OPTIONS");
+	FILE *f;
+
+	snprintf(supp, sizeof(supp), "%s/libdw.supp", hb_tmpdir());
+	f = fopen(supp, "w");
+	cr_assert_not_null(f);
+	cr_assert_gt(fputs("leak:dwarf_getscopes\n", f), 0);
+	cr_assert_eq(fclose(f), 0);
+	/* libdw has no frame pointers: the fast unwinder stops inside it */
+	snprintf(asan, sizeof(asan), "%s%sfast_unwind_on_malloc=0", a ? a : "", a && *a ? ":" : "");
+	snprintf(lsan, sizeof(lsan), "%s%ssuppressions=%s", l ? l : "", l && *l ? ":" : "", supp);
+	setenv("ASAN_OPTIONS", asan, 1);
+	setenv("LSAN_OPTIONS", lsan, 1);
+}
+
 /* No flag: heapbpf's default run under redis-benchmark; Redis's own frames; the flag back off. */
 Test(reach, redis_bundled_jemalloc_profiled_without_flags)
 {
@@ -489,6 +536,7 @@ Test(reach, redis_bundled_jemalloc_profiled_without_flags)
 	snprintf(pid, sizeof(pid), "%d", redis);
 	snprintf(out, sizeof(out), "%s/redis.folded", hb_tmpdir());
 	snprintf(errp, sizeof(errp), "%s/heapbpf.err", hb_tmpdir());
+	suppress_libdw_getscopes_leak();
 	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "-f", "folded",
 					"-t", "alloc_space", "-o", out, NULL },
 		      errp);
