@@ -39,9 +39,19 @@ static void multi_fini(void)
 	}
 	nspawned = 0;
 	if (cg_dir[0]) {
-		/* empty once its processes are gone; an exiting one lingers a moment */
-		for (int i = 0; i < 100 && rmdir(cg_dir) && errno == EBUSY; i++)
+		char procs[PATH_MAX + 16], line[32];
+
+		/* what a failed test left in the unit; empty once they are gone */
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg_dir);
+		for (int i = 0; i < 100 && rmdir(cg_dir) && errno == EBUSY; i++) {
+			FILE *f = fopen(procs, "re");
+
+			while (f && fgets(line, sizeof(line), f))
+				kill(atoi(line), SIGKILL);
+			if (f)
+				fclose(f);
 			hb_sleep_ms(20);
+		}
 		cg_dir[0] = '\0';
 	}
 	if (cg_slice_made && !rmdir(CG2 "/system.slice"))
@@ -441,4 +451,58 @@ Test(multi, pid_list_is_one_session_and_refuses_what_it_cannot_profile)
 	}
 	cr_assert_eq(svc_stop(&a), 0);
 	cr_assert_eq(svc_stop(&b), 0);
+}
+
+/*
+ * A unit whose processes carry two jemalloc layouts (Debian's release
+ * build and a --enable-debug one, whose prof_info_t differs): a session,
+ * and a heapbpf process, per layout; every process profiled, every flag
+ * back off. In the versions suite: it needs the jemalloc fixtures.
+ */
+Test(versions, unit_of_two_jemalloc_layouts_runs_a_session_each, .fini = multi_fini)
+{
+	const char *dir = getenv("HEAPBPF_FIXTURES");
+	char debug_bin[PATH_MAX], unit[64], errpath[PATH_MAX], out[PATH_MAX], snap[PATH_MAX + 256];
+	const char *bins[3];
+	struct svc s[3];
+	pid_t pids[3], hp;
+	uint64_t flag[3];
+	uint8_t v;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(debug_bin, sizeof(debug_bin), "%s/bin/debug530-static",
+		 dir && dir[0] ? dir : hb_path("fixtures"));
+	cr_assert_eq(access(debug_bin, X_OK), 0, "fixture %s is missing: make test builds it",
+		     debug_bin);
+	bins[0] = bins[1] = hb_path("examples/alloc-service-static");
+	bins[2] = debug_bin;
+	for (int i = 0; i < 3; i++) {
+		start(&s[i], bins[i], IDLE_CONF, NULL);
+		pids[i] = s[i].pid;
+		cr_assert_eq(hb_sym_addr(pids[i], bins[i], "je_prof_active_state", &flag[i]), 0);
+	}
+	snprintf(unit, sizeof(unit), "hbmultilay-%d", getpid());
+	make_unit(unit, pids, 3);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--unit", unit, "-d", "0",
+					"--output-dir", out, NULL },
+		      errpath);
+	for (int i = 0; i < 3; i++)
+		cr_assert(hb_wait_byte(pids[i], flag[i], 1, 20000, hp), "heapbpf did not start");
+	/* one heapbpf per layout, under the one that was started */
+	cr_assert_eq(children_of(hp), 2);
+	cr_assert(file_has(errpath, "2 jemalloc layouts among them"));
+	hb_sleep_ms(1000);
+	kill(hp, SIGINT);
+	rc = hb_wait(hp, 60000);
+	cr_assert_eq(rc, 0, "heapbpf exited with %d (see %s)", rc, errpath);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(hb_peek(pids[i], flag[i], &v, 1), 0);
+		cr_assert_eq(v, 0, "prof_active left on in pid %d", pids[i]);
+		cr_assert(snapshot_of(out, pids[i], ".pb.gz", snap, sizeof(snap))[0],
+			  "no snapshot of pid %d", pids[i]);
+		cr_assert_eq(svc_stop(&s[i]), 0);
+	}
 }
