@@ -344,10 +344,8 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
  * -EPROTO once an event of its target does not fit; such an event is
  * neither recorded nor counted.
  */
-static int layout_unfit(const struct loop *l, const void *data, size_t len)
+static int layout_unfit(const struct loop *l, const struct proc *pr, const void *data, size_t len)
 {
-	const __u32 *head = data;
-	const struct proc *pr = len >= 2 * sizeof(__u32) ? proc_of(l, head[1]) : NULL;
 	const struct member *m = pr ? &l->m[pr->member] : NULL;
 
 	if (!m || !m->sc)
@@ -370,12 +368,12 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (len >= sizeof(struct heapbpf_proc_event) &&
 	    (*type == HEAPBPF_EV_FORK || *type == HEAPBPF_EV_EXEC))
 		return on_proc_event(l, data);
-	if (layout_unfit(l, data, len))
+	/* both records carry the process in their second field */
+	pr = len >= 2 * sizeof(__u32) ? proc_of(l, type[1]) : NULL;
+	if (layout_unfit(l, pr, data, len))
 		return -EPROTO;
 	if (s->recorder && !s->record_err)
 		s->record_err = recorder__event(s->recorder, data, len);
-	/* both records carry the process in their second field */
-	pr = len >= 2 * sizeof(__u32) ? proc_of(l, type[1]) : NULL;
 	if (pr)
 		return pr->c ? collector__event(pr->c, data, len) : 0;
 	/* one target: a short record is the collector's to count */
