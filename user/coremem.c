@@ -702,22 +702,34 @@ static int core_describe(struct hb_profile *p, const struct core_heap *h,
 			 const struct heapwalk_stats *st)
 {
 	const struct jemalloc_target *t = h->t;
+	const char *active = !st->active_known ? "unknown" : st->prof_active ? "on" : "off";
+	const char *values = p->raw ? "raw sampled counts (prof.dump with prof_unbias:false)"
+			     : st->unbiased ? "jemalloc's own unbiased estimates (per size class)"
+					    : "estimated from each stack's mean object size";
+	int rc;
 
-	return hb_profile_add_comment(p,
-				      "heapbpf %s: live heap from core file %s of pid %d (%s) at "
-				      "the time of the dump, jemalloc %s in %s",
-				      HEAPBPF_VERSION, h->core->path, h->core->pid, h->core->comm,
-				      t->version, t->path)
-		       ?: hb_profile_add_comment(
-				  p,
-				  "heapbpf: %" PRIu64 " stacks, %" PRIu64
-				  " sampled objects (%" PRIu64
-				  " bytes) live; prof_active was %s, sampling every %llu bytes",
-				  st->stacks, st->curobjs, st->curbytes,
-				  !st->active_known ? "unknown"
-				  : st->prof_active ? "on"
-						    : "off",
-				  1ULL << st->lg_prof_sample);
+	rc = hb_profile_add_comment(p,
+				    "heapbpf %s: live heap from core file %s of pid %d (%s) at the "
+				    "time of the dump, jemalloc %s in %s",
+				    HEAPBPF_VERSION, h->core->path, h->core->pid, h->core->comm,
+				    t->version, t->path);
+	rc = rc
+		     ?: hb_profile_add_comment(
+				p,
+				"heapbpf: read from jemalloc's own profiling tables in the "
+				"core: %" PRIu64 " sampled objects (%" PRIu64
+				" bytes) live in %" PRIu64
+				" stacks; prof_active was %s, sampling every %llu bytes",
+				st->curobjs, st->curbytes, st->stacks, active,
+				1ULL << st->lg_prof_sample);
+	rc = rc
+		     ?: hb_profile_add_comment(
+				p, "heapbpf: %s",
+				st->prof_accum ? "alloc_* are everything jemalloc sampled since "
+						 "it started (prof_accum:true)"
+					       : "alloc_* are zero: jemalloc keeps no allocated "
+						 "totals without prof_accum:true");
+	return rc ?: hb_profile_add_comment(p, "heapbpf: values are %s", values);
 }
 
 /* The file's modification time: when the dump was written. */
