@@ -302,8 +302,8 @@ int core_file__open(const char *path, struct core_file **out, char *err, size_t 
 	}
 	if (!rc && !c->maps)
 		rc = fail_bad(c, err, errlen,
-			      "it has no NT_FILE note (the list of mapped files; Linux 3.7 and "
-			      "gdb 7.11 or later write one)");
+			      "it has no NT_FILE note (the list of mapped files, which Linux "
+			      "since 3.7 and gdb's gcore write)");
 	if (!rc && !c->pid)
 		rc = fail_bad(c, err, errlen,
 			      "it names no process (no NT_PRPSINFO or NT_PRSTATUS)");
