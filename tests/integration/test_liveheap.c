@@ -42,8 +42,21 @@
 #include "liveheap.h"
 #include "target.h"
 
-TestSuite(liveheap, .fini = hb_tmpdir_cleanup, .timeout = 180);
-TestSuite(liveheap_load, .fini = hb_tmpdir_cleanup, .timeout = 300);
+/* The service of the running test: killed at its end, so that a failed test leaves none stopped. */
+static pid_t svc_pid;
+
+static void fini(void)
+{
+	if (svc_pid > 0) {
+		kill(svc_pid, SIGKILL);
+		waitpid(svc_pid, NULL, 0);
+		svc_pid = 0;
+	}
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(liveheap, .fini = fini, .timeout = 180);
+TestSuite(liveheap_load, .fini = fini, .timeout = 300);
 
 /* Sampling every 16 KiB: hundreds of live samples in a second of work. */
 #define CONF_RAW    "prof:true,prof_active:true,prof_accum:true,prof_unbias:false,lg_prof_sample:14"
@@ -78,7 +91,15 @@ static void start(struct svc *s, const char *bin, const char *env_name, const ch
 	hb_require_bpf();
 	snprintf(envbuf, sizeof(envbuf), "%s=%s", env_name ? env_name : "MALLOC_CONF", conf);
 	cr_assert_eq(svc_start_env(s, bin, NULL, env, args), 0, "cannot start %s", bin);
+	svc_pid = s->pid;
 	hb_sleep_ms(ms);
+}
+
+/* "quit": the service exits 0 (fini has nothing left to kill). */
+static void quit(struct svc *s)
+{
+	svc_pid = 0;
+	cr_assert_eq(svc_stop(s), 0);
 }
 
 static void cmd(struct svc *s, const char *c, const char *want)
@@ -112,13 +133,18 @@ static int walk(pid_t pid, struct collector **c, struct heapwalk_stats *st, char
 	struct mem_source m;
 	int rc;
 
+	/* no assertion here: the caller may have the target stopped */
+	*c = NULL;
 	rc = jemalloc_target__find(pid, NULL, &t, err, errlen);
-	cr_assert_eq(rc, 0, "%s", err);
-	cr_assert_eq(liveheap_syms(t, &sy, err, errlen), 0, "%s", err);
-	cr_assert_eq(memsrc_proc_open(pid, &m, err, errlen), 0, "%s", err);
-	cr_assert_eq(collector__new(1ull << t->lg_prof_sample, c), 0);
-	rc = heapwalk_read(&m, t->layout, &sy, NULL, *c, st, err, errlen);
-	memsrc_proc_close(&m);
+	if (rc)
+		return rc;
+	rc = liveheap_syms(t, &sy, err, errlen);
+	rc = rc ?: collector__new(1ull << t->lg_prof_sample, c);
+	rc = rc ?: memsrc_proc_open(pid, &m, err, errlen);
+	if (!rc) {
+		rc = heapwalk_read(&m, t->layout, &sy, NULL, *c, st, err, errlen);
+		memsrc_proc_close(&m);
+	}
 	jemalloc_target__free(t);
 	return rc;
 }
@@ -173,7 +199,7 @@ static void oracle(const char *bin, const char *env_name, const char *conf, bool
 	cr_assert_eq(st.attempts, 1, "a stopped process read in %u attempts", st.attempts);
 	snprintf(c, sizeof(c), "dump %s", dump);
 	cmd(&s, c, "dumped");
-	cr_assert_eq(svc_stop(&s), 0);
+	quit(&s);
 	cr_assert_eq(jedump_parse_file(dump, &d), 0);
 	cr_assert(st.prof_active && st.prof_accum);
 	cr_assert_eq(d->nstacks, st.stacks, "jemalloc dumped %zu stacks, heapbpf read %" PRIu64,
@@ -412,7 +438,7 @@ Test(liveheap, cli_outputs_equal_the_dump)
 	cont(s.pid);
 	snprintf(c, sizeof(c), "dump %s", dump);
 	cmd(&s, c, "dumped");
-	cr_assert_eq(svc_stop(&s), 0);
+	quit(&s);
 	cr_assert_eq(jedump_parse_file(dump, &d), 0);
 	bytes = folded_sum(folded, &lines);
 	count = folded_sum(objs, &n2);
@@ -462,7 +488,7 @@ Test(liveheap, cli_reads_what_earlier_windows_sampled)
 		  err);
 	snprintf(c, sizeof(c), "dump %s", dump);
 	cmd(&s, c, "dumped");
-	cr_assert_eq(svc_stop(&s), 0);
+	quit(&s);
 	cr_assert_eq(jedump_parse_file(dump, &d), 0);
 	bytes = folded_sum(folded, &lines);
 	cr_assert_eq(bytes, d->total_curbytes);
@@ -482,7 +508,7 @@ Test(liveheap, cli_never_sampled_is_refused)
 	one_sentence(err, "is not sampling now");
 	cr_assert(strstr(err, "heapbpf --pid"), "%s", err);
 	cr_assert(!exists(out), "%s was written", out);
-	cr_assert_eq(svc_stop(&s), 0);
+	quit(&s);
 }
 
 /* ---- a corrupt table ---------------------------------------------------------- */
@@ -566,7 +592,7 @@ Test(liveheap, corrupt_tables_are_refused)
 	cont(s.pid);
 	/* the target never noticed */
 	cmd(&s, "resume", "resumed");
-	cr_assert_eq(svc_stop(&s), 0);
+	quit(&s);
 }
 
 /* ---- under load ------------------------------------------------------------- */
@@ -659,5 +685,5 @@ Test(liveheap_load, twenty_reads_while_allocating)
 	}
 	cr_log_info("under load: %d of 20 reads completed, %d refused as changing", done, refused);
 	cr_assert_gt(done, 0, "no read completed in 20 (%d refused)", refused);
-	cr_assert_eq(svc_stop(&s), 0);
+	quit(&s);
 }
