@@ -38,7 +38,7 @@ group=${2:?usage: $0 BUILD GROUP}
 # liveheap_load: four threads allocating without pause while it reads the tables
 SERIAL_SUITES="soak leaks liveheap_load"
 # the suites that run on the jemalloc fixtures (make test builds them for this group)
-FIXTURE_SUITES="versions|liveheap|reach"
+FIXTURE_SUITES="versions|liveheap|reach|core_versions"
 slots=${HEAPBPF_TEST_JOBS:-$(($(nproc) + 1))}
 slotdir=${HEAPBPF_TEST_SLOTS:-}
 if [ -z "$slotdir" ]; then

@@ -40,16 +40,33 @@ static void fini(void)
 
 TestSuite(core, .fini = fini, .timeout = 240);
 
+/* A jemalloc build to read cores of: the service, the variable its jemalloc reads, the setting. */
+struct core_case {
+	const char *bin;
+	const char *conf_env; /* NULL: MALLOC_CONF */
+	const char *conf;     /* NULL: CORE_CONF */
+};
+
 /* The service with its workers parked after a second of work: its heap no longer changes. */
-static void start_parked(struct svc *s, const char *bin)
+static void start_parked_as(struct svc *s, const struct core_case *k)
 {
 	const char *args[] = { "--threads", "2", "--rate", "0", NULL };
-	char reply[64];
+	char reply[64], conf[256];
+	const char *env[] = { conf, NULL };
 
-	cr_assert_eq(svc_start(s, bin, CORE_CONF, args), 0, "cannot start %s", bin);
+	snprintf(conf, sizeof(conf), "%s=%s", k->conf_env ? k->conf_env : "MALLOC_CONF",
+		 k->conf ? k->conf : CORE_CONF);
+	cr_assert_eq(svc_start_env(s, k->bin, NULL, env, args), 0, "cannot start %s", k->bin);
 	hb_sleep_ms(1500);
 	cr_assert_eq(svc_cmd(s, "pause", reply, sizeof(reply), 10000), 0);
 	cr_assert_str_eq(reply, "paused");
+}
+
+static void start_parked(struct svc *s, const char *bin)
+{
+	const struct core_case k = { .bin = bin };
+
+	start_parked_as(s, &k);
 }
 
 /* gdb's gcore of pid into DIR/core.PID; returns the path (static). */
@@ -148,7 +165,7 @@ Test(core, memory_equals_the_stopped_process)
 }
 
 /* The snapshot from the core equals the live one stack for stack, and jemalloc's prof.dump. */
-static void snapshot_equals_live_and_dump(const char *bin)
+static void snapshot_equals_live_and_dump(const struct core_case *k)
 {
 	char live[PATH_MAX], fromcore[PATH_MAX], pprof[PATH_MAX], dump[PATH_MAX];
 	char err[4096], pid[16], reply[128], cmd[PATH_MAX + 8];
@@ -163,7 +180,7 @@ static void snapshot_equals_live_and_dump(const char *bin)
 	snprintf(fromcore, sizeof(fromcore), "%s/core.folded", hb_tmpdir());
 	snprintf(pprof, sizeof(pprof), "%s/core.pb.gz", hb_tmpdir());
 	snprintf(dump, sizeof(dump), "%s/jemalloc.heap", hb_tmpdir());
-	start_parked(&s, bin);
+	start_parked_as(&s, k);
 	snprintf(pid, sizeof(pid), "%d", s.pid);
 	kill(s.pid, SIGSTOP);
 	const char *live_args[] = { "--pid",  pid,  "--live-heap", "--raw", "-f",
@@ -196,12 +213,61 @@ static void snapshot_equals_live_and_dump(const char *bin)
 
 Test(core, static_snapshot_equals_live_and_dump)
 {
-	snapshot_equals_live_and_dump(hb_path("examples/alloc-service-static"));
+	const struct core_case k = { .bin = hb_path("examples/alloc-service-static") };
+
+	snapshot_equals_live_and_dump(&k);
 }
 
 Test(core, shared_snapshot_equals_live_and_dump)
 {
-	snapshot_equals_live_and_dump(hb_path("examples/alloc-service-shared"));
+	const struct core_case k = { .bin = hb_path("examples/alloc-service-shared") };
+
+	snapshot_equals_live_and_dump(&k);
+}
+
+/* The jemalloc builds of tests/fixtures: HEAPBPF_FIXTURES (set by make), else <build>/fixtures. */
+static const char *fixture(const char *rel)
+{
+	static char buf[PATH_MAX];
+	const char *dir = getenv("HEAPBPF_FIXTURES");
+	struct stat st;
+
+	snprintf(buf, sizeof(buf), "%s/bin/%s", dir && dir[0] ? dir : hb_path("fixtures"), rel);
+	cr_assert_eq(
+		stat(buf, &st), 0,
+		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
+		buf);
+	return buf;
+}
+
+TestSuite(core_versions, .fini = fini, .timeout = 240);
+
+/* 5.2.1 (with upstream's late-activation fix; it has no prof_unbias and dumps raw counts) */
+Test(core_versions, je521_static)
+{
+	const struct core_case k = {
+		.bin = fixture("je521fix-static"),
+		.conf = "prof:true,prof_active:true,prof_accum:true,lg_prof_sample:14",
+	};
+
+	snapshot_equals_live_and_dump(&k);
+}
+
+/* tikv's names (_rjem_je_, _RJEM_MALLOC_CONF), shared */
+Test(core_versions, rjem530_shared)
+{
+	const struct core_case k = { .bin = fixture("rjem530-shared"),
+				     .conf_env = "_RJEM_MALLOC_CONF" };
+
+	snapshot_equals_live_and_dump(&k);
+}
+
+/* a --enable-debug build: its layout shifted, found from DWARF as in a live process */
+Test(core_versions, debug530_static)
+{
+	const struct core_case k = { .bin = fixture("debug530-static") };
+
+	snapshot_equals_live_and_dump(&k);
 }
 
 Test(core, process_without_jemalloc)
