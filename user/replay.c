@@ -146,7 +146,12 @@ static int on_event(struct loader *l, const struct rec_record *rec)
 		if (l->stop_mono_ns)
 			collector__set_stop_time(l->r->collector, l->stop_mono_ns);
 	}
-	rel = ((double)ev.ts - (double)l->start_mono_ns) / 1e9;
+	/*
+	 * The start instant is taken once every target's flag is on: what was
+	 * sampled in between (ts a little before it) is the window's first
+	 * moment, not outside it, as in the live run.
+	 */
+	rel = ev.ts > l->start_mono_ns ? ((double)ev.ts - (double)l->start_mono_ns) / 1e9 : 0;
 	if (rel < l->o->from || (l->o->to >= 0 && rel >= l->o->to))
 		return 0;
 	l->r->events++;
