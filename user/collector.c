@@ -100,6 +100,16 @@ struct collector {
 	size_t ndirty, cap_dirty;
 	struct collector_checkpoint ckpts[COLLECTOR_MAX_CHECKPOINTS];
 	size_t nckpts;
+	/*
+	 * Each stack's value at the last checkpoint taken (nlast of them; the
+	 * rest were 0), what the next one records changes against; carry: the
+	 * stacks a checkpoint dropped by halving changed (ncarry, ascending),
+	 * recorded again by the next one.
+	 */
+	float *last;
+	size_t nlast;
+	uint32_t *carry;
+	size_t ncarry;
 	uint64_t ckpt_every, next_ckpt; /* next_ckpt = ckpts[0].ts + nckpts * ckpt_every */
 	struct collector_stats stats;
 };
@@ -145,6 +155,8 @@ void collector__free(struct collector *c)
 	free(c->dirty);
 	for (size_t i = 0; i < c->nckpts; i++)
 		checkpoint_clear(&c->ckpts[i]);
+	free(c->last);
+	free(c->carry);
 	free(c);
 }
 
@@ -270,12 +282,11 @@ static void stamp(struct collector *c, uint64_t ts)
 		c->stats.last_ts = ts;
 }
 
-float collector_ckpt_inuse(const struct collector_checkpoint *k, size_t i)
+/* Where stack i is in k's changes, or k->nids. */
+static size_t ckpt_find(const struct collector_checkpoint *k, size_t i)
 {
 	size_t lo = 0, hi = k->nids;
 
-	if (!k->ids)
-		return i < k->nstacks ? k->inuse[i] : 0.0f;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -284,29 +295,82 @@ float collector_ckpt_inuse(const struct collector_checkpoint *k, size_t i)
 		else
 			hi = mid;
 	}
-	return lo < k->nids && k->ids[lo] == i ? k->inuse[lo] : 0.0f;
+	return lo < k->nids && k->ids[lo] == i ? lo : k->nids;
+}
+
+float collector_ckpt_inuse(const struct collector_checkpoint *ck, size_t k, size_t i)
+{
+	for (size_t j = k + 1; j-- > 0;) {
+		size_t at;
+
+		if (i >= ck[j].nstacks)
+			return 0.0f;
+		at = ckpt_find(&ck[j], i);
+		if (at < ck[j].nids)
+			return ck[j].inuse[at];
+	}
+	return 0.0f;
+}
+
+void collector_ckpt_add_series(const struct collector_checkpoint *ck, size_t n, size_t i, float *y)
+{
+	float v = 0.0f;
+
+	for (size_t k = 0; k < n; k++) {
+		size_t at = ckpt_find(&ck[k], i);
+
+		if (at < ck[k].nids)
+			v = ck[k].inuse[at];
+		y[k] += v;
+	}
+}
+
+/* The same bits (-0.0 is a change from 0.0: reads give back exactly the value). */
+static bool same_float(float a, float b)
+{
+	uint32_t x, y;
+
+	memcpy(&x, &a, sizeof(x));
+	memcpy(&y, &b, sizeof(y));
+	return x == y;
+}
+
+/* c->last with room for every stack, the new ones 0. */
+static int last_room(struct collector *c)
+{
+	float *nl;
+
+	if (c->nlast >= c->nstacks)
+		return 0;
+	nl = reallocarray(c->last, c->nstacks, sizeof(*nl));
+	if (!nl)
+		return -ENOMEM;
+	memset(nl + c->nlast, 0, (c->nstacks - c->nlast) * sizeof(*nl));
+	c->last = nl;
+	c->nlast = c->nstacks;
+	return 0;
 }
 
 /*
- * Every stack's in-use now into k: sparse when most stacks have nothing in
- * use (churn, or many stacks seen once), which a run of 100k stacks would
- * otherwise pay 400 KB a checkpoint for.
+ * The stacks whose in-use changed since the last checkpoint (or that the
+ * carry names) into k: a run whose stacks hold their in-use costs little
+ * per checkpoint, where a float per stack would cost 400 KB at 100k stacks.
  */
-static int checkpoint_fill(const struct collector *c, struct collector_checkpoint *k)
+static int checkpoint_fill(struct collector *c, struct collector_checkpoint *k)
 {
-	size_t nz = 0, n = c->nstacks;
+	size_t nz = 0, n = c->nstacks, ci = 0;
+	int err = last_room(c);
 
-	for (size_t i = 0; i < n; i++)
-		nz += (float)c->stacks[i].inuse_space != 0.0f;
 	k->nids = 0;
 	k->ids = NULL;
-	if (nz * 2 >= n) {
-		k->inuse = malloc((n ? n : 1) * sizeof(*k->inuse));
-		if (!k->inuse)
-			return -ENOMEM;
-		for (size_t i = 0; i < n; i++)
-			k->inuse[i] = (float)c->stacks[i].inuse_space;
-		return 0;
+	k->inuse = NULL;
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++) {
+		bool carried = ci < c->ncarry && c->carry[ci] == i;
+
+		ci += carried;
+		nz += carried || !same_float((float)c->stacks[i].inuse_space, c->last[i]);
 	}
 	k->inuse = malloc((nz ? nz : 1) * sizeof(*k->inuse));
 	k->ids = malloc((nz ? nz : 1) * sizeof(*k->ids));
@@ -314,14 +378,21 @@ static int checkpoint_fill(const struct collector *c, struct collector_checkpoin
 		checkpoint_clear(k);
 		return -ENOMEM;
 	}
+	ci = 0;
 	for (size_t i = 0; i < n; i++) {
 		float v = (float)c->stacks[i].inuse_space;
+		bool carried = ci < c->ncarry && c->carry[ci] == i;
 
-		if (v != 0.0f) {
+		ci += carried;
+		if (carried || !same_float(v, c->last[i])) {
 			k->ids[k->nids] = (uint32_t)i;
 			k->inuse[k->nids++] = v;
+			c->last[i] = v;
 		}
 	}
+	free(c->carry);
+	c->carry = NULL;
+	c->ncarry = 0;
 	return 0;
 }
 
@@ -343,9 +414,57 @@ static int checkpoint_take(struct collector *c, uint64_t ts)
 	return 0;
 }
 
-/* Every other checkpoint goes, the first one stays: twice the spacing, half the count. */
-static void checkpoints_halve(struct collector *c)
+/* a's changes then b's, into b (b's values win): b then holds the changes since before a. */
+static int checkpoint_merge(const struct collector_checkpoint *a, struct collector_checkpoint *b)
 {
+	size_t n = a->nids + b->nids, i = 0, j = 0, m = 0;
+	uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+	float *v = malloc((n ? n : 1) * sizeof(*v));
+
+	if (!ids || !v) {
+		free(ids);
+		free(v);
+		return -ENOMEM;
+	}
+	while (i < a->nids || j < b->nids) {
+		if (j == b->nids || (i < a->nids && a->ids[i] < b->ids[j])) {
+			ids[m] = a->ids[i];
+			v[m++] = a->inuse[i++];
+		} else {
+			i += i < a->nids && a->ids[i] == b->ids[j];
+			ids[m] = b->ids[j];
+			v[m++] = b->inuse[j++];
+		}
+	}
+	free(b->ids);
+	free(b->inuse);
+	b->ids = ids;
+	b->inuse = v;
+	b->nids = m;
+	return 0;
+}
+
+/*
+ * Every other checkpoint goes, the first one stays: twice the spacing, half
+ * the count. A dropped one's changes go into the next one kept; the last
+ * one's (nckpts is even here) into the next one taken, as the carry.
+ */
+static int checkpoints_halve(struct collector *c)
+{
+	struct collector_checkpoint *last = &c->ckpts[c->nckpts - 1];
+
+	for (size_t i = 1; i + 1 < c->nckpts; i += 2) {
+		int err = checkpoint_merge(&c->ckpts[i], &c->ckpts[i + 1]);
+
+		if (err)
+			return err;
+	}
+	if (c->nckpts % 2 == 0) {
+		/* what the next checkpoint records against is what the dropped one holds */
+		c->carry = last->ids;
+		c->ncarry = last->nids;
+		last->ids = NULL;
+	}
 	for (size_t i = 0; i < c->nckpts; i++) {
 		if (i % 2)
 			checkpoint_clear(&c->ckpts[i]);
@@ -354,6 +473,7 @@ static void checkpoints_halve(struct collector *c)
 	}
 	c->nckpts = (c->nckpts + 1) / 2;
 	c->ckpt_every *= 2;
+	return 0;
 }
 
 /*
@@ -373,9 +493,8 @@ static int checkpoints_before(struct collector *c, uint64_t ts)
 	}
 	while (ts >= c->next_ckpt) {
 		/* next_ckpt is ckpts[0].ts + nckpts * ckpt_every, before and after halving */
-		if (c->nckpts == COLLECTOR_MAX_CHECKPOINTS)
-			checkpoints_halve(c);
-		err = checkpoint_take(c, c->next_ckpt);
+		err = c->nckpts == COLLECTOR_MAX_CHECKPOINTS ? checkpoints_halve(c) : 0;
+		err = err ?: checkpoint_take(c, c->next_ckpt);
 		if (err)
 			return err;
 		/* a clock near 2^64 ns (a corrupt recording): the last checkpoint */

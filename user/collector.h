@@ -71,17 +71,20 @@ struct collector_checkpoint {
 	size_t nstacks;	    /* stacks known then: later ones had nothing in use */
 	/*
 	 * Per stack, estimated bytes in use (read with collector_ckpt_inuse):
-	 * dense, inuse[stack] (ids NULL), or, when fewer than half the stacks
-	 * had anything in use, sparse: the nids stacks that had, ascending in
-	 * ids, their values in inuse.
+	 * only the nids stacks whose value changed since the checkpoint before
+	 * (since zero for the first), ascending in ids, their new values in
+	 * inuse. A stack's value at checkpoint k is its last change at or
+	 * before k.
 	 */
 	float *inuse;
 	uint32_t *ids;
 	size_t nids;
 };
 
-/* Stack i's estimated bytes in use at checkpoint k. */
-float collector_ckpt_inuse(const struct collector_checkpoint *k, size_t i);
+/* Stack i's estimated bytes in use at checkpoint k of ck (collector__checkpoints). */
+float collector_ckpt_inuse(const struct collector_checkpoint *ck, size_t k, size_t i);
+/* Adds stack i's estimated bytes in use at each of the n checkpoints of ck to y[0..n). */
+void collector_ckpt_add_series(const struct collector_checkpoint *ck, size_t n, size_t i, float *y);
 
 struct collector;
 

@@ -336,8 +336,7 @@ static void series_of(const struct hb_site_stats *s, const struct hb_axis *ax, f
 
 	memset(y, 0, ax->n * sizeof(*y));
 	for (uint32_t st = s->first; st != UINT32_MAX; st = ax->next[st]) {
-		for (size_t k = 0; k < nck; k++)
-			y[k] += collector_ckpt_inuse(&ck[k], st);
+		collector_ckpt_add_series(ck, nck, st, y);
 		if (ax->n > nck)
 			y[nck] += (float)collector__stack(ax->c, st)->inuse_space;
 	}

@@ -307,8 +307,8 @@ Test(leaks, slope_error_and_confidence)
 
 /* ---- checkpoints ----------------------------------------------------------------- */
 
-/* A checkpoint where few stacks have anything in use keeps only those; reads are the same. */
-Test(leaks, sparse_checkpoints_read_like_dense_ones)
+/* A checkpoint keeps only the stacks whose in-use changed since the one before. */
+Test(leaks, checkpoints_keep_only_changes)
 {
 	struct collector *c = new_collector();
 	const uint64_t t0 = 1000000000ULL, usize = 4096;
@@ -330,17 +330,20 @@ Test(leaks, sparse_checkpoints_read_like_dense_ones)
 	ck = collector__checkpoints(c, &n);
 	cr_assert_eq(n, 4, "checkpoints at 0, 100, 200 and 300 ms");
 	cr_assert_eq(ck[0].nids, 0, "nothing in use before the first event");
-	cr_assert_not_null(ck[1].ids, "3 of 100 stacks in use: sparse");
-	cr_assert_eq(ck[1].nids, 3);
-	cr_assert_null(ck[3].ids, "every stack in use: dense");
+	cr_assert_eq(ck[1].nids, 3, "3 of 100 stacks in use");
+	cr_assert_eq(ck[2].nids, 0, "nothing changed between 100 and 200 ms");
+	cr_assert_eq(ck[3].nids, 100, "every stack changed");
 	for (uint32_t i = 0; i < 101; i++) {
 		bool kept = i == 7 || i == 42 || i == 99;
 
-		cr_assert_eq(collector_ckpt_inuse(&ck[0], i), 0.0f);
-		cr_assert_float_eq(collector_ckpt_inuse(&ck[1], i), kept ? w : 0.0f, 1e-3);
-		cr_assert_float_eq(collector_ckpt_inuse(&ck[2], i), kept ? w : 0.0f, 1e-3);
-		cr_assert_float_eq(collector_ckpt_inuse(&ck[3], i),
-				   i == 100 ? 0.0f : kept ? 2 * w : w, 1e-3, "stack %u", i);
+		cr_assert_eq(collector_ckpt_inuse(ck, 0, i), 0.0f);
+		cr_assert_float_eq(collector_ckpt_inuse(ck, 1, i), kept ? w : 0.0f, 1e-3);
+		cr_assert_float_eq(collector_ckpt_inuse(ck, 2, i), kept ? w : 0.0f, 1e-3);
+		cr_assert_float_eq(collector_ckpt_inuse(ck, 3, i),
+				   i == 100 ? 0.0f
+				   : kept   ? 2 * w
+					    : w,
+				   1e-3, "stack %u", i);
 	}
 	collector__free(c);
 }
@@ -383,9 +386,9 @@ Test(leaks, checkpoints_follow_event_time_and_halve_when_full)
 		cr_assert_float_eq(ck[k].alloc_space, (double)(before0 + before1) * w, 1e-3);
 		if (k) {
 			cr_assert_eq(ck[k].nstacks, 2);
-			cr_assert_float_eq(collector_ckpt_inuse(&ck[k], 0),
+			cr_assert_float_eq(collector_ckpt_inuse(ck, k, 0),
 					   (float)((double)before0 * w), 1e-3 * before0 * w);
-			cr_assert_float_eq(collector_ckpt_inuse(&ck[k], 1),
+			cr_assert_float_eq(collector_ckpt_inuse(ck, k, 1),
 					   (float)((double)before1 * w), 1e-3 * before1 * w + 1);
 		}
 	}
@@ -412,6 +415,106 @@ Test(leaks, no_checkpoints_after_stop)
 	cr_assert_eq(n, 1);
 	cr_assert_eq(collector__totals(c)->ts, 1000 * MS);
 	cr_assert_eq(collector__totals(c)->inuse_samples, 1);
+	collector__free(c);
+}
+
+#define CK_STACKS 48
+#define CK_SLOTS  1024 /* 100 ms each: the run's 70 s and more */
+
+/* Every checkpoint of c against the dense snapshots: each read and each series the same. */
+static void ckpts_match_dense(const struct collector *c, uint64_t t0, float (*dense)[CK_STACKS],
+			      const bool *have)
+{
+	size_t n, nst = collector__nstacks(c);
+	const struct collector_checkpoint *ck = collector__checkpoints(c, &n);
+	float y[COLLECTOR_MAX_CHECKPOINTS];
+
+	for (size_t k = 0; k < n; k++) {
+		size_t slot = (ck[k].ts - t0) / (100 * MS);
+
+		cr_assert_eq(ck[k].ts, t0 + slot * 100 * MS);
+		cr_assert(slot < CK_SLOTS && have[slot], "checkpoint %zu", k);
+		for (size_t i = 0; i <= nst; i++) {
+			float got = collector_ckpt_inuse(ck, k, i);
+			float want = i < CK_STACKS ? dense[slot][i] : 0.0f;
+
+			uint32_t gb, wb;
+
+			memcpy(&gb, &got, sizeof(gb));
+			memcpy(&wb, &want, sizeof(wb));
+			cr_assert_eq(gb, wb, "checkpoint %zu stack %zu: %g, not %g", k, i, got,
+				     want);
+		}
+	}
+	for (size_t i = 0; i <= nst; i++) {
+		memset(y, 0, sizeof(y));
+		collector_ckpt_add_series(ck, n, i, y);
+		for (size_t k = 0; k < n; k++)
+			cr_assert_eq(y[k], collector_ckpt_inuse(ck, k, i), "stack %zu at %zu", i,
+				     k);
+	}
+}
+
+/*
+ * Random allocations and frees over 70 s (four halvings), stacks appearing
+ * late and returning to values they had: every checkpoint kept reads, stack
+ * by stack, what a dense copy of every stack's in-use taken then holds.
+ */
+Test(leaks, checkpoint_changes_read_like_dense_copies)
+{
+	struct collector *c = new_collector();
+	static float dense[CK_SLOTS][CK_STACKS];
+	static bool have[CK_SLOTS];
+	static struct {
+		uint64_t ptr, usize;
+	} live[4096];
+	size_t nlive = 0, n;
+	const uint64_t t0 = 1000 * MS, sizes[] = { 64, 4096, 100000 };
+	uint64_t ts = t0, next_ptr = 0x10000, last_ck = 0;
+
+	memset(have, 0, sizeof(have));
+	for (int ev = 0; ev < 8000 && ts < t0 + 70000 * MS; ev++) {
+		const struct collector_checkpoint *ck;
+		float snap[CK_STACKS];
+		/* stacks appear over the run: 8 at first, all 48 after 40 s */
+		uint32_t nst = 8 + (uint32_t)((ts - t0) / (1000 * MS));
+
+		for (uint32_t i = 0; i < CK_STACKS; i++) {
+			const struct hb_stack *st = collector__stack(c, i);
+
+			snap[i] = st ? (float)st->inuse_space : 0.0f;
+		}
+		if (nlive && (nlive == 4096 || rnd() % 2)) {
+			size_t j = rnd() % nlive;
+
+			free_ev(c, 0, live[j].ptr, live[j].usize, 0, ts);
+			live[j] = live[--nlive];
+		} else {
+			uint32_t stack = (uint32_t)(rnd() % (nst < CK_STACKS ? nst : CK_STACKS));
+
+			live[nlive].ptr = next_ptr += 64;
+			live[nlive].usize = sizes[rnd() % 3];
+			alloc_ev(c, stack, 0x100 + stack, live[nlive].ptr, live[nlive].usize, ts);
+			nlive++;
+		}
+		/* checkpoints taken before this event: the state before it */
+		ck = collector__checkpoints(c, &n);
+		for (uint64_t t = last_ck ? last_ck + 100 * MS : t0; n && t <= ck[n - 1].ts;
+		     t += 100 * MS) {
+			memcpy(dense[(t - t0) / (100 * MS)], snap, sizeof(snap));
+			have[(t - t0) / (100 * MS)] = true;
+		}
+		if (n)
+			last_ck = ck[n - 1].ts;
+		if (ev % 500 == 0)
+			ckpts_match_dense(c, t0, dense, have);
+		/* mostly milliseconds apart, now and then a second or more */
+		ts += rnd() % 50 ? rnd() % (20 * MS) : rnd() % (3000 * MS);
+	}
+	ckpts_match_dense(c, t0, dense, have);
+	collector__checkpoints(c, &n);
+	cr_assert_geq(n, COLLECTOR_MAX_CHECKPOINTS / 2);
+	cr_assert_geq(collector__checkpoints(c, &n)[1].ts - t0, 800 * MS, "three halvings or more");
 	collector__free(c);
 }
 
