@@ -247,7 +247,8 @@ void hb_oracle_run(const struct hb_oracle *o)
 	total = compare(&hb, &je, NULL);
 	/* a comparison of nothing proves nothing */
 	cr_assert_gt(total, 500, "only %" PRId64 " samples: the workload did not run", total);
-	cr_assert_gt(hb.n, 4, "%zu stacks in heapbpf's profile, %zu in jemalloc's dump, %" PRId64 " samples",
+	cr_assert_gt(hb.n, 4,
+		     "%zu stacks in heapbpf's profile, %zu in jemalloc's dump, %" PRId64 " samples",
 		     hb.n, je.n, total);
 	table_free(&hb);
 	table_free(&je);
