@@ -462,8 +462,19 @@ static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool
 	return 0;
 }
 
-/* --live-heap: one process, read once, nothing sampled. */
-/* --pid N, or N,N,... (the last --pid wins): every pid in c->pids, the first also in c->pid. */
+/*
+ * --pid N, or N,N,... (the last --pid wins): every pid in c->pids once (a pid
+ * named twice is one target), the first also in c->pid.
+ */
+static bool pid_listed(const struct cli *c, pid_t pid)
+{
+	for (int i = 0; i < c->npids; i++) {
+		if (c->pids[i] == pid)
+			return true;
+	}
+	return false;
+}
+
 static int add_pids(struct cli *c, const char *arg)
 {
 	char buf[32];
@@ -479,7 +490,8 @@ static int add_pids(struct cli *c, const char *arg)
 		buf[n] = '\0';
 		if (parse_long(buf, 1, INT_MAX, &v))
 			return -1;
-		c->pids[c->npids++] = (pid_t)v;
+		if (!pid_listed(c, (pid_t)v))
+			c->pids[c->npids++] = (pid_t)v;
 		if (!p[n])
 			break;
 	}
@@ -487,6 +499,7 @@ static int add_pids(struct cli *c, const char *arg)
 	return 0;
 }
 
+/* --live-heap: one process, read once, nothing sampled. */
 static int check_live_heap(const struct cli *c, bool have_pid, bool have_duration)
 {
 	if (!c->live_heap)

@@ -431,6 +431,9 @@ static int member_exit(struct loop *l, struct member *m)
 	int64_t now = now_ns(CLOCK_MONOTONIC);
 
 	epoll_ctl(l->ep, EPOLL_CTL_DEL, m->pfd, NULL);
+	/* one refused at the start (member_fail) was never counted among those running */
+	if (!m->running)
+		return 0;
 	m->running = false;
 	l->running--;
 	if (l->n == 1) {

@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -451,6 +453,54 @@ Test(multi, pid_list_is_one_session_and_refuses_what_it_cannot_profile)
 	}
 	cr_assert_eq(svc_stop(&a), 0);
 	cr_assert_eq(svc_stop(&b), 0);
+}
+
+/*
+ * A target refused at the start (its flag holds no boolean) that exits later
+ * does not end the session: the other one goes on sampling until stopped,
+ * is written, and its flag goes back off; exit 1 for the refusal.
+ */
+Test(multi, refused_target_exiting_leaves_the_others_sampling)
+{
+	char list[64], out[PATH_MAX], errpath[PATH_MAX], snap[PATH_MAX + 256], mem[64];
+	const char *obj = hb_path("examples/alloc-service-static");
+	uint64_t flag[2];
+	uint8_t two = 2, v;
+	struct svc a, c;
+	pid_t hp;
+	int st, fd;
+
+	hb_require_bpf();
+	start(&a, obj, IDLE_CONF, NULL);
+	start(&c, obj, IDLE_CONF, NULL);
+	cr_assert_eq(hb_sym_addr(a.pid, obj, "je_prof_active_state", &flag[0]), 0);
+	cr_assert_eq(hb_sym_addr(c.pid, obj, "je_prof_active_state", &flag[1]), 0);
+	snprintf(mem, sizeof(mem), "/proc/%d/mem", c.pid);
+	fd = open(mem, O_WRONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, &two, 1, (off_t)flag[1]), 1);
+	close(fd);
+	snprintf(list, sizeof(list), "%d,%d", a.pid, c.pid);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", list, "-d", "0", "-f",
+					"folded", "--output-dir", out, NULL },
+		      errpath);
+	cr_assert(hb_wait_byte(a.pid, flag[0], 1, 20000, hp), "heapbpf did not start");
+	wait_for_line(errpath, "profiling the other targets");
+	kill(c.pid, SIGKILL);
+	cr_assert_eq(hb_wait(c.pid, 10000), 128 + SIGKILL);
+	/* the refused one's exit is seen at once; the session must still be on after it */
+	hb_sleep_ms(1500);
+	cr_assert_eq(waitpid(hp, &st, WNOHANG), 0, "heapbpf stopped when the refused target exited");
+	cr_assert(hb_wait_byte(a.pid, flag[0], 1, 1000, hp), "sampling stopped in pid %d", a.pid);
+	kill(hp, SIGINT);
+	cr_assert_eq(hb_wait(hp, 60000), 1, "see %s", errpath);
+	cr_assert_eq(hb_peek(a.pid, flag[0], &v, 1), 0);
+	cr_assert_eq(v, 0, "prof_active left on in pid %d", a.pid);
+	cr_assert(snapshot_of(out, a.pid, ".folded", snap, sizeof(snap))[0], "no snapshot of %d",
+		  a.pid);
+	cr_assert_eq(svc_stop(&a), 0);
 }
 
 /*

@@ -115,6 +115,13 @@ Test(cli, pid_list)
 	cr_assert_eq(r.c.npids, 1);
 	cr_assert_eq(r.c.pid, 7);
 	run_free(&r);
+	/* a pid named twice is one target (two would contend for its guard) */
+	r = parse("--pid", "8,9,8,9");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.npids, 2);
+	cr_assert_eq(r.c.pids[0], 8);
+	cr_assert_eq(r.c.pids[1], 9);
+	run_free(&r);
 }
 
 Test(cli, long_options)
