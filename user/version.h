@@ -8,7 +8,7 @@
 /* Exit codes, one table for the whole program; only main chooses among them. */
 enum exit_code {
 	EXIT_OK = 0,
-	EXIT_FAIL = 1,	     /* nothing written, or an error */
+	EXIT_FAIL = 1,	     /* an error: nothing written (several targets: not for every one) */
 	EXIT_USAGE = 2,	     /* bad command line */
 	EXIT_NO_SAMPLES = 3, /* profile written, but jemalloc sampled nothing */
 	EXIT_DROPS = 4,	     /* profile written, but events were lost (ring buffer full) */
