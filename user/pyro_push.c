@@ -284,7 +284,11 @@ enum pyro_push_answer pyro_push_classify(long status, const char *code)
 
 	if (status >= 200 && status < 300)
 		return PUSH_SENT;
-	if (status == 404)
+	/*
+	 * Not served here: a plain 404, or Connect's unimplemented (HTTP 501 in
+	 * today's protocol, 404 in its first version): fall back to /ingest.
+	 */
+	if (status == 404 || (code && strcmp(code, "unimplemented") == 0))
 		return PUSH_NOT_SERVED;
 	if (code && code[0]) {
 		if (one_of(code, auth))

@@ -16,8 +16,9 @@
  * with an HTTP status of its code. Retried: unavailable, resource_exhausted,
  * deadline_exceeded, aborted, canceled, unknown, internal, data_loss (and,
  * without a Connect body, 408, 429 and 5xx as /ingest); unauthenticated and
- * permission_denied (401/403) are credentials; 404 means the server does not
- * serve push (pyroscope.c then falls back to /ingest); anything else, such
+ * permission_denied (401/403) are credentials; 404, or Connect's
+ * unimplemented (501), means the server does not serve push (pyroscope.c
+ * then falls back to /ingest); anything else, such
  * as invalid_argument, refuses this profile for good.
  */
 #ifndef __HEAPBPF_PYRO_PUSH_H

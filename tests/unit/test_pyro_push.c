@@ -84,6 +84,33 @@ Test(pyro_push, labels_refuse_what_pyroscope_would)
 	cr_assert_eq(pyro_push_labels("svc{a=1}", l, 40, buf, 4), -EINVAL);
 }
 
+/*
+ * The wire bytes, written out by hand from upstream's field numbers
+ * (push.v1.PushRequest.series = 1; RawProfileSeries.labels = 1, samples = 2;
+ * types.v1.LabelPair.name = 1, value = 2; RawSample.raw_profile = 1, ID = 2):
+ * a .proto of ours with a wrong number would still decode with itself.
+ */
+Test(pyro_push, request_bytes_as_upstream_numbers_them)
+{
+	const struct pyro_label l[] = { { .key = "a", .value = "b" } };
+	const uint8_t profile[] = { 0x01, 0x02 };
+	const uint8_t want[] = {
+		0x0a, 0x11,			    /* series (1), 17 bytes */
+		0x0a, 0x06,			    /*   labels (1), 6 bytes */
+		0x0a, 0x01, 'a', 0x12, 0x01, 'b',   /*     name (1), value (2) */
+		0x12, 0x07,			    /*   samples (2), 7 bytes */
+		0x0a, 0x02, 0x01, 0x02,		    /*     raw_profile (1) */
+		0x12, 0x01, 'x',		    /*     ID (2) */
+	};
+	uint8_t *req = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(pyro_push_encode(l, 1, profile, sizeof(profile), "x", &req, &len), 0);
+	cr_assert_eq(len, sizeof(want));
+	cr_assert_eq(memcmp(req, want, len), 0);
+	free(req);
+}
+
 Test(pyro_push, request_decodes_with_the_same_proto)
 {
 	const unsigned char profile[] = { 0x1f, 0x8b, 8, 0, 1, 2, 3, 0, 0xff };
@@ -170,6 +197,8 @@ Test(pyro_push, what_each_answer_means)
 	/* the route is missing: /ingest instead */
 	cr_assert_eq(pyro_push_classify(404, ""), PUSH_NOT_SERVED);
 	cr_assert_eq(pyro_push_classify(404, "not_found"), PUSH_NOT_SERVED);
+	/* Connect's unimplemented: HTTP 501 today (404 in the protocol's first version) */
+	cr_assert_eq(pyro_push_classify(501, "unimplemented"), PUSH_NOT_SERVED);
 	/* no Connect body: the HTTP status alone, as for /ingest */
 	cr_assert_eq(pyro_push_classify(502, ""), PUSH_RETRY);
 	cr_assert_eq(pyro_push_classify(429, ""), PUSH_RETRY);
