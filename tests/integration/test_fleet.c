@@ -1169,6 +1169,7 @@ Test(fleet, pyroscope_interval_windows)
 	const char *spool = tmp("spool");
 	long from[8], until[8];
 	struct svc a;
+	uint64_t flag;
 	pid_t h;
 	int n;
 
@@ -1185,7 +1186,15 @@ Test(fleet, pyroscope_interval_windows)
 
 		h = hb_spawn(argv, tmp("heapbpf.out"));
 	}
-	/* allocations in the first window, none in the third */
+	/*
+	 * allocations in the first window, none in the third: the pause falls in
+	 * the second, counted from when sampling started (set-up can take
+	 * seconds on a loaded machine)
+	 */
+	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	cr_assert(hb_wait_byte(a.pid, flag, 1, 20000, h), "heapbpf did not start sampling");
 	hb_sleep_ms(3000);
 	cr_assert_eq(svc_cmd(&a, "pause", reply, sizeof(reply), 10000), 0);
 	cr_assert_eq(hb_wait(h, 60000), 0);

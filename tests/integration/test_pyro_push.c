@@ -423,6 +423,7 @@ Test(pyro_push, interval_windows_are_deltas_every_one_accepted)
 	char pid[16], lines[8][8192], url[64], reply[256];
 	const char *spool = tmp("spool");
 	struct svc a;
+	uint64_t flag;
 	pid_t h;
 	int n;
 
@@ -438,7 +439,15 @@ Test(pyro_push, interval_windows_are_deltas_every_one_accepted)
 
 		h = hb_spawn(argv, tmp("heapbpf.out"));
 	}
-	/* allocations in the first window, none in the third */
+	/*
+	 * allocations in the first window, none in the third: the pause falls in
+	 * the second, counted from when sampling started (set-up can take
+	 * seconds on a loaded machine)
+	 */
+	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	cr_assert(hb_wait_byte(a.pid, flag, 1, 20000, h), "heapbpf did not start sampling");
 	hb_sleep_ms(3000);
 	cr_assert_eq(svc_cmd(&a, "pause", reply, sizeof(reply), 10000), 0);
 	cr_assert_eq(hb_wait(h, 60000), 0);
