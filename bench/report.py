@@ -432,7 +432,8 @@ def footprint(R, doc):
         ["heapbpf peak RSS, 100k-stack run", "%.1f MiB" % rss, "<= 64 MiB",
          verdict(rss <= TARGETS["rss_mib"],
                  "while collecting, heapbpf holds the collector's %s stacks (anonymous "
-                 "memory: mostly their frames, 8 bytes each, and a 168-byte record each) "
+                 "memory: mostly their frames, 8 bytes each, an 88-byte record each and, for "
+                 "stacks with frees, a 48-byte lifetimes summary holding up to two buckets) "
                  "and its ring buffer, which libbpf's consumer maps twice (file-backed, "
                  "2 x 16 MiB once touched) besides its own binary and libraries; the peak "
                  "comes after the stop, the collector and the profile built from it "

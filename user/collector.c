@@ -95,6 +95,11 @@ struct collector {
 	size_t nobjs, cap_objs;
 	uint32_t free_objs; /* first free slot of objs, or NO_OBJ */
 	struct collector_totals now, peak;
+	/* the stacks' peak copies (only of those in use at some peak) and lifetimes (only of those with frees) */
+	struct hb_stack_peak *peaks;
+	size_t npeaks, cap_peaks;
+	struct hb_lifetimes *lts;
+	size_t nlts, cap_lts;
 	/* stacks whose in-use changed since the peak was last copied into their peak_* */
 	uint32_t *dirty;
 	size_t ndirty, cap_dirty;
@@ -137,8 +142,10 @@ void collector__free(struct collector *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nstacks; i++)
-		hb_lt_clear(&c->stacks[i].lifetimes);
+	for (size_t i = 0; i < c->nlts; i++)
+		hb_lt_clear(&c->lts[i]);
+	free(c->lts);
+	free(c->peaks);
 	for (size_t i = 0; i < c->nslabs; i++)
 		free(c->slabs[i]);
 	free(c->slabs);
@@ -240,7 +247,7 @@ static int stack_intern(struct collector *c, const void *frames, uint32_t n, uin
 	if (!s->frames)
 		return -ENOMEM;
 	memcpy(s->frames, frames, len);
-	s->nframes = n;
+	s->nframes = (uint16_t)n;
 	*id = c->nstacks;
 	err = hashmap__add(&c->stack_by_frames, h, *id);
 	if (err)
@@ -519,8 +526,23 @@ static int peak_mark(struct collector *c, uint32_t id)
 		return -ENOMEM;
 	c->dirty = d;
 	c->dirty[c->ndirty++] = id;
-	c->stacks[id].peak_dirty = true;
+	c->stacks[id].peak_dirty = 1;
 	return 0;
+}
+
+/* Stack s's peak copy, made if it has none; NULL: no memory. */
+static struct hb_stack_peak *peak_of(struct collector *c, struct hb_stack *s)
+{
+	struct hb_stack_peak *p;
+
+	if (s->peak_at)
+		return &c->peaks[s->peak_at - 1];
+	p = room_for_one(c->peaks, &c->cap_peaks, c->npeaks, sizeof(*p));
+	if (!p)
+		return NULL;
+	c->peaks = p;
+	s->peak_at = (uint32_t)++c->npeaks;
+	return &c->peaks[s->peak_at - 1];
 }
 
 /*
@@ -528,22 +550,35 @@ static int peak_mark(struct collector *c, uint32_t id)
  * since the last copy, so each change is copied at most once (amortized
  * O(1) per event) and the peak_* fields are exact, not checkpoint-grained.
  */
-static void peak_check(struct collector *c, uint64_t ts)
+static int peak_check(struct collector *c, uint64_t ts)
 {
 	if (c->now.inuse_bytes <= c->peak.inuse_bytes)
-		return;
+		return 0;
 	for (size_t i = 0; i < c->ndirty; i++) {
 		struct hb_stack *s = &c->stacks[c->dirty[i]];
+		struct hb_stack_peak *p;
 
-		s->peak_samples = s->inuse_samples;
-		s->peak_bytes = s->inuse_bytes;
-		s->peak_objects = s->inuse_objects;
-		s->peak_space = s->inuse_space;
-		s->peak_dirty = false;
+		/* nothing in use now and no copy: its copy would be zeros */
+		if (!s->peak_at && !s->inuse_samples && !s->inuse_bytes && !s->inuse_objects &&
+		    !s->inuse_space) {
+			s->peak_dirty = 0;
+			continue;
+		}
+		p = peak_of(c, s);
+		if (!p) {
+			/* the ones copied leave the list; the rest stay on it */
+			memmove(c->dirty, c->dirty + i, (c->ndirty - i) * sizeof(*c->dirty));
+			c->ndirty -= i;
+			return -ENOMEM;
+		}
+		*p = (struct hb_stack_peak){ s->inuse_samples, s->inuse_bytes, s->inuse_objects,
+					     s->inuse_space };
+		s->peak_dirty = 0;
 	}
 	c->ndirty = 0;
 	c->peak = c->now;
 	c->peak.ts = ts;
+	return 0;
 }
 
 static void now_at(struct collector *c, uint64_t ts)
@@ -764,8 +799,7 @@ static int count_alloc(struct collector *c, uint32_t id, const struct heapbpf_al
 	c->now.inuse_space += w * (double)e->usize;
 	c->now.alloc_space += w * (double)e->usize;
 	now_at(c, e->ts);
-	peak_check(c, e->ts);
-	return 0;
+	return peak_check(c, e->ts);
 }
 
 static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
@@ -837,7 +871,16 @@ static int count_free(struct collector *c, uint32_t id, const struct heapbpf_fre
 	if (!born)
 		return 0;
 	life = e->ts > born ? e->ts - born : 0;
-	return hb_lt_add(&s->lifetimes, life, life < c->temporary_ns);
+	if (!s->lt_at) {
+		struct hb_lifetimes *l = room_for_one(c->lts, &c->cap_lts, c->nlts, sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		c->lts = l;
+		c->lts[c->nlts] = (struct hb_lifetimes){ 0 };
+		s->lt_at = (uint32_t)++c->nlts;
+	}
+	return hb_lt_add(&c->lts[s->lt_at - 1], life, life < c->temporary_ns);
 }
 
 static int on_free(struct collector *c, const struct heapbpf_free_event *e)
@@ -1000,6 +1043,20 @@ size_t collector__nstacks(const struct collector *c)
 const struct hb_stack *collector__stack(const struct collector *c, size_t i)
 {
 	return i < c->nstacks ? &c->stacks[i] : NULL;
+}
+
+const struct hb_stack_peak *collector__stack_peak(const struct collector *c, size_t i)
+{
+	static const struct hb_stack_peak none;
+
+	return i < c->nstacks && c->stacks[i].peak_at ? &c->peaks[c->stacks[i].peak_at - 1] : &none;
+}
+
+const struct hb_lifetimes *collector__stack_lifetimes(const struct collector *c, size_t i)
+{
+	static const struct hb_lifetimes none;
+
+	return i < c->nstacks && c->stacks[i].lt_at ? &c->lts[c->stacks[i].lt_at - 1] : &none;
 }
 
 const struct collector_stats *collector__stats(const struct collector *c)

@@ -18,9 +18,14 @@
 
 #include "leaks.h"
 
+/*
+ * 88 bytes: what every event touches. What only some stacks have is beside
+ * it, in the collector (collector__stack_peak, collector__stack_lifetimes).
+ */
 struct hb_stack {
-	uint64_t *frames; /* raw return addresses, leaf first */
-	uint32_t nframes;
+	uint64_t *frames;     /* raw return addresses, leaf first */
+	uint16_t nframes;     /* at most HEAPBPF_MAX_FRAMES */
+	uint8_t peak_dirty;   /* the collector's: changed since the peak was copied */
 	uint32_t flags;	      /* HEAPBPF_F_* seen on any sample of this stack */
 	uint64_t samples;     /* sampled allocations */
 	uint64_t bytes;	      /* their usable bytes */
@@ -30,11 +35,14 @@ struct hb_stack {
 	int64_t inuse_bytes;
 	double inuse_objects;
 	double inuse_space;
-	/* in use at the collector's peak (collector__peak) */
-	int64_t peak_samples, peak_bytes;
-	double peak_objects, peak_space;
-	struct hb_lifetimes lifetimes; /* of its sampled objects freed so far */
-	bool peak_dirty;	       /* the collector's: changed since the peak was copied */
+	/* the collector's: 1 + where its peak copy and its lifetimes are, 0: none */
+	uint32_t peak_at, lt_at;
+};
+
+/* A stack's in use at the collector's peak (collector__peak). */
+struct hb_stack_peak {
+	int64_t samples, bytes;
+	double objects, space;
 };
 
 struct collector_stats {
@@ -144,6 +152,10 @@ void collector__reset_alloc(struct collector *c);
 uint64_t collector__period(const struct collector *c);
 size_t collector__nstacks(const struct collector *c);
 const struct hb_stack *collector__stack(const struct collector *c, size_t i);
+/* Stack i's in use at the peak: all zero when it had nothing in use then. */
+const struct hb_stack_peak *collector__stack_peak(const struct collector *c, size_t i);
+/* The lifetimes of stack i's sampled objects freed so far: empty when none. */
+const struct hb_lifetimes *collector__stack_lifetimes(const struct collector *c, size_t i);
 const struct collector_stats *collector__stats(const struct collector *c);
 
 /* Now: the totals after the last event applied. */
@@ -151,7 +163,7 @@ const struct collector_totals *collector__totals(const struct collector *c);
 /*
  * The instant the sampled in-use bytes were highest (the first event that
  * reached it; ts 0: nothing was ever in use), its totals; each stack's
- * peak_* fields hold what it had in use then.
+ * collector__stack_peak holds what it had in use then.
  */
 const struct collector_totals *collector__peak(const struct collector *c);
 /* The checkpoints so far, oldest first. */

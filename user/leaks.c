@@ -56,13 +56,25 @@ static int lt_cover(struct hb_lifetimes *l, uint32_t lo, uint32_t hi)
 	}
 	if (nhi > HB_LT_NBUCKETS)
 		nhi = HB_LT_NBUCKETS;
+	if (nhi - nlo <= HB_LT_INLINE) {
+		/* inside before too: never fewer buckets than before */
+		uint32_t inl[HB_LT_INLINE] = { 0 };
+
+		if (l->nb)
+			memcpy(inl + (l->lo - nlo), l->b.inl, l->nb * sizeof(*inl));
+		memcpy(l->b.inl, inl, sizeof(inl));
+		l->lo = nlo;
+		l->nb = nhi - nlo;
+		return 0;
+	}
 	nb = calloc(nhi - nlo, sizeof(*nb));
 	if (!nb)
 		return -ENOMEM;
 	if (l->nb)
-		memcpy(nb + (l->lo - nlo), l->buckets, l->nb * sizeof(*nb));
-	free(l->buckets);
-	l->buckets = nb;
+		memcpy(nb + (l->lo - nlo), hb_lt_buckets(l), l->nb * sizeof(*nb));
+	if (l->nb > HB_LT_INLINE)
+		free(l->b.heap);
+	l->b.heap = nb;
 	l->lo = nlo;
 	l->nb = nhi - nlo;
 	return 0;
@@ -75,7 +87,7 @@ int hb_lt_add(struct hb_lifetimes *l, uint64_t ns, bool temporary)
 
 	if (err)
 		return err;
-	l->buckets[b - l->lo]++;
+	hb_lt_buckets(l)[b - l->lo]++;
 	if (!l->n || ns < l->min_ns)
 		l->min_ns = ns;
 	if (!l->n || ns > l->max_ns)
@@ -87,6 +99,8 @@ int hb_lt_add(struct hb_lifetimes *l, uint64_t ns, bool temporary)
 
 int hb_lt_merge(struct hb_lifetimes *dst, const struct hb_lifetimes *src)
 {
+	const uint32_t *sb = hb_lt_buckets_c(src);
+	uint32_t *db;
 	int err;
 
 	if (!src->n)
@@ -94,8 +108,9 @@ int hb_lt_merge(struct hb_lifetimes *dst, const struct hb_lifetimes *src)
 	err = lt_cover(dst, src->lo, src->lo + src->nb);
 	if (err)
 		return err;
+	db = hb_lt_buckets(dst);
 	for (uint32_t i = 0; i < src->nb; i++)
-		dst->buckets[src->lo + i - dst->lo] += src->buckets[i];
+		db[src->lo + i - dst->lo] += sb[i];
 	if (!dst->n || src->min_ns < dst->min_ns)
 		dst->min_ns = src->min_ns;
 	if (!dst->n || src->max_ns > dst->max_ns)
@@ -107,6 +122,7 @@ int hb_lt_merge(struct hb_lifetimes *dst, const struct hb_lifetimes *src)
 
 uint64_t hb_lt_quantile(const struct hb_lifetimes *l, double q)
 {
+	const uint32_t *bk = hb_lt_buckets_c(l);
 	double rank, below = 0, v;
 	uint32_t i;
 
@@ -118,15 +134,15 @@ uint64_t hb_lt_quantile(const struct hb_lifetimes *l, double q)
 		return l->max_ns;
 	rank = q * (double)l->n;
 	for (i = 0; i < l->nb; i++) {
-		if (l->buckets[i] && below + l->buckets[i] >= rank)
+		if (bk[i] && below + bk[i] >= rank)
 			break;
-		below += l->buckets[i];
+		below += bk[i];
 	}
 	if (i == l->nb)
 		return l->max_ns;
 	/* spread evenly over the bucket: rank - below of its count lie below the value */
 	v = (double)hb_lt_bucket_start(l->lo + i) +
-	    (rank - below) / l->buckets[i] *
+	    (rank - below) / bk[i] *
 		    (double)(bucket_end(l->lo + i) - hb_lt_bucket_start(l->lo + i));
 	if (v < (double)l->min_ns)
 		return l->min_ns;
@@ -137,7 +153,8 @@ uint64_t hb_lt_quantile(const struct hb_lifetimes *l, double q)
 
 void hb_lt_clear(struct hb_lifetimes *l)
 {
-	free(l->buckets);
+	if (l->nb > HB_LT_INLINE)
+		free(l->b.heap);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -319,7 +336,7 @@ int hb_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collec
 	}
 	ax->next[stack] = UINT32_MAX;
 	s->last = (uint32_t)stack;
-	err = hb_lt_merge(&s->lt, &st->lifetimes);
+	err = hb_lt_merge(&s->lt, collector__stack_lifetimes(c, stack));
 	if (err)
 		return err;
 	s->live += st->inuse_samples > 0 ? (uint64_t)st->inuse_samples : 0;

@@ -29,9 +29,28 @@ struct hb_lifetimes {
 	uint64_t n;	    /* sampled objects freed, lifetime known */
 	uint64_t temporary; /* of them, freed within the temporary threshold */
 	uint64_t min_ns, max_ns;
-	uint32_t lo, nb; /* buckets[i] counts the lifetimes in bucket lo + i */
-	uint32_t *buckets;
+	uint32_t lo, nb; /* hb_lt_buckets(l)[i] counts the lifetimes in bucket lo + i */
+	/*
+	 * Up to HB_LT_INLINE buckets inside (most stacks' objects all live
+	 * about as long: no allocation, and its header, for each), else on the heap.
+	 */
+	union {
+		uint32_t *heap;
+		uint32_t inl[2];
+	} b;
 };
+
+#define HB_LT_INLINE 2
+
+static inline uint32_t *hb_lt_buckets(struct hb_lifetimes *l)
+{
+	return l->nb > HB_LT_INLINE ? l->b.heap : l->b.inl;
+}
+
+static inline const uint32_t *hb_lt_buckets_c(const struct hb_lifetimes *l)
+{
+	return l->nb > HB_LT_INLINE ? l->b.heap : l->b.inl;
+}
 
 /* The bucket of a lifetime, and the first lifetime of bucket b (b < HB_LT_NBUCKETS). */
 uint32_t hb_lt_bucket(uint64_t ns);

@@ -252,14 +252,18 @@ nomem:
 }
 
 /* The four values of a stack: now or at the peak, raw or unbiased. */
-static void stack_values(const struct hb_stack *st, const struct report_opts *o,
+static void stack_values(const struct collector *c, size_t i, const struct report_opts *o,
 			 double v[HB_NVALUES])
 {
+	const struct hb_stack *st = collector__stack(c, i);
+
 	if (o->at_peak) {
+		const struct hb_stack_peak *pk = collector__stack_peak(c, i);
+
 		v[HB_ALLOC_OBJECTS] = 0;
 		v[HB_ALLOC_SPACE] = 0;
-		v[HB_INUSE_OBJECTS] = o->raw ? st->peak_samples : st->peak_objects;
-		v[HB_INUSE_SPACE] = o->raw ? st->peak_bytes : st->peak_space;
+		v[HB_INUSE_OBJECTS] = o->raw ? pk->samples : pk->objects;
+		v[HB_INUSE_SPACE] = o->raw ? pk->bytes : pk->space;
 	} else if (o->raw) {
 		v[HB_ALLOC_OBJECTS] = st->samples;
 		v[HB_ALLOC_SPACE] = st->bytes;
@@ -302,7 +306,7 @@ static int add_stack(struct builder *b, const struct collector *c, size_t i,
 		skip = n - 1;
 	memmove(locs, locs + skip, (n - skip) * sizeof(*locs));
 	n -= skip;
-	stack_values(st, o, v);
+	stack_values(c, i, o, v);
 	err = add_sample(b, locs, n, v, pid, &idx);
 	return err ?: b->an ? hb_analysis__add(b->an, idx, c, i) : 0;
 }
@@ -316,7 +320,8 @@ static int add_collector(struct builder *b, const struct collector *c, const str
 		int err;
 
 		/* nothing allocated in this window and nothing in use (after collector__reset_alloc) */
-		if (o->at_peak ? !st->peak_samples : !st->samples && !st->inuse_samples)
+		if (o->at_peak ? !collector__stack_peak(c, i)->samples
+			       : !st->samples && !st->inuse_samples)
 			continue;
 		err = add_stack(b, c, i, o, pid);
 		if (err)

@@ -97,6 +97,17 @@ static const struct hb_stack *stack_of(const struct collector *c, uint32_t k)
 	return NULL;
 }
 
+/* Stack s's peak copy and lifetimes, beside it in the collector. */
+static const struct hb_stack_peak *pk_of(const struct collector *c, const struct hb_stack *s)
+{
+	return collector__stack_peak(c, (size_t)(s - collector__stack(c, 0)));
+}
+
+static const struct hb_lifetimes *lt_of(const struct collector *c, const struct hb_stack *s)
+{
+	return collector__stack_lifetimes(c, (size_t)(s - collector__stack(c, 0)));
+}
+
 /* ---- lifetime buckets ------------------------------------------------------ */
 
 Test(leaks, buckets_cover_every_lifetime_once)
@@ -191,6 +202,51 @@ Test(leaks, quantiles_within_a_bucket_of_the_exact_ones)
 	hb_lt_clear(&a);
 	hb_lt_clear(&b);
 	free(v);
+}
+
+/* Every bucket's count, in its buckets or outside them (0), against a count per bucket. */
+static void lt_matches(const struct hb_lifetimes *l, const uint32_t *want)
+{
+	const uint32_t *bk = hb_lt_buckets_c(l);
+
+	for (uint32_t b = 0; b < HB_LT_NBUCKETS; b++) {
+		bool in = l->nb && b >= l->lo && b < l->lo + l->nb;
+
+		cr_assert_eq(in ? bk[b - l->lo] : 0, want[b], "bucket %u", b);
+	}
+}
+
+/*
+ * One or two buckets live inside the struct, more on the heap: lifetimes
+ * and merges that grow them either way (a few nanoseconds, where buckets
+ * are 1 ns wide, and far apart) count as a plain count per bucket does.
+ */
+Test(leaks, buckets_inside_and_on_the_heap_count_the_same)
+{
+	static uint32_t want[HB_LT_NBUCKETS], want_all[HB_LT_NBUCKETS];
+	struct hb_lifetimes all = { 0 };
+
+	srandom(42);
+	memset(want_all, 0, sizeof(want_all));
+	for (int trial = 0; trial < 300; trial++) {
+		struct hb_lifetimes l = { 0 };
+		int n = 1 + (int)(rnd() % 4);
+
+		memset(want, 0, sizeof(want));
+		for (int i = 0; i < n; i++) {
+			uint64_t ns = trial % 3 ? rnd() % 4 : rnd() % (10 * MS);
+
+			cr_assert_eq(hb_lt_add(&l, ns, false), 0);
+			want[hb_lt_bucket(ns)]++;
+			lt_matches(&l, want);
+		}
+		cr_assert_eq(hb_lt_merge(&all, &l), 0);
+		for (uint32_t b = 0; b < HB_LT_NBUCKETS; b++)
+			want_all[b] += want[b];
+		lt_matches(&all, want_all);
+		hb_lt_clear(&l);
+	}
+	hb_lt_clear(&all);
 }
 
 Test(leaks, one_lifetime_is_its_own_quantiles)
@@ -580,9 +636,9 @@ static void peak_vs_brute_force(bool by_ptr, int nevents)
 		const struct hb_stack *s = stack_of(c, k);
 
 		cr_assert_not_null(s);
-		cr_assert_eq(s->peak_samples, best_samples[k], "stack %u", k);
-		cr_assert_eq(s->peak_bytes, best_bytes[k], "stack %u", k);
-		cr_assert_float_eq(s->peak_space, best_space[k], 1e-6 * (best_space[k] + 1),
+		cr_assert_eq(pk_of(c, s)->samples, best_samples[k], "stack %u", k);
+		cr_assert_eq(pk_of(c, s)->bytes, best_bytes[k], "stack %u", k);
+		cr_assert_float_eq(pk_of(c, s)->space, best_space[k], 1e-6 * (best_space[k] + 1),
 				   "stack %u", k);
 	}
 	cr_assert_eq(collector__totals(c)->inuse_samples, (int64_t)nlive);
@@ -635,12 +691,13 @@ Test(leaks, tctx_frees_get_heapbpfs_own_alloc_time)
 	}
 	s = stack_of(c, 0);
 	cr_assert_eq(s->inuse_samples, 0);
-	cr_assert_eq(s->lifetimes.n, N);
-	cr_assert_eq(s->lifetimes.min_ns, want.min_ns);
-	cr_assert_eq(s->lifetimes.max_ns, want.max_ns);
-	cr_assert_eq(s->lifetimes.lo, want.lo);
-	cr_assert_eq(s->lifetimes.nb, want.nb);
-	cr_assert_arr_eq(s->lifetimes.buckets, want.buckets, want.nb * sizeof(*want.buckets));
+	cr_assert_eq(lt_of(c, s)->n, N);
+	cr_assert_eq(lt_of(c, s)->min_ns, want.min_ns);
+	cr_assert_eq(lt_of(c, s)->max_ns, want.max_ns);
+	cr_assert_eq(lt_of(c, s)->lo, want.lo);
+	cr_assert_eq(lt_of(c, s)->nb, want.nb);
+	cr_assert_arr_eq(hb_lt_buckets_c(lt_of(c, s)), hb_lt_buckets_c(&want),
+			 want.nb * sizeof(*hb_lt_buckets_c(&want)));
 	hb_lt_clear(&want);
 	collector__free(c);
 }
@@ -664,13 +721,13 @@ Test(leaks, short_lived_samples_inside_one_tick_are_temporary)
 	free_ev(c, 0x200, 0, 256, coarse(t), t + 5000);
 	free_ev(c, 0x200, 0, 256, coarse(t + 1000), t + 9000);
 	s = stack_of(c, 0);
-	cr_assert_eq(s->lifetimes.n, 200);
-	cr_assert_eq(s->lifetimes.temporary, 200);
-	cr_assert_eq(s->lifetimes.min_ns, 3000);
-	cr_assert_eq(s->lifetimes.max_ns, 3000);
+	cr_assert_eq(lt_of(c, s)->n, 200);
+	cr_assert_eq(lt_of(c, s)->temporary, 200);
+	cr_assert_eq(lt_of(c, s)->min_ns, 3000);
+	cr_assert_eq(lt_of(c, s)->max_ns, 3000);
 	s = stack_of(c, 1);
-	cr_assert_eq(s->lifetimes.min_ns, 5000);
-	cr_assert_eq(s->lifetimes.max_ns, 8000);
+	cr_assert_eq(lt_of(c, s)->min_ns, 5000);
+	cr_assert_eq(lt_of(c, s)->max_ns, 8000);
 	collector__free(c);
 }
 
@@ -687,13 +744,13 @@ Test(leaks, pointer_frees_are_exact_and_the_threshold_is_the_collectors)
 	for (int i = 49; i >= 0; i--)
 		free_ev(c, 0x100, 0x10000 + 64 * i, 64, 0, 1100 * MS + (49 - i) * 2 * MS);
 	s = stack_of(c, 0);
-	cr_assert_eq(s->lifetimes.n, 50);
-	cr_assert_eq(s->lifetimes.min_ns, 51 * MS);
-	cr_assert_eq(s->lifetimes.max_ns, 198 * MS);
-	cr_assert_eq(s->lifetimes.temporary, 0);
+	cr_assert_eq(lt_of(c, s)->n, 50);
+	cr_assert_eq(lt_of(c, s)->min_ns, 51 * MS);
+	cr_assert_eq(lt_of(c, s)->max_ns, 198 * MS);
+	cr_assert_eq(lt_of(c, s)->temporary, 0);
 	alloc_ev(c, 0, 0x100, 0x90000, 64, 2000 * MS);
 	free_ev(c, 0x100, 0x90000, 64, 0, 2009 * MS);
-	cr_assert_eq(s->lifetimes.temporary, 1, "9 ms is under the 10 ms threshold");
+	cr_assert_eq(lt_of(c, s)->temporary, 1, "9 ms is under the 10 ms threshold");
 	collector__free(c);
 }
 
@@ -849,16 +906,16 @@ Test(leaks, a_new_window_keeps_the_evidence)
 	const struct hb_stack *churn = stack_of(c, 3), *leak = stack_of(c, 0);
 	struct collector_totals peak = *collector__peak(c);
 	size_t n, n2;
-	uint64_t freed = churn->lifetimes.n;
+	uint64_t freed = lt_of(c, churn)->n;
 
 	collector__checkpoints(c, &n);
 	collector__reset_alloc(c);
 	collector__checkpoints(c, &n2);
 	cr_assert_eq(churn->samples, 0, "the window's allocations restart");
 	cr_assert_eq(n2, n);
-	cr_assert_eq(churn->lifetimes.n, freed);
+	cr_assert_eq(lt_of(c, churn)->n, freed);
 	cr_assert_eq(leak->inuse_samples, 1000);
-	cr_assert_eq(leak->peak_samples, 1000);
+	cr_assert_eq(pk_of(c, leak)->samples, 1000);
 	cr_assert_eq(collector__peak(c)->ts, peak.ts);
 	cr_assert_eq(collector__peak(c)->inuse_bytes, peak.inuse_bytes);
 	collector__free(c);
