@@ -365,6 +365,8 @@ static int walk_once(struct walk *w, uint64_t bt2gctx)
 	uint8_t *cells;
 	int rc;
 
+	/* nothing a cache of the source kept from an earlier read (docs/jemalloc.md) */
+	mem_fresh(w->m);
 	rc = read_head(w, bt2gctx, &a);
 	if (rc)
 		return rc;
@@ -393,6 +395,8 @@ static int walk_once(struct walk *w, uint64_t bt2gctx)
 	w->gctxs = used;
 	if (rc)
 		return rc;
+	/* the header as it is now, not as a cache of the source kept it */
+	mem_fresh(w->m);
 	rc = read_head(w, bt2gctx, &z);
 	if (rc)
 		return rc;

@@ -17,6 +17,11 @@ struct mem_source {
 	int (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
 	/* True when [addr, addr + len) lies inside readable memory of the image. */
 	bool (*mapped)(void *ctx, uint64_t addr, size_t len);
+	/*
+	 * Optional (NULL: nothing cached): forgets every byte the source kept
+	 * from earlier reads, so that the next reads see the image as it is now.
+	 */
+	void (*fresh)(void *ctx);
 	void *ctx;
 };
 
@@ -28,6 +33,12 @@ static inline int mem_read(const struct mem_source *m, uint64_t addr, void *buf,
 static inline bool mem_mapped(const struct mem_source *m, uint64_t addr, size_t len)
 {
 	return m->mapped(m->ctx, addr, len);
+}
+
+static inline void mem_fresh(const struct mem_source *m)
+{
+	if (m->fresh)
+		m->fresh(m->ctx);
 }
 
 #endif /* __HEAPBPF_MEMSRC_H */

@@ -381,6 +381,68 @@ Test(heapwalk, an_empty_table)
 	cr_assert_eq(st.stacks, 0);
 }
 
+/*
+ * A source that keeps what it read, as the live one does (a cache of
+ * runs): every read sees the image as it was at the last fresh(). After
+ * move_after reads the table moves (as a resize would) in the image only.
+ */
+static uint8_t kept[SIZE];
+static unsigned int move_after, freshes;
+
+#define TAB2 (BASE + 0x400)
+
+static void move_table(void)
+{
+	memcpy(img + (TAB2 - BASE), img + (TAB - BASE), 16 * 16);
+	memset(img + (TAB - BASE), 0, 16 * 16);
+	put64(CKH + L->heap.ckh_tab, TAB2);
+}
+
+static int kept_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	if (addr < BASE || addr + len > BASE + SIZE)
+		return -EFAULT;
+	memcpy(buf, kept + (addr - BASE), len);
+	if (move_after && !--move_after)
+		move_table();
+	return 0;
+}
+
+static void kept_fresh(void *ctx)
+{
+	(void)ctx;
+	freshes++;
+	memcpy(kept, img, sizeof(kept));
+}
+
+Test(heapwalk, the_header_is_read_again_past_what_the_source_kept)
+{
+	const struct mem_source cached = { .read = kept_read,
+					   .mapped = img_mapped,
+					   .fresh = kept_fresh };
+	struct heapwalk_opts o;
+	struct heapwalk_stats st;
+	char err[256];
+
+	build("5.3.0");
+	heapwalk_default_opts(&o);
+	o.retry_delay_us = 0;
+	freshes = 0;
+	/* the globals (3 reads), the header, the cells, then a gctx: the table moves */
+	move_after = 6;
+	memcpy(kept, img, sizeof(kept));
+	cr_assert_eq(collector__new(1 << 14, &col), 0);
+	cr_assert_eq(heapwalk_read(&cached, L, &syms, &o, col, &st, err, sizeof(err)), 0, "%s",
+		     err);
+	/* the kept header still says TAB; the one read again after fresh() says TAB2 */
+	cr_assert_eq(st.attempts, 2);
+	/* before each attempt's header and again before its second read of it */
+	cr_assert_eq(freshes, 4);
+	cr_assert_eq(st.stacks, 2);
+	cr_assert_eq(st.curobjs, 12);
+}
+
 /* prof_do_unbias by hand: c = 10, s = 10000, R = 16 KiB: y = s (1 - exp(-1000/R)) */
 Test(heapwalk, jeprof_input_as_jemalloc_computes_it)
 {
