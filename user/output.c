@@ -61,15 +61,54 @@ static void sync_parent_dir(const char *path)
 	free(copy);
 }
 
+bool output_is_regular_fd(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * An output that exists and is not a regular file (/dev/null, a pipe, a
+ * terminal): written in place, never renamed over or changed in mode.
+ */
+static int write_special(const char *path, int (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	FILE *f;
+	int err;
+
+	if (fd < 0)
+		return neg_errno();
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = neg_errno();
+		close(fd);
+		return err;
+	}
+	err = write_fn(f, arg);
+	errno = 0;
+	if (!err && fflush(f))
+		err = neg_errno();
+	if (!err && ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = neg_errno();
+	return err;
+}
+
 int output_write_atomic_mode(const char *path, mode_t mode, int (*write_fn)(FILE *f, void *arg),
 			     void *arg)
 {
 	char *tmp = NULL;
 	FILE *f = NULL;
+	struct stat st;
 	int fd, err;
 
 	if (strcmp(path, "-") == 0)
 		return write_stdout(write_fn, arg);
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : write_special(path, write_fn, arg);
 
 	/* same directory as @path, so that rename() stays within one file system */
 	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)

@@ -6,6 +6,7 @@
 #ifndef __HEAPBPF_OUTPUT_H
 #define __HEAPBPF_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -26,12 +27,17 @@ mode_t output_file_mode(void);
  * fsync'ed, made output_file_mode() (0600 unless --file-mode said otherwise)
  * and renamed over @path. On any failure the temp
  * file is removed, @path is left as it was and a negative errno is
- * returned. @path "-" writes to stdout directly (flushed, not synced).
+ * returned. @path "-" writes to stdout directly (flushed, not synced); an
+ * existing @path that is not a regular file (/dev/null, a pipe) is written
+ * in place, its mode untouched; a directory is -EISDIR.
  */
 int output_write_atomic(const char *path, int (*write_fn)(FILE *f, void *arg), void *arg);
 /* The same with the file made exactly @mode (the Pyroscope spool: always 0600). */
 int output_write_atomic_mode(const char *path, mode_t mode, int (*write_fn)(FILE *f, void *arg),
 			     void *arg);
+
+/* True when fd is a regular file (whose mode heapbpf sets), not a device or a pipe. */
+bool output_is_regular_fd(int fd);
 
 /* output_write_atomic() of @len bytes at @buf. */
 int output_write_buffer(const char *path, const void *buf, size_t len);

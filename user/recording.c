@@ -142,8 +142,11 @@ int recorder__open(const char *path, struct recorder **out)
 		free(r);
 		return err;
 	}
-	/* exactly --file-mode (0600), also for a file that existed, whatever the umask */
-	if (fchmod(r->fd, output_file_mode())) {
+	/*
+	 * exactly --file-mode (0600), also for a file that existed, whatever the
+	 * umask; a device or a pipe (--record /dev/null) is written, not changed
+	 */
+	if (output_is_regular_fd(r->fd) && fchmod(r->fd, output_file_mode())) {
 		err = -errno;
 		close(r->fd);
 		free(r);

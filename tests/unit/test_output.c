@@ -3,6 +3,7 @@
 #include <criterion/redirect.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -194,6 +195,32 @@ Test(output, target_is_a_directory)
 	cr_assert_eq(output_write_buffer(path, "x", 1), -EISDIR);
 	/* the directory is still there and nothing else is */
 	assert_listing("adir");
+	free(path);
+}
+
+/*
+ * -o /dev/null, a pipe: written in place; renaming over it would put a
+ * regular file where the device or the pipe was (it did, to /dev/null).
+ */
+Test(output, pipe_is_written_in_place_not_replaced)
+{
+	char *path = path_in_dir("fifo");
+	char got[16] = "";
+	struct stat st;
+	int rfd;
+
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	/* a reader first, so that opening the writing end does not wait */
+	rfd = open(path, O_RDONLY | O_NONBLOCK);
+	cr_assert_geq(rfd, 0);
+	cr_assert_eq(output_write_atomic(path, write_text, "through\n"), 0);
+	cr_assert_eq(read(rfd, got, sizeof(got) - 1), 8);
+	cr_assert_str_eq(got, "through\n");
+	close(rfd);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert(S_ISFIFO(st.st_mode), "the pipe was replaced");
+	cr_assert_eq(st.st_mode & 07777, 0644, "its mode was changed");
+	assert_listing("fifo");
 	free(path);
 }
 
