@@ -425,6 +425,7 @@ Test(top, plain_tables_on_a_pipe)
 				       "4.5", "--by", "function", NULL };
 		FILE *err = fopen(errpath, "w");
 
+		hb_child_signals();
 		dup2(fds[1], 1);
 		if (err)
 			dup2(fileno(err), 2);

@@ -123,6 +123,23 @@ int svc_start(struct svc *s, const char *binary, const char *malloc_conf, const 
 	return svc_start_env(s, binary, malloc_conf, NULL, args);
 }
 
+void hb_child_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
+	sigset_t none;
+
+	/*
+	 * A test runner started in the background of a non-interactive shell
+	 * (nohup cmd &) ignores SIGINT and SIGQUIT, and ignored dispositions
+	 * survive exec: heapbpf would never see the SIGINT that stops it, and
+	 * the service the SIGQUIT that dumps its core.
+	 */
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
 		  const char *const *env, const char *const *args)
 {
@@ -145,6 +162,7 @@ int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
 	if (s->pid < 0)
 		return -errno;
 	if (s->pid == 0) {
+		hb_child_signals();
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		if (malloc_conf)
@@ -201,6 +219,7 @@ pid_t hb_spawn(const char *const *argv, const char *errpath)
 	if (pid == 0) {
 		int fd = open(errpath ? errpath : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
+		hb_child_signals();
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);

@@ -47,6 +47,8 @@ int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout
 /* "quit", then waits; kills it if it does not exit. Returns its exit status or -1. */
 int svc_stop(struct svc *s);
 
+/* In a child before exec: default dispositions and no blocked signals, whatever the runner's. */
+void hb_child_signals(void);
 /* Spawns argv with stderr (and stdout) into the file errpath. Returns the pid. */
 pid_t hb_spawn(const char *const *argv, const char *errpath);
 /* Waits up to timeout_ms; returns the exit code, 128+signal, or -1 after killing it. */
