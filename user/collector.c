@@ -965,31 +965,20 @@ int collector__add_totals(struct collector *c, const uint64_t *frames, uint32_t 
 			  uint64_t samples, uint64_t bytes, uint64_t inuse_samples,
 			  uint64_t inuse_bytes)
 {
-	struct hb_stack *s;
-	uint32_t id;
+	struct collector_counts n = { .samples = samples,
+				      .bytes = bytes,
+				      .inuse_samples = inuse_samples,
+				      .inuse_bytes = inuse_bytes };
 	double w;
-	int err;
 
-	if (nframes > HEAPBPF_MAX_FRAMES)
-		return -EINVAL;
-	err = stack_intern(c, frames, nframes, &id);
-	if (err)
-		return err;
-	s = &c->stacks[id];
-	s->samples += samples;
-	s->bytes += bytes;
-	s->inuse_samples += inuse_samples;
-	s->inuse_bytes += inuse_bytes;
 	/* per-object sizes are not known here: weigh by the mean */
 	w = samples ? hb_unbias_objects(bytes / samples, c->period) : 0;
-	s->alloc_objects += w * samples;
-	s->alloc_space += w * bytes;
+	n.alloc_objects = w * (double)samples;
+	n.alloc_space = w * (double)bytes;
 	w = inuse_samples ? hb_unbias_objects(inuse_bytes / inuse_samples, c->period) : 0;
-	s->inuse_objects += w * inuse_samples;
-	s->inuse_space += w * inuse_bytes;
-	c->stats.allocs += samples;
-	c->stats.alloc_bytes += bytes;
-	return 0;
+	n.inuse_objects = w * (double)inuse_samples;
+	n.inuse_space = w * (double)inuse_bytes;
+	return collector__add_counts(c, frames, nframes, &n);
 }
 
 int collector__add_counts(struct collector *c, const uint64_t *frames, uint32_t nframes,
