@@ -25,6 +25,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
+#include "standin.h"
 #include "pprof.h"
 
 #define IDLE_CONF     "prof:true,prof_active:false"
@@ -754,51 +755,15 @@ Test(fleet, interval_windows_carry_deltas_and_restore_the_flag)
 static int server_port;
 static const char *server_scheme = "http";
 
-/* Starts the rules server (port 0: any); env "NAME=value" entries are its expectations. */
+/* Starts the rules server (port 0: any), or a wrapper of it; env "NAME=value" entries are its expectations. */
 static void start_server_with(const char *wrapper, int port, const char *extra,
 			      const char *const *env)
 {
-	char portfile[PATH_MAX], portarg[16], buf[32];
-	const char *argv[16];
-	int n = 0;
-	FILE *f;
+	const char *python[] = { "/usr/bin/python3", PYRO_SERVER, NULL };
+	const char *wrapped[] = { wrapper, NULL };
+	const char *more[] = { extra, NULL };
 
-	snprintf(portfile, sizeof(portfile), "%s", tmp("server.port"));
-	unlink(portfile);
-	snprintf(portarg, sizeof(portarg), "%d", port);
-	if (wrapper) {
-		argv[n++] = wrapper;
-	} else {
-		argv[n++] = "/usr/bin/python3";
-		argv[n++] = PYRO_SERVER;
-	}
-	argv[n++] = "--port-file";
-	argv[n++] = portfile;
-	argv[n++] = "--log";
-	argv[n++] = tmp("server.log");
-	argv[n++] = "--port";
-	argv[n++] = portarg;
-	argv[n++] = "--lifetime";
-	argv[n++] = "150";
-	if (extra)
-		argv[n++] = extra;
-	argv[n] = NULL;
-	unsetenv("PYRO_EXPECT_TENANT");
-	unsetenv("PYRO_EXPECT_USER");
-	unsetenv("PYRO_EXPECT_PASSWORD");
-	unsetenv("PYRO_EXPECT_TOKEN");
-	for (; env && *env; env++)
-		putenv((char *)*env);
-	server_pid = hb_spawn(argv, tmp("server.out"));
-	cr_assert_gt(server_pid, 0);
-	for (int i = 0; i < 100 && access(portfile, F_OK); i++)
-		hb_sleep_ms(50);
-	f = fopen(portfile, "re");
-	cr_assert_not_null(f, "the rules server did not start");
-	cr_assert_not_null(fgets(buf, sizeof(buf), f));
-	fclose(f);
-	server_port = atoi(buf);
-	cr_assert_gt(server_port, 0);
+	server_pid = hb_standin_start(wrapper ? wrapped : python, port, more, env, &server_port);
 }
 
 static void start_server(int port, const char *extra, const char *const *env)
@@ -808,23 +773,13 @@ static void start_server(int port, const char *extra, const char *const *env)
 
 static void stop_server(void)
 {
-	kill(server_pid, SIGTERM);
-	hb_wait(server_pid, 5000);
-	server_pid = 0;
+	hb_standin_stop(&server_pid);
 }
 
 /* Accepted profiles so far: lines of the server's log. */
 static int accepted(char lines[][4096], int max)
 {
-	FILE *f = fopen(tmp("server.log"), "re");
-	int n = 0;
-
-	if (!f)
-		return 0;
-	while (n < max && fgets(lines[n], 4096, f))
-		n++;
-	fclose(f);
-	return n;
+	return hb_standin_log(&lines[0][0], 4096, max);
 }
 
 static void push(const char *pid, const char *spool, const char *extra1, const char *extra2,

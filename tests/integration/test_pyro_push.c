@@ -19,6 +19,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
+#include "standin.h"
 #include "pprof.h"
 #include "pyro_push.h"
 
@@ -86,71 +87,24 @@ static int occurrences(const char *path, const char *needle)
 	return n;
 }
 
-/*
- * Starts a stand-in (script) on port (0: any) with extra arguments (NULL
- * ended) and env "NAME=value" expectations; its log is server.log.
- */
+/* Starts a stand-in (script) on port (0: any) with extra arguments and env expectations. */
 static void start_server(const char *script, int port, const char *const *extra,
 			 const char *const *env)
 {
-	char portfile[PATH_MAX], portarg[16], buf[32];
-	const char *argv[24];
-	int n = 0;
-	FILE *f;
+	const char *cmd[] = { "/usr/bin/python3", script, NULL };
 
-	snprintf(portfile, sizeof(portfile), "%s/server.port", hb_tmpdir());
-	unlink(portfile);
-	snprintf(portarg, sizeof(portarg), "%d", port);
-	argv[n++] = "/usr/bin/python3";
-	argv[n++] = script;
-	argv[n++] = "--port-file";
-	argv[n++] = portfile;
-	argv[n++] = "--log";
-	argv[n++] = tmp("server.log");
-	argv[n++] = "--port";
-	argv[n++] = portarg;
-	argv[n++] = "--lifetime";
-	argv[n++] = "150";
-	for (; extra && *extra && n < 23; extra++)
-		argv[n++] = *extra;
-	argv[n] = NULL;
-	unsetenv("PYRO_EXPECT_TENANT");
-	unsetenv("PYRO_EXPECT_USER");
-	unsetenv("PYRO_EXPECT_PASSWORD");
-	unsetenv("PYRO_EXPECT_TOKEN");
-	for (; env && *env; env++)
-		putenv((char *)*env);
-	server_pid = hb_spawn(argv, tmp("server.out"));
-	cr_assert_gt(server_pid, 0);
-	for (int i = 0; i < 200 && access(portfile, F_OK); i++)
-		hb_sleep_ms(50);
-	f = fopen(portfile, "re");
-	cr_assert_not_null(f, "the stand-in did not start");
-	cr_assert_not_null(fgets(buf, sizeof(buf), f));
-	fclose(f);
-	server_port = atoi(buf);
-	cr_assert_gt(server_port, 0);
+	server_pid = hb_standin_start(cmd, port, extra, env, &server_port);
 }
 
 static void stop_server(void)
 {
-	kill(server_pid, SIGTERM);
-	hb_wait(server_pid, 5000);
-	server_pid = 0;
+	hb_standin_stop(&server_pid);
 }
 
 /* Accepted profiles so far: lines of the stand-in's log. */
 static int accepted(char lines[][8192], int max)
 {
-	FILE *f = fopen(tmp("server.log"), "re");
-	int n = 0;
-
-	if (!f)
-		return 0;
-	while (n < max && fgets(lines[n], 8192, f))
-		n++;
-	fclose(f);
-	return n;
+	return hb_standin_log(&lines[0][0], 8192, max);
 }
 
 /* heapbpf for a second with --pyroscope to the stand-in, plus up to two options. */

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "standin.h"
+
+static void in_tmpdir(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", hb_tmpdir(), name);
+}
+
+pid_t hb_standin_start(const char *const *cmd, int port, const char *const *extra,
+		       const char *const *env, int *port_out)
+{
+	static const char *const expect[] = { "PYRO_EXPECT_TENANT", "PYRO_EXPECT_USER",
+					      "PYRO_EXPECT_PASSWORD", "PYRO_EXPECT_TOKEN" };
+	char portfile[PATH_MAX], logfile[PATH_MAX], outfile[PATH_MAX], portarg[16], buf[32];
+	const char *argv[32];
+	int n = 0;
+	pid_t pid;
+	FILE *f;
+
+	in_tmpdir(portfile, sizeof(portfile), "server.port");
+	in_tmpdir(logfile, sizeof(logfile), "server.log");
+	in_tmpdir(outfile, sizeof(outfile), "server.out");
+	unlink(portfile);
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	for (; *cmd && n < 4; cmd++)
+		argv[n++] = *cmd;
+	argv[n++] = "--port-file";
+	argv[n++] = portfile;
+	argv[n++] = "--log";
+	argv[n++] = logfile;
+	argv[n++] = "--port";
+	argv[n++] = portarg;
+	argv[n++] = "--lifetime";
+	argv[n++] = "150";
+	for (; extra && *extra && n < 31; extra++)
+		argv[n++] = *extra;
+	argv[n] = NULL;
+	for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++)
+		unsetenv(expect[i]);
+	for (; env && *env; env++)
+		putenv((char *)*env);
+	pid = hb_spawn(argv, outfile);
+	cr_assert_gt(pid, 0);
+	for (int i = 0; i < 200 && access(portfile, F_OK); i++)
+		hb_sleep_ms(50);
+	f = fopen(portfile, "re");
+	cr_assert_not_null(f, "the stand-in did not start (see %s)", outfile);
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	*port_out = atoi(buf);
+	cr_assert_gt(*port_out, 0);
+	return pid;
+}
+
+void hb_standin_stop(pid_t *pid)
+{
+	kill(*pid, SIGTERM);
+	hb_wait(*pid, 5000);
+	*pid = 0;
+}
+
+int hb_standin_log(char *lines, size_t linelen, int max)
+{
+	char logfile[PATH_MAX];
+	FILE *f;
+	int n = 0;
+
+	in_tmpdir(logfile, sizeof(logfile), "server.log");
+	f = fopen(logfile, "re");
+	if (!f)
+		return 0;
+	while (n < max && fgets(lines + (size_t)n * linelen, (int)linelen, f))
+		n++;
+	fclose(f);
+	return n;
+}

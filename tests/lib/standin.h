@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The Pyroscope stand-ins of tests/pyroscope/ (local servers that enforce
+ * the service's documented rules; not Pyroscope) as the tests drive them:
+ * started in the test's temporary directory, accepted requests logged there
+ * one per line.
+ */
+#ifndef __HEAPBPF_TEST_STANDIN_H
+#define __HEAPBPF_TEST_STANDIN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Starts cmd (NULL-ended: "/usr/bin/python3" and a script, or a wrapper)
+ * with --port-file, --log hb_tmpdir()/server.log, --port port (0: any free
+ * one), --lifetime 150 and the extra arguments (NULL-ended, or NULL). env
+ * holds "PYRO_EXPECT_*=value" expectations; any other PYRO_EXPECT_* is
+ * cleared first. Asserts that it listens; returns its pid, its port in *port_out.
+ */
+pid_t hb_standin_start(const char *const *cmd, int port, const char *const *extra,
+		       const char *const *env, int *port_out);
+/* SIGTERM, then waits (up to 5 s); *pid becomes 0. */
+void hb_standin_stop(pid_t *pid);
+/* The log's lines so far (one per accepted request): up to max of linelen bytes each. */
+int hb_standin_log(char *lines, size_t linelen, int max);
+
+#endif /* __HEAPBPF_TEST_STANDIN_H */
