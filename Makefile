@@ -210,7 +210,8 @@ _san-build:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(SAN) SANITIZE=1 $(SAN)/heapbpf \
 		$(SAN)/tests/unit_tests $(SAN)/tests/integration_tests \
 		$(SAN)/examples/alloc-service-static $(SAN)/examples/alloc-service-shared \
-		$(SAN)/bench/microbench $(SAN)/bench/trapfloor $(SAN)/bench/userbench
+		$(SAN)/bench/microbench $(SAN)/bench/trapfloor $(SAN)/bench/userbench \
+		$(SAN)/bench/stackheap
 	@# the jemalloc fixtures are plain builds: share the first pass's
 	$(Q)ln -sfn $(abspath $(BUILD))/fixtures $(SAN)/fixtures
 _san-unit _san-integration _san-versions _san-serial: _san-build
