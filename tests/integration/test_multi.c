@@ -504,6 +504,49 @@ Test(multi, refused_target_exiting_leaves_the_others_sampling)
 }
 
 /*
+ * With several targets the uprobes sit on the object file, so every process
+ * running it traps into the programs: one that is not a target, sampling
+ * at full speed, must be dropped by BPF's pid filter, not reach user space.
+ * The targets are paused: the BPF side's own count of allocation hits stays
+ * near zero while the outsider samples thousands of times.
+ */
+Test(multi, process_outside_the_targets_is_filtered_in_bpf)
+{
+	char list[64], out[PATH_MAX], err[16384], reply[128];
+	const char *obj = hb_path("examples/alloc-service-static");
+	struct svc a, b, c;
+	uint64_t before, hits = 0;
+	int rc, lines = 0;
+
+	hb_require_bpf();
+	start(&a, obj, IDLE_CONF, NULL);
+	start(&b, obj, IDLE_CONF, NULL);
+	cr_assert_eq(svc_cmd(&a, "pause", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(svc_cmd(&b, "pause", reply, sizeof(reply), 10000), 0);
+	start(&c, obj, "prof:true,prof_active:true", NULL);
+	before = svc_allocs(&c);
+	snprintf(list, sizeof(list), "%d,%d", a.pid, b.pid);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	{
+		const char *args[] = { "--pid", list, "-d", "2", "-v", "-f", "folded",
+				       "--output-dir", out, NULL };
+
+		rc = hb_run(args, err, sizeof(err), 90000);
+	}
+	/* the outsider allocated all along: at R = 512 KiB, thousands of samples */
+	cr_assert_gt(svc_allocs(&c) - before, 100000, "the outsider did not run");
+	/* the paused targets sampled nothing: exit 3 */
+	cr_assert_eq(rc, 3, "exit %d: %s", rc, err);
+	for (const char *at = err; (at = strstr(at, "uprobe hits: ")); at++, lines++)
+		hits += strtoull(at + strlen("uprobe hits: "), NULL, 10);
+	cr_assert_gt(lines, 0, "no count of uprobe hits: %s", err);
+	cr_assert_lt(hits, 10, "%" PRIu64 " allocation hits reached the ring buffer: %s", hits, err);
+	cr_assert_eq(svc_stop(&c), 0);
+	cr_assert_eq(svc_stop(&a), 0);
+	cr_assert_eq(svc_stop(&b), 0);
+}
+
+/*
  * A unit whose processes carry two jemalloc layouts (Debian's release
  * build and a --enable-debug one, whose prof_info_t differs): a session,
  * and a heapbpf process, per layout; every process profiled, every flag

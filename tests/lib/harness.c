@@ -196,6 +196,18 @@ int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout
 	return svc_line(s, reply, len, timeout_ms);
 }
 
+/* The allocations the service has made so far (its "stats" command). */
+uint64_t svc_allocs(struct svc *s)
+{
+	unsigned long long allocs = 0, frees = 0;
+	char reply[128];
+
+	cr_assert_eq(svc_cmd(s, "stats", reply, sizeof(reply), 10000), 0,
+		     "the service stopped answering");
+	cr_assert_eq(sscanf(reply, "stats %llu %llu", &allocs, &frees), 2, "%s", reply);
+	return allocs;
+}
+
 int svc_stop(struct svc *s)
 {
 	char reply[64];

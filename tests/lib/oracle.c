@@ -164,18 +164,6 @@ static void table_from_jedump(struct table *t, const char *path, pid_t pid, cons
 
 static int64_t compare(const struct table *hb, const struct table *je, const char *only);
 
-/* The allocations the service has made so far (its "stats" command). */
-static uint64_t svc_allocs(struct svc *s)
-{
-	unsigned long long allocs = 0, frees = 0;
-	char reply[128];
-
-	cr_assert_eq(svc_cmd(s, "stats", reply, sizeof(reply), 10000), 0,
-		     "the service stopped answering");
-	cr_assert_eq(sscanf(reply, "stats %llu %llu", &allocs, &frees), 2, "%s", reply);
-	return allocs;
-}
-
 /*
  * What a debug jemalloc, the slowest build, allocates in 2 s on a quiet
  * machine with four threads: enough for every stack to be sampled.
