@@ -785,31 +785,8 @@ static int accepted(char lines[][4096], int max)
 static void push(const char *pid, const char *spool, const char *extra1, const char *extra2,
 		 int want, char *err, size_t errlen)
 {
-	char url[64];
-	const char *args[20];
-	int n = 0, rc;
-
-	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", server_scheme, server_port);
-	args[n++] = "--pid";
-	args[n++] = pid;
-	args[n++] = "-d";
-	args[n++] = "1";
-	args[n++] = "--pyroscope";
-	args[n++] = url;
-	args[n++] = "--spool-dir";
-	args[n++] = spool;
-	args[n++] = "--pyroscope-retries";
-	args[n++] = "1";
-	args[n++] = "--pyroscope-timeout";
-	args[n++] = "5";
-	args[n++] = "-v";
-	if (extra1)
-		args[n++] = extra1;
-	if (extra2)
-		args[n++] = extra2;
-	args[n] = NULL;
-	rc = hb_run(args, err, errlen, 90000);
-	cr_assert_eq(rc, want, "exit %d, wanted %d: %s", rc, want, err);
+	hb_standin_deliver(server_scheme, server_port, pid, spool, extra1, extra2, want, err,
+			   errlen);
 }
 
 Test(fleet, pyroscope_accepts_raw_and_multipart_with_tenant_and_basic_auth)

@@ -83,3 +83,33 @@ int hb_standin_log(char *lines, size_t linelen, int max)
 	fclose(f);
 	return n;
 }
+
+void hb_standin_deliver(const char *scheme, int port, const char *pid, const char *spool,
+			const char *extra1, const char *extra2, int want, char *err, size_t errlen)
+{
+	char url[64];
+	const char *args[20];
+	int n = 0, rc;
+
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", scheme, port);
+	args[n++] = "--pid";
+	args[n++] = pid;
+	args[n++] = "-d";
+	args[n++] = "1";
+	args[n++] = "--pyroscope";
+	args[n++] = url;
+	args[n++] = "--spool-dir";
+	args[n++] = spool;
+	args[n++] = "--pyroscope-retries";
+	args[n++] = "1";
+	args[n++] = "--pyroscope-timeout";
+	args[n++] = "5";
+	args[n++] = "-v";
+	if (extra1)
+		args[n++] = extra1;
+	if (extra2)
+		args[n++] = extra2;
+	args[n] = NULL;
+	rc = hb_run(args, err, errlen, 90000);
+	cr_assert_eq(rc, want, "exit %d, wanted %d: %s", rc, want, err);
+}

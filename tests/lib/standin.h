@@ -24,5 +24,14 @@ pid_t hb_standin_start(const char *const *cmd, int port, const char *const *extr
 void hb_standin_stop(pid_t *pid);
 /* The log's lines so far (one per accepted request): up to max of linelen bytes each. */
 int hb_standin_log(char *lines, size_t linelen, int max);
+/*
+ * heapbpf --pid pid for a second, delivering to the stand-in at
+ * scheme://127.0.0.1:port (--spool-dir spool, one retry, a 5 s timeout, -v),
+ * plus up to two more options (NULL: none); asserts it exits with want,
+ * its stderr in err.
+ */
+void hb_standin_deliver(const char *scheme, int port, const char *pid, const char *spool,
+			const char *extra1, const char *extra2, int want, char *err,
+			size_t errlen);
 
 #endif /* __HEAPBPF_TEST_STANDIN_H */
