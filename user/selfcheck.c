@@ -120,6 +120,23 @@ __attribute__((format(printf, 2, 3))) static int misfit(struct selfcheck *sc, co
 		       detail, sc->allocs, sc->frees);
 }
 
+/*
+ * Where an event's object (when the function passes its pointer) and tctx
+ * live: jemalloc's heap, so in writable mappings. whose_ptr and whose_tctx
+ * begin the sentence ("a sampled object's", "a sample's").
+ */
+static int in_writable(struct selfcheck *sc, bool has_ptr, uint64_t ptr, uint64_t tctx,
+		       const char *whose_ptr, const char *whose_tctx)
+{
+	if (has_ptr && !mapped(sc, ptr, 'w'))
+		return misfit(sc, "%s pointer 0x%llx lies in no writable mapping", whose_ptr,
+			      (unsigned long long)ptr);
+	if (tctx <= 1 || !mapped(sc, tctx, 'w'))
+		return misfit(sc, "%s tctx 0x%llx lies in no writable mapping", whose_tctx,
+			      (unsigned long long)tctx);
+	return 0;
+}
+
 static void done_one(struct selfcheck *sc)
 {
 	sc->confirmed = sc->allocs >= SELFCHECK_ALLOCS && sc->frees >= SELFCHECK_FREES;
@@ -161,17 +178,9 @@ int selfcheck__alloc(struct selfcheck *sc, const struct heapbpf_alloc_event *e)
 	if (!e->usize || e->usize >= USIZE_MAX || (e->size && e->size > e->usize))
 		return misfit(sc, "a sample's usable size reads %llu",
 			      (unsigned long long)e->usize);
-	if (b->alloc_ptr_arg != HEAPBPF_ARG_NONE && !mapped(sc, e->ptr, 'w'))
-		return misfit(sc,
-			      "a sampled object's pointer 0x%llx"
-			      " lies in no writable mapping",
-			      (unsigned long long)e->ptr);
-	if (e->tctx <= 1 || !mapped(sc, e->tctx, 'w'))
-		return misfit(sc,
-			      "a sample's tctx 0x%llx"
-			      " lies in no writable mapping",
-			      (unsigned long long)e->tctx);
-	rc = check_frames(sc, e);
+	rc = in_writable(sc, b->alloc_ptr_arg != HEAPBPF_ARG_NONE, e->ptr, e->tctx,
+			 "a sampled object's", "a sample's");
+	rc = rc ?: check_frames(sc, e);
 	if (rc)
 		return rc;
 	if (sc->nseen < SEEN_MAX)
@@ -203,6 +212,7 @@ static int free_fields(struct selfcheck *sc, const struct heapbpf_free_event *e)
 {
 	const struct heapbpf_layout *b = &sc->t->layout->bpf;
 	bool info = b->free_info_arg != HEAPBPF_ARG_NONE;
+	int rc;
 
 	if (e->flags & HEAPBPF_F_READ_FAULT)
 		return misfit(sc,
@@ -212,16 +222,10 @@ static int free_fields(struct selfcheck *sc, const struct heapbpf_free_event *e)
 	if (!e->usize || e->usize >= USIZE_MAX)
 		return misfit(sc, "a sampled free's usable size reads %llu",
 			      (unsigned long long)e->usize);
-	if (b->free_ptr_arg != HEAPBPF_ARG_NONE && !mapped(sc, e->ptr, 'w'))
-		return misfit(sc,
-			      "a sampled free's pointer 0x%llx"
-			      " lies in no writable mapping",
-			      (unsigned long long)e->ptr);
-	if (e->tctx <= 1 || !mapped(sc, e->tctx, 'w'))
-		return misfit(sc,
-			      "a sampled free's tctx 0x%llx"
-			      " lies in no writable mapping",
-			      (unsigned long long)e->tctx);
+	rc = in_writable(sc, b->free_ptr_arg != HEAPBPF_ARG_NONE, e->ptr, e->tctx,
+			 "a sampled free's", "a sampled free's");
+	if (rc)
+		return rc;
 	if (info && (!e->alloc_size || e->alloc_size > e->usize))
 		return misfit(sc,
 			      "a sampled free's prof_info_t gives a requested size of %llu"
