@@ -770,9 +770,16 @@ static void cmd_fork(const char *cmd, char *arg)
 #define SCN_HOLD_SLOTS	 256
 #define SCN_MAX_TIMED	 (1 << 20)
 
-/* The lifetimes of one site's sampled objects, in mmap'ed memory: not on the heap observed. */
+/*
+ * The lifetimes of one site's sampled objects, in mmap'ed memory: not on the
+ * heap observed. Each twice: from malloc's return to the call of free (in:
+ * inside heapbpf's probe-to-probe interval) and from the call of malloc to
+ * free's return (out: around it). heapbpf's lifetime of an object lies
+ * between the two; they differ by more than malloc's and free's own time
+ * only when the thread was preempted inside either.
+ */
 struct timed_site {
-	uint64_t *ns;
+	uint64_t *in, *out;
 	size_t n;
 };
 
@@ -794,7 +801,7 @@ static struct {
 	struct timed_site churn_lt, hold_lt;
 	struct {
 		void *p;
-		uint64_t t;
+		uint64_t called, t; /* malloc called, returned */
 		bool sampled;
 	} held[SCN_HOLD_SLOTS];
 	unsigned int held_head, held_n;
@@ -826,10 +833,12 @@ static bool is_sampled(void *p)
 	return out[2] == 1;
 }
 
-static void timed(struct timed_site *s, uint64_t ns)
+static void timed(struct timed_site *s, uint64_t in, uint64_t out)
 {
-	if (s->n < SCN_MAX_TIMED)
-		s->ns[s->n++] = ns;
+	if (s->n < SCN_MAX_TIMED) {
+		s->in[s->n] = in;
+		s->out[s->n++] = out;
+	}
 }
 
 /* Leaked blocks are chained through their first word, so that they stay reachable. */
@@ -867,17 +876,19 @@ SITE static void cache_fill(void)
 
 SITE static void churn_temp(void)
 {
+	uint64_t called = mono_ns(), born, dying;
 	void *p = malloc(SCN_CHURN_SIZE);
-	uint64_t born = mono_ns();
 	bool sampled;
 
+	born = mono_ns();
 	if (!p)
 		die_oom(SCN_CHURN_SIZE);
 	sampled = is_sampled(p);
 	touch(p, SCN_CHURN_SIZE);
-	if (sampled)
-		timed(&scn.churn_lt, mono_ns() - born);
+	dying = mono_ns();
 	free(p);
+	if (sampled)
+		timed(&scn.churn_lt, dying - born, mono_ns() - called);
 }
 
 /* Frees the oldest held object, timing it if sampled. */
@@ -886,9 +897,9 @@ static void hold_release(void)
 	unsigned int i = scn.held_head;
 	uint64_t now = mono_ns();
 
-	if (scn.held[i].sampled)
-		timed(&scn.hold_lt, now - scn.held[i].t);
 	free(scn.held[i].p);
+	if (scn.held[i].sampled)
+		timed(&scn.hold_lt, now - scn.held[i].t, mono_ns() - scn.held[i].called);
 	scn.held_head = (i + 1) % SCN_HOLD_SLOTS;
 	scn.held_n--;
 }
@@ -902,6 +913,7 @@ SITE static void hold_medium(void)
 			      scn.held_n == SCN_HOLD_SLOTS))
 		hold_release();
 	i = (scn.held_head + scn.held_n++) % SCN_HOLD_SLOTS;
+	scn.held[i].called = mono_ns();
 	scn.held[i].p = malloc(SCN_HOLD_SIZE);
 	scn.held[i].t = mono_ns();
 	if (!scn.held[i].p)
@@ -961,10 +973,12 @@ static void cmd_leaks(const char *arg)
 		return;
 	}
 	scn.util_miblen = sizeof(scn.util_mib) / sizeof(scn.util_mib[0]);
-	scn.churn_lt.ns = timed_array();
-	scn.hold_lt.ns = timed_array();
+	scn.churn_lt.in = timed_array();
+	scn.churn_lt.out = timed_array();
+	scn.hold_lt.in = timed_array();
+	scn.hold_lt.out = timed_array();
 	if (mallctlnametomib("experimental.utilization.query", scn.util_mib, &scn.util_miblen) ||
-	    !scn.churn_lt.ns || !scn.hold_lt.ns) {
+	    !scn.churn_lt.in || !scn.churn_lt.out || !scn.hold_lt.in || !scn.hold_lt.out) {
 		reply("error this jemalloc cannot tell sampled objects apart");
 		return;
 	}
@@ -1007,25 +1021,35 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/*
- * N P50 MAX UNDER1MS of one site's sampled lifetimes (ns): p50 the value at
- * rank n / 2, UNDER1MS how many were shorter than 1 ms (heapbpf's default
- * temporary threshold; a thread preempted between malloc and free is not).
- */
-static void timed_stats(struct timed_site *s, char *buf, size_t len)
+/* P50 MAX UNDER1MS of n lifetimes (ns), sorted here. */
+static int lifetime_stats(uint64_t *ns, size_t n, char *buf, size_t len)
 {
 	size_t under = 0;
 
-	qsort(s->ns, s->n, sizeof(*s->ns), cmp_u64);
-	while (under < s->n && s->ns[under] < 1000000)
+	qsort(ns, n, sizeof(*ns), cmp_u64);
+	while (under < n && ns[under] < 1000000)
 		under++;
-	snprintf(buf, len, "%zu %" PRIu64 " %" PRIu64 " %zu", s->n, s->n ? s->ns[s->n / 2] : 0,
-		 s->n ? s->ns[s->n - 1] : 0, under);
+	return snprintf(buf, len, " %" PRIu64 " %" PRIu64 " %zu", n ? ns[n / 2] : 0,
+			n ? ns[n - 1] : 0, under);
+}
+
+/*
+ * N, then P50 MAX UNDER1MS of one site's sampled lifetimes (ns) timed inside
+ * heapbpf's interval, then the same timed around it: p50 the value at rank
+ * n / 2, UNDER1MS how many were shorter than 1 ms (heapbpf's default
+ * temporary threshold).
+ */
+static void timed_stats(struct timed_site *s, char *buf, size_t len)
+{
+	int k = snprintf(buf, len, "%zu", s->n);
+
+	k += lifetime_stats(s->in, s->n, buf + k, len - k);
+	lifetime_stats(s->out, s->n, buf + k, len - k);
 }
 
 static void cmd_lifetimes(void)
 {
-	char churn[128], hold[128];
+	char churn[192], hold[192];
 
 	if (!scn.started) {
 		reply("error leaks not started");
@@ -1255,8 +1279,10 @@ static void usage(FILE *f)
 "  lifetimes      stop churn_temp and hold_medium (their objects freed); for\n"
 "                 each, the objects jemalloc sampled: count, median and\n"
 "                 longest lifetime in ns, and how many lived under 1 ms, timed\n"
-"                 by the site itself\n"
-"                 -> lifetimes churn_temp N P50 MAX UNDER hold_medium N P50 MAX UNDER\n"
+"                 by the site itself from malloc's return to the call of free\n"
+"                 (IN), and from the call of malloc to free's return (OUT)\n"
+"                 -> lifetimes churn_temp N IN_P50 IN_MAX IN_UNDER OUT_P50\n"
+"                    OUT_MAX OUT_UNDER hold_medium (the same)\n"
 "  leaked         bytes leaked so far and over how many ns, and the cache's size\n"
 "                 -> leaked leak_fast BYTES NS leak_slow BYTES NS cache_fill BYTES\n"
 "  quit           stop the workers and exit 0                     -> bye\n"

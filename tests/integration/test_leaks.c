@@ -8,8 +8,9 @@
  *   - the churn (churn_temp) is temporary and no suspect;
  *   - the burst (burst_buffers) is in the --at-peak profile, not in the end one;
  *   - the slow leak (64 KiB/s) ranks above the larger stable cache (16 MiB);
- *   - the lifetimes of sampled objects agree with the example's own timing of
- *     the objects jemalloc sampled, within the resolution of jemalloc's clock;
+ *   - the lifetimes of sampled objects lie between the example's own timings
+ *     of the objects jemalloc sampled, inside and around malloc and free,
+ *     within the resolution of jemalloc's clock;
  *   - `heapbpf report` of the run's recording gives the same answer;
  *   - with --interval, every window judges the evidence since attach.
  */
@@ -34,14 +35,20 @@
 
 TestSuite(leaks, .fini = hb_tmpdir_cleanup, .timeout = 180);
 
+struct timing {
+	uint64_t n, p50[2], max[2], under[2];
+};
+
 struct scenario {
 	char pid[16], main[PATH_MAX], peak[PATH_MAX], rec[PATH_MAX], errpath[PATH_MAX];
 	char *err; /* heapbpf's stderr */
 	/*
-	 * the example's own record of the objects jemalloc sampled: count, median and
-	 * longest lifetime (ns), how many lived under 1 ms
+	 * the example's own record of the objects jemalloc sampled, per site:
+	 * their count, and their median and longest lifetime (ns) and how many
+	 * lived under 1 ms, timed inside heapbpf's probe-to-probe interval
+	 * ([0]) and around it ([1])
 	 */
-	uint64_t churn_n, churn_p50, churn_max, churn_under, hold_n, hold_p50, hold_max, hold_under;
+	struct timing churn, hold;
 	double fast_rate, slow_rate; /* bytes per second it leaked */
 };
 
@@ -49,6 +56,16 @@ static void cmd(struct svc *s, const char *c, char *reply, size_t len)
 {
 	cr_assert_eq(svc_cmd(s, c, reply, len, 30000), 0, "no reply to %s", c);
 	cr_assert(strncmp(reply, "error", 5) != 0, "%s: %s", c, reply);
+}
+
+/* "SITE N IN_P50 IN_MAX IN_UNDER OUT_P50 OUT_MAX OUT_UNDER" of the example's reply */
+static bool parse_timing(const char *at, struct timing *t)
+{
+	return at && sscanf(at,
+			    "%*s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+			    " %" SCNu64 " %" SCNu64,
+			    &t->n, &t->p50[0], &t->max[0], &t->under[0], &t->p50[1], &t->max[1],
+			    &t->under[1]) == 7;
 }
 
 static struct svc start_example(char *pid, uint64_t *flag)
@@ -90,12 +107,9 @@ static void run_scenario(struct scenario *sc)
 	cmd(&s, "burst 48 300", reply, sizeof(reply));
 	hb_sleep_ms(2000);
 	cmd(&s, "lifetimes", reply, sizeof(reply));
-	cr_assert_eq(sscanf(reply,
-			    "lifetimes churn_temp %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
-			    " hold_medium %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
-			    &sc->churn_n, &sc->churn_p50, &sc->churn_max, &sc->churn_under,
-			    &sc->hold_n, &sc->hold_p50, &sc->hold_max, &sc->hold_under),
-		     8, "%s", reply);
+	cr_assert(parse_timing(strstr(reply, "churn_temp "), &sc->churn) &&
+			  parse_timing(strstr(reply, "hold_medium "), &sc->hold),
+		  "%s", reply);
 	cr_assert_eq(hb_wait(hp, 60000), 0, "heapbpf failed (4: events dropped)");
 	cmd(&s, "leaked", reply, sizeof(reply));
 	cr_assert_eq(sscanf(reply,
@@ -248,29 +262,48 @@ static void slow_leak_above_cache(const struct scenario *sc, const Perftools__Pr
 		  "the cache ranks above the slow leak:\n%s", sc->err);
 }
 
-static void lifetime_agrees(const Perftools__Profiles__Profile *p, const char *fn, uint64_t n,
-			    uint64_t p50, uint64_t max, uint64_t under)
+/*
+ * heapbpf times an object from its allocation probe to its free probe; the
+ * example timed it from malloc's return to the call of free (inside that) and
+ * from the call of malloc to free's return (around it). Sorted apart, the
+ * k-th shortest of heapbpf's lifetimes lies between the k-th of the two, so
+ * the median, the longest and the count under 1 ms do: within what heapbpf
+ * adds, at most one tick of jemalloc's clock where only that clock tells two
+ * samples apart (docs/analysis.md), and a histogram bucket for the median.
+ * The two differ by more than malloc's and free's own time only when the
+ * thread was preempted inside either (seen in a loaded CI run: 8 ms).
+ */
+static void lifetime_agrees(const Perftools__Profiles__Profile *p, const char *fn,
+			    const struct timing *t)
 {
 	const Perftools__Profiles__Sample *s = site(p, fn);
 	double res = resolution_ns();
-	int64_t got50, gotmax;
+	int64_t got50, gotmax, temp;
 
 	cr_assert_not_null(s, "%s", fn);
 	/* every object jemalloc sampled there, allocated and freed while heapbpf watched */
-	cr_assert_eq(label(p, s, "freed"), (int64_t)n, "%s", fn);
+	cr_assert_eq(label(p, s, "freed"), (int64_t)t->n, "%s", fn);
+	cr_assert_leq(t->p50[0], t->p50[1], "%s", fn);
+	cr_assert_leq(t->max[0], t->max[1], "%s", fn);
 	got50 = label(p, s, "lifetime_p50");
 	gotmax = label(p, s, "lifetime_max");
+	temp = label(p, s, "temporary");
 	/* a median read from a histogram bucket: 1/16 of the value more */
-	cr_assert_leq(fabs((double)got50 - (double)p50), res + p50 / 16.0,
-		      "%s: median %" PRId64 " ns, the example timed %" PRIu64 " ns", fn, got50,
-		      p50);
-	cr_assert_leq(fabs((double)gotmax - (double)max), res,
-		      "%s: longest %" PRId64 " ns, the example timed %" PRIu64 " ns", fn, gotmax,
-		      max);
-	/* temporary (under 1 ms): only lifetimes within microseconds of 1 ms may differ */
-	cr_assert_leq(llabs(label(p, s, "temporary") - (int64_t)under), 2 + n / 1000,
-		      "%s: %" PRId64 " temporary, %" PRIu64 " under 1 ms by the example's timing",
-		      fn, label(p, s, "temporary"), under);
+	cr_assert((double)got50 >= t->p50[0] - res - t->p50[0] / 16.0 &&
+			  (double)got50 <= t->p50[1] + res + t->p50[1] / 16.0,
+		  "%s: median %" PRId64 " ns, the example timed %" PRIu64 " ns inside, %" PRIu64
+		  " ns around",
+		  fn, got50, t->p50[0], t->p50[1]);
+	cr_assert((double)gotmax >= t->max[0] - res && (double)gotmax <= t->max[1] + res,
+		  "%s: longest %" PRId64 " ns, the example timed %" PRIu64 " ns inside, %" PRIu64
+		  " ns around",
+		  fn, gotmax, t->max[0], t->max[1]);
+	/* temporary (under 1 ms): only lifetimes within a tick of 1 ms may differ more */
+	cr_assert(temp <= (int64_t)(t->under[0] + 2 + t->n / 1000) &&
+			  temp + 2 + (int64_t)(t->n / 1000) >= (int64_t)t->under[1],
+		  "%s: %" PRId64 " temporary, %" PRIu64 " under 1 ms by the example's timing "
+		  "inside, %" PRIu64 " around",
+		  fn, temp, t->under[0], t->under[1]);
 }
 
 /* The profiles of a live run and of its report, byte for byte. */
@@ -318,8 +351,8 @@ Test(leaks, scenario_with_known_rates)
 	churn_is_temporary(&sc, end);
 	burst_is_at_the_peak_only(&sc, end, peak);
 	slow_leak_above_cache(&sc, end);
-	lifetime_agrees(end, "churn_temp", sc.churn_n, sc.churn_p50, sc.churn_max, sc.churn_under);
-	lifetime_agrees(end, "hold_medium", sc.hold_n, sc.hold_p50, sc.hold_max, sc.hold_under);
+	lifetime_agrees(end, "churn_temp", &sc.churn);
+	lifetime_agrees(end, "hold_medium", &sc.hold);
 	report_gives_the_same_answer(&sc);
 	perftools__profiles__profile__free_unpacked(end, NULL);
 	perftools__profiles__profile__free_unpacked(peak, NULL);
