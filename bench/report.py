@@ -670,6 +670,74 @@ def services(R, doc):
     doc.p()
     doc.table(["service, measure", "attached / sampling", "attached / idle", "sampling / idle",
                "attached / control (same process)"], rows)
+    doc.p()
+    accounting(R, doc)
+
+
+# heapbpf's programs on uprobes in the target, which run in its threads (bench/services.py)
+UPROBE_PROGS = ("heapbpf_alloc", "heapbpf_free", "heapbpf_activity")
+
+
+def svc_share(r):
+    """heapbpf's share of the server's CPU by accounting, per attached run (None: the
+    results predate it)."""
+    return r.get("share")
+
+
+def accounting(R, doc):
+    """Section 9, continued: heapbpf's share of each service's CPU from kernel-measured
+    BPF time and the bare trap's cost, which the throughput ratios cannot resolve."""
+    svcs = [(n, r) for n, r in R["services"]["services"].items() if svc_share(r)]
+    if not svcs:
+        return
+    doc.p("**heapbpf's share, by accounting.** Each ratio above moves by 10-20%% from one "
+          "repetition to the next on this shared VM: a median of 7 cannot tell 0.99 from "
+          "0.95. What heapbpf adds to a service it is attached to is known part by part: its "
+          "BPF programs run in the service's threads (their own time, measured by the kernel "
+          "with BPF statistics on for the attached runs: `heapbpf -v` prints each program's "
+          "run count and run time before it unloads them), each program run is one uprobe "
+          "trap (one bare trap costs %.0f ns of CPU here: `bench/trapfloor`, an empty program "
+          "on a uprobe, median of %d repetitions), and heapbpf's own process runs on the "
+          "other CPU. heapbpf's share of the service's CPU is (BPF run time + runs x bare "
+          "trap) / the service's CPU time during the run, per attached run; the programs "
+          "were attached a little longer than the load ran (%.1f s before it, and the stop), "
+          "so the share is an upper bound. 1 - share is what the service keeps: attached / "
+          "sampling on, unattached, as far as CPU is the cost. Not counted: what heapbpf's "
+          "memory reads and ring-buffer writes do to the service's caches after the program "
+          "returns." % (R["services"]["trap_ns"], R["services"]["settings"].get(
+              "trap_reps", 1), R["services"]["settle_s"]))
+    doc.p()
+    rows = []
+    for name, r in svcs:
+        progs = r["bpf_progs"]
+
+        def per_hit(prog):
+            return [p[prog][1] / p[prog][0] for p in progs if p.get(prog, (0, 0))[0]]
+
+        hits = [sum(n for k, (n, _) in p.items() if k in UPROBE_PROGS) for p in progs]
+        rows.append([name, spread(hits, "{:,.0f}"), spread(per_hit("heapbpf_alloc"), "{:.0f}"),
+                     spread(per_hit("heapbpf_free"), "{:.0f}") if per_hit("heapbpf_free")
+                     else "no frees",
+                     spread([x * 100 for x in r["share"]], "{:.2f}%"),
+                     spread([1 - x for x in r["share"]], "{:.4f}"),
+                     spread([h / c * 100 for h, c in zip(r["heapbpf_cpu_ns"],
+                                                         r["cpu_ns"]["attached"])],
+                            "{:.2f}%")])
+    doc.table(["service", "program runs per attached run", "allocation program (ns/run)",
+               "free program (ns/run)", "heapbpf's share of the service's CPU",
+               "1 - share: attached / sampling, by accounting",
+               "heapbpf's own process CPU / the service's (other CPU)"], rows)
+    doc.p()
+    for name, r in svcs:
+        keep, s_i = med([1 - x for x in r["share"]]), svc_ratio(r, "sampling_idle")
+        doc.p("Target (%s), by accounting: heapbpf attached >= %.0f%% of sampling on, "
+              "unattached: %s. Attached / idle is then jemalloc's own sampling (sampling / "
+              "idle: median %.3f of requests/s, %.3f of CPU efficiency, with the spreads "
+              "above) times %.4f." % (
+                  name, TARGETS["svc_vs_sampling"] * 100,
+                  verdict(keep >= TARGETS["svc_vs_sampling"], "median %.4f" % keep),
+                  s_i, med(r["cpu_ratios"]["sampling_idle"]), keep))
+        doc.p()
 
 
 def snapshot(R, doc):
@@ -717,6 +785,11 @@ def targets(R, doc):
         a_s, a_i = svc_ratio(r, "attached_sampling"), svc_ratio(r, "attached_idle")
         svc_rows.append(["9", "%s requests/s, heapbpf attached / sampling on, unattached" % name,
                          ">= 0.99", "%.3f" % a_s, a_s >= TARGETS["svc_vs_sampling"]])
+        if svc_share(r):
+            keep = med([1 - x for x in r["share"]])
+            svc_rows.append(["9", "%s, the same by accounting: 1 - heapbpf's share of its "
+                             "CPU (kernel-measured BPF time + traps)" % name, ">= 0.99",
+                             "%.4f" % keep, keep >= TARGETS["svc_vs_sampling"]])
         if name != "redis":  # redis: row 3, the same ratio
             svc_rows.append(["9", "%s requests/s, heapbpf attached / idle" % name, ">= 0.97",
                              "%.3f" % a_i, a_i >= TARGETS["svc_vs_idle"]])

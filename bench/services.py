@@ -32,12 +32,21 @@ own CPU time during each run is read from /proc/PID/task/*/schedstat (all
 threads, nanoseconds; the BPF programs run in the target's context and are
 charged to it): the same ratios of CPU per request vary less with the
 machine's other work than throughput does. The load average is recorded
-around every run. Every
+around every run.
+
+Neither resolves 1% on a shared VM, so heapbpf's share is also accounted
+part by part: BPF statistics are on while heapbpf is attached, so its -v
+prints each program's kernel-measured run count and run time; the uprobe
+programs' run time plus one bare trap per run (bench/trapfloor, an empty
+program on a uprobe, measured at the start) over the server's CPU time in
+the run is heapbpf's share of it (an upper bound: the programs are attached
+a little longer than the load runs). Every
 process started here is ended here; traffic goes to 127.0.0.1 only.
 
 Called from bench/run.py (`bench_services`); bench/report.py makes the rows.
 """
 
+import json
 import os
 import re
 import shutil
@@ -46,6 +55,7 @@ import socket
 import subprocess
 import time
 
+import bpfstats
 import hb
 from hb import BenchError, spread
 
@@ -53,10 +63,15 @@ IDLE_CONF = "prof:true,prof_active:false"
 ON_CONF = "prof:true,prof_active:true"
 CONDITIONS = ["idle", "sampling", "attached", "sampling_same"]
 FLAG = "je_prof_active_state"
+# heapbpf's programs on uprobes in the target: they run in its threads (its fork and
+# exec tracepoints run in whichever process forks or execs, anywhere)
+UPROBE_PROGS = ("heapbpf_alloc", "heapbpf_free", "heapbpf_activity")
 SETTLE_S = 0.5  # after heapbpf switched sampling on, before the load starts
 
-FULL = dict(reps=7, redis_n=200000, h2load_n=200000, h2load_c=10, h2load_m=10, file_kib=4)
-SMOKE = dict(reps=1, redis_n=2000, h2load_n=2000, h2load_c=4, h2load_m=4, file_kib=4)
+FULL = dict(reps=7, redis_n=200000, h2load_n=200000, h2load_c=10, h2load_m=10, file_kib=4,
+            trap_calls=500000, trap_reps=5)
+SMOKE = dict(reps=1, redis_n=2000, h2load_n=2000, h2load_c=4, h2load_m=4, file_kib=4,
+             trap_calls=10000, trap_reps=1)
 
 H2LOAD_RE = re.compile(r"finished in ([0-9.]+)(m?s), ([0-9.]+) req/s")
 H2LOAD_DONE_RE = re.compile(r"requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded")
@@ -190,11 +205,36 @@ class Server:
         hb.kill_wait(self.p)
 
 
-def attached_run(svc, srv, oc, samples, hb_cpu):
+def bare_trap_ns(calls, reps):
+    """One bare uprobe hit's CPU cost (bench/trapfloor: an empty program on a uprobe,
+    the CPU time per call with it attached less without), the median of reps."""
+    out = subprocess.run([hb.path("bench/trapfloor"), str(calls), str(reps)],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode:
+        raise BenchError("trapfloor failed: " + out.stderr[-1000:])
+    runs = sorted(json.loads(line)["trap_ns"] for line in out.stdout.splitlines() if line)
+    if len(runs) != reps:
+        raise BenchError("trapfloor printed %d repetitions, not %d" % (len(runs), reps))
+    return runs[len(runs) // 2]
+
+
+def attached_run(svc, srv, oc, samples, hb_cpu, progs):
     """One load run with heapbpf attached to srv for all of it, started SETTLE_S after
-    heapbpf switched sampling on; appends heapbpf's samples and its own CPU time
-    during the run."""
+    heapbpf switched sampling on; appends heapbpf's samples, its own CPU time during
+    the run and its BPF programs' kernel-measured run counts and times (statistics on
+    while heapbpf is attached: its -v prints them before it unloads the programs)."""
     errpath = os.path.join(hb.tmp(), "%s-heapbpf.err" % svc.name)
+    with bpfstats.Stats():
+        out = attached_load(svc, srv, oc, samples, hb_cpu, errpath)
+    got = {m.group(1): (int(m.group(2)), int(m.group(3)))
+           for m in bpfstats.STATS_RE.finditer(open(errpath).read())}
+    if not got.get("heapbpf_alloc", (0, 0))[0]:
+        raise BenchError("heapbpf on %s printed no BPF run time" % svc.name)
+    progs.append(got)
+    return out
+
+
+def attached_load(svc, srv, oc, samples, hb_cpu, errpath):
     with open(errpath, "wb") as ef:
         hp = subprocess.Popen(hb.heapbpf_argv(srv.pid, os.path.join(hb.tmp(), "svc.pb.gz")),
                               stdout=ef, stderr=ef, stdin=subprocess.DEVNULL,
@@ -223,7 +263,7 @@ def attached_run(svc, srv, oc, samples, hb_cpu):
     return out
 
 
-def measure_service(svc, S, je, tc, oc, log):
+def measure_service(svc, S, je, tc, oc, log, trap_ns):
     a = Server(svc, IDLE_CONF, je, tc)
     try:
         b = Server(svc, ON_CONF, je, tc)
@@ -233,7 +273,7 @@ def measure_service(svc, S, je, tc, oc, log):
     rps = {c: [] for c in CONDITIONS}
     cpu = {c: [] for c in CONDITIONS}
     load = {c: [] for c in CONDITIONS}
-    samples, hb_cpu = [], []
+    samples, hb_cpu, progs = [], [], []
     try:
         if hb.peek(a.pid, a.flag) != 0 or hb.peek(b.pid, b.flag) != 1:
             raise BenchError("%s: prof_active is not what MALLOC_CONF said" % svc.name)
@@ -251,7 +291,7 @@ def measure_service(svc, S, je, tc, oc, log):
                 elif c == "sampling":
                     r = b.run(svc, oc)
                 elif c == "attached":
-                    r = attached_run(svc, a, oc, samples, hb_cpu)
+                    r = attached_run(svc, a, oc, samples, hb_cpu, progs)
                 else:
                     hb.poke(a.pid, a.flag, 1)
                     try:
@@ -274,8 +314,17 @@ def measure_service(svc, S, je, tc, oc, log):
                  sampling_idle=("sampling", "idle"),
                  attached_sampling_same=("attached", "sampling_same"),
                  sampling_same_idle=("sampling_same", "idle"))
+    # heapbpf's share of the server's CPU by accounting, per attached run: the BPF
+    # programs' own time as the kernel measured it, plus one bare uprobe trap per hit
+    # (trapfloor's, measured at the start of this section), over the server's CPU time
+    # during the run (the programs ran a little longer than the run: an upper bound)
+    share = []
+    for p, c in zip(progs, cpu["attached"]):
+        up = [v for k, v in p.items() if k in UPROBE_PROGS]
+        share.append((sum(t for _, t in up) + sum(n for n, _ in up) * trap_ns) / c)
     return dict(package=svc.package, version=dpkg_version(svc.package), load=svc.describe(),
                 rps=rps, cpu_ns=cpu, loadavg=load, samples=samples, heapbpf_cpu_ns=hb_cpu,
+                bpf_progs=progs, trap_ns=trap_ns, share=share,
                 ratios={k: ratios(rps, x, y) for k, (x, y) in pairs.items()},
                 # the same ratios of CPU efficiency: server CPU time of y / of x for the
                 # same requests (what other work on the machine distorts least)
@@ -292,12 +341,16 @@ def bench_services(smoke, res, redis_load, log):
             if not shutil.which(tool):
                 raise BenchError("%s is missing: run make deps (scripts/install-deps.sh)" % tool)
     tc, oc = hb.cpus_split()
-    out = dict(settings=S, conf=dict(idle=IDLE_CONF, sampling=ON_CONF), services={})
+    trap_ns = bare_trap_ns(S["trap_calls"], S["trap_reps"])
+    out = dict(settings=S, conf=dict(idle=IDLE_CONF, sampling=ON_CONF), services={},
+               trap_ns=trap_ns, settle_s=SETTLE_S)
     for svc in svcs:
-        r = measure_service(svc, S, je, tc, oc, log)
+        r = measure_service(svc, S, je, tc, oc, log, trap_ns)
         out["services"][svc.name] = r
         log("%s: attached/sampling %s, attached/idle %s, sampling/idle %s" % (
             svc.name, spread(r["ratios"]["attached_sampling"], "{:.3f}"),
             spread(r["ratios"]["attached_idle"], "{:.3f}"),
             spread(r["ratios"]["sampling_idle"], "{:.3f}")))
+        log("%s: heapbpf's share of the server's CPU by accounting %s" % (
+            svc.name, spread([x * 100 for x in r["share"]], "{:.2f}%")))
     res["services"] = out
