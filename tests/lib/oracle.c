@@ -233,9 +233,15 @@ void hb_oracle_run(const struct hb_oracle *o)
 	table_from_jedump(&je, dump, s.pid, o->layout);
 	cr_assert_eq(svc_stop(&s), 0);
 	total = compare(&hb, &je, NULL);
-	/* a comparison of nothing proves nothing */
+	/*
+	 * A comparison of nothing proves nothing: hundreds of samples, and more
+	 * than two stacks. Not all of the example's sites: its rarest (1% of the
+	 * operations, small objects) can go unsampled in the window of a slow
+	 * debug build on a loaded machine (once in CI: 4 stacks); compare()
+	 * holds heapbpf to every stack jemalloc has, whichever they are.
+	 */
 	cr_assert_gt(total, 500, "only %" PRId64 " samples: the workload did not run", total);
-	cr_assert_gt(hb.n, 4,
+	cr_assert_gt(hb.n, 2,
 		     "%zu stacks in heapbpf's profile, %zu in jemalloc's dump, %" PRId64 " samples",
 		     hb.n, je.n, total);
 	table_free(&hb);
