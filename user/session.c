@@ -209,6 +209,7 @@ struct member {
 struct proc {
 	pid_t pid;
 	uint32_t member;
+	uint64_t start;	     /* its start time (proc_start_time), 0 if unknown */
 	struct collector *c; /* NULL: its events are not collected (a child not followed) */
 };
 
@@ -256,7 +257,8 @@ static struct proc *proc_of(const struct loop *l, __u32 pid)
 }
 
 /* A process joins the session (a pid reused by a new one replaces the old entry). */
-static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c)
+static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c,
+		    uint64_t start)
 {
 	if (l->nprocs == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 16;
@@ -267,7 +269,7 @@ static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector
 		l->procs = v;
 		l->cap = cap;
 	}
-	l->procs[l->nprocs] = (struct proc){ .pid = pid, .member = member, .c = c };
+	l->procs[l->nprocs] = (struct proc){ .pid = pid, .member = member, .start = start, .c = c };
 	if (hashmap__put(&l->by_pid, hashmap_hash_u64((__u32)pid), (uint32_t)l->nprocs))
 		return -ENOMEM;
 	l->nprocs++;
@@ -316,7 +318,21 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 {
 	const struct proc *parent = proc_of(l, e->pid);
 	struct member *m = parent ? &l->m[parent->member] : NULL;
+	uint64_t start;
 	int rc;
+
+	/*
+	 * A process of ours that exited left its pid free; one that has it now
+	 * (forked by another: an exec would have untracked it) is none of ours,
+	 * nor are its children. One gone already cannot be told: taken as ours.
+	 */
+	start = parent && parent->start ? proc_start_time((pid_t)e->pid) : 0;
+	if (start && start != parent->start) {
+		probes__untrack(l->p, (pid_t)e->pid);
+		if (e->type == HEAPBPF_EV_FORK)
+			probes__untrack(l->p, (pid_t)e->child);
+		return 0;
+	}
 
 	if (e->type == HEAPBPF_EV_EXEC) {
 		if (m)
@@ -331,7 +347,8 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 			probes__untrack(l->p, (pid_t)e->child);
 		return rc;
 	}
-	rc = add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL);
+	rc = add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL,
+		      m->s->forks.v[m->s->forks.n - 1].start);
 	if (rc)
 		return rc;
 	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
@@ -581,7 +598,7 @@ static int open_member(struct loop *l, struct member *m)
 				   strerror(-rc));
 	if (l->o->temporary_ns)
 		collector__set_temporary_threshold(s->collector, l->o->temporary_ns);
-	rc = add_proc(l, t->pid, (uint32_t)(m - l->m), s->collector);
+	rc = add_proc(l, t->pid, (uint32_t)(m - l->m), s->collector, proc_start_time(t->pid));
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
 	m->pfd = (int)syscall(SYS_pidfd_open, t->pid, 0);

@@ -7,6 +7,7 @@
  * memory at addresses found with nm, not with heapbpf's code.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -112,6 +113,20 @@ static char *stderr_of(struct fk *f)
 	return text;
 }
 
+/* SIGINT to heapbpf: it exits 0, else the test fails with what it said. */
+static void stop_heapbpf(struct fk *f)
+{
+	int rc;
+	char *text;
+
+	kill(f->hp, SIGINT);
+	rc = hb_wait(f->hp, 30000);
+	if (rc) {
+		text = stderr_of(f);
+		cr_assert_fail("heapbpf exited with %d:\n%s", rc, text);
+	}
+}
+
 TestSuite(forks, .fini = forks_fini, .timeout = 120);
 
 Test(forks, child_forked_in_the_window_is_restored)
@@ -121,8 +136,7 @@ Test(forks, child_forked_in_the_window_is_restored)
 
 	start(&f, "0");
 	fork_in_target(&f, "fork 60");
-	kill(f.hp, SIGINT);
-	cr_assert_eq(hb_wait(f.hp, 30000), 0);
+	stop_heapbpf(&f);
 	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
 	cr_assert_eq(flag_of(f.kids[0], f.flag), 0, "the child still samples");
 	text = stderr_of(&f);
@@ -133,6 +147,80 @@ Test(forks, child_forked_in_the_window_is_restored)
 	cr_assert_gt(hb_read_file(f.out, &text), 0);
 	free(text);
 	end_kids(&f);
+	cr_assert_eq(svc_stop(&f.s), 0);
+}
+
+/*
+ * A child that exits leaves its pid free, and a process that gets it is none
+ * of heapbpf's: here the child of another instance of the service, forked
+ * (no exec) with sampling on of its own, at the same addresses (no ASLR, as a
+ * non-PIE build always is). Its own child, forked while heapbpf runs, keeps
+ * the flag its parent gave it. (Before heapbpf checked the parent's start
+ * time, it took that fork for one in its target's tree, and switched the
+ * grandchild's flag off.)
+ */
+Test(forks, process_under_a_freed_pid_is_left_alone)
+{
+	const char *args[] = { "--threads", "1", NULL };
+	struct svc_opts no_aslr = { .malloc_conf = IDLE_CONF, .no_aslr = true };
+	struct fk f = {};
+	struct svc other;
+	pid_t child, kids[2] = { 0 };
+	char reply[128], *text;
+	int t;
+
+	hb_require_bpf();
+	f.bin = hb_path("examples/alloc-service-static");
+	cr_assert_eq(svc_start_opts(&f.s, f.bin, &no_aslr, args), 0);
+	no_aslr.malloc_conf = "prof:true,prof_active:true";
+	cr_assert_eq(svc_start_opts(&other, f.bin, &no_aslr, args), 0);
+	remember(other.pid);
+	cr_assert_eq(hb_sym_addr(f.s.pid, f.bin, "je_prof_active_state", &f.flag), 0);
+	cr_assert_eq(flag_of(other.pid, f.flag), 1, "not at the target's addresses: shows nothing");
+	snprintf(f.pid, sizeof(f.pid), "%d", f.s.pid);
+	snprintf(f.out, sizeof(f.out), "%s/out.pb.gz", hb_tmpdir());
+	snprintf(f.err, sizeof(f.err), "%s/heapbpf.err", hb_tmpdir());
+	f.hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", f.pid, "-d", "0", "-o",
+					  f.out, NULL },
+			f.err);
+	cr_assert(hb_wait_byte(f.s.pid, f.flag, 1, 20000, f.hp), "heapbpf did not start");
+	/* the target's child, heapbpf's to restore, exits after a second (the kernel reaps it) */
+	cr_assert_eq(svc_cmd(&f.s, "fork 1", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
+	remember(child);
+	for (t = 0; t < 200 && !(kill(child, 0) && errno == ESRCH); t++)
+		hb_sleep_ms(50);
+	cr_assert_lt(t, 200, "the child %d did not exit", child);
+	/* the other service forks a child as that pid (other forks may come first: again) */
+	for (t = 0; t < 50 && kids[0] != child; t++) {
+		if (kids[0] > 0) {
+			kill(kids[1], SIGKILL);
+			kill(kids[0], SIGKILL);
+		}
+		cr_assert_eq(hb_next_pid(child), 0);
+		cr_assert_eq(svc_cmd(&other, "fork2 60", reply, sizeof(reply), 10000), 0);
+		cr_assert_eq(sscanf(reply, "forked %d %d", &kids[0], &kids[1]), 2, "%s", reply);
+	}
+	cr_assert_eq(kids[0], child, "no process got pid %d in 50 tries", child);
+	remember(kids[0]);
+	remember(kids[1]);
+	cr_assert_eq(flag_of(kids[1], f.flag), 1);
+	/* heapbpf hears of the grandchild's fork within its poll interval; then it stops */
+	hb_sleep_ms(500);
+	stop_heapbpf(&f);
+	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
+	cr_assert_eq(flag_of(kids[1], f.flag), 1,
+		     "heapbpf switched sampling off in pid %d, forked by a new process as pid %d",
+		     kids[1], child);
+	cr_assert_eq(flag_of(kids[0], f.flag), 1);
+	text = stderr_of(&f);
+	cr_assert(strstr(text, "forked 1 process(es) while sampling was on: prof_active restored "
+			       "in 0, 1 had exited"),
+		  "%s", text);
+	free(text);
+	kill(kids[1], SIGKILL);
+	kill(kids[0], SIGKILL);
+	cr_assert_eq(svc_stop(&other), 0);
 	cr_assert_eq(svc_stop(&f.s), 0);
 }
 
@@ -186,8 +274,7 @@ Test(forks, child_that_execs_is_left_alone)
 		hb_sleep_ms(100);
 	}
 	cr_assert_neq(flag2, 0, "the exec'ed service did not come up with sampling on");
-	kill(f.hp, SIGINT);
-	cr_assert_eq(hb_wait(f.hp, 30000), 0);
+	stop_heapbpf(&f);
 	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
 	cr_assert_eq(flag_of(f.kids[0], flag2), 1, "heapbpf wrote into a process that exec'ed");
 	text = stderr_of(&f);
@@ -413,8 +500,7 @@ Test(forks, follow_forks_profiles_each_worker_exactly)
 			hb_sleep_ms(50);
 		cr_assert_eq(access(dump, F_OK), 0, "worker %d wrote no dump", f.kids[i]);
 	}
-	kill(f.hp, SIGINT);
-	cr_assert_eq(hb_wait(f.hp, 30000), 0);
+	stop_heapbpf(&f);
 	cr_assert_eq(flag_of(f.kids[0], f.flag), 0);
 	cr_assert_eq(flag_of(f.kids[1], f.flag), 0);
 	for (int i = 0; i < 2; i++) {

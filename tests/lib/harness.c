@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -140,12 +141,27 @@ void hb_child_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
-		  const char *const *env, const char *const *args)
+/*
+ * The next pid the kernel hands out, anywhere, is want, if it is free and no
+ * other fork comes first (the kernel's last pid set just below it). Root.
+ */
+int hb_next_pid(pid_t want)
+{
+	FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "we");
+
+	if (!f)
+		return -errno;
+	fprintf(f, "%d", want - 1);
+	return fclose(f) ? -errno : 0;
+}
+
+int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
+		   const char *const *args)
 {
 	int in[2], out[2];
 	char line[256];
 	const char *argv[32];
+	const char *const *env;
 	int n = 0, err;
 
 	memset(s, 0, sizeof(*s));
@@ -165,12 +181,14 @@ int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
 		hb_child_signals();
 		dup2(in[0], 0);
 		dup2(out[1], 1);
-		if (malloc_conf)
-			setenv("MALLOC_CONF", malloc_conf, 1);
+		if (o->malloc_conf)
+			setenv("MALLOC_CONF", o->malloc_conf, 1);
 		else
 			unsetenv("MALLOC_CONF");
-		for (; env && *env; env++)
+		for (env = o->env; env && *env; env++)
 			putenv((char *)*env);
+		if (o->no_aslr)
+			personality(ADDR_NO_RANDOMIZE);
 		execv(binary, (char *const *)argv);
 		_exit(127);
 	}
@@ -184,6 +202,13 @@ int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
 	if (strncmp(line, "ready ", 6) != 0)
 		return -EPROTO;
 	return 0;
+}
+
+int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
+		  const char *const *env, const char *const *args)
+{
+	return svc_start_opts(s, binary, &(struct svc_opts){ .malloc_conf = malloc_conf, .env = env },
+			      args);
 }
 
 int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout_ms)

@@ -42,6 +42,17 @@ int svc_start(struct svc *s, const char *binary, const char *malloc_conf, const 
 /* The same with extra "NAME=value" environment entries (env may be NULL). */
 int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
 		  const char *const *env, const char *const *args);
+/* How svc_start_opts starts a service. */
+struct svc_opts {
+	const char *malloc_conf;  /* MALLOC_CONF (NULL: unset) */
+	const char *const *env;	  /* extra "NAME=value" entries, or NULL */
+	bool no_aslr;		  /* mapped where a non-PIE build would be, every run alike */
+};
+/* The same, as o says. */
+int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
+		   const char *const *args);
+/* The next pid the kernel hands out is want, unless another fork comes first (root). */
+int hb_next_pid(pid_t want);
 /* Sends a command, reads the one-line reply (no newline) within timeout_ms. */
 int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout_ms);
 /* The allocations the service has made so far (its "stats" command); asserts it answers. */
