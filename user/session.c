@@ -39,6 +39,8 @@
 enum { EV_RING = 1, EV_SIGNAL, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE, EV_WATCH };
 /* EV_MEMBER + i: the pidfd of the session's target i */
 #define EV_MEMBER 0x10000u
+/* EV_PROC + i: the pidfd of process i, a child followed (--follow-forks) */
+#define EV_PROC 0x20000u
 
 /*
  * jemalloc 5.2.1's late-activation bug: a thread that allocated while
@@ -211,6 +213,7 @@ struct proc {
 	uint32_t member;
 	uint64_t start;	     /* its start time (proc_start_time), 0 if unknown */
 	struct collector *c; /* NULL: its events are not collected (a child not followed) */
+	int pfd;	     /* a followed child's pidfd until it exits, else -1 */
 };
 
 /* Everything one session holds open; stop() releases it whatever was reached. */
@@ -257,8 +260,7 @@ static struct proc *proc_of(const struct loop *l, __u32 pid)
 }
 
 /* A process joins the session (a pid reused by a new one replaces the old entry). */
-static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c,
-		    uint64_t start)
+static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c, uint64_t start)
 {
 	if (l->nprocs == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 16;
@@ -269,10 +271,61 @@ static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector
 		l->procs = v;
 		l->cap = cap;
 	}
-	l->procs[l->nprocs] = (struct proc){ .pid = pid, .member = member, .start = start, .c = c };
+	l->procs[l->nprocs] =
+		(struct proc){ .pid = pid, .member = member, .start = start, .c = c, .pfd = -1 };
 	if (hashmap__put(&l->by_pid, hashmap_hash_u64((__u32)pid), (uint32_t)l->nprocs))
 		return -ENOMEM;
 	l->nprocs++;
+	return 0;
+}
+
+/*
+ * A followed child exited: what it sampled is in the ring buffer, taken now;
+ * then its pid leaves the BPF maps, for a process that gets it next is none
+ * of ours (with several targets, the uprobes serve every process mapping the
+ * object, and only the maps tell ours apart).
+ */
+static int consume(struct ring_buffer *rb);
+
+static int followed_exit(struct loop *l, struct proc *p, bool drain)
+{
+	int err = 0;
+
+	if (p->pfd >= 0) {
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, p->pfd, NULL);
+		close(p->pfd);
+		p->pfd = -1;
+	}
+	if (drain)
+		err = consume(l->rb);
+	probes__untrack(l->p, p->pid);
+	if (p->c && !collector__stop_time(p->c))
+		collector__set_stop_time(p->c, (uint64_t)now_ns(CLOCK_MONOTONIC));
+	if (!l->o->quiet)
+		fprintf(stderr,
+			"heapbpf: followed pid %d exited; its profile holds what was collected until "
+			"then\n",
+			p->pid);
+	return err;
+}
+
+/*
+ * A followed child's exit, watched on the event loop. One gone already ends
+ * now; its events still in the ring buffer come after this one (called while
+ * the ring buffer is consumed) and are collected all the same.
+ */
+static int watch_followed(struct loop *l, struct proc *p)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, p->pid, 0), err;
+
+	if (pfd < 0)
+		return errno == ESRCH ? followed_exit(l, p, false) : -errno;
+	err = add_fd(l->ep, pfd, EV_PROC + (uint32_t)(p - l->procs));
+	if (err) {
+		close(pfd);
+		return err;
+	}
+	p->pfd = pfd;
 	return 0;
 }
 
@@ -307,7 +360,7 @@ static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
 	}
 	if (!l->o->quiet)
 		fprintf(stderr, "heapbpf: following pid %d (forked from %d)\n", child, parent);
-	return 0;
+	return watch_followed(l, proc_of(l, child));
 }
 
 /*
@@ -512,6 +565,8 @@ static int on_ready(struct loop *l, uint32_t tag)
 	struct signalfd_siginfo si;
 	int err;
 
+	if (tag >= EV_PROC && tag - EV_PROC < l->nprocs)
+		return followed_exit(l, &l->procs[tag - EV_PROC], true);
 	if (tag >= EV_MEMBER && tag - EV_MEMBER < l->n)
 		return member_exit(l, &l->m[tag - EV_MEMBER]);
 	if (tag >= EV_WATCH && tag - EV_WATCH < o->nwatch)
@@ -901,6 +956,10 @@ static int stop(struct loop *l, int rc)
 		if (l->m[i].pfd >= 0)
 			close(l->m[i].pfd);
 		selfcheck__free(l->m[i].sc);
+	}
+	for (size_t i = 0; i < l->nprocs; i++) {
+		if (l->procs[i].pfd >= 0)
+			close(l->procs[i].pfd);
 	}
 	hashmap__clear(&l->by_pid);
 	free(l->procs);

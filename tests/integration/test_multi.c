@@ -417,6 +417,93 @@ Test(multi, follow_forks_in_a_unit_of_two)
 }
 
 /*
+ * A followed child that exits leaves the session at once: its pid leaves the
+ * maps that admit a process's samples (in a session of several targets the
+ * uprobes serve every process mapping the object), so a process that gets
+ * that pid next, here a child forked by another instance of the service with
+ * sampling on, adds nothing to the child's profile, which stays equal to the
+ * child's own jemalloc dump.
+ */
+Test(multi, followed_child_exit_frees_its_pid)
+{
+	char conf[128], other_conf[128], errpath[PATH_MAX], out[PATH_MAX], dump[PATH_MAX + 32];
+	char reply[128], line[128], list[64], snap[PATH_MAX + 256], cmd[PATH_MAX + 16];
+	const char *env[] = { conf, NULL }, *other_env[] = { other_conf, NULL };
+	const char *args[] = { "--threads", "1", "--rate", "0", NULL };
+	const char *bin = hb_path("examples/alloc-service-static");
+	struct svc a, b, other;
+	pid_t hp, child, impostor = 0;
+	uint64_t flag;
+	int64_t n;
+	int rc, t;
+
+	hb_require_bpf();
+	snprintf(conf, sizeof(conf), "MALLOC_CONF=%s", HB_ORACLE_CONF);
+	snprintf(other_conf, sizeof(other_conf), "MALLOC_CONF=prof:true,prof_active:true");
+	/* a and the other instance at the same addresses: its samples read as the child's */
+	cr_assert_eq(svc_start_opts(&a, bin, &(struct svc_opts){ .env = env, .no_aslr = true },
+				    args),
+		     0);
+	start(&b, bin, IDLE_CONF, NULL);
+	cr_assert_eq(svc_start_opts(&other, bin,
+				    &(struct svc_opts){ .env = other_env, .no_aslr = true }, args),
+		     0);
+	snprintf(list, sizeof(list), "%d,%d", a.pid, b.pid);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", list, "-d", "0", "--raw",
+					"--follow-forks", "--output-dir", out, NULL },
+		      errpath);
+	spawned[nspawned++] = hp;
+	cr_assert_eq(hb_sym_addr(a.pid, bin, "je_prof_active_state", &flag), 0);
+	cr_assert(hb_wait_byte(a.pid, flag, 1, 20000, hp), "heapbpf did not start");
+	/* a child of a's that allocates from SIGUSR1 to SIGUSR2, dumps, and exits after 4 s */
+	snprintf(cmd, sizeof(cmd), "forkw 4 %s", hb_tmpdir());
+	cr_assert_eq(svc_cmd(&a, cmd, reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
+	spawned[nspawned++] = child;
+	snprintf(line, sizeof(line), "following pid %d (forked from %d)", child, a.pid);
+	wait_for_line(errpath, line);
+	kill(child, SIGUSR1);
+	hb_sleep_ms(2000);
+	kill(child, SIGUSR2);
+	snprintf(dump, sizeof(dump), "%s/child-%d.heap.done", hb_tmpdir(), child);
+	for (t = 0; t < 200 && access(dump, F_OK); t++)
+		hb_sleep_ms(50);
+	cr_assert_eq(access(dump, F_OK), 0, "the child wrote no dump");
+	for (t = 0; t < 200 && !(kill(child, 0) && errno == ESRCH); t++)
+		hb_sleep_ms(50);
+	cr_assert_lt(t, 200, "the child %d did not exit", child);
+	/* heapbpf hears of it within its poll interval; then another instance's child gets
+	 * its pid (other forks may come first: again) */
+	hb_sleep_ms(300);
+	for (t = 0; t < 50 && impostor != child; t++) {
+		if (impostor > 0)
+			kill(impostor, SIGKILL);
+		cr_assert_eq(hb_next_pid(child), 0);
+		cr_assert_eq(svc_cmd(&other, "fork 30", reply, sizeof(reply), 10000), 0);
+		cr_assert_eq(sscanf(reply, "forked %d", &impostor), 1, "%s", reply);
+	}
+	spawned[nspawned++] = impostor;
+	cr_assert_eq(impostor, child, "no process got pid %d in 50 tries", child);
+	/* it samples under that pid for a while, through the same uprobes */
+	hb_sleep_ms(1500);
+	kill(hp, SIGTERM);
+	rc = hb_wait(hp, 60000);
+	cr_assert_eq(rc, 0, "heapbpf exited with %d (see %s)", rc, errpath);
+	cr_assert(snapshot_of(out, a.pid, ".pb.gz", snap, sizeof(snap))[0]);
+	snprintf(dump, sizeof(dump), "%s/child-%d.heap", hb_tmpdir(), child);
+	n = hb_oracle_compare_child(snap, child, a.pid, dump, "forked_child");
+	cr_assert_gt(n, 50, "only %ld samples of the child compared", (long)n);
+	snprintf(line, sizeof(line), "followed pid %d exited", child);
+	cr_assert(file_has(errpath, line), "heapbpf did not say \"%s\"", line);
+	kill(impostor, SIGKILL);
+	cr_assert_eq(svc_stop(&a), 0);
+	cr_assert_eq(svc_stop(&b), 0);
+	cr_assert_eq(svc_stop(&other), 0);
+}
+
+/*
  * --pid N,N,N: one session for the list; a named pid
  * without jemalloc is refused with its reason (not skipped, as a unit's
  * helper is), the others profiled, exit 1; -o refuses a list.
@@ -492,7 +579,8 @@ Test(multi, refused_target_exiting_leaves_the_others_sampling)
 	cr_assert_eq(hb_wait(c.pid, 10000), 128 + SIGKILL);
 	/* the refused one's exit is seen at once; the session must still be on after it */
 	hb_sleep_ms(1500);
-	cr_assert_eq(waitpid(hp, &st, WNOHANG), 0, "heapbpf stopped when the refused target exited");
+	cr_assert_eq(waitpid(hp, &st, WNOHANG), 0,
+		     "heapbpf stopped when the refused target exited");
 	cr_assert(hb_wait_byte(a.pid, flag[0], 1, 1000, hp), "sampling stopped in pid %d", a.pid);
 	kill(hp, SIGINT);
 	cr_assert_eq(hb_wait(hp, 60000), 1, "see %s", errpath);
@@ -528,8 +616,8 @@ Test(multi, process_outside_the_targets_is_filtered_in_bpf)
 	snprintf(list, sizeof(list), "%d,%d", a.pid, b.pid);
 	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
 	{
-		const char *args[] = { "--pid", list, "-d", "2", "-v", "-f", "folded",
-				       "--output-dir", out, NULL };
+		const char *args[] = { "--pid", list,	  "-d",		  "2", "-v",
+				       "-f",	"folded", "--output-dir", out, NULL };
 
 		rc = hb_run(args, err, sizeof(err), 90000);
 	}
@@ -540,7 +628,8 @@ Test(multi, process_outside_the_targets_is_filtered_in_bpf)
 	for (const char *at = err; (at = strstr(at, "uprobe hits: ")); at++, lines++)
 		hits += strtoull(at + strlen("uprobe hits: "), NULL, 10);
 	cr_assert_gt(lines, 0, "no count of uprobe hits: %s", err);
-	cr_assert_lt(hits, 10, "%" PRIu64 " allocation hits reached the ring buffer: %s", hits, err);
+	cr_assert_lt(hits, 10, "%" PRIu64 " allocation hits reached the ring buffer: %s", hits,
+		     err);
 	cr_assert_eq(svc_stop(&c), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 	cr_assert_eq(svc_stop(&b), 0);

@@ -287,11 +287,17 @@ static int64_t compare(const struct table *hb, const struct table *je, const cha
 
 int64_t hb_oracle_compare_pid(const char *pprof, pid_t pid, const char *dump, const char *only)
 {
+	return hb_oracle_compare_child(pprof, pid, pid, dump, only);
+}
+
+int64_t hb_oracle_compare_child(const char *pprof, pid_t child, pid_t parent, const char *dump,
+				const char *only)
+{
 	struct table hb = {}, je = {};
 	int64_t total;
 
-	table_from_pprof(&hb, pprof, pid);
-	table_from_jedump(&je, dump, pid, NULL);
+	table_from_pprof(&hb, pprof, child);
+	table_from_jedump(&je, dump, parent, NULL);
 	total = compare(&hb, &je, only);
 	table_free(&hb);
 	table_free(&je);

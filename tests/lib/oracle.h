@@ -38,6 +38,12 @@ void hb_oracle_run(const struct hb_oracle *o);
  * compared.
  */
 int64_t hb_oracle_compare_pid(const char *pprof, pid_t pid, const char *dump, const char *only);
+/*
+ * The same for a forked child's dump, its addresses read through its
+ * parent's mappings (a fork's copy): the child may be gone, its pid reused.
+ */
+int64_t hb_oracle_compare_child(const char *pprof, pid_t child, pid_t parent, const char *dump,
+				const char *only);
 
 /*
  * The same over every sample of the pprof (a profile without pid labels,
