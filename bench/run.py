@@ -453,14 +453,24 @@ def bench_collector(S, res):
 # ---- 6. footprint ---------------------------------------------------------------------------
 
 
+def default_ringbuf_mib():
+    """heapbpf's default --ringbuf-size in MiB, as its --help says."""
+    out = subprocess.run([hb.heapbpf_bin(), "--help"], capture_output=True, text=True,
+                         timeout=60)
+    m = re.search(r"--ringbuf-size SIZE .*\(default (\d+)", out.stdout + out.stderr)
+    if not m:
+        raise BenchError("heapbpf --help names no default --ringbuf-size")
+    return m.group(1)
+
+
 def bench_footprint(S, res):
     n = S["unique_stacks"]
     # sampled with certainty: 16 KiB objects, one sample per 1 KiB on average
     with hb.Micro(ORACLE + ",lg_prof_sample:10",
                   ["--unique-stacks", str(n), "--size-min", "16384", "--size-max",
                    "16384"]) as m:
-        saved = hb.RINGBUF_MIB
-        hb.RINGBUF_MIB = "16"
+        saved, rb = hb.RINGBUF_MIB, default_ringbuf_mib()
+        hb.RINGBUF_MIB = rb
         try:
             r = m.attached(extra=["-f", "folded", "-t", "alloc_objects"])
         finally:
@@ -488,6 +498,7 @@ def bench_footprint(S, res):
         big["path"] = BIG_OBJECT
     rss = h["peak_rss_kib"] / 1024
     res["footprint"] = dict(big_object=big, samples=h["alloc_hits"], stacks=stacks, rss_mib=rss,
+                            ringbuf_mib=int(rb),
                             stop_ms=h["stop_ns"] / 1e6, attach_ms=h["attach_ns"] / 1e6,
                             drops=h["alloc_drops"] + h["free_drops"], sym_ms=sym, sym=sinfo,
                             mem_before_stop=h.get("mem_before_stop", {}))

@@ -234,6 +234,12 @@ int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct 
 	return 0;
 }
 
+void probes__close_ring_buffer(struct probes *p)
+{
+	ring_buffer__free(p->rb);
+	p->rb = NULL;
+}
+
 int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t pid)
 {
 	/* a forked child maps its parent's object: the file's uprobes see it already */

@@ -53,6 +53,13 @@ void probes__untrack(struct probes *p, pid_t pid);
 void probes__detach_activity(struct probes *p);
 /* A ring buffer delivering events to fn; owned by p. */
 int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct ring_buffer **rb);
+/*
+ * Unmaps the ring buffer once drained: libbpf maps its data pages twice
+ * and the kernel counts them all in heapbpf's RSS, which the profiles
+ * built after the stop need not carry. The BPF map stays (the probes may
+ * still write to it until detached: nobody reads it).
+ */
+void probes__close_ring_buffer(struct probes *p);
 /* Detaches the uprobes (the ring buffer stays readable). */
 void probes__detach(struct probes *p);
 /* Copies the BPF-side counters. */

@@ -937,6 +937,8 @@ static int stop(struct loop *l, int rc)
 		if (on)
 			ring_buffer__poll(l->rb, DRAIN_MS);
 		ring_buffer__consume(l->rb);
+		probes__close_ring_buffer(l->p);
+		l->rb = NULL;
 	}
 	restore_children(l);
 	if (l->p)
