@@ -18,8 +18,8 @@
 #define TS_DEAD	  (1ULL << 63)
 #define TS_INLINE 3
 #define NO_OBJ	  UINT32_MAX
-/* Frames per slab (1 MiB), many stacks' worth even at HEAPBPF_MAX_FRAMES each. */
-#define FRAME_SLAB (1u << 17)
+/* Frame ids per slab (1 MiB), many stacks' worth even at HEAPBPF_MAX_FRAMES each. */
+#define FRAME_SLAB (1u << 18)
 
 /*
  * How frees name their object, known from the first one: by pointer
@@ -79,10 +79,19 @@ struct collector {
 	struct hashmap stack_by_frames; /* hashmap_hash_bytes(frames) -> stack */
 	/*
 	 * The stacks' frames, each stack's contiguous in one slab of
-	 * FRAME_SLAB entries: no allocation (and its header) per stack.
+	 * FRAME_SLAB entries: no allocation (and its header) per stack. A
+	 * frame is the 4-byte id of its address in addrs: stacks repeat the
+	 * same few thousand return addresses (100k stacks of 41 frames: 16 MB
+	 * of ids where the addresses took 33 MB).
 	 */
-	uint64_t **slabs;
+	uint32_t **slabs;
 	size_t nslabs, slab_used; /* entries used in the last slab */
+	size_t *slab_first;	  /* each slab's first stack (it holds those up to the next's) */
+	size_t slabs_freed;	  /* the first ones, by collector__release_frames */
+	bool ended;		  /* collector__end: no more events */
+	uint64_t *addrs;	  /* each distinct frame address once, by id */
+	size_t naddrs, cap_addrs;
+	struct hashmap addr_ids; /* hashmap_hash_u64(address) -> id */
 	struct tctx_ent *tctxs;
 	size_t ntctxs, cap_tctxs;
 	struct hashmap tctx_by_addr; /* hashmap_hash_u64(tctx) -> tctxs[] */
@@ -149,6 +158,9 @@ void collector__free(struct collector *c)
 	for (size_t i = 0; i < c->nslabs; i++)
 		free(c->slabs[i]);
 	free(c->slabs);
+	free(c->slab_first);
+	free(c->addrs);
+	hashmap__clear(&c->addr_ids);
 	free(c->stacks);
 	for (size_t i = 0; i < c->ntctxs; i++) {
 		if (c->tctxs[i].cap)
@@ -206,9 +218,10 @@ static void *room_for_one(void *arr, size_t *cap, size_t n, size_t size)
 }
 
 /* Room for n frames (at most HEAPBPF_MAX_FRAMES) in the last slab, a new one if needed. */
-static uint64_t *frames_room(struct collector *c, uint32_t n)
+static uint32_t *frames_room(struct collector *c, uint32_t n)
 {
-	uint64_t **ns, *slab;
+	uint32_t **ns, *slab;
+	size_t *nf;
 
 	if (c->nslabs && c->slab_used + n <= FRAME_SLAB)
 		return c->slabs[c->nslabs - 1] + c->slab_used;
@@ -216,12 +229,60 @@ static uint64_t *frames_room(struct collector *c, uint32_t n)
 	if (!ns)
 		return NULL;
 	c->slabs = ns;
+	nf = reallocarray(c->slab_first, c->nslabs + 1, sizeof(*nf));
+	if (!nf)
+		return NULL;
+	c->slab_first = nf;
 	slab = malloc(FRAME_SLAB * sizeof(*slab));
 	if (!slab)
 		return NULL;
+	c->slab_first[c->nslabs] = c->nstacks;
 	c->slabs[c->nslabs++] = slab;
 	c->slab_used = 0;
 	return slab;
+}
+
+/* Frame i of an event's __u64 array (any alignment). */
+static uint64_t frame_at(const void *frames, uint32_t i)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)frames + i * sizeof(v), sizeof(v));
+	return v;
+}
+
+/* Whether stack s has exactly these n frames. */
+static bool same_frames(const struct collector *c, const struct hb_stack *s, const void *frames,
+			uint32_t n)
+{
+	if (s->nframes != n)
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		if (c->addrs[s->frames[i]] != frame_at(frames, i))
+			return false;
+	}
+	return true;
+}
+
+/* The id of a frame address, given one if new. */
+static int addr_intern(struct collector *c, uint64_t addr, uint32_t *id)
+{
+	uint64_t h = hashmap_hash_u64(addr);
+	uint64_t *na;
+	int err;
+
+	if (!hashmap__get(&c->addr_ids, h, id))
+		return 0;
+	na = room_for_one(c->addrs, &c->cap_addrs, c->naddrs, sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	c->addrs = na;
+	err = hashmap__add(&c->addr_ids, h, (uint32_t)c->naddrs);
+	if (err)
+		return err;
+	c->addrs[c->naddrs] = addr;
+	*id = (uint32_t)c->naddrs++;
+	return 0;
 }
 
 /* The stack with these frames (the event's __u64 array, any alignment), created if new. */
@@ -230,23 +291,28 @@ static int stack_intern(struct collector *c, const void *frames, uint32_t n, uin
 	size_t len = n * sizeof(uint64_t), it = 0;
 	uint64_t h = hashmap_hash_bytes(frames, len);
 	struct hb_stack *s;
+	uint32_t *ids;
 	int err;
 
 	while (hashmap__next(&c->stack_by_frames, h, &it, id)) {
-		s = &c->stacks[*id];
-		if (s->nframes == n && memcmp(s->frames, frames, len) == 0)
+		if (same_frames(c, &c->stacks[*id], frames, n))
 			return 0;
 	}
 	s = room_for_one(c->stacks, &c->cap_stacks, c->nstacks, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	c->stacks = s;
+	ids = frames_room(c, n);
+	if (!ids)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		err = addr_intern(c, frame_at(frames, i), &ids[i]);
+		if (err)
+			return err;
+	}
 	s = &c->stacks[c->nstacks];
 	memset(s, 0, sizeof(*s));
-	s->frames = frames_room(c, n);
-	if (!s->frames)
-		return -ENOMEM;
-	memcpy(s->frames, frames, len);
+	s->frames = ids;
 	s->nframes = (uint16_t)n;
 	*id = c->nstacks;
 	err = hashmap__add(&c->stack_by_frames, h, *id);
@@ -940,7 +1006,7 @@ int collector__event(void *ctx, void *data, size_t len)
 	struct collector *c = ctx;
 	__u32 type;
 
-	if (len < sizeof(type)) {
+	if (len < sizeof(type) || c->ended) {
 		c->stats.malformed++;
 		return 0;
 	}
@@ -988,7 +1054,7 @@ int collector__add_counts(struct collector *c, const uint64_t *frames, uint32_t 
 	uint32_t id;
 	int err;
 
-	if (nframes > HEAPBPF_MAX_FRAMES)
+	if (nframes > HEAPBPF_MAX_FRAMES || c->ended)
 		return -EINVAL;
 	err = stack_intern(c, frames, nframes, &id);
 	if (err)
@@ -1005,6 +1071,35 @@ int collector__add_counts(struct collector *c, const uint64_t *frames, uint32_t 
 	c->stats.allocs += n->samples;
 	c->stats.alloc_bytes += n->bytes;
 	return 0;
+}
+
+void collector__end(struct collector *c)
+{
+	c->ended = true;
+	hashmap__clear(&c->stack_by_frames);
+	hashmap__clear(&c->addr_ids);
+	hashmap__clear(&c->tctx_by_addr);
+	hashmap__clear(&c->obj_by_ptr);
+	free(c->dirty);
+	c->dirty = NULL;
+	c->ndirty = c->cap_dirty = 0;
+	free(c->last);
+	c->last = NULL;
+	c->nlast = 0;
+	free(c->carry);
+	c->carry = NULL;
+	c->ncarry = 0;
+}
+
+void collector__release_frames(struct collector *c, size_t upto)
+{
+	/* stacks take their frames from the slabs in order: slab j holds those from slab_first[j] on */
+	while (c->slabs_freed < c->nslabs &&
+	       (upto >= c->nstacks ||
+		(c->slabs_freed + 1 < c->nslabs && c->slab_first[c->slabs_freed + 1] <= upto))) {
+		free(c->slabs[c->slabs_freed]);
+		c->slabs[c->slabs_freed++] = NULL;
+	}
 }
 
 void collector__reset_alloc(struct collector *c)
@@ -1032,6 +1127,25 @@ size_t collector__nstacks(const struct collector *c)
 const struct hb_stack *collector__stack(const struct collector *c, size_t i)
 {
 	return i < c->nstacks ? &c->stacks[i] : NULL;
+}
+
+uint64_t collector__frame(const struct collector *c, const struct hb_stack *s, size_t k)
+{
+	return c->addrs[s->frames[k]];
+}
+
+const uint64_t *collector__frames(const struct collector *c, const struct hb_stack *s,
+				  uint64_t *buf)
+{
+	for (size_t k = 0; k < s->nframes; k++)
+		buf[k] = c->addrs[s->frames[k]];
+	return buf;
+}
+
+const uint64_t *collector__addrs(const struct collector *c, size_t *n)
+{
+	*n = c->naddrs;
+	return c->addrs;
 }
 
 const struct hb_stack_peak *collector__stack_peak(const struct collector *c, size_t i)

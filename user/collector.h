@@ -23,7 +23,7 @@
  * it, in the collector (collector__stack_peak, collector__stack_lifetimes).
  */
 struct hb_stack {
-	uint64_t *frames;     /* raw return addresses, leaf first */
+	uint32_t *frames;     /* leaf first: ids of raw return addresses (collector__frame) */
 	uint16_t nframes;     /* at most HEAPBPF_MAX_FRAMES */
 	uint8_t peak_dirty;   /* the collector's: changed since the peak was copied */
 	uint32_t flags;	      /* HEAPBPF_F_* seen on any sample of this stack */
@@ -149,9 +149,33 @@ int collector__add_counts(struct collector *c, const uint64_t *frames, uint32_t 
  */
 void collector__reset_alloc(struct collector *c);
 
+/*
+ * No event comes any more (the session or the replay is over): releases
+ * what only events use (the indexes of stacks, frame addresses, tctxs and
+ * live pointers: 8 MiB at 100k stacks), before the last profile is built.
+ * Later events are counted as malformed and not applied.
+ */
+void collector__end(struct collector *c);
+/*
+ * The last profile built from c reads its stacks in order: the frames of
+ * stacks below upto are not read again, and the slabs holding only those
+ * are freed. Reading them afterwards is a bug.
+ */
+void collector__release_frames(struct collector *c, size_t upto);
+
 uint64_t collector__period(const struct collector *c);
 size_t collector__nstacks(const struct collector *c);
 const struct hb_stack *collector__stack(const struct collector *c, size_t i);
+/*
+ * The raw return address of frame k of s (k < s->nframes): frames are kept
+ * as 4-byte ids of the collector's distinct addresses, each address once.
+ */
+uint64_t collector__frame(const struct collector *c, const struct hb_stack *s, size_t k);
+/* All of s's frames as addresses, into buf (HEAPBPF_MAX_FRAMES entries); returns buf. */
+const uint64_t *collector__frames(const struct collector *c, const struct hb_stack *s,
+				  uint64_t *buf);
+/* The distinct frame addresses, by id: what collector__frame reads. */
+const uint64_t *collector__addrs(const struct collector *c, size_t *n);
 /* Stack i's in use at the peak: all zero when it had nothing in use then. */
 const struct hb_stack_peak *collector__stack_peak(const struct collector *c, size_t i);
 /* The lifetimes of stack i's sampled objects freed so far: empty when none. */

@@ -179,6 +179,23 @@ void dbg_object__put(struct dbg_object *o)
 		o->refs--;
 }
 
+void dbg_cache_trim(void)
+{
+	struct dbg_object **pp = &cache;
+
+	while (*pp) {
+		struct dbg_object *o = *pp;
+
+		/* the cache's own reference only */
+		if (o->refs > 1) {
+			pp = &o->next;
+			continue;
+		}
+		*pp = o->next;
+		object_free(o);
+	}
+}
+
 void dbg_cache_clear(void)
 {
 	while (cache) {

@@ -34,6 +34,8 @@ int dbg_object__get(int fd, const char *name_path, struct dbg_object **out);
 void dbg_object__put(struct dbg_object *o);
 /* Drops every cached object (for leak checkers at exit). */
 void dbg_cache_clear(void);
+/* Frees the cached objects nobody holds a reference to any more (dbg_object__put). */
+void dbg_cache_trim(void);
 
 /* Hex build-id or NULL. */
 const char *dbg_object__build_id(const struct dbg_object *o);

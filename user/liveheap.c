@@ -103,7 +103,7 @@ static void say(const struct jemalloc_target *t, const struct heapwalk_stats *st
 }
 
 /* Symbolizes, describes and writes what the walk collected. */
-static int write_profile(struct run *r, const struct jemalloc_target *t, const struct collector *c,
+static int write_profile(struct run *r, const struct jemalloc_target *t, struct collector *c,
 			 const struct heapwalk_stats *st, char *err, size_t errlen)
 {
 	const struct cli *o = r->opts;

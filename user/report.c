@@ -30,6 +30,7 @@ struct builder {
 	int32_t *map_by_obj; /* symbolizer object -> hb mapping index + 1 */
 	struct hashmap sample_by_locs;
 	double (*acc)[HB_NVALUES]; /* unrounded sums per sample */
+	uint32_t **loc_of;	   /* per collector (target, procs): address id -> location */
 	struct hb_analysis *an;	   /* or NULL */
 };
 
@@ -277,8 +278,52 @@ static void stack_values(const struct collector *c, size_t i, const struct repor
 	}
 }
 
+/* Whether stack i of c is in this window's profile. */
+static bool stack_in(const struct collector *c, size_t i, const struct report_opts *o)
+{
+	const struct hb_stack *st = collector__stack(c, i);
+
+	/* nothing allocated in this window and nothing in use (after collector__reset_alloc) */
+	return o->at_peak ? collector__stack_peak(c, i)->samples != 0
+			  : st->samples || st->inuse_samples;
+}
+
+/*
+ * The location of every frame address the window's stacks of c use, by
+ * the collector's address id (*out, UINT32_MAX: unused): each address is
+ * symbolized once, in the order the stacks first use it, before any
+ * sample is built.
+ */
+static int locate_collector(struct builder *b, const struct collector *c,
+			    const struct report_opts *o, uint32_t **out)
+{
+	size_t naddrs;
+	const uint64_t *addrs = collector__addrs(c, &naddrs);
+	uint32_t *loc = malloc((naddrs ? naddrs : 1) * sizeof(*loc));
+	int err = 0;
+
+	*out = loc;
+	if (!loc)
+		return -ENOMEM;
+	memset(loc, 0xff, naddrs * sizeof(*loc));
+	for (size_t i = 0; i < collector__nstacks(c); i++) {
+		const struct hb_stack *st = collector__stack(c, i);
+
+		if (!stack_in(c, i, o))
+			continue;
+		for (uint32_t k = 0; k < st->nframes; k++)
+			loc[st->frames[k]] = 0;
+	}
+	/* ids are given in the order stacks first use their addresses */
+	for (size_t id = 0; !err && id < naddrs; id++) {
+		if (!loc[id])
+			err = location_for(b, addrs[id], &loc[id]);
+	}
+	return err;
+}
+
 static int add_stack(struct builder *b, const struct collector *c, size_t i,
-		     const struct report_opts *o, int64_t pid)
+		     const struct report_opts *o, int64_t pid, const uint32_t *loc_of)
 {
 	const struct hb_stack *st = collector__stack(c, i);
 	uint32_t n = st->nframes ? st->nframes : 1, *locs, skip, idx;
@@ -292,11 +337,13 @@ static int add_stack(struct builder *b, const struct collector *c, size_t i,
 	if (!locs)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		err = location_for(b, st->nframes ? st->frames[i] : 0, &locs[i]);
+		err = st->nframes ? 0 : location_for(b, 0, &locs[i]);
 		if (err) {
 			free(locs);
 			return err;
 		}
+		if (st->nframes)
+			locs[i] = loc_of[st->frames[i]];
 		/* grown with the locations: the analyzer cannot see hashmap__get() finds none first */
 		// NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
 		is_je[i] = b->loc_is_je[locs[i]];
@@ -312,25 +359,26 @@ static int add_stack(struct builder *b, const struct collector *c, size_t i,
 }
 
 /* Every stack of one collector with something allocated or in use in this window. */
-static int add_collector(struct builder *b, const struct collector *c, const struct report_opts *o,
-			 int64_t pid)
+static int add_collector(struct builder *b, struct collector *c, const struct report_opts *o,
+			 int64_t pid, const uint32_t *loc_of)
 {
 	for (size_t i = 0; i < collector__nstacks(c); i++) {
-		const struct hb_stack *st = collector__stack(c, i);
 		int err;
 
-		/* nothing allocated in this window and nothing in use (after collector__reset_alloc) */
-		if (o->at_peak ? !collector__stack_peak(c, i)->samples
-			       : !st->samples && !st->inuse_samples)
+		if (o->release_frames)
+			collector__release_frames(c, i);
+		if (!stack_in(c, i, o))
 			continue;
-		err = add_stack(b, c, i, o, pid);
+		err = add_stack(b, c, i, o, pid, loc_of);
 		if (err)
 			return err;
 	}
+	if (o->release_frames)
+		collector__release_frames(c, collector__nstacks(c));
 	return 0;
 }
 
-int report__build(const struct collector *c, struct symbolizer *s, const struct jemalloc_target *t,
+int report__build(struct collector *c, struct symbolizer *s, const struct jemalloc_target *t,
 		  const struct report_opts *opts, struct hb_profile **out)
 {
 	struct builder b = { .t = t, .s = s };
@@ -349,9 +397,21 @@ int report__build(const struct collector *c, struct symbolizer *s, const struct 
 	b.p->raw = opts->raw;
 	b.p->time_nanos = opts->time_nanos;
 	b.p->duration_nanos = opts->duration_nanos;
-	err = add_collector(&b, c, opts, opts->nprocs ? opts->pid : 0);
+	/* every location first: with the last profile, the symbolizer's tables go before the samples */
+	b.loc_of = calloc(opts->nprocs + 1, sizeof(*b.loc_of));
+	if (!b.loc_of) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = locate_collector(&b, c, opts, &b.loc_of[0]);
 	for (size_t i = 0; !err && i < opts->nprocs; i++)
-		err = add_collector(&b, opts->procs[i].c, opts, opts->procs[i].pid);
+		err = locate_collector(&b, opts->procs[i].c, opts, &b.loc_of[i + 1]);
+	if (!err && opts->release_frames)
+		symbolizer__release(s);
+	err = err ?: add_collector(&b, c, opts, opts->nprocs ? opts->pid : 0, b.loc_of[0]);
+	for (size_t i = 0; !err && i < opts->nprocs; i++)
+		err = add_collector(&b, opts->procs[i].c, opts, opts->procs[i].pid,
+				    b.loc_of[i + 1]);
 	if (err)
 		goto out;
 	/* an object's flags are known only once all its frames were looked up */
@@ -378,6 +438,9 @@ int report__build(const struct collector *c, struct symbolizer *s, const struct 
 	if (b.an)
 		err = hb_analysis__finish(b.an, b.p);
 out:
+	for (size_t i = 0; b.loc_of && i <= opts->nprocs; i++)
+		free(b.loc_of[i]);
+	free(b.loc_of);
 	free(b.loc_is_je);
 	free(b.map_by_obj);
 	free(b.acc);

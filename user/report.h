@@ -43,12 +43,19 @@ struct report_opts {
 	 * on the samples as labels and returned here for the text report.
 	 */
 	struct hb_analysis **analysis;
+	/*
+	 * The last profile of these collectors (collector__end was called, no
+	 * other profile follows): each stack's frames are released once read
+	 * (collector__release_frames), so the collector's frames and the
+	 * profile's locations are not both held whole.
+	 */
+	bool release_frames;
 };
 
 /* Number of leading (leaf-side) frames that belong to jemalloc. */
 size_t hb_trim_count(const bool *is_jemalloc, size_t n);
 
-int report__build(const struct collector *c, struct symbolizer *s, const struct jemalloc_target *t,
+int report__build(struct collector *c, struct symbolizer *s, const struct jemalloc_target *t,
 		  const struct report_opts *opts, struct hb_profile **out);
 
 #endif /* __HEAPBPF_REPORT_H */

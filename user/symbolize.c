@@ -363,6 +363,22 @@ void symbolizer__free(struct symbolizer *s)
 	free(s);
 }
 
+void symbolizer__release(struct symbolizer *s)
+{
+	for (size_t i = 0; i < s->nfiles; i++) {
+		struct sym_file *f = &s->files[i];
+
+		if (!f->pooled)
+			elf_object__free(f->elf);
+		dbg_object__put(f->dbg);
+		f->elf = NULL;
+		f->dbg = NULL;
+		f->pooled = false;
+		f->parsed = false;
+	}
+	dbg_cache_trim();
+}
+
 static struct elf_object *file_elf(struct symbolizer *s, size_t idx)
 {
 	struct sym_file *f = &s->files[idx];

@@ -61,6 +61,13 @@ int symbolizer_find_binary(const char *const *dirs, const char *path, const char
 /* Re-reads the mappings if the process is still alive (dlopen after attach). Renumbers objects: call it before lookups, not between. */
 int symbolizer__refresh(struct symbolizer *s);
 void symbolizer__free(struct symbolizer *s);
+/*
+ * Drops what lookups parsed (symbol tables, DWARF: tens of MiB for a large
+ * object) once no more lookups are due; the objects stay listed, and a
+ * later lookup parses again. Objects shared with other symbolizers (a
+ * pool, DWARF cached for another one) stay.
+ */
+void symbolizer__release(struct symbolizer *s);
 
 /*
  * Symbolizes addr. is_return: addr is a return address, so pc-1 is looked up

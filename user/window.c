@@ -309,8 +309,9 @@ static void say_window(const struct target_run *tr, const struct heap_data *d,
 		summary_leaks(stderr, p, an);
 }
 
-int window_emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns, char *err,
-		size_t errlen)
+/* The window's profiles; last: no other window follows (the collectors' frames go as read). */
+static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns, bool last,
+		char *err, size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
 	const struct collector_stats all = total_stats(d), *st = &all;
@@ -321,6 +322,8 @@ int window_emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 		.pid = tr->pid,
 		.procs = d->procs,
 		.nprocs = d->nprocs,
+		/* --at-peak builds another profile from the same frames */
+		.release_frames = last && !o->at_peak,
 	};
 	uint64_t drops = drops_of(d->counters) - drops_of(&tr->prev_bc);
 	struct hb_profile *prof = NULL;
@@ -372,15 +375,25 @@ int window_emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 	return 0;
 }
 
+int window_emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns, char *err,
+		size_t errlen)
+{
+	return emit(tr, d, end_ns, false, err, errlen);
+}
+
 int window_last(struct target_run *tr, const struct heap_data *d, int64_t end_ns, char *err,
 		size_t errlen)
 {
 	const struct heapbpf_counters *bc = d->counters;
 	int rc = 0;
 
+	/* no event comes any more: what only events need goes before the last profile is built */
+	collector__end(d->collector);
+	for (size_t i = 0; i < d->nprocs; i++)
+		collector__end(d->procs[i].c);
 	/* an --interval run stopped right after a window: nothing worth a file */
 	if (!tr->k || end_ns - tr->start_ns >= MIN_LAST_WINDOW_NS)
-		rc = window_emit(tr, d, end_ns, err, errlen);
+		rc = emit(tr, d, end_ns, true, err, errlen);
 	if (rc)
 		return rc;
 	/* the BPF side's own count of traps: one per sampled allocation, one per sampled free */

@@ -153,9 +153,11 @@ static const struct hb_stack *find_stack(const struct collector *c, const struct
 {
 	for (size_t i = 0; i < collector__nstacks(c); i++) {
 		const struct hb_stack *s = collector__stack(c, i);
+		uint64_t buf[HEAPBPF_MAX_FRAMES];
 
 		if (s->nframes == d->nframes &&
-		    (!d->nframes || memcmp(s->frames, d->frames, d->nframes * 8) == 0))
+		    (!d->nframes ||
+		     memcmp(collector__frames(c, s, buf), d->frames, d->nframes * 8) == 0))
 			return s;
 	}
 	return NULL;

@@ -70,7 +70,8 @@ static const struct hb_stack *stack_of(const uint64_t *frames)
 	for (size_t i = 0; i < collector__nstacks(c); i++) {
 		const struct hb_stack *s = collector__stack(c, i);
 
-		if (s->nframes == 2 && memcmp(s->frames, frames, 2 * sizeof(*frames)) == 0)
+		if (s->nframes == 2 && collector__frame(c, s, 0) == frames[0] &&
+		    collector__frame(c, s, 1) == frames[1])
 			return s;
 	}
 	return NULL;

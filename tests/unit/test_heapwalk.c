@@ -175,7 +175,7 @@ static const struct hb_stack *stack_of(int i)
 	for (size_t k = 0; k < collector__nstacks(col); k++) {
 		const struct hb_stack *s = collector__stack(col, k);
 
-		if (s->nframes && s->frames[0] == 0x1000 + (uint64_t)i * 0x100)
+		if (s->nframes && collector__frame(col, s, 0) == 0x1000 + (uint64_t)i * 0x100)
 			return s;
 	}
 	return NULL;

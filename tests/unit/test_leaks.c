@@ -91,7 +91,7 @@ static const struct hb_stack *stack_of(const struct collector *c, uint32_t k)
 	for (size_t i = 0; i < collector__nstacks(c); i++) {
 		const struct hb_stack *s = collector__stack(c, i);
 
-		if (s->frames[0] == 0x401000 + 16 * k)
+		if (collector__frame(c, s, 0) == 0x401000 + 16 * k)
 			return s;
 	}
 	return NULL;
