@@ -266,11 +266,28 @@ int BPF_KPROBE(heapbpf_free)
  * attached for a few seconds at most: with no sample in that time although
  * this saw plenty of bytes, jemalloc is allocating but not sampling.
  */
+/* The bytes of heapbpf_activity, per process: each target's late-activation check is its own. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HEAPBPF_MAX_TRACKED);
+	__type(key, __u32);
+	__type(value, __u64);
+} activity SEC(".maps");
+
 SEC("uprobe")
 int BPF_KPROBE(heapbpf_activity)
 {
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 size = PT_REGS_PARM1(ctx), *bytes;
+
 	count(&counters.activity_hits);
-	__sync_fetch_and_add(&counters.activity_bytes, PT_REGS_PARM1(ctx));
+	__sync_fetch_and_add(&counters.activity_bytes, size);
+	bytes = bpf_map_lookup_elem(&activity, &tgid);
+	if (bytes)
+		__sync_fetch_and_add(bytes, size);
+	else
+		/* two threads' first calls at once: one's bytes lost, of thousands of calls */
+		bpf_map_update_elem(&activity, &tgid, &size, BPF_NOEXIST);
 	return 0;
 }
 

@@ -246,6 +246,18 @@ int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t 
 	return p->by_file ? sample_pid(p, pid) : attach_sampling(p, t, pid);
 }
 
+int probes__activity_bytes(struct probes *p, pid_t pid, uint64_t *bytes)
+{
+	__u32 key = (__u32)pid;
+	__u64 v = 0;
+
+	*bytes = 0;
+	if (bpf_map__lookup_elem(p->skel->maps.activity, &key, sizeof(key), &v, sizeof(v), 0))
+		return errno == ENOENT ? 0 : -errno;
+	*bytes = v;
+	return 0;
+}
+
 void probes__detach_activity(struct probes *p)
 {
 	drop_links(p->activity, &p->nactivity, 0);

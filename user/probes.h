@@ -51,6 +51,8 @@ int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t 
 void probes__untrack(struct probes *p, pid_t pid);
 /* Detaches the activity probes only (their counters stay readable). */
 void probes__detach_activity(struct probes *p);
+/* The bytes pid's activity probe saw so far (0 before its first hit); 0 or negative errno. */
+int probes__activity_bytes(struct probes *p, pid_t pid, uint64_t *bytes);
 /* A ring buffer delivering events to fn; owned by p. */
 int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct ring_buffer **rb);
 /*

@@ -201,6 +201,7 @@ struct member {
 	struct prof_toggle tg;
 	bool ours;    /* heapbpf switched its prof_active on: forked copies are ours to restore */
 	bool running; /* started and not exited: its pidfd is on the loop */
+	bool late_settled; /* sampled, or failed, since its late-activation check began */
 	int pfd;
 	int restore_rc; /* of its flag, at the end */
 	/* an unconfirmed layout's check of the first samples, or NULL */
@@ -450,20 +451,51 @@ static int on_event(void *ctx, void *data, size_t len)
 	return l->n == 1 ? collector__event(s->collector, data, len) : 0;
 }
 
-/* 0: keep checking; 1: settled (detach the probe); -ENODATA: the bug is in effect. */
+static int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
+			     size_t errlen);
+static int consume(struct ring_buffer *rb);
+
+/*
+ * Each target on its own: settled once it samples, hit by the bug once its
+ * slow path allocated LATE_PERIODS sampling periods' worth with no sample.
+ * With one target that ends the session (-ENODATA); with several, that one
+ * fails with the reason and the others go on. 1 when every target is
+ * settled or the time is up (the probes go), 0 to keep checking.
+ */
 static int late_active_check(struct loop *l)
 {
-	const struct jemalloc_target *t = l->m[0].t;
-	struct heapbpf_counters c;
+	char msg[1024];
+	bool open = false;
+	int err = consume(l->rb); /* the samples so far, in each target's collector */
 
-	probes__counters(l->p, &c);
-	if (c.alloc_hits)
-		return 1;
-	if (c.activity_bytes >= ((uint64_t)LATE_PERIODS << t->lg_prof_sample)) {
-		l->s->late_active_bytes = c.activity_bytes;
-		return -ENODATA;
+	if (err)
+		return err;
+	for (size_t i = 0; i < l->n; i++) {
+		struct member *m = &l->m[i];
+		uint64_t bytes = 0;
+
+		if (m->late_settled || m->s->failed || !m->running)
+			continue;
+		if (collector__stats(m->s->collector)->allocs) {
+			m->late_settled = true;
+			continue;
+		}
+		err = probes__activity_bytes(l->p, m->t->pid, &bytes);
+		if (err)
+			return err;
+		if (bytes < ((uint64_t)LATE_PERIODS << m->t->lg_prof_sample)) {
+			open = true;
+			continue;
+		}
+		m->s->late_active_bytes = bytes;
+		m->late_settled = true;
+		if (l->n == 1)
+			return -ENODATA;
+		late_active_error(m->s, m->t, msg, sizeof(msg));
+		fprintf(stderr, "heapbpf: %s; profiling the other targets\n", msg);
+		m->s->failed = -ENODATA;
 	}
-	return now_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
+	return !open || now_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
 }
 
 /* A callback's return: 1 ends the session as asked. */

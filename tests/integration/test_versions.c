@@ -11,6 +11,7 @@
  *   target_*      discovery: prefixes, environment variable, layout, debug build
  *   *_refused, late_activation_*   the clear errors
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -486,6 +487,62 @@ Test(versions, late_activation_521_detected)
 	cr_assert_eq(accum, 0, "jemalloc sampled %" PRIu64 " objects: the bug did not happen",
 		     accum);
 	cr_assert_eq(svc_stop(&s), 0);
+}
+
+/*
+ * Two 5.2.1 targets in one session, one started sampling (heapbpf leaves it
+ * on) and one hit by the bug: the check is each target's own. The second is
+ * said in the bug's words and left out (exit 1: one target could not be
+ * profiled), its flag back off; the first's profile is written.
+ */
+Test(versions, late_activation_521_one_target_of_two)
+{
+	char dir[PATH_MAX], list[64], err[16384], want[64];
+	const char *on[] = { "MALLOC_CONF=prof:true,prof_active:true", NULL };
+	const char *off[] = { "MALLOC_CONF=" HB_ORACLE_CONF_521, NULL };
+	const char *args[] = { "--pid", list, "-d", "4", "--output-dir", dir, NULL };
+	const char *svc_args[] = { "--threads", "4", "--rate", "0", NULL };
+	const char *bin = FX("bin/je521-static");
+	struct svc a, b;
+	uint64_t flag[2];
+	bool wrote[2] = { false, false };
+	struct dirent *de;
+	uint8_t v;
+	DIR *d;
+
+	hb_require_bpf();
+	fixture_exists(bin);
+	snprintf(dir, sizeof(dir), "%s/snap", hb_tmpdir());
+	cr_assert_eq(svc_start_env(&a, bin, NULL, on, svc_args), 0);
+	cr_assert_eq(svc_start_env(&b, bin, NULL, off, svc_args), 0);
+	snprintf(list, sizeof(list), "%d,%d", a.pid, b.pid);
+	cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 1, "stderr: %s", err);
+	snprintf(want, sizeof(want), "in pid %d allocated", b.pid);
+	cr_assert(strstr(err, want) && strstr(err, "took no sample") &&
+			  strstr(err, "jemalloc 5.2.1 never samples again"),
+		  "%s", err);
+	snprintf(want, sizeof(want), "in pid %d allocated", a.pid);
+	cr_assert_null(strstr(err, want), "%s", err);
+	d = opendir(dir);
+	cr_assert_not_null(d, "no %s: %s", dir, err);
+	while ((de = readdir(d))) {
+		for (int i = 0; i < 2; i++) {
+			snprintf(want, sizeof(want), "-%d-", i ? b.pid : a.pid);
+			wrote[i] |= strstr(de->d_name, want) != NULL;
+		}
+	}
+	closedir(d);
+	cr_assert(wrote[0], "no profile of pid %d: %s", a.pid, err);
+	cr_assert_not(wrote[1], "a profile of pid %d, which sampled nothing", b.pid);
+	/* the first left on, as it was found; the second back off */
+	cr_assert_eq(hb_sym_addr(a.pid, bin, FLAG_521, &flag[0]), 0);
+	cr_assert_eq(hb_sym_addr(b.pid, bin, FLAG_521, &flag[1]), 0);
+	cr_assert_eq(hb_peek(a.pid, flag[0], &v, 1), 0);
+	cr_assert_eq(v, 1);
+	cr_assert_eq(hb_peek(b.pid, flag[1], &v, 1), 0);
+	cr_assert_eq(v, 0, "prof_active was left on in pid %d", b.pid);
+	cr_assert_eq(svc_stop(&a), 0);
+	cr_assert_eq(svc_stop(&b), 0);
 }
 
 /* What the message advises works: started active, 5.2.1 as released samples. */
