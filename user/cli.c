@@ -40,7 +40,9 @@ static const char usage[] =
 	"                             (to compare sample for sample with jemalloc's own dump)\n"
 	"      --ringbuf-size SIZE    BPF ring buffer size: MiB, or with a k/m suffix (default 4:\n"
 	"                             heapbpf maps it twice, 8 MiB of its RSS; it kept up with\n"
-	"                             300k samples/s here); raise it when heapbpf exits 4\n"
+	"                             300k samples/s here; 16 with --interval, whose windows\n"
+	"                             and uploads pause the reading); raise it when heapbpf\n"
+	"                             exits 4\n"
 	"      --jemalloc-layout VER  use this jemalloc version's layout for an unrecognized build\n"
 	"      --debug-dir DIR        also look for separate debug info in DIR (a build-id tree\n"
 	"                             DIR/.build-id/xx/yyyy.debug, or debuglink files); repeatable.\n"
@@ -572,7 +574,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	c->format = FMT_PPROF;
 	c->sample_type = HB_INUSE_SPACE;
 	/* libbpf maps the data twice, all of it in RSS: 4 MiB held 300k samples/s without a drop */
-	c->ringbuf_bytes = 4u << 20;
+	c->ringbuf_bytes = 0; /* the default: RINGBUF_DEFAULT, or RINGBUF_DAEMON with --interval */
 	c->pyro_timeout = 10;
 	c->pyro_retries = 3;
 	c->temporary_ns = 1000000; /* 1 ms */
@@ -858,6 +860,12 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	}
 	if (optind < argc)
 		return bad("unexpected argument \"%s\"", argv[optind]);
+	/*
+	 * A daemon stops reading while it writes a window (symbols, the file, a
+	 * Pyroscope upload of up to its --pyroscope-timeout): more room then.
+	 */
+	if (!c->ringbuf_bytes)
+		c->ringbuf_bytes = c->interval ? RINGBUF_DAEMON : RINGBUF_DEFAULT;
 	return check_live_heap(c, have_pid, have_duration)
 		       ?: check_top(c, have_duration, have_top) ?: check_at_peak(c)
 		       ?: check_combinations(c, have_pid, have_type, have_duration);

@@ -23,6 +23,9 @@ enum cli_mode {
 #define CLI_MAX_DIRS   16
 #define CLI_MAX_LABELS 16
 #define CLI_MAX_PIDS   1024 /* --pid N,N,...: one session (user/fleet.c) */
+/* --ringbuf-size's default; with --interval, whose windows pause the reading */
+#define RINGBUF_DEFAULT (4u << 20)
+#define RINGBUF_DAEMON	(16u << 20)
 
 struct cli {
 	enum cli_mode mode;

@@ -98,6 +98,20 @@ Test(cli, defaults)
 	run_free(&r);
 }
 
+/* A daemon (--interval) stops reading while it writes a window: a larger ring by default. */
+Test(cli, interval_ring_buffer_default)
+{
+	struct run r = parse("--pid", "1", "--interval", "2", "-d", "6", "--output-dir", "/tmp");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.ringbuf_bytes, RINGBUF_DAEMON);
+	cr_assert_eq(RINGBUF_DAEMON, 16u << 20);
+	r = parse("--pid", "1", "--interval", "2", "-d", "6", "--output-dir", "/tmp",
+		  "--ringbuf-size", "2");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.ringbuf_bytes, 2u << 20, "the size asked for, whatever the mode");
+}
+
 Test(cli, pid_list)
 {
 	struct run r = parse("--pid", "11,12,13");
