@@ -18,7 +18,14 @@ Per repetition, with statistics on:
   descriptors: one thread on warm caches, each program's own work;
 - `heapbpf -v` on the example service (`alloc-service-static --threads 4`,
   `lg_prof_sample` small enough for thousands of samples): heapbpf prints each
-  of its programs' run count and run time before it unloads them.
+  of its programs' run count and run time before it unloads them;
+- the decomposition, on the same service, right after (in the reverse order
+  every other repetition): the same run once per step of PARTS, each leaving
+  out one more part of the two sampling programs (HEAPBPF_BENCH_PARTS, the
+  .rodata knob bench_skip: the verifier drops what is left out), down to a
+  program that returns at once; and once with each program attached twice,
+  so that every hit runs it a second time right after the first, on warm
+  caches: (twice-run mean) * 2 - (single run) is the warm second run.
 
 Called from bench/run.py (`bench_bpfstats`); bench/report.py makes the rows.
 """
@@ -81,25 +88,56 @@ def trapfloor(calls):
     return rec
 
 
-def example_run(lg, seconds):
+# The decomposition's steps: (name, HEAPBPF_PART_* bits left out, cumulative), bpf/heapbpf.h.
+PARTS = [
+    ("counters", 0x01),  # the shared hit counters' atomic adds
+    ("query", 0x11),  # and bpf_ringbuf_query's wake-up decision
+    ("clock", 0x13),  # and bpf_ktime_get_ns
+    ("reads", 0x17),  # and the reads of jemalloc's memory (tctx, prof_bt_t + frames, prof_info_t)
+    ("ringbuf", 0x1f),  # and the ring-buffer record: reserve/submit, bpf_ringbuf_output
+    ("all", 0x20),  # the program returns at once
+]
+PART_TWICE = 0x100
+
+
+def example_run(lg, seconds, parts=0):
     """heapbpf -v on the example service; returns {program: (run_cnt, run_time_ns)} and
-    heapbpf's counters."""
+    heapbpf's counters. parts: HEAPBPF_BENCH_PARTS (the decomposition), else 0."""
     env = dict(os.environ, MALLOC_CONF="prof:true,prof_active:false,lg_prof_sample:%d" % lg)
     svc = subprocess.Popen([hb.path("examples/alloc-service-static"), "--threads", "4"],
                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
+        henv = dict(os.environ)
+        henv.pop("HEAPBPF_BENCH_PARTS", None)
+        if parts:
+            henv["HEAPBPF_BENCH_PARTS"] = hex(parts)
         out = subprocess.run([hb.heapbpf_bin(), "--pid", str(svc.pid), "--duration",
                               str(seconds), "-v", "-o", os.path.join(hb.tmp(), "bpfstats.pb.gz")],
-                             capture_output=True, text=True, timeout=seconds + 60)
+                             capture_output=True, text=True, timeout=seconds + 60, env=henv)
     finally:
         hb.kill_wait(svc)
-    if out.returncode not in (0, 4):
+    # 3: a decomposition step without the ring buffer delivers no sample
+    if out.returncode not in ((0, 3, 4) if parts else (0, 4)):
         raise BenchError("heapbpf exited with %d:\n%s" % (out.returncode, out.stderr[-2000:]))
     progs = {m.group(1): (int(m.group(2)), int(m.group(3)))
              for m in STATS_RE.finditer(out.stderr)}
     return progs, hb.parse_heapbpf_stderr(out.stderr)
+
+
+def parts_run(lg, seconds, rep):
+    """The decomposition's runs: {step: {program: ns per hit}}, the steps in PARTS' order on even
+    repetitions and in reverse on odd ones, "twice" at the end (the start on odd ones)."""
+    steps = [(name, bits) for name, bits in PARTS] + [("twice", PART_TWICE)]
+    if rep % 2:
+        steps.reverse()
+    out = {}
+    for name, bits in steps:
+        progs, _ = example_run(lg, seconds, bits)
+        out[name] = {p: progs[p][1] / progs[p][0] for p in ("heapbpf_alloc", "heapbpf_free")
+                     if progs.get(p, (0, 0))[0]}
+    return out
 
 
 def bench_bpfstats(S, res, log):
@@ -118,7 +156,8 @@ def bench_bpfstats(S, res, log):
                        standin_cnt=tf["alloc_run_cnt"], trap_ns=tf["trap_ns"],
                        standin_free_ns=tf["free_run_ns"] / tf["free_run_cnt"],
                        standin_free_cnt=tf["free_run_cnt"],
-                       frames=tf["frames"], progs=progs, counters=counters)
+                       frames=tf["frames"], progs=progs, counters=counters,
+                       parts=parts_run(S["bpfstats_lg"], S["bpfstats_seconds"], rep))
             runs.append(run)
             log("bpf_stats %d: alloc %.0f ns/hit (%d hits), free %.0f ns/hit (%d), empty "
                 "program %.0f ns/hit" % (

@@ -533,6 +533,130 @@ def bpf_ns(R, prog):
             if r["progs"].get(prog, (0, 0))[0]]
 
 
+# The decomposition's rows: (label, step before, step after), bench/bpfstats.py's PARTS;
+# "shipped" is the repetition's own run of the whole program.
+PART_ROWS = [
+    ("hit counters: `count()`'s atomic add on the shared `.bss` line", "shipped", "counters"),
+    ("`bpf_ringbuf_query` for the wake-up decision (`submit_flags()`)", "counters", "query"),
+    ("`bpf_ktime_get_ns`", "query", "clock"),
+    ("reads of jemalloc's memory (`bpf_probe_read_user`): allocation tctx->gctx and "
+     "prof_bt_t with 16 frames (two reads); free prof_info_t (one read, on jemalloc's stack)",
+     "clock", "reads"),
+    ("the ring-buffer record: allocation `bpf_ringbuf_output` (reserve, copy of the "
+     "scratch record, commit), free `bpf_ringbuf_reserve` + `bpf_ringbuf_submit`",
+     "reads", "ringbuf"),
+    ("the rest: `bpf_get_current_pid_tgid`, arguments, the record's fields (allocation: in "
+     "the per-CPU scratch record)", "ringbuf", "all"),
+]
+
+
+def part_ns(run, step, prog):
+    if step == "shipped":
+        c, t = run["progs"].get(prog, (0, 0))
+        return t / c if c else None
+    return run["parts"].get(step, {}).get(prog)
+
+
+def part_diffs(runs, before, after, prog):
+    out = []
+    for r in runs:
+        a, b = part_ns(r, before, prog), part_ns(r, after, prog)
+        if a is not None and b is not None:
+            out.append(a - b)
+    return out
+
+
+def bpf_parts(R, doc):
+    """Where the programs' time goes in the real process (bench/bpfstats.py's decomposition)."""
+    runs = [r for r in R["bpfstats"]["runs"] if r.get("parts")]
+    if not runs:
+        return
+    progs = ("heapbpf_alloc", "heapbpf_free")
+    doc.p("### Where the time goes, in the example service")
+    doc.p()
+    doc.p("Each repetition also runs the example service once per step below, each step "
+          "leaving out one more part of both sampling programs (a `.rodata` knob, "
+          "`bench_skip`, set through `HEAPBPF_BENCH_PARTS` by the benchmark only: the "
+          "verifier drops what is left out; without the ring buffer the free program writes "
+          "its record into the per-CPU scratch record), in the reverse order every other "
+          "repetition. A part's cost is the difference between the step that still has it "
+          "and the next, per repetition (median [min – max] over repetitions): the parts "
+          "add up to the whole program. A part's cost includes the cache misses it causes, "
+          "which is most of it, and one part's misses can hide behind another's, so a part "
+          "left out alone can save a little more or less than its row. Each figure is a "
+          "difference of two runs, each of which moves by about +-150 ns from one run to the "
+          "next on this shared VM: with a few repetitions the small rows (counters, query) "
+          "are not resolved, and can come out below zero.")
+    doc.p()
+    rows = []
+    for label, before, after in PART_ROWS:
+        rows.append([label] + [spread(part_diffs(runs, before, after, p), "{:.0f}")
+                               for p in progs])
+    rows.append(["the empty program in the real process (returns at once: the kernel's two "
+                 "clock reads, the program's own first lines)"] +
+                [spread([r["parts"]["all"][p] for r in runs if p in r["parts"].get("all", {})],
+                        "{:.0f}") for p in progs])
+    rows.append(["**whole program** (this repetition's run)"] +
+                [spread([part_ns(r, "shipped", p) for r in runs], "{:.0f}") for p in progs])
+    doc.table(["part", "allocation program, ns per hit", "free program, ns per hit"], rows)
+    warm = {p: [2 * r["parts"]["twice"][p] - part_ns(r, "shipped", p) for r in runs
+                if p in r["parts"].get("twice", {})] for p in progs}
+    doc.p("Warm against cold: with each program attached twice, every hit runs it a second "
+          "time right after the first, with what the first brought into the caches; the "
+          "second run's time (twice the mean of the pair minus the single run of the same "
+          "repetition) was %s ns for the allocation program and %s ns for the free program, "
+          "against %s and %s ns alone. In the example a program runs once every few hundred "
+          "microseconds per CPU, between the target's own work, the collector and everything "
+          "else on this 2-CPU VM: its code (the JIT image and the helpers'), the ring "
+          "buffer's lines (its lock, consumer and producer positions, each on a page of its "
+          "own, and the record's lines), the counters and the scratch record are out of "
+          "the caches, and most of each part's cost above is those misses. trapfloor's "
+          "stand-ins, called back to back, run warm." % (
+              spread(warm["heapbpf_alloc"], "{:.0f}"), spread(warm["heapbpf_free"], "{:.0f}"),
+              spread([part_ns(r, "shipped", "heapbpf_alloc") for r in runs], "{:.0f}"),
+              spread([part_ns(r, "shipped", "heapbpf_free") for r in runs], "{:.0f}")))
+    doc.p()
+
+
+# What was tried against the figures above and not kept: measured once, by hand, not by run.py.
+BPF_TRIED = (
+    "Tried against these figures and not kept (2026-12-01, the BPF programs of 60b4369 with "
+    "a 16 MiB ring buffer, the example service as above, heapbpf -v's bpf_stats, variant "
+    "and baseline interleaved in one run, medians of per-repetition differences; one "
+    "repetition's figure moves by about +-150 ns from one run to the next on this shared "
+    "VM, so a difference below about 50 ns is not resolved): "
+    "(1) no hit counters and no `bpf_ringbuf_query` (the most that per-CPU counters, or "
+    "hits counted in user space from the records, and a wake-up without the query could "
+    "save): allocation -10 ns, free -37 ns (20 repetitions); the counters alone: +24 / "
+    "-44 ns; "
+    "(2) the allocation record reserved in the ring buffer in one of four size classes "
+    "(16, 32, 64, 128 frames) and filled in place, its first 16 frames from a 144-byte "
+    "read onto the stack, no scratch record and no copy (`bpf_ringbuf_output`), and for "
+    "both programs the wake-up decided without a helper (from the record's address: once "
+    "for every `wakeup_bytes` written): allocation +34, -93 and +21 ns, free (whose only "
+    "change was the wake-up) +87, -5 and +89 ns, in three runs of 12, 10 and 20 "
+    "repetitions: no gain; "
+    "(3) the target's threads and heapbpf all on one CPU (`taskset`: no line moves "
+    "between CPUs, the most that one ring buffer per CPU and per-CPU counters could "
+    "remove): allocation 608 and 632 ns against 615 unpinned, free 478 and 509 against "
+    "583 (5 repetitions): nothing for the allocation program, perhaps 75-105 ns for the "
+    "free program. The lines are evicted between hits more than taken by the other CPU. "
+    "One ring buffer per CPU would also give up the single ring's order of events across "
+    "CPUs, which the collector relies on (an object's free after its allocation); "
+    "(4) the programs attached twice (the warm figure above, by hand): the "
+    "second run took 246 ns (allocation) and about 355 ns (free), the empty program's "
+    "second run 40 and 50 ns, against 792, 757, 98 and 154 ns alone (6 repetitions); "
+    "(5) `bpf_ktime_get_ns` first in both programs, before the other helpers (in case its "
+    "ordered TSC read waited for their misses): allocation -47 ns, free -40 ns (16 "
+    "repetitions, at 6844276 with the 4 MiB ring buffer): not resolved. "
+    "What is left cannot reach the targets on this VM: the empty program alone costs "
+    "about 90-100 ns (allocation) and 120-170 ns (free) in the real process, the free "
+    "program's whole target, and the ring-buffer record (about 170-410 ns), the clock "
+    "(about 90-130 ns) and the reads (about 80-210 ns) are each needed for a sample and are "
+    "mostly misses on lines that no program keeps warm between hits hundreds of "
+    "microseconds apart.")
+
+
 def bpfstats(R, doc):
     b = R["bpfstats"]
     runs = b["runs"]
@@ -582,11 +706,14 @@ def bpfstats(R, doc):
           "trapfloor runs) took %s ns." % spread([r["trap_ns"] for r in runs], "{:.0f}"))
     doc.p()
     a, f = med(bpf_ns(R, "heapbpf_alloc")), med(bpf_ns(R, "heapbpf_free"))
+    bpf_parts(R, doc)
     doc.p("Target: allocation program <= %d ns per hit: %s" % (
         TARGETS["bpf_alloc_ns"], verdict(a <= TARGETS["bpf_alloc_ns"], "%.0f ns" % a)))
     doc.p()
     doc.p("Target: free program <= %d ns per hit: %s" % (
         TARGETS["bpf_free_ns"], verdict(f <= TARGETS["bpf_free_ns"], "%.0f ns" % f)))
+    doc.p()
+    doc.p(BPF_TRIED)
     doc.p()
 
 

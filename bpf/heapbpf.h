@@ -99,6 +99,20 @@ struct heapbpf_proc_event {
 #define HEAPBPF_F_READ_FAULT 0x1 /* a bpf_probe_read_user of jemalloc memory failed */
 #define HEAPBPF_F_TRUNCATED  0x2 /* bt.len was larger than HEAPBPF_MAX_FRAMES */
 
+/*
+ * Parts of the sampling programs that bench/bpfstats.py leaves out, one
+ * variant at a time, to measure what each costs (bench_skip in .rodata;
+ * heapbpf itself leaves it 0).
+ */
+#define HEAPBPF_PART_COUNTERS 0x01 /* the hit counters' atomic adds (count()) */
+#define HEAPBPF_PART_CLOCK    0x02 /* bpf_ktime_get_ns */
+#define HEAPBPF_PART_READS    0x04 /* bpf_probe_read_user of jemalloc's memory */
+#define HEAPBPF_PART_RINGBUF  0x08 /* the ring-buffer record (reserve/submit, output) */
+#define HEAPBPF_PART_QUERY    0x10 /* bpf_ringbuf_query for the wake-up decision */
+#define HEAPBPF_PART_ALL      0x20 /* everything: the program returns at once */
+/* Not a part: user space attaches both programs twice (every hit runs each twice). */
+#define HEAPBPF_PART_TWICE 0x100
+
 /* Counters the BPF side keeps in .bss; printed by the collector at exit. */
 struct heapbpf_counters {
 	__u64 alloc_hits;

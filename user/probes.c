@@ -22,6 +22,8 @@ struct probes {
 	 * in its `sampled` map only; else once per pid.
 	 */
 	bool by_file;
+	/* HEAPBPF_BENCH_PARTS: bench/bpfstats.py's decomposition (HEAPBPF_PART_*), else 0 */
+	unsigned long bench_parts;
 	struct probed_file *files;
 	size_t nfiles;
 	/* alloc and free uprobes of every target and followed child (or of every file) */
@@ -66,6 +68,14 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 	p->skel->rodata->layout = *layout;
 	p->skel->rodata->fork_child_pid_off = fork_child_pid_off;
 	p->skel->rodata->filter_pids = by_file;
+	/*
+	 * Only for bench/bpfstats.py, which measures what each part of the
+	 * sampling programs costs by leaving it out: the profile of such a run
+	 * is incomplete. Unset, the programs are whole.
+	 */
+	if (getenv("HEAPBPF_BENCH_PARTS"))
+		p->bench_parts = strtoul(getenv("HEAPBPF_BENCH_PARTS"), NULL, 0);
+	p->skel->rodata->bench_skip = (__u32)(p->bench_parts & 0xff);
 	p->by_file = by_file;
 	/* the collector is woken at a quarter full, and polls every PROBES_POLL_MS otherwise */
 	p->skel->rodata->wakeup_bytes = round_pow2_pages(ringbuf_bytes) / 4;
@@ -177,6 +187,15 @@ static int attach_sampling(struct probes *p, const struct jemalloc_target *t, pi
 		      ?: keep_link(&p->links, &p->nlinks,
 				   bpf_program__attach_uprobe(p->skel->progs.heapbpf_free, false,
 							      pid, t->open_path, t->free_off));
+	/* the decomposition's warm measure: every hit runs each program twice, back to back */
+	if (!err && (p->bench_parts & HEAPBPF_PART_TWICE) && !p->by_file)
+		err = keep_link(&p->links, &p->nlinks,
+				bpf_program__attach_uprobe(p->skel->progs.heapbpf_alloc, false, pid,
+							   t->open_path, t->alloc_off))
+			      ?: keep_link(&p->links, &p->nlinks,
+					   bpf_program__attach_uprobe(p->skel->progs.heapbpf_free,
+								      false, pid, t->open_path,
+								      t->free_off));
 	if (err)
 		drop_links(p->links, &p->nlinks, keep);
 	return err;
