@@ -400,7 +400,8 @@ def footprint(R, doc):
     doc.p("**100k unique stacks.** The microbenchmark allocates and frees 16 KiB once through "
           "each of %s distinct call paths (17 levels of a binary choice of call site) with "
           "`lg_prof_sample:10`, so nearly every allocation is sampled; heapbpf profiles it "
-          "with its default ring buffer, `-f folded`, peak RSS from `wait4`." % "{:,}".format(n))
+          "with its default ring buffer%s, `-f folded`, peak RSS from `wait4`." % (
+              "{:,}".format(n), " (%d MiB)" % f["ringbuf_mib"] if f.get("ringbuf_mib") else ""))
     doc.p()
     doc.p("**Latencies.** Attach: from starting `heapbpf --pid` to the target seeing "
           "`prof_active` on (it polls every 0.2 ms), i.e. BPF load, jemalloc discovery, uprobe "
@@ -415,13 +416,16 @@ def footprint(R, doc):
           "among them libc, libelf, libdw, libbpf, libz)." % (
               S["sym_frames"], sinfo["frames"], sinfo["objects"]))
     doc.p()
-    doc.p("Where a stop's time goes, from `strace -ttt` of `heapbpf` stopping after the "
-          "100k-stack run (outside this suite, same machine): 50 ms draining the ring buffer "
-          "after the flag is restored (`DRAIN_MS`); the uprobes are then detached on a thread "
-          "of their own (the kernel takes about 0.1 s per uprobe) while the report is built: "
-          "loading the target's symbols and DWARF (about 70 ms of CPU here), one location "
-          "per distinct frame address, the samples, then the folded text sorted and written "
-          "(about 0.2 s of CPU for 100k stacks) and fsync'ed (about 40 ms for its 38 MB).")
+    doc.p("Where a stop's time goes (timestamps of heapbpf's own phases, outside this "
+          "suite, same machine): 50 ms draining the ring buffer after the flag is restored "
+          "(`DRAIN_MS`); the BPF links are then detached on threads of their own, side by "
+          "side (the kernel waits for grace periods on each: 80 ms per tracepoint and 120 ms "
+          "per uprobe one after another, 250-340 ms for all four side by side), while the "
+          "report is built: the target's symbols and DWARF loaded for every distinct frame "
+          "address (about 70 ms of CPU here), then dropped, the samples, then the text sorted "
+          "and written (about 0.2 s of CPU for 100k stacks) and fsync'ed (about 40 ms for "
+          "38 MB). A run of one stack waits for the detach; the 100k-stack run, for its "
+          "profile.")
     doc.p()
     doc.table(["measure", "value", "target", "verdict"], [
         ["samples in the 100k-stack run", "{:,}".format(f["samples"]), "", ""],
@@ -432,13 +436,12 @@ def footprint(R, doc):
         ["heapbpf peak RSS, 100k-stack run", "%.1f MiB" % rss, "<= 64 MiB",
          verdict(rss <= TARGETS["rss_mib"],
                  "while collecting, heapbpf holds the collector's %s stacks (anonymous "
-                 "memory: mostly their frames, 8 bytes each, an 88-byte record each and, for "
-                 "stacks with frees, a 48-byte lifetimes summary holding up to two buckets) "
-                 "and its ring buffer, which libbpf's consumer maps twice (file-backed, "
-                 "2 x 16 MiB once touched) besides its own binary and libraries; the peak "
-                 "comes after the stop, the collector and the profile built from it "
-                 "(a location index per frame of each sample) both in memory "
-                 "(docs/analysis.md, Cost)" % "{:,}".format(n))],
+                 "memory: mostly their frames, a 4-byte address id each, an 88-byte record "
+                 "each and, for stacks with frees, a 48-byte lifetimes summary holding up to "
+                 "two buckets) and its ring buffer, which libbpf's consumer maps twice "
+                 "(file-backed, all of it counted) besides its own binary and libraries; "
+                 "after the stop the last profile is built as the collector and the "
+                 "symbolizer are released (docs/analysis.md, Cost)" % "{:,}".format(n))],
         ["attach latency, pid -> sampling on (ms)", spread(attach_ms, "{:.0f}"), "<= 250 ms",
          verdict(med(attach_ms) <= TARGETS["attach_ms"] and
                  max(attach_ms) <= TARGETS["attach_ms"],
