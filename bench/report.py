@@ -664,9 +664,9 @@ BPF_TRIED = (
     "back, took 250-350 ns (allocation) and 175-260 ns (free) in every run so far, and the "
     "warm second run in the example 236-508 and 134-535 ns. "
     "What is left cannot reach the targets on this VM: the empty program alone costs "
-    "about 90-100 ns (allocation) and 120-170 ns (free) in the real process, the free "
+    "about 90-105 ns (allocation) and 120-175 ns (free) in the real process, the free "
     "program's whole target, and the ring-buffer record (about 170-410 ns), the clock "
-    "(about 90-130 ns) and the reads (about 80-210 ns) are each needed for a sample and are "
+    "(about 40-130 ns) and the reads (about 80-245 ns) are each needed for a sample and are "
     "mostly misses on lines that no program keeps warm between hits hundreds of "
     "microseconds apart.")
 
