@@ -480,3 +480,70 @@ Test(collector, add_totals)
 		     -EINVAL);
 	cr_assert_eq(collector__nstacks(c), 2);
 }
+
+/* Frames are kept as ids of distinct addresses: every stack reads back as it came. */
+Test(collector, frames_are_address_ids)
+{
+	uint64_t buf[HEAPBPF_MAX_FRAMES];
+	size_t naddrs;
+
+	cr_assert_eq(alloc_ev(0xa0, 100, stack_a, 3, 10, 0), 0);
+	cr_assert_eq(alloc_ev(0xa8, 100, stack_b, 3, 20, 0), 0);
+	cr_assert_eq(alloc_ev(0xb0, 100, stack_c, 2, 30, 0), 0);
+	cr_assert_eq(collector__nstacks(c), 3);
+	/* 0x401000 and 0x402000 once for the three stacks */
+	collector__addrs(c, &naddrs);
+	cr_assert_eq(naddrs, 4);
+	cr_assert_arr_eq(collector__frames(c, collector__stack(c, 1), buf), stack_b,
+			 sizeof(stack_b));
+	cr_assert_eq(collector__frame(c, collector__stack(c, 2), 1), 0x402000);
+}
+
+/* After collector__end no event is applied: counted as malformed. */
+Test(collector, no_event_after_the_end)
+{
+	const struct collector_stats *st = collector__stats(c);
+
+	cr_assert_eq(alloc_ev(0xa0, 100, stack_a, 3, 10, 0), 0);
+	collector__end(c);
+	cr_assert_eq(alloc_ev(0xa0, 100, stack_a, 3, 20, 0), 0);
+	cr_assert_eq(alloc_ev(0xa8, 100, stack_b, 3, 30, 0), 0);
+	cr_assert_eq(free_ev(0xa0, 100, 0, 40), 0);
+	cr_assert_eq(st->malformed, 3);
+	cr_assert_eq(st->allocs, 1);
+	cr_assert_eq(collector__nstacks(c), 1);
+	cr_assert_eq(collector__stack(c, 0)->inuse_samples, 1);
+	cr_assert_eq(collector__add_totals(c, stack_b, 3, 1, 100, 0, 0), -EINVAL);
+}
+
+/*
+ * The last profile frees the frame slabs behind the stacks it has read:
+ * the stacks not read yet keep theirs (several slabs: 3000 stacks of
+ * HEAPBPF_MAX_FRAMES frames; the sanitized pass catches a read of a freed one).
+ */
+Test(collector, frames_released_as_read)
+{
+	const uint32_t n = 3000;
+	uint64_t *fr = calloc(HEAPBPF_MAX_FRAMES, sizeof(*fr));
+
+	cr_assert_not_null(fr);
+	for (uint32_t i = 0; i < n; i++) {
+		for (uint32_t k = 0; k < HEAPBPF_MAX_FRAMES; k++)
+			fr[k] = 0x400000 + 16ull * k + (k == 0 ? 0x100000ull * (i + 1) : 0);
+		cr_assert_eq(alloc_ev(0x1000 + 16ull * i, 64, fr, HEAPBPF_MAX_FRAMES, i + 1, 0), 0);
+	}
+	cr_assert_eq(collector__nstacks(c), n);
+	collector__end(c);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct hb_stack *s = collector__stack(c, i);
+
+		collector__release_frames(c, i);
+		cr_assert_eq(collector__frame(c, s, 0), 0x400000 + 0x100000ull * (i + 1));
+		cr_assert_eq(collector__frame(c, s, HEAPBPF_MAX_FRAMES - 1),
+			     0x400000 + 16ull * (HEAPBPF_MAX_FRAMES - 1));
+	}
+	collector__release_frames(c, n);
+	/* the totals stay */
+	cr_assert_eq(collector__stack(c, n - 1)->samples, 1);
+	free(fr);
+}
