@@ -35,8 +35,11 @@ group=${2:?usage: $0 BUILD GROUP}
 # soak: 8 threads allocating without pause for up to a minute, on purpose
 # saturating the machine, which would starve the tests beside it; leaks:
 # measures growth rates and lifetimes in time, which tests beside it would stretch;
-# liveheap_load: four threads allocating without pause while it reads the tables
-SERIAL_SUITES="soak leaks liveheap_load"
+# liveheap_load: four threads allocating without pause while it reads the tables;
+# forks_pidreuse, multi_pidreuse: they set the kernel's last pid (the machine's) to
+# have a freed pid reused, and a test beside them that cleans up by pid could
+# meet one of those
+SERIAL_SUITES="soak leaks liveheap_load forks_pidreuse multi_pidreuse"
 # the suites that run on the jemalloc fixtures (make test builds them for this group)
 FIXTURE_SUITES="versions|liveheap|reach|core_versions"
 slots=${HEAPBPF_TEST_JOBS:-$(($(nproc) + 1))}

@@ -271,7 +271,10 @@ static int group_by_layout(struct jemalloc_target *const *ts, int n, int *group)
 	return ngroups;
 }
 
-/* Several targets: a descriptor or two each (pidfd, uprobes, guard, mapped files). */
+/*
+ * Several targets, or children followed: a descriptor or two each (pidfd,
+ * uprobes, guard, mapped files).
+ */
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
@@ -288,7 +291,7 @@ static void run_targets(struct run *r, const pid_t *pids, struct jemalloc_target
 	int group[TARGETS_MAX], ngroups;
 	char err[1024] = "";
 
-	if (n > 1)
+	if (n > 1 || r->opts->follow_forks)
 		raise_fd_limit();
 	ngroups = n > 1 ? group_by_layout(ts, n, group) : 1;
 	if (ngroups > 1) {

@@ -330,10 +330,10 @@ void probes__detach(struct probes *p)
 	if (all) {
 		all[n++] = p->fork_link;
 		all[n++] = p->exec_link;
-		memcpy(all + n, p->links, p->nlinks * sizeof(*all));
-		n += p->nlinks;
-		memcpy(all + n, p->activity, p->nactivity * sizeof(*all));
-		n += p->nactivity;
+		for (size_t i = 0; i < p->nlinks; i++)
+			all[n++] = p->links[i];
+		for (size_t i = 0; i < p->nactivity; i++)
+			all[n++] = p->activity[i];
 		destroy_links(all, n);
 		free(all);
 		p->nlinks = 0;

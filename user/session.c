@@ -288,8 +288,11 @@ static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector
  */
 static int consume(struct ring_buffer *rb);
 
-static int followed_exit(struct loop *l, struct proc *p, bool drain)
+static int followed_exit(struct loop *l, size_t i, bool drain)
 {
+	struct proc *p = &l->procs[i];
+	pid_t pid = p->pid;
+	struct collector *c;
 	int err = 0;
 
 	if (p->pfd >= 0) {
@@ -297,36 +300,50 @@ static int followed_exit(struct loop *l, struct proc *p, bool drain)
 		close(p->pfd);
 		p->pfd = -1;
 	}
+	/*
+	 * Out of the maps first (unless another process of the tree has its pid
+	 * by now): what it committed to the ring buffer stays there.
+	 */
+	if (proc_of(l, pid) == p)
+		probes__untrack(l->p, pid);
 	if (drain)
 		err = consume(l->rb);
-	probes__untrack(l->p, p->pid);
-	if (p->c && !collector__stop_time(p->c))
-		collector__set_stop_time(p->c, (uint64_t)now_ns(CLOCK_MONOTONIC));
+	/* the drain may have moved l->procs (a fork in it): by index from here */
+	c = l->procs[i].c;
+	if (c && !collector__stop_time(c))
+		collector__set_stop_time(c, (uint64_t)now_ns(CLOCK_MONOTONIC));
 	if (!l->o->quiet)
 		fprintf(stderr,
 			"heapbpf: followed pid %d exited; its profile holds what was collected until "
 			"then\n",
-			p->pid);
+			pid);
 	return err;
 }
 
 /*
  * A followed child's exit, watched on the event loop. One gone already ends
  * now; its events still in the ring buffer come after this one (called while
- * the ring buffer is consumed) and are collected all the same.
+ * the ring buffer is consumed) and are collected all the same. One whose exit
+ * cannot be watched stays followed until the end, said.
  */
-static int watch_followed(struct loop *l, struct proc *p)
+static int watch_followed(struct loop *l, size_t i)
 {
-	int pfd = (int)syscall(SYS_pidfd_open, p->pid, 0), err;
+	pid_t pid = l->procs[i].pid;
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), err;
 
-	if (pfd < 0)
-		return errno == ESRCH ? followed_exit(l, p, false) : -errno;
-	err = add_fd(l->ep, pfd, EV_PROC + (uint32_t)(p - l->procs));
-	if (err) {
-		close(pfd);
-		return err;
+	if (pfd < 0 && errno == ESRCH)
+		return followed_exit(l, i, false);
+	err = pfd < 0 ? -errno : add_fd(l->ep, pfd, EV_PROC + (uint32_t)i);
+	if (!err) {
+		l->procs[i].pfd = pfd;
+		return 0;
 	}
-	p->pfd = pfd;
+	if (pfd >= 0)
+		close(pfd);
+	fprintf(stderr,
+		"heapbpf: cannot watch followed pid %d's exit (%s): it stays followed until the "
+		"end\n",
+		pid, strerror(-err));
 	return 0;
 }
 
@@ -361,7 +378,7 @@ static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
 	}
 	if (!l->o->quiet)
 		fprintf(stderr, "heapbpf: following pid %d (forked from %d)\n", child, parent);
-	return watch_followed(l, proc_of(l, child));
+	return watch_followed(l, (size_t)(proc_of(l, child) - l->procs));
 }
 
 /*
@@ -466,10 +483,13 @@ static int late_active_check(struct loop *l)
 {
 	char msg[1024];
 	bool open = false;
+	size_t alive = 0;
 	int err = consume(l->rb); /* the samples so far, in each target's collector */
 
 	if (err)
 		return err;
+	for (size_t i = 0; i < l->n; i++)
+		alive += l->m[i].running && !l->m[i].s->failed;
 	for (size_t i = 0; i < l->n; i++) {
 		struct member *m = &l->m[i];
 		uint64_t bytes = 0;
@@ -494,7 +514,19 @@ static int late_active_check(struct loop *l)
 		late_active_error(m->s, m->t, msg, sizeof(msg));
 		fprintf(stderr, "heapbpf: %s; profiling the other targets\n", msg);
 		m->s->failed = -ENODATA;
+		/* nothing to profile there: its flag back off now, its events no longer taken */
+		err = prof_toggle__restore(&m->tg);
+		if (err && err != -ESRCH)
+			fprintf(stderr,
+				"heapbpf: cannot switch jemalloc's prof_active back off in pid %d: "
+				"%s\n",
+				m->t->pid, strerror(-err));
+		probes__untrack(l->p, m->t->pid);
+		alive--;
 	}
+	/* every target failed so: the session has nothing left to do */
+	if (!alive)
+		return -ENODATA;
 	return !open || now_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
 }
 
@@ -598,7 +630,7 @@ static int on_ready(struct loop *l, uint32_t tag)
 	int err;
 
 	if (tag >= EV_PROC && tag - EV_PROC < l->nprocs)
-		return followed_exit(l, &l->procs[tag - EV_PROC], true);
+		return followed_exit(l, tag - EV_PROC, true);
 	if (tag >= EV_MEMBER && tag - EV_MEMBER < l->n)
 		return member_exit(l, &l->m[tag - EV_MEMBER]);
 	if (tag >= EV_WATCH && tag - EV_WATCH < o->nwatch)
@@ -712,7 +744,13 @@ static int open_session(struct loop *l)
 	rc = forks_child_pid_offset(&fork_off, l->err, l->errlen);
 	if (rc)
 		return rc;
-	rc = probes__load(&l->m[0].t->layout->bpf, o->ringbuf_bytes, fork_off, l->n > 1, &l->p);
+	/*
+	 * Several targets, or children followed: the uprobes once per object file,
+	 * the pids in a BPF map (a child joins without uprobes of its own, whose
+	 * detach at the end would cost a kernel grace period each).
+	 */
+	rc = probes__load(&l->m[0].t->layout->bpf, o->ringbuf_bytes, fork_off,
+			  l->n > 1 || o->follow_forks, &l->p);
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc,
 			       "cannot load the BPF program (heapbpf needs root, and a kernel with "

@@ -44,6 +44,15 @@ static void remember(pid_t pid)
 	}
 }
 
+/* A remembered child that exited: its pid may be anyone's next. */
+static void forget(pid_t pid)
+{
+	for (size_t i = 0; i < sizeof(leftovers) / sizeof(leftovers[0]); i++) {
+		if (leftovers[i] == pid)
+			leftovers[i] = 0;
+	}
+}
+
 static void forks_fini(void)
 {
 	for (size_t i = 0; i < sizeof(leftovers) / sizeof(leftovers[0]); i++) {
@@ -159,7 +168,13 @@ Test(forks, child_forked_in_the_window_is_restored)
  * time, it took that fork for one in its target's tree, and switched the
  * grandchild's flag off.)
  */
-Test(forks, process_under_a_freed_pid_is_left_alone)
+/*
+ * Serial (scripts/run-tests.sh): the kernel's last pid is the machine's, and
+ * a test beside it that cleans up by pid could meet a reused one.
+ */
+TestSuite(forks_pidreuse, .fini = forks_fini, .timeout = 120);
+
+Test(forks_pidreuse, process_under_a_freed_pid_is_left_alone)
 {
 	const char *args[] = { "--threads", "1", NULL };
 	struct svc_opts no_aslr = { .malloc_conf = IDLE_CONF, .no_aslr = true };
@@ -191,6 +206,7 @@ Test(forks, process_under_a_freed_pid_is_left_alone)
 	for (t = 0; t < 200 && !(kill(child, 0) && errno == ESRCH); t++)
 		hb_sleep_ms(50);
 	cr_assert_lt(t, 200, "the child %d did not exit", child);
+	forget(child);
 	/* the other service forks a child as that pid (other forks may come first: again) */
 	for (t = 0; t < 50 && kids[0] != child; t++) {
 		if (kids[0] > 0) {
@@ -221,6 +237,57 @@ Test(forks, process_under_a_freed_pid_is_left_alone)
 	kill(kids[1], SIGKILL);
 	kill(kids[0], SIGKILL);
 	cr_assert_eq(svc_stop(&other), 0);
+	cr_assert_eq(svc_stop(&f.s), 0);
+}
+
+/*
+ * Followed children that come and go, more of them than the process table
+ * first holds: each exit is handled while forks in the same drain grow that
+ * table (a pointer into it kept across the drain was a use-after-free, which
+ * the sanitized pass sees), each said, and heapbpf ends cleanly.
+ */
+Test(forks, many_followed_children_come_and_go)
+{
+	const char *args[] = { "--threads", "1", NULL };
+	char reply[128], line[96], *text;
+	pid_t kids[120];
+	struct fk f = {};
+
+	hb_require_bpf();
+	f.bin = hb_path("examples/alloc-service-static");
+	cr_assert_eq(svc_start(&f.s, f.bin, IDLE_CONF, args), 0);
+	cr_assert_eq(hb_sym_addr(f.s.pid, f.bin, "je_prof_active_state", &f.flag), 0);
+	snprintf(f.pid, sizeof(f.pid), "%d", f.s.pid);
+	snprintf(f.out, sizeof(f.out), "%s/out.pb.gz", hb_tmpdir());
+	snprintf(f.err, sizeof(f.err), "%s/heapbpf.err", hb_tmpdir());
+	f.hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", f.pid, "-d", "0",
+					  "--follow-forks", "-o", f.out, NULL },
+			f.err);
+	cr_assert(hb_wait_byte(f.s.pid, f.flag, 1, 20000, f.hp), "heapbpf did not start");
+	/* each allocates for a second and exits: forks and exits interleave */
+	for (size_t i = 0; i < sizeof(kids) / sizeof(kids[0]); i++) {
+		cr_assert_eq(svc_cmd(&f.s, "fork 1", reply, sizeof(reply), 10000), 0);
+		cr_assert_eq(sscanf(reply, "forked %d", &kids[i]), 1, "%s", reply);
+		hb_sleep_ms(30);
+	}
+	for (size_t i = 0; i < sizeof(kids) / sizeof(kids[0]); i++) {
+		for (int t = 0; t < 100 && !(kill(kids[i], 0) && errno == ESRCH); t++)
+			hb_sleep_ms(50);
+	}
+	hb_sleep_ms(300);
+	stop_heapbpf(&f);
+	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
+	text = stderr_of(&f);
+	for (size_t i = 0; i < sizeof(kids) / sizeof(kids[0]); i++) {
+		snprintf(line, sizeof(line), "followed pid %d exited", kids[i]);
+		if (strstr(text, line))
+			continue;
+		/* gone before heapbpf attached to it */
+		snprintf(line, sizeof(line), "cannot follow pid %d", kids[i]);
+		cr_assert(strstr(text, line), "pid %d: neither followed to its exit nor said:\n%s",
+			  kids[i], text);
+	}
+	free(text);
 	cr_assert_eq(svc_stop(&f.s), 0);
 }
 
