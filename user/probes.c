@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -76,6 +77,12 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 	 */
 	if (getenv("HEAPBPF_BENCH_PARTS"))
 		p->bench_parts = strtoul(getenv("HEAPBPF_BENCH_PARTS"), NULL, 0);
+	if (p->bench_parts)
+		fprintf(stderr,
+			"heapbpf: warning: HEAPBPF_BENCH_PARTS=%#lx leaves parts of the BPF "
+			"programs out (a benchmark's setting): this run's profiles are "
+			"incomplete\n",
+			p->bench_parts);
 	p->skel->rodata->bench_skip = (__u32)(p->bench_parts & 0xff);
 	p->by_file = by_file;
 	/* the collector is woken at a quarter full, and polls every PROBES_POLL_MS otherwise */
