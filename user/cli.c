@@ -38,11 +38,11 @@ static const char usage[] =
 	"                             alloc_space or alloc_objects\n"
 	"      --raw                  raw sampled counts and bytes instead of unbiased estimates\n"
 	"                             (to compare sample for sample with jemalloc's own dump)\n"
-	"      --ringbuf-size SIZE    BPF ring buffer size: MiB, or with a k/m suffix (default 4:\n"
-	"                             heapbpf maps it twice, 8 MiB of its RSS; it kept up with\n"
-	"                             300k samples/s here; 16 with --interval, whose windows\n"
-	"                             and uploads pause the reading); raise it when heapbpf\n"
-	"                             exits 4\n"
+	"      --ringbuf-size SIZE    BPF ring buffer size: MiB, or with a k/m suffix (default 8:\n"
+	"                             heapbpf maps it twice, 16 MiB of its RSS; about a second\n"
+	"                             of 28k samples/s with their frees; 16 with --interval,\n"
+	"                             whose windows and uploads pause the reading); raise it\n"
+	"                             when heapbpf exits 4\n"
 	"      --jemalloc-layout VER  use this jemalloc version's layout for an unrecognized build\n"
 	"      --debug-dir DIR        also look for separate debug info in DIR (a build-id tree\n"
 	"                             DIR/.build-id/xx/yyyy.debug, or debuglink files); repeatable.\n"
@@ -573,7 +573,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	c->duration = 10;
 	c->format = FMT_PPROF;
 	c->sample_type = HB_INUSE_SPACE;
-	/* libbpf maps the data twice, all of it in RSS: 4 MiB held 300k samples/s without a drop */
+	/* libbpf maps the data twice, all of it in RSS (docs/analysis.md, Cost) */
 	c->ringbuf_bytes = 0; /* the default: RINGBUF_DEFAULT, or RINGBUF_DAEMON with --interval */
 	c->pyro_timeout = 10;
 	c->pyro_retries = 3;

@@ -24,7 +24,7 @@ enum cli_mode {
 #define CLI_MAX_LABELS 16
 #define CLI_MAX_PIDS   1024 /* --pid N,N,...: one session (user/fleet.c) */
 /* --ringbuf-size's default; with --interval, whose windows pause the reading */
-#define RINGBUF_DEFAULT (4u << 20)
+#define RINGBUF_DEFAULT (8u << 20)
 #define RINGBUF_DAEMON	(16u << 20)
 
 struct cli {

@@ -88,7 +88,7 @@ Test(cli, defaults)
 	cr_assert_eq(r.c.format, FMT_PPROF);
 	cr_assert_eq(r.c.sample_type, HB_INUSE_SPACE);
 	cr_assert_not(r.c.raw);
-	cr_assert_eq(r.c.ringbuf_bytes, 4u << 20);
+	cr_assert_eq(r.c.ringbuf_bytes, 8u << 20);
 	cr_assert_null(r.c.layout);
 	cr_assert_not(r.c.quiet);
 	cr_assert_not(r.c.verbose);
