@@ -194,7 +194,7 @@ def per_sample(R, doc):
           "function that starts with `push %%r15` like the two probed jemalloc functions, "
           "called %d times with and without the probe (CPU time difference per call). In "
           "the same process, heapbpf's real allocation program (the build's skeleton, "
-          "jemalloc 5.3.0's layout, default 16 MiB ring buffer drained by a polling thread "
+          "jemalloc 5.3.0's layout, a 16 MiB ring buffer drained by a polling thread "
           "as heapbpf does) on a stand-in for `prof_malloc_sample_object` whose tctx leads to "
           "a 14-frame backtrace: the same trap plus all of heapbpf's BPF work, measured with "
           "the precision of the floor itself. The in-process measurement above includes "
@@ -367,9 +367,9 @@ def collector(R, doc):
                                                 "%.2fM/s" % (med(rates) / 1e6)))
     doc.p()
     doc.p("**Live sample rate.** The microbenchmark with 2 threads (16-512 byte objects, "
-          "freed at once) for %.1f s while heapbpf profiles it with its default 16 MiB ring "
+          "freed at once) for %.1f s while heapbpf profiles it with its default %d MiB ring "
           "buffer, at rising sampling rates; every sampled object is also freed, so each "
-          "sample is two events." % S["rate_seconds"])
+          "sample is two events." % (S["rate_seconds"], R["collector"].get("ringbuf_mib", 16)))
     doc.p()
     doc.table(["lg_prof_sample", "samples/s", "events/s", "drops", "target CPU use",
                "heapbpf peak RSS"],

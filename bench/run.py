@@ -432,8 +432,8 @@ def bench_collector(S, res):
         with hb.Micro(ORACLE + ",lg_prof_sample:%d" % lg,
                       ["--seconds", str(S["rate_seconds"]), "--threads", "2", "--size-min",
                        "16", "--size-max", "512", "--depth", "4"]) as m:
-            saved = hb.RINGBUF_MIB
-            hb.RINGBUF_MIB = "16"  # heapbpf's default
+            saved, rb = hb.RINGBUF_MIB, default_ringbuf_mib()
+            hb.RINGBUF_MIB = rb  # heapbpf's default, as its --help says
             try:
                 r = m.attached()
             finally:
@@ -447,7 +447,8 @@ def bench_collector(S, res):
         log("live lg %d: %.0f samples/s, %d drops" % (lg, live[-1]["samples_per_s"],
                                                      live[-1]["drops"]))
     best = max([x["samples_per_s"] for x in live if x["drops"] == 0] or [0])
-    res["collector"] = dict(events_per_s=rates, info=info, live=live, best_live=best)
+    res["collector"] = dict(events_per_s=rates, info=info, live=live, best_live=best,
+                            ringbuf_mib=int(default_ringbuf_mib()))
 
 
 # ---- 6. footprint ---------------------------------------------------------------------------
