@@ -339,7 +339,8 @@ uninstall:
 $(BUILD):
 	$(Q)mkdir -p $@
 
-FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h)
+FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h tests/*/*.c tests/*/*.h examples/*.c \
+	bench/*.c)
 # cppcheck and clang-tidy on our own C code, no warning allowed (part of make
 # test, where it yields the CPU to the builds the tests wait for)
 lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)

@@ -48,24 +48,24 @@
 #define SITE __attribute__((noinline, noclone))
 #endif
 
-#define CHURN_SLOTS	1024
-#define SESSION_SLOTS	64
-#define SESSION_ITEMS	16
-#define LARGE_SLOTS	4
-#define LEAK_CAP	(64UL << 20)
-#define REQUEST_SLOTS	64
+#define CHURN_SLOTS   1024
+#define SESSION_SLOTS 64
+#define SESSION_ITEMS 16
+#define LARGE_SLOTS   4
+#define LEAK_CAP      (64UL << 20)
+#define REQUEST_SLOTS 64
 
-#define SMALL_MIN	16
-#define SMALL_MAX	4096
-#define LARGE_MIN	(256UL << 10)
-#define LARGE_MAX	(4UL << 20)
-#define ITEM_MIN	32
-#define ITEM_MAX	512
-#define LEAK_MIN	64
-#define LEAK_MAX	2048
+#define SMALL_MIN 16
+#define SMALL_MAX 4096
+#define LARGE_MIN (256UL << 10)
+#define LARGE_MAX (4UL << 20)
+#define ITEM_MIN  32
+#define ITEM_MAX  512
+#define LEAK_MIN  64
+#define LEAK_MAX  2048
 
 /* Bytes written into each new object: enough to make it used, cheap for 4 MiB. */
-#define TOUCH_BYTES	64
+#define TOUCH_BYTES 64
 
 struct session {
 	uint64_t id;
@@ -89,10 +89,10 @@ struct worker {
 /* Shared state of the workers and whoever controls them. */
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t wake;	/* to workers: pause, resume or stop changed */
-	pthread_cond_t parked;	/* to the controller: nparked changed */
+	pthread_cond_t wake;   /* to workers: pause, resume or stop changed */
+	pthread_cond_t parked; /* to the controller: nparked changed */
 	/* Polled lock-free on every operation; changed only under lock. */
-	int gate;		/* paused || stopping */
+	int gate; /* paused || stopping */
 	bool paused;
 	bool stopping;
 	unsigned int nparked;
@@ -430,7 +430,8 @@ static void *spawner_main(void *arg)
 
 		/* paused means no allocation at all: wait it out */
 		if (!__atomic_load_n(&ctl.gate, __ATOMIC_ACQUIRE) &&
-		    pthread_create(&t, NULL, short_lived, (void *)(uintptr_t)(++n * 2654435761u)) == 0)
+		    pthread_create(&t, NULL, short_lived, (void *)(uintptr_t)(++n * 2654435761u)) ==
+			    0)
 			pthread_join(t, NULL);
 		nanosleep(&ts, NULL);
 	}
@@ -826,7 +827,8 @@ static void sleep_until(uint64_t ns)
 /* True when jemalloc sampled the small object at p (alone in its pages, not in a slab). */
 static bool is_sampled(void *p)
 {
-	size_t out[6], len = sizeof(out); /* slabcur_addr, nfree, nregs, size, bin_nfree, bin_nregs */
+	size_t out[6],
+		len = sizeof(out); /* slabcur_addr, nfree, nregs, size, bin_nfree, bin_nregs */
 
 	if (mallctlbymib(scn.util_mib, scn.util_miblen, out, &len, &p, sizeof(p)))
 		return false;
@@ -909,8 +911,8 @@ SITE static void hold_medium(void)
 	uint64_t now = mono_ns();
 	unsigned int i;
 
-	while (scn.held_n && (now - scn.held[scn.held_head].t >= SCN_HOLD_NS ||
-			      scn.held_n == SCN_HOLD_SLOTS))
+	while (scn.held_n &&
+	       (now - scn.held[scn.held_head].t >= SCN_HOLD_NS || scn.held_n == SCN_HOLD_SLOTS))
 		hold_release();
 	i = (scn.held_head + scn.held_n++) % SCN_HOLD_SLOTS;
 	scn.held[i].called = mono_ns();
@@ -1223,79 +1225,79 @@ static void *end_thread(void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: alloc-service [OPTIONS]\n"
-"\n"
-"A multi-threaded service that allocates through a few distinct call paths,\n"
-"for profiling with heapbpf. Every thread runs every workload, picked at\n"
-"random per operation:\n"
-"  churn_small        80%%  replace one of 1024 live small objects (16..4096 B)\n"
-"  parse_request       5%%  replace one of 64 buffers (64..1024 B) through the\n"
-"                           inlined decode_header -> alloc_buffer\n"
-"  make_session       10%%  replace one of 64 sessions: a record (calloc) plus\n"
-"                           1..16 items from session_add_item (32..512 B)\n"
-"  large_buffers       4%%  replace one of 4 live buffers (256 KiB..4 MiB)\n"
-"  leak_slowly         1%%  leak 64..2048 B, until 64 MiB leaked in total\n"
-"\n"
-"Options:\n"
-"  -t, --threads N     worker threads (default 4; 0: none, for the scenarios\n"
-"                      of the control commands alone)\n"
-"  -d, --duration S    stop after S seconds (default 0: run until stopped)\n"
-"  -s, --seed N        PRNG seed; thread i uses a state derived from (N, i)\n"
-"                      (default 1)\n"
-"  -r, --rate N        operations per second per thread, 0 = unlimited\n"
-"                      (default 20000)\n"
-"  -c, --control       take commands on stdin (below)\n"
-"  -T, --thread-churn MS  every MS ms, start a thread that allocates 64\n"
-"                      objects (short_lived), frees them and exits\n"
-"  -h, --help          show this help\n"
-"\n"
-"Without --control it runs until SIGINT/SIGTERM or the end of --duration.\n"
-"\n"
-"Control mode: once all threads run it prints \"ready <pid>\"; then each line\n"
-"on stdin is one command, answered by one line on stdout:\n"
-"  pause          park all workers between operations, holding all their\n"
-"                 objects; no allocation or free happens until resume -> paused\n"
-"  resume         let them run again                              -> resumed\n"
-"  dump PATH      mallctl(\"prof.dump\") to PATH           -> dumped | error MSG\n"
-"  active [0|1]   read (or set, then read) mallctl(\"prof.active\") -> active 0|1\n"
-"  stats          allocations and frees done so far  -> stats ALLOCS FREES\n"
-"  fork [N]       fork a child that allocates (forked_child) for N s (default\n"
-"                 120), then exits                         -> forked CHILD\n"
-"  fork2 [N]      the same, and that child forks a grandchild\n"
-"                                               -> forked CHILD GRANDCHILD\n"
-"  forkw N DIR    a child that waits for SIGUSR1, then allocates (forked_child)\n"
-"                 until SIGUSR2, dumps its profile to DIR/child-PID.heap (and\n"
-"                 DIR/child-PID.heap.done), and waits out its N s -> forked CHILD\n"
-"  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
-"  hold N         N MiB more in use, in 1 MiB blocks (held_buffers), kept until\n"
-"                 exit                                     -> held BLOCKS\n"
-"  leaks start    a scenario with known rates, a thread per site: leak_fast\n"
-"                 leaks 1 MiB/s (4 KiB blocks), leak_slow 64 KiB/s (512 B),\n"
-"                 cache_fill holds 16 MiB allocated once, churn_temp frees each\n"
-"                 256 B object at once (20000/s), hold_medium each 1 KiB object\n"
-"                 20 ms after (1000/s)                     -> leaks started\n"
-"  burst MIB MS   MIB MiB in 64 KiB blocks (burst_buffers), held MS ms, freed\n"
-"                                                          -> burst MIB\n"
-"  lifetimes      stop churn_temp and hold_medium (their objects freed); for\n"
-"                 each, the objects jemalloc sampled: count, median and\n"
-"                 longest lifetime in ns, and how many lived under 1 ms, timed\n"
-"                 by the site itself from malloc's return to the call of free\n"
-"                 (IN), and from the call of malloc to free's return (OUT)\n"
-"                 -> lifetimes churn_temp N IN_P50 IN_MAX IN_UNDER OUT_P50\n"
-"                    OUT_MAX OUT_UNDER hold_medium (the same)\n"
-"  leaked         bytes leaked so far and over how many ns, and the cache's size\n"
-"                 -> leaked leak_fast BYTES NS leak_slow BYTES NS cache_fill BYTES\n"
-"  quit           stop the workers and exit 0                     -> bye\n"
-"Anything else is answered \"error MSG\". EOF on stdin, SIGINT, SIGTERM or the\n"
-"end of --duration stop it (exit 0) without a reply.\n"
-"\n"
-"jemalloc profiling is configured through the environment, e.g. built in but\n"
-"sampling off, for heapbpf to watch:\n"
-"  MALLOC_CONF=prof:true,prof_active:false alloc-service --control\n"
-"or with jemalloc's own sampling on, to compare against its dumps (raw\n"
-"sample counts, not jemalloc 5.3's default unbiased estimates):\n"
-"  MALLOC_CONF=prof:true,prof_active:true,prof_accum:true,prof_unbias:false \\\n"
-"    alloc-service --control\n");
+		"Usage: alloc-service [OPTIONS]\n"
+		"\n"
+		"A multi-threaded service that allocates through a few distinct call paths,\n"
+		"for profiling with heapbpf. Every thread runs every workload, picked at\n"
+		"random per operation:\n"
+		"  churn_small        80%%  replace one of 1024 live small objects (16..4096 B)\n"
+		"  parse_request       5%%  replace one of 64 buffers (64..1024 B) through the\n"
+		"                           inlined decode_header -> alloc_buffer\n"
+		"  make_session       10%%  replace one of 64 sessions: a record (calloc) plus\n"
+		"                           1..16 items from session_add_item (32..512 B)\n"
+		"  large_buffers       4%%  replace one of 4 live buffers (256 KiB..4 MiB)\n"
+		"  leak_slowly         1%%  leak 64..2048 B, until 64 MiB leaked in total\n"
+		"\n"
+		"Options:\n"
+		"  -t, --threads N     worker threads (default 4; 0: none, for the scenarios\n"
+		"                      of the control commands alone)\n"
+		"  -d, --duration S    stop after S seconds (default 0: run until stopped)\n"
+		"  -s, --seed N        PRNG seed; thread i uses a state derived from (N, i)\n"
+		"                      (default 1)\n"
+		"  -r, --rate N        operations per second per thread, 0 = unlimited\n"
+		"                      (default 20000)\n"
+		"  -c, --control       take commands on stdin (below)\n"
+		"  -T, --thread-churn MS  every MS ms, start a thread that allocates 64\n"
+		"                      objects (short_lived), frees them and exits\n"
+		"  -h, --help          show this help\n"
+		"\n"
+		"Without --control it runs until SIGINT/SIGTERM or the end of --duration.\n"
+		"\n"
+		"Control mode: once all threads run it prints \"ready <pid>\"; then each line\n"
+		"on stdin is one command, answered by one line on stdout:\n"
+		"  pause          park all workers between operations, holding all their\n"
+		"                 objects; no allocation or free happens until resume -> paused\n"
+		"  resume         let them run again                              -> resumed\n"
+		"  dump PATH      mallctl(\"prof.dump\") to PATH           -> dumped | error MSG\n"
+		"  active [0|1]   read (or set, then read) mallctl(\"prof.active\") -> active 0|1\n"
+		"  stats          allocations and frees done so far  -> stats ALLOCS FREES\n"
+		"  fork [N]       fork a child that allocates (forked_child) for N s (default\n"
+		"                 120), then exits                         -> forked CHILD\n"
+		"  fork2 [N]      the same, and that child forks a grandchild\n"
+		"                                               -> forked CHILD GRANDCHILD\n"
+		"  forkw N DIR    a child that waits for SIGUSR1, then allocates (forked_child)\n"
+		"                 until SIGUSR2, dumps its profile to DIR/child-PID.heap (and\n"
+		"                 DIR/child-PID.heap.done), and waits out its N s -> forked CHILD\n"
+		"  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
+		"  hold N         N MiB more in use, in 1 MiB blocks (held_buffers), kept until\n"
+		"                 exit                                     -> held BLOCKS\n"
+		"  leaks start    a scenario with known rates, a thread per site: leak_fast\n"
+		"                 leaks 1 MiB/s (4 KiB blocks), leak_slow 64 KiB/s (512 B),\n"
+		"                 cache_fill holds 16 MiB allocated once, churn_temp frees each\n"
+		"                 256 B object at once (20000/s), hold_medium each 1 KiB object\n"
+		"                 20 ms after (1000/s)                     -> leaks started\n"
+		"  burst MIB MS   MIB MiB in 64 KiB blocks (burst_buffers), held MS ms, freed\n"
+		"                                                          -> burst MIB\n"
+		"  lifetimes      stop churn_temp and hold_medium (their objects freed); for\n"
+		"                 each, the objects jemalloc sampled: count, median and\n"
+		"                 longest lifetime in ns, and how many lived under 1 ms, timed\n"
+		"                 by the site itself from malloc's return to the call of free\n"
+		"                 (IN), and from the call of malloc to free's return (OUT)\n"
+		"                 -> lifetimes churn_temp N IN_P50 IN_MAX IN_UNDER OUT_P50\n"
+		"                    OUT_MAX OUT_UNDER hold_medium (the same)\n"
+		"  leaked         bytes leaked so far and over how many ns, and the cache's size\n"
+		"                 -> leaked leak_fast BYTES NS leak_slow BYTES NS cache_fill BYTES\n"
+		"  quit           stop the workers and exit 0                     -> bye\n"
+		"Anything else is answered \"error MSG\". EOF on stdin, SIGINT, SIGTERM or the\n"
+		"end of --duration stop it (exit 0) without a reply.\n"
+		"\n"
+		"jemalloc profiling is configured through the environment, e.g. built in but\n"
+		"sampling off, for heapbpf to watch:\n"
+		"  MALLOC_CONF=prof:true,prof_active:false alloc-service --control\n"
+		"or with jemalloc's own sampling on, to compare against its dumps (raw\n"
+		"sample counts, not jemalloc 5.3's default unbiased estimates):\n"
+		"  MALLOC_CONF=prof:true,prof_active:true,prof_accum:true,prof_unbias:false \\\n"
+		"    alloc-service --control\n");
 }
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)

@@ -51,8 +51,8 @@ static uint8_t peek(struct run *r, uint64_t addr)
 
 static void spawn_heapbpf(struct run *r, const char *duration)
 {
-	const char *argv[] = { hb_path("heapbpf"), "--pid", r->pid, "-d", duration, "-o", r->out,
-			       NULL };
+	const char *argv[] = { hb_path("heapbpf"), "--pid", r->pid, "-d",
+			       duration,	   "-o",    r->out, NULL };
 
 	r->hp = hb_spawn(argv, r->err);
 	cr_assert_gt(r->hp, 0);

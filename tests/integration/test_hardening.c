@@ -259,8 +259,8 @@ Test(hardening, kernel_without_btf_profiles)
 	cr_assert_eq(system(cmd), 0);
 	snprintf(out, sizeof(out), "%s/nobtf.pb.gz", hb_tmpdir());
 	setenv("HEAPBPF_SYSFS", sys, 1);
-	rc = hb_run((const char *[]){ "--pid", t.pid, "-d", "1", "-o", out, NULL }, err, sizeof(err),
-		    30000);
+	rc = hb_run((const char *[]){ "--pid", t.pid, "-d", "1", "-o", out, NULL }, err,
+		    sizeof(err), 30000);
 	unsetenv("HEAPBPF_SYSFS");
 	cr_assert(rc == 0 || rc == 3, "exit %d: %s", rc, err);
 	cr_assert_eq(stat(out, &st), 0, "%s", err);
@@ -283,7 +283,8 @@ Test(hardening, disk_full_leaves_no_partial_file)
 	cr_assert_eq(mkdir(dir, 0755), 0);
 	/* a 64 KiB file system, filled up but for a few hundred bytes */
 	cr_assert_eq(mount("heapbpf-full", dir, "tmpfs", 0, "size=64k"), 0, "%s", strerror(errno));
-	snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of='%s/filler' bs=1k count=63 2>/dev/null", dir);
+	snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of='%s/filler' bs=1k count=63 2>/dev/null",
+		 dir);
 	cr_assert_eq(system(cmd), 0);
 	snprintf(out, sizeof(out), "%s/heap.pb.gz", dir);
 	cr_assert_eq(hb_run((const char *[]){ "--pid", t.pid, "-d", "2", "-o", out, NULL }, err,
@@ -313,8 +314,8 @@ Test(hardening, ring_buffer_overflow_is_reported)
 	/* one sample per 1 KiB allocated, into a 16 KiB ring buffer: more than it holds */
 	start(&t, "prof:true,prof_active:false,lg_prof_sample:10", args);
 	snprintf(out, sizeof(out), "%s/drops.pb.gz", hb_tmpdir());
-	cr_assert_eq(hb_run((const char *[]){ "--pid", t.pid, "-d", "2", "--ringbuf-size", "16k", "-o",
-					      out, NULL },
+	cr_assert_eq(hb_run((const char *[]){ "--pid", t.pid, "-d", "2", "--ringbuf-size", "16k",
+					      "-o", out, NULL },
 			    err, sizeof(err), 60000),
 		     4, "exit status must say events were dropped: %s", err);
 	cr_assert(strstr(err, "were dropped"), "%s", err);

@@ -67,8 +67,8 @@ Test(outputs, pprof_decodes_with_protoc)
 Test(outputs, folded_lines)
 {
 	char out[PATH_MAX], err[8192], *text, *line, *save;
-	const char *args[] = { "--pid", pid, "-d", "2", "-f", "folded", "-t", "alloc_space",
-			       "-o", out, NULL };
+	const char *args[] = { "--pid", pid,	       "-d", "2", "-f", "folded",
+			       "-t",	"alloc_space", "-o", out, NULL };
 	int lines = 0, leaf_churn = 0;
 
 	start();

@@ -107,8 +107,8 @@ Test(record, killed_run_reports_its_prefix)
 	cr_assert_eq(hb_sym_addr(s.pid, hb_path("examples/alloc-service-static"),
 				 "je_prof_active_state", &flag),
 		     0);
-	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "--record", rec,
-					NULL },
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "--record",
+					rec, NULL },
 		      errpath);
 	cr_assert(hb_wait_byte(s.pid, flag, 1, 20000, hp));
 	/* past the recorder's first flush */

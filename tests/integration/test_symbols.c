@@ -159,18 +159,20 @@ Test(symbols, lines_and_inlined_frames_match_addr2line)
 			continue;
 		cr_assert(m->has_functions && m->has_filenames && m->has_line_numbers);
 		/* a return address: the call is the byte before it */
-		cr_assert_eq(elf_object__offset_to_vaddr(elf, l->address - 1 - m->memory_start +
-								      m->file_offset,
-							 &vaddr),
+		cr_assert_eq(elf_object__offset_to_vaddr(
+				     elf, l->address - 1 - m->memory_start + m->file_offset,
+				     &vaddr),
 			     0);
 		n = addr2line(real, vaddr, a2l, 16);
-		cr_assert_eq((size_t)n, l->n_line, "%#" PRIx64 ": addr2line has %d frames, heapbpf %zu",
-			     vaddr, n, l->n_line);
+		cr_assert_eq((size_t)n, l->n_line,
+			     "%#" PRIx64 ": addr2line has %d frames, heapbpf %zu", vaddr, n,
+			     l->n_line);
 		for (int k = 0; k < n; k++) {
 			Perftools__Profiles__Line *ln = l->line[k];
 			Perftools__Profiles__Function *f = p->function[ln->function_id - 1];
 
-			cr_assert_str_eq(str(p, f->name), a2l[k].func, "%#" PRIx64 " frame %d", vaddr, k);
+			cr_assert_str_eq(str(p, f->name), a2l[k].func, "%#" PRIx64 " frame %d",
+					 vaddr, k);
 			/* no DWARF there (Debian's libjemalloc.a): addr2line says "file.o:?" */
 			if (!a2l[k].line) {
 				cr_assert_eq(ln->line, 0, "%#" PRIx64 " frame %d (%s)", vaddr, k,
@@ -198,9 +200,9 @@ Test(symbols, lines_and_inlined_frames_match_addr2line)
 /* ---- stripped jemalloc, debug info found three ways ------------------------ */
 
 struct stripped {
-	char dir[PATH_MAX];	/* tmpdir/sj */
-	char lib[PATH_MAX];	/* dir/lib: the stripped libjemalloc.so.2 */
-	char debug[PATH_MAX];	/* dir/libjemalloc.so.2.debug */
+	char dir[PATH_MAX];   /* tmpdir/sj */
+	char lib[PATH_MAX];   /* dir/lib: the stripped libjemalloc.so.2 */
+	char debug[PATH_MAX]; /* dir/libjemalloc.so.2.debug */
 	char build_id[64];
 };
 
@@ -479,10 +481,10 @@ Test(symbols, process_in_another_mount_namespace)
 	cr_assert_neq(stat("/mnt/ns-service", &st), 0);
 	snprintf(pid, sizeof(pid), "%d", s.pid);
 	snprintf(out, sizeof(out), "%s/ns.folded", hb_tmpdir());
-	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "2", "-f", "folded", "-o", out,
-					      NULL },
-			    err, sizeof(err), 60000),
-		     0, "%s", err);
+	cr_assert_eq(
+		hb_run((const char *[]){ "--pid", pid, "-d", "2", "-f", "folded", "-o", out, NULL },
+		       err, sizeof(err), 60000),
+		0, "%s", err);
 	cr_assert(strstr(err, "/mnt/ns-service"), "%s", err);
 	cr_assert_eq(svc_stop(&s), 0);
 	cr_assert_gt(hb_read_file(out, &text), 0);

@@ -54,9 +54,10 @@ static void fixture_exists(const char *path)
 {
 	struct stat st;
 
-	cr_assert_eq(stat(path, &st), 0,
-		     "fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
-		     path);
+	cr_assert_eq(
+		stat(path, &st), 0,
+		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
+		path);
 }
 
 static void oracle(const char *bin, const char *je_object, const char *flag_sym,
@@ -103,8 +104,8 @@ Test(versions, oracle_rjem530_shared)
 /* static, _rjem_ names, malloc/mallocx + sdallocx like tikv-jemallocator, no DWARF */
 Test(versions, oracle_rust_release_binary)
 {
-	oracle(FX("bin/rjem530-rust"), FX("bin/rjem530-rust"), FLAG_RJEM, "_RJEM_MALLOC_CONF",
-	       NULL, NULL);
+	oracle(FX("bin/rjem530-rust"), FX("bin/rjem530-rust"), FLAG_RJEM, "_RJEM_MALLOC_CONF", NULL,
+	       NULL);
 }
 
 /* 5.2.1 with the late-activation fix: heapbpf switches sampling on as usual */
@@ -132,8 +133,8 @@ Test(versions, oracle_530_debug_build)
 /* the same build without DWARF: recognized by its compile-time defaults */
 Test(versions, oracle_530_debug_build_without_dwarf)
 {
-	oracle(FX("bin/debug530-static-nodwarf"), FX("bin/debug530-static-nodwarf"), FLAG_530,
-	       NULL, NULL, NULL);
+	oracle(FX("bin/debug530-static-nodwarf"), FX("bin/debug530-static-nodwarf"), FLAG_530, NULL,
+	       NULL, NULL);
 }
 
 /* an unknown version works once the user forces the layout that matches it */
@@ -359,8 +360,10 @@ static void refused(const struct refusal *r, const char *const *want)
 {
 	char out[PATH_MAX], pid[16], err[4096];
 	const char *env[] = { r->env, NULL };
-	const char *args[] = { "--pid", pid, "-d", "2", "-o", out, r->layout ? "--jemalloc-layout" : NULL,
-			       r->layout, NULL };
+	const char *args[] = {
+		"--pid",   pid, "-d", "2", "-o", out, r->layout ? "--jemalloc-layout" : NULL,
+		r->layout, NULL
+	};
 	struct stat st;
 	struct svc s;
 	uint64_t flag;
@@ -399,9 +402,10 @@ Test(versions, unknown_version_refused)
 {
 	refused(&(struct refusal){ FX("bin/unknown-static"),
 				   "MALLOC_CONF=prof:true,prof_active:false", NULL, FLAG_530 },
-		(const char *[]){ "jemalloc 5.4.0-0-g0000000000000000000000000000000000000000 in pid",
-				  "is not a version heapbpf knows (5.2.1, 5.3.0, 5.3.1)",
-				  "--jemalloc-layout", NULL });
+		(const char *[]){
+			"jemalloc 5.4.0-0-g0000000000000000000000000000000000000000 in pid",
+			"is not a version heapbpf knows (5.2.1, 5.3.0, 5.3.1)", "--jemalloc-layout",
+			NULL });
 }
 
 Test(versions, forced_layout_contradicting_dwarf_refused)
@@ -431,7 +435,8 @@ Test(versions, without_prof_names_the_right_variable)
 				   "MALLOC_CONF=prof:true,prof_active:false", NULL, NULL },
 		(const char *[]){ "restart it with _RJEM_MALLOC_CONF=", NULL });
 	refused(&(struct refusal){ FX("bin/je521fix-shared"), NULL, NULL, NULL },
-		(const char *[]){ "restart it with MALLOC_CONF=prof:true,prof_active:false", NULL });
+		(const char *[]){ "restart it with MALLOC_CONF=prof:true,prof_active:false",
+				  NULL });
 	refused(&(struct refusal){ FX("bin/custom530-static"), NULL, NULL, NULL },
 		(const char *[]){ "restart it with MYAPP_MALLOC_CONF=prof:true,prof_active:false",
 				  NULL });
@@ -468,8 +473,8 @@ Test(versions, late_activation_521_detected)
 	cr_assert(strstr(err, "jemalloc 5.2.1 never samples again in a thread that allocated while "
 			      "prof_active was off"),
 		  "%s", err);
-	cr_assert(strstr(err, "start the service with MALLOC_CONF=prof:true,prof_active:true"), "%s",
-		  err);
+	cr_assert(strstr(err, "start the service with MALLOC_CONF=prof:true,prof_active:true"),
+		  "%s", err);
 	cr_assert_neq(stat(out, &st), 0, "%s was written", out);
 	cr_assert_eq(hb_sym_addr(s.pid, bin, FLAG_521, &flag), 0);
 	cr_assert_eq(hb_peek(s.pid, flag, &b, 1), 0);

@@ -44,8 +44,9 @@ void hb_require_bpf(void)
 	if (opt_out && strcmp(opt_out, "1") == 0)
 		cr_skip_test("HEAPBPF_TEST_NO_BPF=1: BPF tests skipped at the runner's request");
 	if (geteuid() != 0)
-		cr_assert_fail("this test needs root (BPF, uprobes, process_vm_writev); run make test "
-			 "as root, or set HEAPBPF_TEST_NO_BPF=1 to skip the BPF tests explicitly");
+		cr_assert_fail(
+			"this test needs root (BPF, uprobes, process_vm_writev); run make test "
+			"as root, or set HEAPBPF_TEST_NO_BPF=1 to skip the BPF tests explicitly");
 }
 
 const char *hb_tmpdir(void)
@@ -207,8 +208,8 @@ int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
 		  const char *const *env, const char *const *args)
 {
-	return svc_start_opts(s, binary, &(struct svc_opts){ .malloc_conf = malloc_conf, .env = env },
-			      args);
+	return svc_start_opts(s, binary,
+			      &(struct svc_opts){ .malloc_conf = malloc_conf, .env = env }, args);
 }
 
 int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout_ms)
@@ -423,7 +424,8 @@ bool hb_wait_byte(pid_t pid, uint64_t addr, uint8_t want, int timeout_ms, pid_t 
 			siginfo_t si = {};
 
 			/* WNOWAIT: leave the exit status for hb_wait */
-			if (waitid(P_PID, alive, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid)
+			if (waitid(P_PID, alive, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+			    si.si_pid)
 				return false;
 		}
 		hb_sleep_ms(10);

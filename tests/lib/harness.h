@@ -44,9 +44,9 @@ int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
 		  const char *const *env, const char *const *args);
 /* How svc_start_opts starts a service. */
 struct svc_opts {
-	const char *malloc_conf;  /* MALLOC_CONF (NULL: unset) */
-	const char *const *env;	  /* extra "NAME=value" entries, or NULL */
-	bool no_aslr;		  /* mapped where a non-PIE build would be, every run alike */
+	const char *malloc_conf; /* MALLOC_CONF (NULL: unset) */
+	const char *const *env;	 /* extra "NAME=value" entries, or NULL */
+	bool no_aslr;		 /* mapped where a non-PIE build would be, every run alike */
 };
 /* The same, as o says. */
 int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,

@@ -91,7 +91,8 @@ static bool parse_hex(struct cursor *c, bool allow_prefix, uint64_t *out)
 	uint64_t v = 0;
 	int d;
 
-	if (allow_prefix && c->end - c->p > 2 && c->p[0] == '0' && (c->p[1] == 'x' || c->p[1] == 'X'))
+	if (allow_prefix && c->end - c->p > 2 && c->p[0] == '0' &&
+	    (c->p[1] == 'x' || c->p[1] == 'X'))
 		c->p += 2;
 	start = c->p;
 	while (c->p < c->end && (d = hex_digit(*c->p)) >= 0) {
@@ -230,7 +231,7 @@ enum parse_state {
 	ST_MAGIC,	/* expecting "heap_v2/N" */
 	ST_TOTALS,	/* expecting the header's "t*:" */
 	ST_BODY,	/* thread lines, stacks, the blank line, MAPPED_LIBRARIES: */
-	ST_STACK_TOTAL,	/* after "@ ...", expecting its "t*:" */
+	ST_STACK_TOTAL, /* after "@ ...", expecting its "t*:" */
 	ST_MAPS,	/* /proc/PID/maps lines */
 };
 

@@ -31,7 +31,6 @@ int hb_standin_log(char *lines, size_t linelen, int max);
  * its stderr in err.
  */
 void hb_standin_deliver(const char *scheme, int port, const char *pid, const char *spool,
-			const char *extra1, const char *extra2, int want, char *err,
-			size_t errlen);
+			const char *extra1, const char *extra2, int want, char *err, size_t errlen);
 
 #endif /* __HEAPBPF_TEST_STANDIN_H */

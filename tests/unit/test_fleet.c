@@ -173,9 +173,9 @@ Test(fleet_unit, cli_fleet_options)
 	struct cli c;
 
 	{
-		const char *a[] = { "--unit", "redis", "--output-dir", "/var/lib/x", "-f", "pprof",
-				    "-f", "folded", "--compress", "zstd", "--keep", "5",
-				    "--max-bytes", "64M", NULL };
+		const char *a[] = { "--unit", "redis", "--output-dir", "/var/lib/x", "-f",
+				    "pprof",  "-f",    "folded",       "--compress", "zstd",
+				    "--keep", "5",     "--max-bytes",  "64M",	     NULL };
 
 		cr_assert_eq(parse(&c, a, err, sizeof(err)), 0, "%s", err);
 		cr_assert_str_eq(c.unit, "redis");
@@ -186,8 +186,9 @@ Test(fleet_unit, cli_fleet_options)
 		cr_assert_eq(c.duration, 10.0);
 	}
 	{
-		const char *a[] = { "-p", "1", "--interval", "60", "--pyroscope", "https://p",
-				    "--spool-dir", "/s", "--label", "env=prod", "--label", "pid=",
+		const char *a[] = { "-p",	   "1",		"--interval",  "60",
+				    "--pyroscope", "https://p", "--spool-dir", "/s",
+				    "--label",	   "env=prod",	"--label",     "pid=",
 				    NULL };
 
 		cr_assert_eq(parse(&c, a, err, sizeof(err)), 0, "%s", err);

@@ -25,12 +25,9 @@ static char *xstrdup(const char *s)
 
 /* Location i gets the given names as its lines, callee first (NULL ends the list). */
 static const char *const loc_names[][3] = {
-	{ "je_malloc", NULL },
-	{ "inner", "outer", NULL }, /* inner was inlined into outer */
-	{ "main", NULL },
-	{ "weird;name\twith\nstu\rff", NULL },
-	{ "handler", NULL },
-	{ "handler", NULL }, /* another address in the same function */
+	{ "je_malloc", NULL }, { "inner", "outer", NULL }, /* inner was inlined into outer */
+	{ "main", NULL },      { "weird;name\twith\nstu\rff", NULL },
+	{ "handler", NULL },   { "handler", NULL }, /* another address in the same function */
 };
 
 #define NLOCS (sizeof(loc_names) / sizeof(loc_names[0]))
@@ -42,12 +39,9 @@ struct exp_sample {
 };
 
 static const struct exp_sample samples[] = {
-	{ 3, { 0, 1, 2 }, { 1, 100, 1, 50 } },
-	{ 3, { 0, 4, 2 }, { 2, 200, 0, 0 } },
-	{ 3, { 0, 1, 2 }, { 3, 300, 2, 70 } },
-	{ 2, { 3, 2 }, { 0, 0, 4, 40 } },
-	{ 3, { 0, 5, 2 }, { 1, 10, 1, 10 } },
-	{ 3, { 0, 4, 2 }, { 0, 0, 0, 0 } },
+	{ 3, { 0, 1, 2 }, { 1, 100, 1, 50 } }, { 3, { 0, 4, 2 }, { 2, 200, 0, 0 } },
+	{ 3, { 0, 1, 2 }, { 3, 300, 2, 70 } }, { 2, { 3, 2 }, { 0, 0, 4, 40 } },
+	{ 3, { 0, 5, 2 }, { 1, 10, 1, 10 } },  { 3, { 0, 4, 2 }, { 0, 0, 0, 0 } },
 };
 
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
@@ -208,7 +202,7 @@ Test(folded, bad_arguments)
 
 	cr_assert_not_null(f);
 	cr_assert_eq(folded_write(p, HB_NVALUES, f), -EINVAL);
-	cr_assert_eq(folded_write(p, (enum hb_value)-1, f), -EINVAL);
+	cr_assert_eq(folded_write(p, (enum hb_value) - 1, f), -EINVAL);
 	p->samples[0].locs[1] = NLOCS;
 	cr_assert_eq(folded_write(p, HB_ALLOC_SPACE, f), -EINVAL);
 	cr_assert_eq(fclose(f), 0);

@@ -53,7 +53,9 @@ static const struct exp_loc exp_locs[] = {
 	/* 0: in libjemalloc, no file */
 	{ 0x7f0000001234, 2, 1, { { "je_malloc_default", NULL, NULL, 0 } } },
 	/* 1: inline_helper inlined into handle_request */
-	{ 0x401000, 1, 2,
+	{ 0x401000,
+	  1,
+	  2,
 	  { { "inline_helper", NULL, "app.c", 10 },
 	    { "handle_request", "_Z14handle_requestv", "app.c", 42 } } },
 	/* 2 */

@@ -95,12 +95,12 @@ Test(pyro_push, request_bytes_as_upstream_numbers_them)
 	const struct pyro_label l[] = { { .key = "a", .value = "b" } };
 	const uint8_t profile[] = { 0x01, 0x02 };
 	const uint8_t want[] = {
-		0x0a, 0x11,			    /* series (1), 17 bytes */
-		0x0a, 0x06,			    /*   labels (1), 6 bytes */
-		0x0a, 0x01, 'a', 0x12, 0x01, 'b',   /*     name (1), value (2) */
-		0x12, 0x07,			    /*   samples (2), 7 bytes */
-		0x0a, 0x02, 0x01, 0x02,		    /*     raw_profile (1) */
-		0x12, 0x01, 'x',		    /*     ID (2) */
+		0x0a, 0x11,			   /* series (1), 17 bytes */
+		0x0a, 0x06,			   /*   labels (1), 6 bytes */
+		0x0a, 0x01, 'a',  0x12, 0x01, 'b', /*     name (1), value (2) */
+		0x12, 0x07,			   /*   samples (2), 7 bytes */
+		0x0a, 0x02, 0x01, 0x02,		   /*     raw_profile (1) */
+		0x12, 0x01, 'x',		   /*     ID (2) */
 	};
 	uint8_t *req = NULL;
 	size_t len = 0;
