@@ -28,18 +28,23 @@ static int neg_errno(void)
 	return errno ? -errno : -EIO;
 }
 
-static int write_stdout(int (*write_fn)(FILE *f, void *arg), void *arg)
+/* write_fn's output into f, flushed, and any error on the way (the stream's included). */
+static int write_flushed(FILE *f, int (*write_fn)(FILE *f, void *arg), void *arg)
 {
-	int err;
+	int err = write_fn(f, arg);
 
-	err = write_fn(stdout, arg);
 	if (err)
 		return err;
-	/* no fsync: stdout is often a pipe or a terminal, where it fails */
 	errno = 0;
-	if (fflush(stdout))
+	if (fflush(f))
 		return neg_errno();
-	return ferror(stdout) ? -EIO : 0;
+	return ferror(f) ? -EIO : 0;
+}
+
+static int write_stdout(int (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	/* no fsync: stdout is often a pipe or a terminal, where it fails */
+	return write_flushed(stdout, write_fn, arg);
 }
 
 /*
@@ -86,12 +91,7 @@ static int write_special(const char *path, int (*write_fn)(FILE *f, void *arg), 
 		close(fd);
 		return err;
 	}
-	err = write_fn(f, arg);
-	errno = 0;
-	if (!err && fflush(f))
-		err = neg_errno();
-	if (!err && ferror(f))
-		err = -EIO;
+	err = write_flushed(f, write_fn, arg);
 	if (fclose(f) && !err)
 		err = neg_errno();
 	return err;
@@ -126,18 +126,9 @@ int output_write_atomic_mode(const char *path, mode_t mode, int (*write_fn)(FILE
 		goto fail;
 	}
 
-	err = write_fn(f, arg);
+	err = write_flushed(f, write_fn, arg);
 	if (err)
 		goto fail;
-	errno = 0;
-	if (fflush(f)) {
-		err = neg_errno();
-		goto fail;
-	}
-	if (ferror(f)) {
-		err = -EIO;
-		goto fail;
-	}
 	/* the data must be on disk before the rename makes it visible */
 	if (fsync(fd)) {
 		err = neg_errno();
