@@ -78,11 +78,7 @@ class Stats:
 
 
 def trapfloor(calls):
-    out = subprocess.run([hb.path("bench/trapfloor"), str(calls), "1"], capture_output=True,
-                         text=True, timeout=300)
-    if out.returncode:
-        raise BenchError("trapfloor failed: " + out.stderr)
-    rec = [json.loads(line) for line in out.stdout.splitlines() if line][-1]
+    rec = hb.trapfloor(calls, 1)[-1]
     if not rec["empty_run_cnt"] or not rec["alloc_run_cnt"] or not rec["free_run_cnt"]:
         raise BenchError("trapfloor: the kernel counted no run with statistics on")
     return rec

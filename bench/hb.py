@@ -122,6 +122,17 @@ def pin(cpus):
     return setup
 
 
+def trapfloor(calls, reps, frames=None, cpus=None, timeout=300):
+    """bench/trapfloor CALLS REPS [FRAMES] (pinned to cpus when given): one record per
+    repetition, the bare uprobe hit and heapbpf's programs on their stand-ins."""
+    argv = [path("bench/trapfloor"), str(calls), str(reps)] + ([str(frames)] if frames else [])
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                         preexec_fn=pin(cpus))
+    if out.returncode:
+        raise BenchError("trapfloor failed: " + out.stderr)
+    return [json.loads(line) for line in out.stdout.splitlines() if line]
+
+
 def cpus_split():
     """The target on the last CPU, heapbpf on the others, when there are two or more."""
     n = os.cpu_count() or 1

@@ -164,12 +164,8 @@ def bench_idle(S, res):
 
 
 def bench_trap(S, res):
-    out = subprocess.run([hb.path("bench/trapfloor"), str(S["trap_calls"]),
-                          str(S["trap_reps"])], capture_output=True, text=True, timeout=300,
-                         preexec_fn=hb.pin({1}) if os.cpu_count() > 1 else None)
-    if out.returncode:
-        raise BenchError("trapfloor failed: " + out.stderr)
-    recs = [json.loads(line) for line in out.stdout.splitlines() if line]
+    recs = hb.trapfloor(S["trap_calls"], S["trap_reps"],
+                        cpus={1} if os.cpu_count() > 1 else None)
     traps = [r["trap_ns"] for r in recs]
     res["trap_ns"] = traps
     res["heapbpf_prog_ns"] = [r["heapbpf_ns"] for r in recs]
@@ -376,12 +372,8 @@ def bpftrace_run(pid, lib, port, n, cpus):
 
 def isolated(S, frames):
     """trapfloor with a backtrace of frames frames: one record per repetition."""
-    out = subprocess.run([hb.path("bench/trapfloor"), str(S["trap_calls"] // 5 or 1),
-                          str(S["scale_reps"]), str(frames)], capture_output=True, text=True,
-                         timeout=300, preexec_fn=hb.pin(hb.cpus_split()[0]))
-    if out.returncode:
-        raise BenchError("trapfloor failed: " + out.stderr)
-    return [json.loads(line) for line in out.stdout.splitlines() if line]
+    return hb.trapfloor(S["trap_calls"] // 5 or 1, S["scale_reps"], frames,
+                        hb.cpus_split()[0])
 
 
 def bench_scaling(S, res, smoke):

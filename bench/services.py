@@ -50,7 +50,6 @@ process started here is ended here; traffic goes to 127.0.0.1 only.
 Called from bench/run.py (`bench_services`); bench/report.py makes the rows.
 """
 
-import json
 import os
 import re
 import shutil
@@ -212,11 +211,7 @@ class Server:
 def bare_trap_ns(calls, reps):
     """One bare uprobe hit's CPU cost (bench/trapfloor: an empty program on a uprobe,
     the CPU time per call with it attached less without), the median of reps."""
-    out = subprocess.run([hb.path("bench/trapfloor"), str(calls), str(reps)],
-                         capture_output=True, text=True, timeout=600)
-    if out.returncode:
-        raise BenchError("trapfloor failed: " + out.stderr[-1000:])
-    runs = sorted(json.loads(line)["trap_ns"] for line in out.stdout.splitlines() if line)
+    runs = sorted(r["trap_ns"] for r in hb.trapfloor(calls, reps, timeout=600))
     if len(runs) != reps:
         raise BenchError("trapfloor printed %d repetitions, not %d" % (len(runs), reps))
     return runs[len(runs) // 2]
