@@ -280,14 +280,21 @@ static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector
 	return 0;
 }
 
+static int consume(struct ring_buffer *rb)
+{
+	int err = ring_buffer__consume(rb);
+
+	if (err < 0)
+		return err;
+	return err > 0 && fault_collect() ? -EIO : 0;
+}
+
 /*
  * A followed child exited: what it sampled is in the ring buffer, taken now;
  * then its pid leaves the BPF maps, for a process that gets it next is none
  * of ours (with several targets, the uprobes serve every process mapping the
  * object, and only the maps tell ours apart).
  */
-static int consume(struct ring_buffer *rb);
-
 static int followed_exit(struct loop *l, size_t i, bool drain)
 {
 	struct proc *p = &l->procs[i];
@@ -470,7 +477,6 @@ static int on_event(void *ctx, void *data, size_t len)
 
 static int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
 			     size_t errlen);
-static int consume(struct ring_buffer *rb);
 
 /*
  * Each target on its own: settled once it samples, hit by the bug once its
@@ -536,15 +542,6 @@ static int asked(struct session *s, int rc)
 	if (rc > 0)
 		s->reason = STOP_USER;
 	return rc;
-}
-
-static int consume(struct ring_buffer *rb)
-{
-	int err = ring_buffer__consume(rb);
-
-	if (err < 0)
-		return err;
-	return err > 0 && fault_collect() ? -EIO : 0;
 }
 
 /* The BPF side's counters, for every target (one BPF object serves them all). */
