@@ -337,13 +337,17 @@ static int add_stack(struct builder *b, const struct collector *c, size_t i,
 	if (!locs)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		err = st->nframes ? 0 : location_for(b, 0, &locs[i]);
-		if (err) {
-			free(locs);
-			return err;
-		}
-		if (st->nframes)
+		/* every address was located before any sample (locate_collector) */
+		if (st->nframes) {
 			locs[i] = loc_of[st->frames[i]];
+		} else {
+			/* an empty stack: one location, for address 0 */
+			err = location_for(b, 0, &locs[i]);
+			if (err) {
+				free(locs);
+				return err;
+			}
+		}
 		/* grown with the locations: the analyzer cannot see hashmap__get() finds none first */
 		// NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
 		is_je[i] = b->loc_is_je[locs[i]];
