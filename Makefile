@@ -22,7 +22,12 @@ ifeq ($(SANITIZE),1)
 override CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 		   -fno-sanitize-recover=undefined
 endif
-CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf -Iuser -MMD -MP
+# user/ in stage folders, lowest first: a file includes only headers of its own
+# folder or of lower ones, and the commands at user/ itself are on top
+# (scripts/layers.py checks it in make lint; docs/architecture.md)
+USER_LAYERS := util symbols jemalloc collect profile heap export sampling
+USER_INC   := -Iuser $(USER_LAYERS:%=-Iuser/%)
+CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf $(USER_INC) -MMD -MP
 LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lcurl -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -Ibpf -I$(BUILD)
 
@@ -34,7 +39,7 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-USER_SRCS  := $(wildcard user/*.c)
+USER_SRCS  := $(wildcard user/*.c $(USER_LAYERS:%=user/%/*.c))
 USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 # Pyroscope's push API: the messages heapbpf sends, in proto/ (their upstream files' layout)
 PUSH_PROTOS := proto/types/v1/types.proto proto/push/v1/push.proto
@@ -117,9 +122,13 @@ $(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
 
 # ---- user space -------------------------------------------------------------
 
-$(USER_OBJS): $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
+# The generated headers exist before anything compiles (order-only); which
+# object includes which is then in its -MMD dependencies, so a change to the
+# BPF program rebuilds the skeleton, probes.o and the link, nothing else.
+GEN_H := $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
+$(USER_OBJS): | $(GEN_H)
 # the flame graph viewer is assembled into the object (.incbin), which -MMD does not see
-$(BUILD)/user/flamegraph.o: user/flamegraph.js user/flamegraph.css
+$(BUILD)/user/profile/flamegraph.o: user/profile/flamegraph.js user/profile/flamegraph.css
 
 $(BUILD)/user/%.o: user/%.c | $(BUILD)
 	$(call msg,CC,$@)
@@ -156,7 +165,8 @@ examples: $(EXAMPLES)
 # ---- tests ------------------------------------------------------------------
 
 # jemalloc 5.3.0/5.2.1 builds from Debian's sources (tests/fixtures/fixtures.mk)
-# for test_versions, kept outside the clone while their inputs are unchanged
+# and 5.3.1 ones from sid's (tests/fixtures/fixtures-531.mk, a set with its own
+# cache key) for test_versions, kept outside the clone while their inputs are unchanged
 # (scripts/build-jemalloc-fixtures.sh); found by the tests through
 # HEAPBPF_FIXTURES (also by the runs with another BUILD, such as the sanitizer run).
 # Beside them, redis-server with its bundled jemalloc, built as upstream builds
@@ -202,7 +212,7 @@ _plain-unit: $(BUILD)/tests/unit_tests
 _plain-integration _plain-serial: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) \
 	$(BUILD)/tests/integration_tests
 _plain-versions: $(BUILD)/heapbpf $(BUILD)/tests/integration_tests fixtures
-_plain-fuzz: $(BUILD)/fuzz/fuzz_recording _san-build
+_plain-fuzz: $(BUILD)/fuzz/fuzz_recording $(BUILD)/fuzz/fuzz_pprof _san-build
 $(PLAIN_RUNS): _plain-%:
 	-$(Q)scripts/run-tests.sh $(BUILD) $*
 
@@ -219,7 +229,7 @@ _san-versions: fixtures
 $(SAN_RUNS): _san-%:
 	-$(Q)SANITIZED=1 scripts/run-tests.sh $(SAN) $*
 
-$(BUILD)/tests/%.o: tests/%.c $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H) | $(BUILD)
+$(BUILD)/tests/%.o: tests/%.c | $(BUILD) $(GEN_H)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/lib $(CFLAGS) -c $< -o $@
@@ -269,7 +279,7 @@ $(BUILD)/bench/trapfloor: bench/trapfloor.c $(BUILD)/bench/trapfloor.skel.h $(BU
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -I$(BUILD)/bench $(CFLAGS) -pthread $< -lbpf -lelf -lz -o $@
 
-$(BUILD)/bench/userbench.o: bench/userbench.c $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h | $(BUILD)
+$(BUILD)/bench/userbench.o: bench/userbench.c | $(BUILD) $(GEN_H)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
@@ -281,19 +291,32 @@ $(BUILD)/bench/userbench: $(BUILD)/bench/userbench.o $(LIB_OBJS)
 # ---- fuzzing (make fuzz; a one-minute run is part of make test) -------------
 
 FUZZ_SECONDS ?= 300
-FUZZ_SRCS := user/recording.c user/replay.c user/collector.c user/symbolize.c user/debuginfo.c user/errmsg.c \
-	     user/elfobj.c user/procmaps.c user/hashmap.c user/leaks.c user/output.c
+# the recording reader and what it stands on: the stages up to collect/, whole
+FUZZ_LAYERS := util symbols jemalloc collect
+FUZZ_SRCS := $(wildcard $(FUZZ_LAYERS:%=user/%/*.c))
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	      -std=gnu11 -D_GNU_SOURCE -Wall -Werror -Ibuild -Ibpf -Iuser
+	      -std=gnu11 -D_GNU_SOURCE -Wall -Werror -Ibuild -Ibpf $(USER_INC)
 
-$(BUILD)/fuzz/fuzz_recording: tests/fuzz/fuzz_recording.c $(FUZZ_SRCS) $(wildcard user/*.h) bpf/heapbpf.h
+$(BUILD)/fuzz/fuzz_recording: tests/fuzz/fuzz_recording.c $(FUZZ_SRCS) \
+		$(wildcard $(FUZZ_LAYERS:%=user/%/*.h)) bpf/heapbpf.h
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(FUZZ_FLAGS) -I$(BUILD) tests/fuzz/fuzz_recording.c $(FUZZ_SRCS) \
-		-lzstd -lz -ldw -lelf -ldebuginfod -o $@
+		-lzstd -lz -ldw -lelf -ldebuginfod -liberty -o $@
+
+# the pprof reader and heapbpf diff: diff reaches the recording replay, the
+# report and the writers, so every source but main.c is built in
+FUZZ_PPROF_SRCS := $(filter-out user/main.c,$(USER_SRCS)) $(BUILD)/proto/profile.pb-c.c \
+		   $(PUSH_PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.c)
+$(BUILD)/fuzz/fuzz_pprof: tests/fuzz/fuzz_pprof.c $(FUZZ_PPROF_SRCS) $(wildcard user/*.h user/*/*.h) \
+	bpf/heapbpf.h $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(FUZZ_FLAGS) -I$(BUILD) -I$(BUILD)/proto tests/fuzz/fuzz_pprof.c \
+		$(FUZZ_PPROF_SRCS) $(LDLIBS) -o $@
 
 fuzz: deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/fuzz/fuzz_recording
+	$(Q)$(MAKE) --no-print-directory $(BUILD)/fuzz/fuzz_recording $(BUILD)/fuzz/fuzz_pprof
 	$(Q)scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
 
 # ---- install ----------------------------------------------------------------
@@ -308,7 +331,7 @@ PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-UNITS   := heapbpf-snapshot@.service heapbpf-snapshot@.timer
+UNITS   := heapbpf-snapshot@.service heapbpf-snapshot@.timer heapbpf-watch@.service
 INSTALLED := $(BINDIR)/heapbpf $(MANDIR)/man8/heapbpf.8 $(UNITS:%=$(UNITDIR)/%)
 
 .PHONY: install uninstall
@@ -323,8 +346,10 @@ install: $(BUILD)/heapbpf
 		sed 's#^\(ExecStart=[-@:+!]*\)[^ ]*/heapbpf #\1$(BINDIR)/heapbpf #' \
 			examples/systemd/$$u > "$$tmp/$$u"; \
 	done; \
-	grep -q '^ExecStart=$(BINDIR)/heapbpf ' "$$tmp/heapbpf-snapshot@.service" || \
-		{ echo "heapbpf: ExecStart= of heapbpf-snapshot@.service not rewritten" >&2; exit 1; }; \
+	for u in heapbpf-snapshot@.service heapbpf-watch@.service; do \
+		grep -q '^ExecStart=$(BINDIR)/heapbpf ' "$$tmp/$$u" || \
+			{ echo "heapbpf: ExecStart= of $$u not rewritten" >&2; exit 1; }; \
+	done; \
 	install -D -m 0755 $(BUILD)/heapbpf $(DESTDIR)$(BINDIR)/heapbpf; \
 	install -D -m 0644 man/heapbpf.8 $(DESTDIR)$(MANDIR)/man8/heapbpf.8; \
 	install -d $(DESTDIR)$(UNITDIR); \
@@ -339,11 +364,12 @@ uninstall:
 $(BUILD):
 	$(Q)mkdir -p $@
 
-FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h tests/*/*.c tests/*/*.h examples/*.c \
-	bench/*.c)
+FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h user/*/*.c user/*/*.h tests/*/*.c \
+	tests/*/*.h examples/*.c bench/*.c)
 # cppcheck and clang-tidy on our own C code, no warning allowed (part of make
 # test, where it yields the CPU to the builds the tests wait for)
 lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
+	$(Q)python3 scripts/layers.py $(USER_LAYERS)
 	$(Q)nice -n 10 scripts/lint.sh $(BUILD)
 
 format-check:
@@ -353,5 +379,5 @@ format-check:
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard $(BUILD)/*.d $(BUILD)/user/*.d $(BUILD)/tests/*/*.d $(BUILD)/examples/*.d \
+-include $(wildcard $(BUILD)/*.d $(BUILD)/user/*.d $(BUILD)/user/*/*.d $(BUILD)/tests/*/*.d $(BUILD)/examples/*.d \
 	$(BUILD)/bench/*.d)

@@ -227,16 +227,30 @@ def parse_heapbpf_stderr(text):
     return out
 
 
+def named_for(outfile, extra):
+    """outfile with the suffix of the format extra's -f gives (heapbpf refuses a -f that
+    disagrees with -o's name)."""
+    extra = list(extra)
+    if "-f" in extra and extra.index("-f") + 1 < len(extra):
+        suffix = {"pprof": ".pb.gz", "folded": ".folded", "html": ".html"}[
+            extra[extra.index("-f") + 1]]
+        for old in (".pb.gz", ".folded", ".html"):
+            if outfile.endswith(old):
+                return outfile[:-len(old)] + suffix
+    return outfile
+
+
 def heapbpf_argv(pid, outfile, extra=()):
     return [heapbpf_bin(), "--pid", str(pid), "--duration", "0", "-v",
-            "--ringbuf-size", RINGBUF_MIB, "-o", outfile] + list(extra)
+            "--ringbuf-size", RINGBUF_MIB, "-o", named_for(outfile, extra)] + list(extra)
 
 
 def heapbpf_cycle(pid, seconds, extra=(), cpus=None):
     """heapbpf attached to pid for seconds; returns (counters, exit code)."""
     errpath = os.path.join(tmp(), "cycle.err")
     argv = [heapbpf_bin(), "--pid", str(pid), "--duration", str(seconds), "-v",
-            "--ringbuf-size", RINGBUF_MIB, "-o", os.path.join(tmp(), "cycle.pb.gz")] + list(extra)
+            "--ringbuf-size", RINGBUF_MIB, "-o", named_for(os.path.join(tmp(), "cycle.pb.gz"),
+                                                           extra)] + list(extra)
     with open(errpath, "wb") as ef:
         rc = subprocess.run(argv, stdout=ef, stderr=ef, stdin=subprocess.DEVNULL,
                             timeout=seconds + 60, preexec_fn=pin(cpus)).returncode

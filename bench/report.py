@@ -743,6 +743,7 @@ SVC_CONDITIONS = [
     ("sampling", "sampling: process B, started with sampling on, nobody attached"),
     ("attached", "attached: process A, heapbpf attached"),
     ("sampling_same", "control: process A, `prof_active` set to 1 by the script, no heapbpf"),
+    ("watched", "watched: process A, `heapbpf watch` attached (section 11)"),
 ]
 
 
@@ -785,7 +786,7 @@ def services(R, doc):
                     "1 (reference)" if c == "idle" else
                     spread([i / x for x, i in zip(r["cpu_ns"][c], r["cpu_ns"]["idle"])],
                            "{:.3f}")]
-                   for c, what in SVC_CONDITIONS])
+                   for c, what in SVC_CONDITIONS if c in r["rps"]])
         a_s, a_i, s_i = (svc_ratio(r, k) for k in ("attached_sampling", "attached_idle",
                                                     "sampling_idle"))
         for key, what in (("ratios", "requests/s"), ("cpu_ratios", "CPU efficiency")):
@@ -927,6 +928,83 @@ def snapshot(R, doc):
     doc.p()
 
 
+def watch(R, doc):
+    """Section 11: heapbpf watch for a long time, compressed (absent from older results)."""
+    w = R.get("watch")
+    if not w:
+        return
+    doc.p("## 11. heapbpf watch, long")
+    doc.p()
+    doc.p("`examples/alloc-service-static --threads %d` with `lg_prof_sample:%d` (one sample "
+          "per %d bytes: %d times jemalloc's default rate, so %d s stand for about %.1f hours "
+          "at the default) under `heapbpf watch --pid N --output-dir DIR` for %d s; heapbpf's "
+          "RSS read every second, its CPU time and the target's from `/proc/PID/stat` over the "
+          "same span (after the first second), then SIGUSR1 (one profile) and SIGINT (the "
+          "stop profile)." % (w["threads"], w["lg"], 1 << w["lg"], 1 << (19 - w["lg"]),
+                              w["seconds"], w["seconds"] * (1 << (19 - w["lg"])) / 3600,
+                              w["seconds"]))
+    doc.p()
+    share = w["hb_cpu_s"] / w["target_cpu_s"] if w["target_cpu_s"] else 0
+    doc.table(["measure", "value"], [
+        ["samples taken", "{:,}".format(w["samples"])],
+        ["events dropped", str(w["drops"])],
+        ["profiles written (demand, stop)", str(w["profiles"])],
+        ["heapbpf RSS, first and last second", "%.1f -> %.1f MiB" % (
+            w["rss_first_kib"] / 1024, w["rss_last_kib"] / 1024)],
+        ["heapbpf RSS, highest", "%.1f MiB" % (w["rss_max_kib"] / 1024)],
+        ["heapbpf RSS slope, second half (least squares)", "%.1f MiB/h" % (
+            w["slope_kib_per_hour"] / 1024)],
+        ["heapbpf's own CPU / the target's CPU", "%.4f" % share],
+    ])
+    doc.p()
+    doc.p("heapbpf's own CPU here is the collector's (reading the ring buffer, keeping the "
+          "in-use set); the BPF programs' time runs in the target's threads and counts in "
+          "the target's CPU, as in §8 and §9.")
+    doc.p()
+    watch_services(R, doc)
+
+
+def watch_share(r):
+    """heapbpf watch's share of a service's CPU by accounting, per watched run (None:
+    the results predate it)."""
+    return (r.get("watch") or {}).get("share") or None
+
+
+def watch_services(R, doc):
+    """Section 11, continued: heapbpf watch's share of redis's and nghttpd's CPU, by
+    section 9's accounting, at jemalloc's default rate."""
+    svcs = [(n, r) for n, r in R["services"]["services"].items() if watch_share(r)]
+    if not svcs:
+        return
+    doc.p("**A watcher's cost on real services.** Section 9's services and load, with a "
+          "fifth condition in each repetition's rotation: process A under `heapbpf watch "
+          "--pid N --output-dir DIR -v` (its defaults: the oom, pressure and demand "
+          "triggers armed, the growth ones off; default ring buffer), attached for the "
+          "whole load run, jemalloc's default rate. heapbpf's share of the service's CPU by "
+          "the same accounting as section 9: (BPF run time + runs x bare trap + heapbpf's "
+          "process CPU) / the service's CPU time during the run.")
+    doc.p()
+    rows = []
+    for name, r in svcs:
+        w = r["watch"]
+        hits = [sum(n for k, (n, _) in p.items() if k in UPROBE_PROGS) for p in w["bpf_progs"]]
+        rows.append([name, spread(hits, "{:,.0f}"),
+                     spread([x * 100 for x in w["share"]], "{:.2f}%"),
+                     spread([1 - x for x in w["share"]], "{:.4f}"),
+                     spread([h / c * 100 for h, c in zip(w["heapbpf_cpu_ns"],
+                                                         r["cpu_ns"]["watched"])], "{:.2f}%"),
+                     spread(r["ratios"]["watched_sampling"], "{:.3f}")])
+    doc.table(["service", "program runs per watched run", "heapbpf watch's share of the "
+               "service's CPU", "1 - share", "heapbpf's own process CPU / the service's",
+               "requests/s, watched / sampling (measured, noisy)"], rows)
+    doc.p()
+    for name, r in svcs:
+        share = med(r["watch"]["share"])
+        doc.p("Target (%s): heapbpf watch's share of the service's CPU <= 1%%, by "
+              "accounting: %s." % (name, verdict(share <= 0.01, "median %.2f%%" % (share * 100))))
+        doc.p()
+
+
 def targets(R, doc):
     """The summary table: one row per target, with the section that explains it."""
     attach_ms, stop_ms = attach_all(R), stop_all(R)
@@ -986,6 +1064,18 @@ def targets(R, doc):
             summary.append(["10", "live-heap snapshot, %s stacks, %s" % (
                 "{:,}".format(sn["stacks"]), name), "<= 1000 ms", "%.0f ms" % best,
                 best <= TARGETS["snapshot_ms"]])
+    if R.get("watch"):
+        w = R["watch"]
+        slope_mib = w["slope_kib_per_hour"] / 1024
+        summary.append(["11", "heapbpf watch, RSS slope over the second half (MiB/h, "
+                        "at %d x the default sampling rate)" % (1 << (19 - w["lg"])),
+                        "<= 1 MiB/h", "%.1f MiB/h" % slope_mib, slope_mib <= 1.0])
+    for name, r in R["services"]["services"].items():
+        if watch_share(r):
+            share = med(r["watch"]["share"])
+            summary.append(["11", "%s, heapbpf watch's share of its CPU by accounting "
+                            "(default rate)" % name, "<= 1%", "%.2f%%" % (share * 100),
+                            share <= 0.01])
     doc.p("## Targets")
     doc.p()
     doc.table(["§", "target", "wanted", "measured", "verdict"],
@@ -1012,6 +1102,7 @@ def report(R):
     bpfstats(R, body)
     services(R, body)
     snapshot(R, body)
+    watch(R, body)
     targets(R, doc)
     return doc.text() + "\n" + body.text()
 

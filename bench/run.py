@@ -50,6 +50,7 @@ FULL = dict(
     record_seconds=10.0, record_reps=3,
     bpfstats_reps=3, bpfstats_trap_calls=200000, bpfstats_lg=18, bpfstats_seconds=3.0,
     unit_procs=64, unit_seconds=5.0, unit_rate=2000,
+    watch_seconds=240, watch_lg=12, watch_threads=4,
 )
 SMOKE = dict(
     idle_reps=1, idle_window=0.2, idle_cycle=0.3,
@@ -64,6 +65,7 @@ SMOKE = dict(
     record_seconds=0.5, record_reps=1,
     bpfstats_reps=1, bpfstats_trap_calls=10000, bpfstats_lg=16, bpfstats_seconds=0.5,
     unit_procs=4, unit_seconds=1.0, unit_rate=2000,
+    watch_seconds=4, watch_lg=12, watch_threads=2,
 )
 
 # a large binary every machine with clang has (clang -> libclang-cpp -> libllvm)
@@ -469,7 +471,7 @@ def bench_footprint(S, res):
         finally:
             hb.RINGBUF_MIB = saved
     h = r["hb"]
-    with open(os.path.join(hb.tmp(), "micro.pb.gz")) as f:
+    with open(os.path.join(hb.tmp(), "micro.folded")) as f:
         stacks = sum(1 for line in f if line.strip())
     sym = []
     sinfo = None
@@ -693,6 +695,84 @@ def bench_snapshot(S, res):
 # ---- main -----------------------------------------------------------------------------------
 
 
+# ---- 11. heapbpf watch for a long time, compressed ----------------------------------------
+
+
+def proc_cpu_s(pid):
+    """utime + stime of pid in seconds, from /proc/PID/stat."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def slope(xs, ys):
+    """Least-squares slope of ys against xs."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+
+
+def bench_watch(S, res):
+    """heapbpf watch on the example at a high sampling rate: its RSS over time and CPU share."""
+    conf = "prof:true,prof_active:false,lg_prof_sample:%d" % S["watch_lg"]
+    out = os.path.join(hb.tmp(), "watch")
+    os.makedirs(out, mode=0o700, exist_ok=True)
+    env = dict(os.environ, MALLOC_CONF=conf)
+    svc = subprocess.Popen([hb.path("examples/alloc-service-static"), "--threads",
+                            str(S["watch_threads"])], env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    errpath = os.path.join(hb.tmp(), "watch.err")
+    try:
+        time.sleep(0.5)
+        with open(errpath, "w") as err:
+            w = subprocess.Popen([hb.heapbpf_bin(), "watch", "--pid", str(svc.pid),
+                                  "--output-dir", out], stdout=err, stderr=err)
+        try:
+            t0 = time.monotonic()
+            time.sleep(1.0)  # attached and sampling
+            c0 = (proc_cpu_s(w.pid), proc_cpu_s(svc.pid), time.monotonic())
+            ts, rss = [], []
+            while time.monotonic() - t0 < S["watch_seconds"]:
+                ts.append(time.monotonic() - t0)
+                rss.append(proc_rss_kib(w.pid))
+                time.sleep(1.0)
+            c1 = (proc_cpu_s(w.pid), proc_cpu_s(svc.pid), time.monotonic())
+            w.send_signal(signal.SIGUSR1)
+            time.sleep(1.0)
+        finally:
+            w.send_signal(signal.SIGINT)
+            rc = w.wait(timeout=120)
+    finally:
+        hb.kill_wait(svc)
+    with open(errpath) as f:
+        text = f.read()
+    if rc not in (0, 3, 4):
+        raise BenchError("heapbpf watch failed (%d):\n%s" % (rc, text[-2000:]))
+    samples = sum(int(m) for m in re.findall(r"heapbpf: (\d+) samples \(", text))
+    drops = re.findall(r"(\d+) events were dropped", text)
+    half = len(ts) // 2
+    res["watch"] = dict(
+        seconds=S["watch_seconds"], lg=S["watch_lg"], threads=S["watch_threads"], exit=rc,
+        rss_first_kib=rss[0], rss_last_kib=rss[-1], rss_max_kib=max(rss),
+        # the second half: past the start's growth of the collector's tables
+        slope_kib_per_hour=slope(ts[half:], rss[half:]) * 3600 if len(ts) - half > 2 else 0,
+        hb_cpu_s=c1[0] - c0[0], target_cpu_s=c1[1] - c0[1], wall_s=c1[2] - c0[2],
+        samples=samples, drops=sum(int(d) for d in drops) + (rc == 4),
+        profiles=len([n for n in os.listdir(out) if n.endswith(".pb.gz")]))
+    log("watch: RSS %d -> %d KiB, slope %.0f KiB/h, CPU %.2f s of the target's %.2f s"
+        % (rss[0], rss[-1], res["watch"]["slope_kib_per_hour"], res["watch"]["hb_cpu_s"],
+           res["watch"]["target_cpu_s"]))
+
+
 def timed(name, fn, *args):
     t = time.monotonic()
     r = fn(*args)
@@ -718,6 +798,7 @@ def measure(S, smoke):
     timed("bpf_stats", bench_bpfstats, S, res, log)
     timed("services", bench_services, smoke, res, redis_bench, log)
     timed("snapshot", bench_snapshot, S, res)
+    timed("watch", bench_watch, S, res)
     res["elapsed_s"] = time.monotonic() - t0
     res["load_end"] = loadavg()
     return res

@@ -64,7 +64,7 @@ from hb import BenchError, spread
 
 IDLE_CONF = "prof:true,prof_active:false"
 ON_CONF = "prof:true,prof_active:true"
-CONDITIONS = ["idle", "sampling", "attached", "sampling_same"]
+CONDITIONS = ["idle", "sampling", "attached", "sampling_same", "watched"]
 FLAG = "je_prof_active_state"
 # heapbpf's programs on uprobes in the target: they run in its threads (its fork and
 # exec tracepoints run in whichever process forks or execs, anywhere)
@@ -217,14 +217,22 @@ def bare_trap_ns(calls, reps):
     return runs[len(runs) // 2]
 
 
-def attached_run(svc, srv, oc, samples, hb_cpu, progs):
+def watch_argv(pid):
+    """heapbpf watch as an operator runs it (its defaults: every trigger but the growth
+    ones armed), with -v for its BPF programs' statistics."""
+    out = os.path.join(hb.tmp(), "watch-%d" % pid)
+    os.makedirs(out, mode=0o700, exist_ok=True)
+    return [hb.heapbpf_bin(), "watch", "--pid", str(pid), "--output-dir", out, "-v"]
+
+
+def attached_run(svc, srv, oc, samples, hb_cpu, progs, argv=None):
     """One load run with heapbpf attached to srv for all of it, started SETTLE_S after
     heapbpf switched sampling on; appends heapbpf's samples, its own CPU time during
     the run and its BPF programs' kernel-measured run counts and times (statistics on
     while heapbpf is attached: its -v prints them before it unloads the programs)."""
     errpath = os.path.join(hb.tmp(), "%s-heapbpf.err" % svc.name)
     with bpfstats.Stats():
-        out = attached_load(svc, srv, oc, samples, hb_cpu, errpath)
+        out = attached_load(svc, srv, oc, samples, hb_cpu, errpath, argv)
     got = {m.group(1): (int(m.group(2)), int(m.group(3)))
            for m in bpfstats.STATS_RE.finditer(open(errpath).read())}
     if not got.get("heapbpf_alloc", (0, 0))[0]:
@@ -233,9 +241,10 @@ def attached_run(svc, srv, oc, samples, hb_cpu, progs):
     return out
 
 
-def attached_load(svc, srv, oc, samples, hb_cpu, errpath):
+def attached_load(svc, srv, oc, samples, hb_cpu, errpath, argv=None):
     with open(errpath, "wb") as ef:
-        hp = subprocess.Popen(hb.heapbpf_argv(srv.pid, os.path.join(hb.tmp(), "svc.pb.gz")),
+        hp = subprocess.Popen(argv or hb.heapbpf_argv(srv.pid, os.path.join(hb.tmp(),
+                                                                            "svc.pb.gz")),
                               stdout=ef, stderr=ef, stdin=subprocess.DEVNULL,
                               preexec_fn=hb.pin(oc))
     try:
@@ -273,6 +282,7 @@ def measure_service(svc, S, je, tc, oc, log, trap_ns):
     cpu = {c: [] for c in CONDITIONS}
     load = {c: [] for c in CONDITIONS}
     samples, hb_cpu, progs = [], [], []
+    w_samples, w_hb_cpu, w_progs = [], [], []
     try:
         if hb.peek(a.pid, a.flag) != 0 or hb.peek(b.pid, b.flag) != 1:
             raise BenchError("%s: prof_active is not what MALLOC_CONF said" % svc.name)
@@ -291,6 +301,9 @@ def measure_service(svc, S, je, tc, oc, log, trap_ns):
                     r = b.run(svc, oc)
                 elif c == "attached":
                     r = attached_run(svc, a, oc, samples, hb_cpu, progs)
+                elif c == "watched":
+                    r = attached_run(svc, a, oc, w_samples, w_hb_cpu, w_progs,
+                                     watch_argv(a.pid))
                 else:
                     hb.poke(a.pid, a.flag, 1)
                     try:
@@ -312,6 +325,7 @@ def measure_service(svc, S, je, tc, oc, log, trap_ns):
     pairs = dict(attached_sampling=("attached", "sampling"), attached_idle=("attached", "idle"),
                  sampling_idle=("sampling", "idle"),
                  attached_sampling_same=("attached", "sampling_same"),
+                 watched_sampling=("watched", "sampling"), watched_idle=("watched", "idle"),
                  sampling_same_idle=("sampling_same", "idle"))
     # heapbpf's share of the server's CPU by accounting, per attached run: the BPF
     # programs' own time as the kernel measured it, plus one bare uprobe trap per hit
@@ -319,13 +333,20 @@ def measure_service(svc, S, je, tc, oc, log, trap_ns):
     # CPU during the run (on the load generator's CPU, where it takes from the load),
     # over the server's CPU time during the run. An estimate: the programs ran a little
     # longer than the run (counted), cache effects after a program returns are not
-    share = []
-    for p, c, h in zip(progs, cpu["attached"], hb_cpu):
-        up = [v for k, v in p.items() if k in UPROBE_PROGS]
-        share.append((sum(t for _, t in up) + sum(n for n, _ in up) * trap_ns + h) / c)
+    def shares(ps, cs, hs):
+        out = []
+        for p, c, h in zip(ps, cs, hs):
+            up = [v for k, v in p.items() if k in UPROBE_PROGS]
+            out.append((sum(t for _, t in up) + sum(n for n, _ in up) * trap_ns + h) / c)
+        return out
+
     return dict(package=svc.package, version=dpkg_version(svc.package), load=svc.describe(),
                 rps=rps, cpu_ns=cpu, loadavg=load, samples=samples, heapbpf_cpu_ns=hb_cpu,
-                bpf_progs=progs, trap_ns=trap_ns, share=share,
+                bpf_progs=progs, trap_ns=trap_ns,
+                share=shares(progs, cpu["attached"], hb_cpu),
+                # the same for heapbpf watch (section 11: a watcher's cost on real services)
+                watch=dict(samples=w_samples, heapbpf_cpu_ns=w_hb_cpu, bpf_progs=w_progs,
+                           share=shares(w_progs, cpu["watched"], w_hb_cpu)),
                 ratios={k: ratios(rps, x, y) for k, (x, y) in pairs.items()},
                 # the same ratios of CPU efficiency: server CPU time of y / of x for the
                 # same requests (what other work on the machine distorts least)

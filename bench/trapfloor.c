@@ -168,7 +168,7 @@ static int setup_heapbpf(struct heapbpf_bpf **out, struct ring_buffer **rbp)
 
 	if (!hs)
 		return -errno;
-	/* jemalloc 5.3.0's positions and offsets (user/layout.c), with our fake structures */
+	/* jemalloc 5.3.0's positions and offsets (user/jemalloc/layout.c), with our fake structures */
 	hs->rodata->layout.alloc_ptr_arg = 1;
 	hs->rodata->layout.alloc_size_arg = 2;
 	hs->rodata->layout.alloc_usize_arg = 3;

@@ -37,6 +37,8 @@ const volatile __u64 wakeup_bytes = 0;
  * (6.x made the comm fields __data_loc), and without CO-RE nothing else says.
  */
 const volatile __u32 fork_child_pid_off = 0;
+/* The same for oom/mark_victim's fields (heapbpf watch). */
+const volatile struct heapbpf_oom_offsets oom_off = {};
 
 struct heapbpf_counters counters = {};
 
@@ -374,5 +376,54 @@ int heapbpf_exec(void *ctx)
 		return 0;
 	bpf_map_delete_elem(&tracked, &tgid);
 	proc_event(HEAPBPF_EV_EXEC, tgid, 0);
+	return 0;
+}
+
+/* An unsigned long field of a tracepoint record at off; 0 when the kernel has none (off 0). */
+static __always_inline __u64 tp_ulong(void *ctx, __u32 off)
+{
+	__u64 v = 0;
+
+	if (off)
+		bpf_probe_read_kernel(&v, sizeof(v), ctx + off);
+	return v;
+}
+
+/*
+ * heapbpf watch: the OOM killer chose a victim. It runs in whatever task
+ * triggered the kill, so the victim is the record's pid, not the current
+ * task. A tracked victim's figures go to user space at once: the process
+ * is gone a few milliseconds later, and its in-use profile is what was
+ * collected up to this record.
+ */
+SEC("tracepoint/oom/mark_victim")
+int heapbpf_oom(void *ctx)
+{
+	struct heapbpf_oom_event *e;
+	__u32 pid = 0;
+	__s16 adj = 0;
+
+	if (bpf_probe_read_kernel(&pid, sizeof(pid), ctx + oom_off.pid) || !pid)
+		return 0;
+	if (!bpf_map_lookup_elem(&tracked, &pid))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(&counters.oom_drops);
+		return 0;
+	}
+	e->type = HEAPBPF_EV_OOM;
+	e->pid = pid;
+	e->ts = bpf_ktime_get_ns();
+	e->total_vm_kb = tp_ulong(ctx, oom_off.total_vm);
+	e->anon_rss_kb = tp_ulong(ctx, oom_off.anon_rss);
+	e->file_rss_kb = tp_ulong(ctx, oom_off.file_rss);
+	e->shmem_rss_kb = tp_ulong(ctx, oom_off.shmem_rss);
+	e->pgtables_kb = tp_ulong(ctx, oom_off.pgtables);
+	if (oom_off.oom_score_adj)
+		bpf_probe_read_kernel(&adj, sizeof(adj), ctx + oom_off.oom_score_adj);
+	e->oom_score_adj = adj;
+	e->has_figures = oom_off.has_figures;
+	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

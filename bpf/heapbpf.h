@@ -17,6 +17,7 @@ enum heapbpf_event_type {
 	HEAPBPF_EV_FREE = 2,
 	HEAPBPF_EV_FORK = 3, /* a tracked process made a new task (a process or a thread) */
 	HEAPBPF_EV_EXEC = 4, /* a tracked process called exec: its jemalloc is a new one */
+	HEAPBPF_EV_OOM = 5,  /* the kernel chose a tracked process as an OOM victim */
 };
 
 /* Processes heapbpf follows through fork at once: the target and its descendants. */
@@ -25,7 +26,7 @@ enum heapbpf_event_type {
 /*
  * Where jemalloc keeps what the probes read, for one jemalloc version.
  * Argument indices are 0-based (x86-64 SysV: rdi, rsi, rdx, rcx, r8, r9).
- * Filled by user/layout.c, handed to BPF through .rodata.
+ * Filled by user/jemalloc/layout.c, handed to BPF through .rodata.
  */
 struct heapbpf_layout {
 	/* prof_malloc_sample_object(...) */
@@ -95,6 +96,31 @@ struct heapbpf_proc_event {
 	__u64 ts;
 };
 
+/*
+ * Where the oom/mark_victim tracepoint's record keeps its fields, read by
+ * user space from the tracepoint's format file (no CO-RE here); a field the
+ * kernel does not have is at offset 0 with size 0 and reads as 0.
+ */
+struct heapbpf_oom_offsets {
+	__u32 pid;
+	__u32 total_vm, anon_rss, file_rss, shmem_rss, pgtables; /* unsigned long, kB */
+	__u32 oom_score_adj;					 /* short */
+	__u32 has_figures; /* 1: the kB fields above are there (kernels since 6.1 or so) */
+};
+
+/*
+ * The kernel chose a tracked process as the victim of an OOM kill: it dies
+ * within milliseconds. The figures are the tracepoint's, in kB.
+ */
+struct heapbpf_oom_event {
+	__u32 type; /* HEAPBPF_EV_OOM */
+	__u32 pid;
+	__u64 ts; /* CLOCK_MONOTONIC */
+	__u64 total_vm_kb, anon_rss_kb, file_rss_kb, shmem_rss_kb, pgtables_kb;
+	__s32 oom_score_adj;
+	__u32 has_figures;
+};
+
 /* flags */
 #define HEAPBPF_F_READ_FAULT 0x1 /* a bpf_probe_read_user of jemalloc memory failed */
 #define HEAPBPF_F_TRUNCATED  0x2 /* bt.len was larger than HEAPBPF_MAX_FRAMES */
@@ -129,6 +155,7 @@ struct heapbpf_counters {
 	__u64 activity_bytes;
 	__u64 proc_drops;      /* fork/exec events lost (ring buffer full) */
 	__u64 untracked_forks; /* children not tracked: HEAPBPF_MAX_TRACKED reached */
+	__u64 oom_drops;       /* OOM-victim events lost (ring buffer full) */
 };
 
 _Static_assert(sizeof(struct heapbpf_layout) == 8 + 8 * 4, "layout size");
@@ -136,5 +163,6 @@ _Static_assert(sizeof(struct heapbpf_alloc_event) == 64 + 8 * HEAPBPF_MAX_FRAMES
 	       "alloc event size");
 _Static_assert(sizeof(struct heapbpf_free_event) == 64, "free event size");
 _Static_assert(sizeof(struct heapbpf_proc_event) == 24, "proc event size");
+_Static_assert(sizeof(struct heapbpf_oom_event) == 64, "oom event size");
 
 #endif /* __HEAPBPF_H */

@@ -19,7 +19,11 @@
  * and where it still holds all its live objects, so a profiler's view of the
  * live heap and jemalloc's own prof.dump can be compared exactly.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* O_TMPFILE */
+#endif
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -629,6 +633,56 @@ SITE static __attribute__((noreturn)) void forked_child(uint64_t seconds, const 
 	_exit(0);
 }
 
+/* An empty file, DIR/child-PID.WHAT, that says a forked child got that far. */
+static void child_mark(const char *dir, const char *what)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/child-%d.%s", dir, (int)getpid(), what);
+	f = fopen(path, "w");
+	if (!f || fclose(f))
+		_exit(1);
+}
+
+/*
+ * forkhold: from SIGUSR1 on, MIB MiB in use in 1 MiB blocks (DIR/child-PID.held
+ * says so), all freed at SIGUSR2 (DIR/child-PID.freed), then it exits: a peak
+ * in the child alone, while the parent may allocate nothing.
+ */
+SITE static __attribute__((noreturn)) void child_held_buffers(uint64_t mib, const char *dir)
+{
+	void **blocks = calloc(mib ? mib : 1, sizeof(*blocks));
+	sigset_t go;
+	int sig;
+
+	if (!blocks || !freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout) ||
+	    !freopen("/dev/null", "w", stderr))
+		_exit(1);
+	sigemptyset(&go);
+	sigaddset(&go, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &go, NULL);
+	sigaddset(&go, SIGUSR1);
+	sigdelset(&go, SIGUSR2);
+	if (sigwait(&go, &sig))
+		_exit(1);
+	for (uint64_t i = 0; i < mib; i++) {
+		blocks[i] = malloc(1 << 20);
+		if (!blocks[i])
+			_exit(1);
+		touch(blocks[i], 1 << 20);
+	}
+	child_mark(dir, "held");
+	sigemptyset(&go);
+	sigaddset(&go, SIGUSR2);
+	if (sigwait(&go, &sig))
+		_exit(1);
+	for (uint64_t i = 0; i < mib; i++)
+		free(blocks[i]);
+	child_mark(dir, "freed");
+	_exit(0);
+}
+
 static int parse_u64(const char *s, uint64_t max, uint64_t *out);
 
 /* hold N: N MiB more in use, in 1 MiB blocks, from a site of its own: a known change. */
@@ -650,6 +704,199 @@ SITE static void held_buffers(uint64_t mib)
 	}
 }
 
+/*
+ * hoard N: N MiB in 64 KiB blocks at once, from a site of its own, never
+ * freed: a burst that is then held while the other sites churn (a held
+ * suspect of heapbpf --leaks, not a growing one).
+ */
+#define HOARD_BLOCK (64 << 10)
+static void **hoarded;
+static size_t nhoarded;
+
+SITE static void hoard_buffers(uint64_t mib)
+{
+	size_t n = mib * ((1 << 20) / HOARD_BLOCK);
+	void **v = realloc(hoarded, (nhoarded + n) * sizeof(*v));
+
+	if (!v)
+		die_oom((nhoarded + n) * sizeof(*v));
+	hoarded = v;
+	for (size_t i = 0; i < n; i++) {
+		hoarded[nhoarded] = malloc(HOARD_BLOCK);
+		if (!hoarded[nhoarded])
+			die_oom(HOARD_BLOCK);
+		touch(hoarded[nhoarded++], HOARD_BLOCK);
+	}
+}
+
+static void cmd_hoard(const char *arg)
+{
+	uint64_t mib;
+
+	if (parse_u64(arg, 65536, &mib)) {
+		reply("error hoard takes MiB");
+		return;
+	}
+	hoard_buffers(mib);
+	reply("hoarded %zu", nhoarded);
+}
+
+/*
+ * nobt: what a process that takes its stacks itself does (a bridge emitting
+ * its own probes from jemalloc's sampling): a prof_backtrace hook of its own
+ * that takes no backtrace (jemalloc 5.3.0 and later:
+ * experimental.hooks.prof_backtrace, whose type jemalloc's public header does
+ * not declare), and prof.active switched on by the process itself.
+ */
+static void no_backtrace(void **vec, unsigned *len, unsigned max_len)
+{
+	(void)vec;
+	(void)max_len;
+	*len = 0;
+}
+
+static void cmd_nobt(void)
+{
+	void (*hook)(void **, unsigned *, unsigned) = no_backtrace;
+	bool on = true;
+	int err;
+
+	err = mallctl("experimental.hooks.prof_backtrace", NULL, NULL, &hook, sizeof(hook));
+	if (err) {
+		reply("error experimental.hooks.prof_backtrace: %s", strerror(err));
+		return;
+	}
+	err = mallctl("prof.active", NULL, NULL, &on, sizeof(on));
+	if (err)
+		reply("error prof.active: %s", strerror(err));
+	else
+		reply("nobt active 1");
+}
+
+/*
+ * deep N MIB: MIB MiB in 64 KiB blocks (deep_buffers), kept until exit,
+ * allocated at the bottom of a recursion N calls of deep_frame deep: a
+ * backtrace longer than jemalloc's default 128 frames (5.3.1's prof_bt_max
+ * raises its limit).
+ */
+static void **deepheld;
+static size_t ndeepheld;
+
+SITE static void deep_buffers(uint64_t mib)
+{
+	size_t n = mib * ((1 << 20) / HOARD_BLOCK);
+	void **v = realloc(deepheld, (ndeepheld + n) * sizeof(*v));
+
+	if (!v)
+		die_oom((ndeepheld + n) * sizeof(*v));
+	deepheld = v;
+	for (size_t i = 0; i < n; i++) {
+		deepheld[ndeepheld] = malloc(HOARD_BLOCK);
+		if (!deepheld[ndeepheld])
+			die_oom(HOARD_BLOCK);
+		touch(deepheld[ndeepheld++], HOARD_BLOCK);
+	}
+}
+
+/* not a tail call: each level keeps its frame, so the stack is depth frames deep */
+SITE static unsigned deep_frame(unsigned depth, uint64_t mib)
+{
+	volatile unsigned here = depth;
+
+	if (depth <= 1)
+		deep_buffers(mib);
+	else
+		here += deep_frame(depth - 1, mib);
+	return here;
+}
+
+static void cmd_deep(char *arg)
+{
+	uint64_t depth, mib;
+	char *m = arg + strcspn(arg, " \t");
+
+	if (*m)
+		*m++ = '\0';
+	if (parse_u64(arg, 100000, &depth) || !depth || parse_u64(m, 65536, &mib)) {
+		reply("error deep takes DEPTH MIB");
+		return;
+	}
+	deep_frame((unsigned)depth, mib);
+	reply("deep %zu", ndeepheld);
+}
+
+/*
+ * fill N: N MiB more in use in 1 MiB blocks (fill_buffers), every byte
+ * written, kept until exit: resident memory, as a leak that ends in an OOM
+ * kill makes it (hold touches only the first bytes of each block).
+ */
+static void **filled;
+static size_t nfilled;
+
+SITE static void fill_buffers(uint64_t mib)
+{
+	for (uint64_t i = 0; i < mib; i++) {
+		void **v = realloc(filled, (nfilled + 1) * sizeof(*v));
+
+		if (!v)
+			die_oom((nfilled + 1) * sizeof(*v));
+		filled = v;
+		filled[nfilled] = malloc(1 << 20);
+		if (!filled[nfilled])
+			die_oom(1 << 20);
+		memset(filled[nfilled++], 0x5a, 1 << 20);
+	}
+}
+
+static void cmd_fill(const char *arg)
+{
+	uint64_t mib;
+
+	if (parse_u64(arg, 65536, &mib)) {
+		reply("error fill takes MiB");
+		return;
+	}
+	fill_buffers(mib);
+	reply("filled %zu", nfilled);
+}
+
+/*
+ * pagecache N: N MiB written to an unlinked file under /tmp and read back,
+ * so that page cache (reclaimable, charged to the memory cgroup) comes and
+ * goes: pressure at a cgroup's limit without an OOM kill. No heap involved.
+ */
+static void cmd_pagecache(const char *arg)
+{
+	static char block[1 << 20];
+	uint64_t mib;
+	int fd;
+
+	if (parse_u64(arg, 65536, &mib)) {
+		reply("error pagecache takes MiB");
+		return;
+	}
+	fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		reply("error pagecache: %s", strerror(errno));
+		return;
+	}
+	memset(block, 0x5a, sizeof(block));
+	for (uint64_t i = 0; i < mib; i++) {
+		if (pwrite(fd, block, sizeof(block), (off_t)(i << 20)) != (ssize_t)sizeof(block)) {
+			reply("error pagecache: %s", strerror(errno));
+			close(fd);
+			return;
+		}
+	}
+	fdatasync(fd);
+	for (uint64_t i = 0; i < mib; i++) {
+		if (pread(fd, block, sizeof(block), (off_t)(i << 20)) != (ssize_t)sizeof(block))
+			break;
+	}
+	close(fd);
+	reply("cached %" PRIu64, mib);
+}
+
 static void cmd_hold(const char *arg)
 {
 	uint64_t mib;
@@ -662,7 +909,7 @@ static void cmd_hold(const char *arg)
 	reply("held %zu", nheld);
 }
 
-/* fork, fork2 [SECONDS]; forkw SECONDS DIR; forkexec PROG [ARG...] */
+/* fork, fork2 [SECONDS]; forkw SECONDS DIR; forkhold MIB DIR; forkexec PROG [ARG...] */
 static void cmd_fork(const char *cmd, char *arg)
 {
 	uint64_t seconds = 120;
@@ -673,18 +920,19 @@ static void cmd_fork(const char *cmd, char *arg)
 
 	/* the children are not waited for: let the kernel reap them */
 	signal(SIGCHLD, SIG_IGN);
-	if (!strcmp(cmd, "forkw")) {
+	if (!strcmp(cmd, "forkw") || !strcmp(cmd, "forkhold")) {
 		char *dir = arg + strcspn(arg, " \t");
 
 		if (!*dir) {
-			reply("error forkw needs SECONDS DIR");
+			reply("error %s needs %s DIR", cmd,
+			      strcmp(cmd, "forkw") ? "MIB" : "SECONDS");
 			return;
 		}
 		*dir++ = '\0';
 		dump_dir = dir + strspn(dir, " \t");
 	}
 	if (strcmp(cmd, "forkexec") && *arg && parse_u64(arg, 86400, &seconds)) {
-		reply("error %s takes seconds", cmd);
+		reply("error %s takes %s", cmd, strcmp(cmd, "forkhold") ? "seconds" : "MiB");
 		return;
 	}
 	if (!strcmp(cmd, "forkexec") && !*arg) {
@@ -715,6 +963,10 @@ static void cmd_fork(const char *cmd, char *arg)
 			close(fds[1]);
 			execv(argv[0], argv);
 			_exit(127);
+		}
+		if (!strcmp(cmd, "forkhold")) {
+			close(fds[1]);
+			child_held_buffers(seconds, dump_dir);
 		}
 		if (!strcmp(cmd, "fork2")) {
 			grandchild = fork();
@@ -1085,6 +1337,134 @@ static void cmd_leaked(void)
 	      SCN_CACHE_BLOCKS * SCN_BLOCK);
 }
 
+/*
+ * rotate THREADS SIZE SLOTS ROUNDS: each of THREADS threads fills its SLOTS
+ * slots with SIZE-byte buffers (rotate_buffers) ROUNDS times over, freeing a
+ * slot's old buffer before it fills it again; then frees every other slot
+ * and parks, holding the rest until exit. One site, one size, many samples:
+ * what jemalloc's per-size-class rounding of its unbiased counts shows on.
+ */
+#define ROTATE_MAX_THREADS 64
+#define ROTATE_MAX_BYTES   (1ULL << 30)
+
+struct rotator {
+	pthread_t t;
+	uint64_t size, slots, rounds, live;
+	void **slot;
+};
+
+static pthread_mutex_t rotate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rotate_cond = PTHREAD_COND_INITIALIZER;
+static unsigned int rotate_parked;
+
+SITE static void rotate_buffers(struct rotator *r)
+{
+	for (uint64_t k = 0; k < r->rounds; k++) {
+		for (uint64_t i = 0; i < r->slots; i++) {
+			free(r->slot[i]);
+			r->slot[i] = malloc(r->size);
+			if (!r->slot[i])
+				die_oom(r->size);
+			touch(r->slot[i], r->size);
+		}
+	}
+	for (uint64_t i = 1; i < r->slots; i += 2) {
+		free(r->slot[i]);
+		r->slot[i] = NULL;
+	}
+	r->live = (r->slots + 1) / 2;
+}
+
+static void *rotate_main(void *arg)
+{
+	rotate_buffers(arg);
+	pthread_mutex_lock(&rotate_lock);
+	rotate_parked++;
+	pthread_cond_broadcast(&rotate_cond);
+	/* parked for good: exit() ends it, with its buffers still live */
+	for (;;)
+		pthread_cond_wait(&rotate_cond, &rotate_lock);
+	return NULL;
+}
+
+static void cmd_rotate(const char *arg)
+{
+	uint64_t threads, size, slots, rounds, live = 0;
+	struct rotator *r;
+	unsigned int want;
+	char *end;
+
+	threads = strtoull(arg, &end, 10);
+	size = strtoull(end, &end, 10);
+	slots = strtoull(end, &end, 10);
+	rounds = strtoull(end, &end, 10);
+	if (*end || !threads || threads > ROTATE_MAX_THREADS || !size || !slots ||
+	    size > ROTATE_MAX_BYTES || slots > ROTATE_MAX_BYTES / size ||
+	    threads * slots * size > ROTATE_MAX_BYTES || rounds > 1000000) {
+		reply("error rotate takes THREADS SIZE SLOTS ROUNDS (at most %d threads, 1 GiB "
+		      "in all)",
+		      ROTATE_MAX_THREADS);
+		return;
+	}
+	r = calloc(threads, sizeof(*r));
+	if (!r)
+		die_oom(threads * sizeof(*r));
+	pthread_mutex_lock(&rotate_lock);
+	want = rotate_parked + (unsigned int)threads;
+	pthread_mutex_unlock(&rotate_lock);
+	for (uint64_t i = 0; i < threads; i++) {
+		r[i].size = size;
+		r[i].slots = slots;
+		r[i].rounds = rounds;
+		r[i].slot = calloc(slots, sizeof(void *));
+		if (!r[i].slot)
+			die_oom(slots * sizeof(void *));
+		if (pthread_create(&r[i].t, NULL, rotate_main, &r[i])) {
+			reply("error pthread_create failed");
+			exit(1);
+		}
+	}
+	pthread_mutex_lock(&rotate_lock);
+	while (rotate_parked < want)
+		pthread_cond_wait(&rotate_cond, &rotate_lock);
+	pthread_mutex_unlock(&rotate_lock);
+	/* the rotators and their slots stay until exit */
+	for (uint64_t i = 0; i < threads; i++)
+		live += r[i].live;
+	reply("rotated %" PRIu64, live);
+}
+
+/* The command line's and the environment's strings, one after another in memory, for "retitle". */
+static char *args_start, *args_end;
+
+/*
+ * What Redis's setproctitle does: the environment copied away, then the
+ * title written over the command line's and the environment's own strings,
+ * the rest of them zeroed, so that /proc/PID/cmdline (and gdb's gcore, which
+ * takes the process's name from it) shows the title, not the program, and
+ * /proc/PID/environ holds nothing any more.
+ */
+static void cmd_retitle(const char *title)
+{
+	extern char **environ;
+	size_t room = args_end - args_start;
+
+	if (!*title || strlen(title) >= room) {
+		reply("error retitle needs a title of 1 to %zu bytes", room ? room - 1 : 0);
+		return;
+	}
+	for (size_t i = 0; environ[i]; i++) {
+		if (environ[i] >= args_start && environ[i] < args_end) {
+			environ[i] = strdup(environ[i]);
+			if (!environ[i])
+				die_oom(args_end - args_start);
+		}
+	}
+	memset(args_start, 0, room);
+	memcpy(args_start, title, strlen(title));
+	reply("retitled");
+}
+
 static void run_command(char *line)
 {
 	size_t len;
@@ -1112,11 +1492,21 @@ static void run_command(char *line)
 		cmd_active(arg);
 	} else if (!strcmp(line, "stats")) {
 		cmd_stats();
+	} else if (!strcmp(line, "nobt")) {
+		cmd_nobt();
+	} else if (!strcmp(line, "deep")) {
+		cmd_deep(arg);
 	} else if (!strcmp(line, "fork") || !strcmp(line, "fork2") || !strcmp(line, "forkw") ||
-		   !strcmp(line, "forkexec")) {
+		   !strcmp(line, "forkhold") || !strcmp(line, "forkexec")) {
 		cmd_fork(line, arg);
 	} else if (!strcmp(line, "hold")) {
 		cmd_hold(arg);
+	} else if (!strcmp(line, "hoard")) {
+		cmd_hoard(arg);
+	} else if (!strcmp(line, "fill")) {
+		cmd_fill(arg);
+	} else if (!strcmp(line, "pagecache")) {
+		cmd_pagecache(arg);
 	} else if (!strcmp(line, "leaks")) {
 		cmd_leaks(arg);
 	} else if (!strcmp(line, "burst")) {
@@ -1125,6 +1515,10 @@ static void run_command(char *line)
 		cmd_lifetimes();
 	} else if (!strcmp(line, "leaked")) {
 		cmd_leaked();
+	} else if (!strcmp(line, "rotate")) {
+		cmd_rotate(arg);
+	} else if (!strcmp(line, "retitle")) {
+		cmd_retitle(arg);
 	} else if (!strcmp(line, "quit")) {
 		shut_down("bye");
 	} else if (!*line) {
@@ -1261,6 +1655,11 @@ static void usage(FILE *f)
 		"  dump PATH      mallctl(\"prof.dump\") to PATH           -> dumped | error MSG\n"
 		"  active [0|1]   read (or set, then read) mallctl(\"prof.active\") -> active 0|1\n"
 		"  stats          allocations and frees done so far  -> stats ALLOCS FREES\n"
+		"  nobt           install a prof_backtrace hook that takes no backtrace\n"
+		"                 (experimental.hooks.prof_backtrace, jemalloc >= 5.3.0), then\n"
+		"                 set prof.active to 1                     -> nobt active 1\n"
+		"  deep N M       M MiB in 64 KiB blocks (deep_buffers), kept until exit,\n"
+		"                 allocated N calls of deep_frame deep     -> deep BLOCKS\n"
 		"  fork [N]       fork a child that allocates (forked_child) for N s (default\n"
 		"                 120), then exits                         -> forked CHILD\n"
 		"  fork2 [N]      the same, and that child forks a grandchild\n"
@@ -1268,9 +1667,18 @@ static void usage(FILE *f)
 		"  forkw N DIR    a child that waits for SIGUSR1, then allocates (forked_child)\n"
 		"                 until SIGUSR2, dumps its profile to DIR/child-PID.heap (and\n"
 		"                 DIR/child-PID.heap.done), and waits out its N s -> forked CHILD\n"
+		"  forkhold M DIR a child that waits for SIGUSR1, then holds M MiB in 1 MiB\n"
+		"                 blocks (child_held_buffers; DIR/child-PID.held), frees them\n"
+		"                 at SIGUSR2 (DIR/child-PID.freed) and exits -> forked CHILD\n"
 		"  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
+		"  fill N         N MiB more in use in 1 MiB blocks (fill_buffers), every byte\n"
+		"                 written (resident), kept until exit      -> filled BLOCKS\n"
+		"  pagecache N    N MiB written to an unlinked file under /tmp and read back:\n"
+		"                 page cache, no heap (memory cgroup pressure) -> cached N\n"
 		"  hold N         N MiB more in use, in 1 MiB blocks (held_buffers), kept until\n"
 		"                 exit                                     -> held BLOCKS\n"
+		"  hoard N        N MiB more in use at once, in 64 KiB blocks (hoard_buffers),\n"
+		"                 never freed                              -> hoarded BLOCKS\n"
 		"  leaks start    a scenario with known rates, a thread per site: leak_fast\n"
 		"                 leaks 1 MiB/s (4 KiB blocks), leak_slow 64 KiB/s (512 B),\n"
 		"                 cache_fill holds 16 MiB allocated once, churn_temp frees each\n"
@@ -1287,6 +1695,13 @@ static void usage(FILE *f)
 		"                    OUT_MAX OUT_UNDER hold_medium (the same)\n"
 		"  leaked         bytes leaked so far and over how many ns, and the cache's size\n"
 		"                 -> leaked leak_fast BYTES NS leak_slow BYTES NS cache_fill BYTES\n"
+		"  rotate T S N R T threads each fill N slots with S-byte buffers\n"
+		"                 (rotate_buffers), R rounds, freeing a slot's buffer before\n"
+		"                 filling it; then free every other slot and park, holding\n"
+		"                 the rest until exit                      -> rotated LIVE\n"
+		"  retitle TITLE  TITLE written over the command line's and the environment's\n"
+		"                 own strings, as Redis does (/proc/PID/cmdline shows it,\n"
+		"                 /proc/PID/environ is empty)                    -> retitled\n"
 		"  quit           stop the workers and exit 0                     -> bye\n"
 		"Anything else is answered \"error MSG\". EOF on stdin, SIGINT, SIGTERM or the\n"
 		"end of --duration stop it (exit 0) without a reply.\n"
@@ -1371,6 +1786,25 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "alloc-service: unexpected argument '%s'\n", argv[optind]);
 		return 2;
+	}
+	/*
+	 * The kernel lays the strings out one after another, the environment's
+	 * after the command line's (getopt may have reordered argv).
+	 */
+	{
+		extern char **environ;
+
+		args_start = args_end = argv[0];
+		for (i = 0; i < (unsigned int)argc; i++) {
+			if (argv[i] < args_start)
+				args_start = argv[i];
+			if (argv[i] + strlen(argv[i]) + 1 > args_end)
+				args_end = argv[i] + strlen(argv[i]) + 1;
+		}
+		for (i = 0; environ[i]; i++) {
+			if (environ[i] == args_end)
+				args_end = environ[i] + strlen(environ[i]) + 1;
+		}
 	}
 
 	/* Monotonic, so that the rate limiter does not jump with the wall clock. */

@@ -17,8 +17,10 @@ PKGS=(
 	chromium # tests/integration/test_flamegraph.c: the flame graph page in a headless browser
 	man-db groff-base bsdextrautils # tests/integration/test_install.c: man -l renders man/heapbpf.8 (col -bx)
 	gdb # tests/integration/test_core.c: gcore writes the core files heapbpf report reads
-	# jemalloc test fixtures: apt-get source, unpack, patch, build (g++: jemalloc's C++ part)
-	dpkg-dev debian-archive-keyring bzip2 xz-utils patch g++
+	dwz # tests/unit/test_debugsearch.c: a dwz multifile, as Debian's debug packages carry
+	# jemalloc test fixtures: apt-get source, unpack, patch, build (g++: jemalloc's C++ part;
+	# autoconf: sid's 5.3.1 source package is a git snapshot without configure)
+	dpkg-dev debian-archive-keyring bzip2 xz-utils patch g++ autoconf
 )
 
 missing=()

@@ -5,14 +5,19 @@ set -uo pipefail
 
 build=${1:-build}
 rc=0
-srcs=(user/*.c tests/lib/*.c)
+srcs=(user/*.c user/*/*.c tests/lib/*.c)
+# user/ and its stage folders
+incs=(-Iuser)
+for d in user/*/; do
+	incs+=("-I${d%/}")
+done
 # generated headers (skeleton, protobuf) as system headers: their findings are not ours
-flags=(-std=gnu11 -D_GNU_SOURCE -Iuser -Ibpf -isystem "$build" -isystem "$build/proto")
+flags=(-std=gnu11 -D_GNU_SOURCE "${incs[@]}" -Ibpf -isystem "$build" -isystem "$build/proto")
 
 echo "== cppcheck"
 cppcheck --quiet --enable=warning,performance,portability --error-exitcode=1 --inline-suppr \
 	--std=c11 -D__x86_64__ -D_GNU_SOURCE -DPROTOBUF_C_VERSION_NUMBER=1004001 \
-	-Iuser -Ibpf -I"$build" --suppress=missingIncludeSystem --suppress="*:$build/*" \
+	"${incs[@]}" -Ibpf -I"$build" --suppress=missingIncludeSystem --suppress="*:$build/*" \
 	"${srcs[@]}" || rc=1
 
 echo "== clang-tidy"
@@ -21,7 +26,7 @@ tidy() {
 	shift
 	# the skeleton bpftool 7.1 generates leaks on one out-of-memory path (not our code,
 	# reported through the file that includes it)
-	[ "$f" = user/probes.c ] && extra=(--checks=-clang-analyzer-unix.Malloc)
+	[ "$f" = user/sampling/probes.c ] && extra=(--checks=-clang-analyzer-unix.Malloc)
 	clang-tidy --quiet "${extra[@]}" "$f" -- "$@" 2>/dev/null || { echo "clang-tidy: $f"; return 1; }
 }
 export -f tidy

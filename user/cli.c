@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +14,10 @@
 
 static const char usage[] =
 	"Usage: heapbpf --pid PID [options]\n"
-	"       heapbpf report RECORDING|CORE [options]\n"
+	"       heapbpf report RECORDING|CORE|PROFILE.pb.gz [options]\n"
 	"       heapbpf top --pid PID [options]\n"
 	"       heapbpf diff BASE NEW [options]\n"
+	"       heapbpf watch --pid PID --output-dir DIR [options]\n"
 	"\n"
 	"Profiles the heap of a running process that uses jemalloc, from outside: attaches\n"
 	"uprobes to jemalloc's sampling path, switches jemalloc's prof_active on for the\n"
@@ -32,7 +34,11 @@ static const char usage[] =
 	"                             heapbpf-PID-TIME.pb.gz, .folded or .html in the current\n"
 	"                             directory)\n"
 	"  -f, --format FORMAT        pprof (gzip-compressed protobuf, default), folded, or html\n"
-	"                             (an interactive flame graph: one self-contained page)\n"
+	"                             (an interactive flame graph: one self-contained page).\n"
+	"                             Without -f, -o's name decides: .pb.gz, .pb, .pprof: pprof;\n"
+	"                             .folded, .collapsed: folded; .html, .htm: html; any other\n"
+	"                             name: pprof. A -f that disagrees with -o's name, or two -f\n"
+	"                             for one file, is refused (--output-dir takes several)\n"
 	"  -t, --sample-type TYPE     value written by --format folded, and the one html sizes\n"
 	"                             frames by: inuse_space (default), inuse_objects,\n"
 	"                             alloc_space or alloc_objects\n"
@@ -55,6 +61,9 @@ static const char usage[] =
 	"                             recordings): octal, read and write bits only, the owner's\n"
 	"                             included (default 0600: they hold the target's function\n"
 	"                             names and addresses; 0640 or 0644 to share them)\n"
+	"      --allow-shared-dir     write into a directory other users can write that has no\n"
+	"                             sticky bit, or spool into one another user owns (refused\n"
+	"                             by default: they could swap or plant what heapbpf writes)\n"
 	"      --reset                only restore prof_active in PID (and in what it forked) if a\n"
 	"                             heapbpf run that was killed (kill -9) left it on; every run\n"
 	"                             also does this first\n"
@@ -62,13 +71,29 @@ static const char usage[] =
 	"                             (children, grandchildren): each sample labelled pid=N, folded\n"
 	"                             stacks rooted at \"pid N\". Without it, a child's samples never\n"
 	"                             mix in; either way its prof_active is switched back off\n"
+	"      --children             also profile the descendants PID (or --pidfile's) has when\n"
+	"                             heapbpf starts (a manager's worker): one profile each, as\n"
+	"                             a --pid list; those without a jemalloc heapbpf can use\n"
+	"                             are skipped with a note. --follow-forks adds the later ones\n"
 	"      --leaks                after the profile, the leak suspects (stacks whose in-use\n"
-	"                             grew steadily: growth rate, oldest live sample, confidence)\n"
-	"                             and how long sampled objects lived, site by site\n"
+	"                             grew steadily: growth rate, oldest live sample, confidence),\n"
+	"                             the held suspects (stacks that kept sampled objects live far\n"
+	"                             longer than freed ones live) and how long sampled objects\n"
+	"                             lived, site by site\n"
 	"      --at-peak FILE         also write the in-use profile at the instant sampled in-use\n"
 	"                             bytes peaked, in the --format of the run\n"
 	"      --temporary-threshold T  objects freed within T count as temporary (default 1ms;\n"
 	"                             a number with ns, us, ms or s; a bare number is seconds)\n"
+	"      --wrapper NAME         an allocator wrapper of the service: the summary, leak\n"
+	"                             suspects, lifetimes, top and the flame graph name a site\n"
+	"                             by the first frame (leaf to root) outside wrappers. NAME is\n"
+	"                             a function name (demangled or raw) or an fnmatch glob\n"
+	"                             ('my_*alloc'); repeatable. Built in: zmalloc, sdsnewlen,\n"
+	"                             xmalloc, g_malloc, ngx_palloc, CRYPTO_malloc, operator new,\n"
+	"                             std::allocator, __rust_alloc, alloc::raw_vec and the like,\n"
+	"                             and any function that, in every sampled stack it is in,\n"
+	"                             calls only the allocator and is called from 2 or more\n"
+	"                             functions. pprof and folded output keep every frame\n"
 	"      --live-heap            sample nothing: read the sampled live heap (and, with\n"
 	"                             prof_accum:true, allocated totals) from jemalloc's own\n"
 	"                             tables in PID, what it sampled now or in earlier windows;\n"
@@ -98,11 +123,15 @@ static const char usage[] =
 	"      --pyroscope-timeout S  per request (default 10); --pyroscope-retries N (default 3)\n"
 	"      --pyroscope-multipart  /ingest: multipart/form-data instead of format=pprof\n"
 	"      --pyroscope-ca FILE    CA bundle for the server's certificate\n"
+	"      --pyroscope-proxy URL  send through this proxy (http, https or socks URL), also\n"
+	"                             with credentials (then only to an https:// server)\n"
 	"    Credentials only from the environment: HEAPBPF_PYROSCOPE_TENANT (X-Scope-OrgID),\n"
 	"    HEAPBPF_PYROSCOPE_USER and _PASSWORD (basic auth) or HEAPBPF_PYROSCOPE_TOKEN\n"
-	"    (bearer), each also as NAME_FILE=path.\n"
+	"    (bearer), each also as NAME_FILE=path. A password or token goes over https, or\n"
+	"    over http to a loopback address only (127.0.0.0/8, ::1, or a name resolving only\n"
+	"    to them), and never through the environment's http_proxy/https_proxy.\n"
 	"\n"
-	"  -q, --quiet                no status line, no summary\n"
+	"  -q, --quiet                no status line, no summary, no --leaks tables\n"
 	"  -v, --verbose              show libbpf's messages; at the end the BPF counters and,\n"
 	"                             with BPF statistics on, each program's run count and time\n"
 	"  -h, --help                 this help\n"
@@ -116,11 +145,12 @@ static const char usage[] =
 	"  go tool pprof -http :8080 heap.pb.gz         # look at it\n"
 	"  sudo heapbpf -p 4242 -d 60 --record heap.hbr # record now, report later, elsewhere\n"
 	"  sudo heapbpf -p 4242 -d 30 --follow-forks    # and the workers it forks meanwhile\n"
+	"  sudo heapbpf --pidfile /run/varnishd.pid --children -d 30   # its children too\n"
 	"  sudo heapbpf -p 4242 -d 60 --leaks --at-peak peak.pb.gz  # what grows, what peaked\n"
 	"\n"
 	"heapbpf report RECORDING: every report of a live run, offline, from a recording.\n"
-	"  -o, -f, -t, --raw, --leaks, --at-peak, --temporary-threshold, --file-mode\n"
-	"                             as above\n"
+	"  -o, -f, -t, --raw, --leaks, --at-peak, --temporary-threshold, --wrapper,\n"
+	"  --file-mode, --allow-shared-dir  as above\n"
 	"      --from S, --to S       only events from S to S seconds after the start\n"
 	"      --binary-path DIR      look for the recorded binaries (matched by build-id) under\n"
 	"                             DIR, as a sysroot or by file name; repeatable. Also searched:\n"
@@ -131,20 +161,29 @@ static const char usage[] =
 	"heapbpf report CORE: the sampled live heap of a jemalloc process at the time of its core\n"
 	"dump (the kernel's or gdb's gcore; an ELF core is recognized, --core insists), read from\n"
 	"jemalloc's own profiling tables: the process must have run with prof:true and\n"
-	"prof_active:true. -o, -f, -t, --raw, --binary-path, --debug-dir, --jemalloc-layout as above\n"
+	"prof_active:true. -o, -f, -t, --raw, --binary-path, --debug-dir, --jemalloc-layout,\n"
+	"--wrapper as above\n"
 	"      --core                 FILE is a core file\n"
 	"      --exe PATH             the executable the core was dumped from (checked by build-id)\n"
 	"  heapbpf report core.4242 --exe ./service -f folded -o heap.folded\n"
+	"\n"
+	"heapbpf report PROFILE.pb.gz: a pprof heap profile (heapbpf's, or any with Go's heap\n"
+	"sample types) as folded stacks or a flame graph page. -o, -f folded|html, -t,\n"
+	"--file-mode, --allow-shared-dir as above\n"
+	"  heapbpf report heap.pb.gz -o heap.html\n"
 	"\n"
 	"heapbpf diff BASE NEW: what changed between two profiles (pprof files, heapbpf's or\n"
 	"any with Go's heap sample types, or recordings), stacks matched by function and file\n"
 	"so that a rebuilt binary still matches. Prints the largest changes of -t (default\n"
 	"inuse_space) and writes the differential profile: pprof in pprof's -diff_base form\n"
-	"(the base negated, labelled pprof::base), or folded as \"stack BASE NEW\" for\n"
-	"differential flame graphs (default heapbpf-diff-TIME.pb.gz).\n"
-	"  -o, -f pprof|folded, -t, --binary-path, --debug-dir, --file-mode, -q\n"
-	"                             as above\n"
+	"(the base negated, labelled pprof::base), folded as \"stack BASE NEW\" for\n"
+	"differential flame graphs, or html: a differential flame graph page, each frame as\n"
+	"wide as the larger of its base and new -t value, red where it grew, blue where it\n"
+	"shrank, base, new and change on hover (default heapbpf-diff-TIME.pb.gz).\n"
+	"  -o, -f pprof|folded|html, -t, --binary-path, --debug-dir, --file-mode,\n"
+	"  --allow-shared-dir, -q     as above\n"
 	"  heapbpf diff before.pb.gz after.pb.gz -t alloc_space -f folded -o change.folded\n"
+	"  heapbpf diff before.pb.gz after.pb.gz -o change.html\n"
 	"\n"
 	"heapbpf top --pid PID: the allocation sites live, refreshed every second: in-use\n"
 	"growth and allocation rate over the last second, in use, totals, samples, drops. On a\n"
@@ -153,12 +192,29 @@ static const char usage[] =
 	"per second. prof_active is on while it runs. No profile is written unless -o is given\n"
 	"(then one of the whole run).\n"
 	"  -p, --pidfile, -o, -f, -t, --raw, --ringbuf-size, --jemalloc-layout, --debug-dir,\n"
-	"  --file-mode                as above\n"
+	"  --wrapper, --file-mode, --allow-shared-dir  as above\n"
 	"  -d, --duration SECONDS     stop after SECONDS (default 0: until q, Ctrl-C or SIGTERM)\n"
 	"      --sort KEY             growth (default), alloc or inuse\n"
 	"      --by KEY               site (default: caller and line), function or file\n"
 	"  sudo heapbpf top --pid 4242\n"
 	"  sudo heapbpf top -p 4242 --by function -d 60 > top.log   # one table per second\n"
+	"\n"
+	"heapbpf watch --pid PID: stays attached (prof_active on, at jemalloc's own rate) until\n"
+	"stopped, and writes the in-use profile as of the moment a trigger fires, named after\n"
+	"it (heap-TIME-PID-COMM-TRIGGER.pb.gz in --output-dir, label trigger= in Pyroscope):\n"
+	"oom when the kernel chooses PID as an OOM victim (written before it is gone), demand\n"
+	"on SIGUSR1 to heapbpf, exit or stop at the end, and:\n"
+	"  -p, --unit, --pidfile, -d, --output-dir, --keep, --max-bytes, -f, -t, --compress,\n"
+	"  --pyroscope and its options, --follow-forks, --leaks, --wrapper  as above\n"
+	"      --on-growth SIZE       when the sampled in-use estimate is SIZE above where it\n"
+	"                             was at the last growth profile (or the start)\n"
+	"      --on-rss-growth SIZE   the same for the process's RSS\n"
+	"      --on-pressure          when its memory cgroup reports pressure (v2: memory.events\n"
+	"                             high or max; v1: memory.failcnt), once per --cooldown\n"
+	"      --cooldown SECONDS     between pressure profiles (default 300)\n"
+	"      --no-oom               no profile of an OOM victim\n"
+	"  sudo heapbpf watch --unit redis --output-dir /var/lib/heapbpf/redis --on-growth 256M\n"
+	"  sudo kill -USR1 $(pidof heapbpf)                    # one profile now\n"
 	"\n"
 	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
 	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
@@ -192,8 +248,10 @@ enum {
 	OPT_PYRO_RETRIES,
 	OPT_PYRO_MULTIPART,
 	OPT_PYRO_CA,
+	OPT_PYRO_PROXY,
 	OPT_PYRO_API,
 	OPT_FOLLOW_FORKS,
+	OPT_CHILDREN,
 	OPT_LIVE_HEAP,
 	OPT_SORT,
 	OPT_BY,
@@ -201,8 +259,15 @@ enum {
 	OPT_AT_PEAK,
 	OPT_TEMPORARY,
 	OPT_FILE_MODE,
+	OPT_ALLOW_SHARED_DIR,
 	OPT_CORE,
 	OPT_EXE,
+	OPT_ON_GROWTH,
+	OPT_ON_RSS_GROWTH,
+	OPT_ON_PRESSURE,
+	OPT_COOLDOWN,
+	OPT_NO_OOM,
+	OPT_WRAPPER,
 };
 
 static const struct option options[] = {
@@ -237,8 +302,10 @@ static const struct option options[] = {
 	{ "pyroscope-retries", required_argument, NULL, OPT_PYRO_RETRIES },
 	{ "pyroscope-multipart", no_argument, NULL, OPT_PYRO_MULTIPART },
 	{ "pyroscope-ca", required_argument, NULL, OPT_PYRO_CA },
+	{ "pyroscope-proxy", required_argument, NULL, OPT_PYRO_PROXY },
 	{ "pyroscope-api", required_argument, NULL, OPT_PYRO_API },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
+	{ "children", no_argument, NULL, OPT_CHILDREN },
 	{ "live-heap", no_argument, NULL, OPT_LIVE_HEAP },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "by", required_argument, NULL, OPT_BY },
@@ -246,8 +313,15 @@ static const struct option options[] = {
 	{ "at-peak", required_argument, NULL, OPT_AT_PEAK },
 	{ "temporary-threshold", required_argument, NULL, OPT_TEMPORARY },
 	{ "file-mode", required_argument, NULL, OPT_FILE_MODE },
+	{ "allow-shared-dir", no_argument, NULL, OPT_ALLOW_SHARED_DIR },
 	{ "core", no_argument, NULL, OPT_CORE },
 	{ "exe", required_argument, NULL, OPT_EXE },
+	{ "on-growth", required_argument, NULL, OPT_ON_GROWTH },
+	{ "on-rss-growth", required_argument, NULL, OPT_ON_RSS_GROWTH },
+	{ "on-pressure", no_argument, NULL, OPT_ON_PRESSURE },
+	{ "cooldown", required_argument, NULL, OPT_COOLDOWN },
+	{ "no-oom", no_argument, NULL, OPT_NO_OOM },
+	{ "wrapper", required_argument, NULL, OPT_WRAPPER },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -255,10 +329,17 @@ static const struct option options[] = {
 	{},
 };
 
-static int bad(const char *fmt, const char *arg)
+/* One sentence on stderr, the way every refused command line ends: exit 2 in main. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int bad(const char *fmt, ...)
 {
+	va_list ap;
+
 	fprintf(stderr, "heapbpf: ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, " (see heapbpf --help)\n");
 	return -EINVAL;
 }
@@ -397,75 +478,6 @@ static int parse_file_mode(const char *s, mode_t *out)
 	return 0;
 }
 
-/* --at-peak names one file: one target, one window. */
-static int check_at_peak(const struct cli *c)
-{
-	if (c->at_peak && (c->unit || c->output_dir || c->interval))
-		return bad("--at-peak writes one file: it cannot be combined with --unit, "
-			   "--output-dir or --interval%s",
-			   "");
-	if (c->at_peak && c->output && strcmp(c->at_peak, c->output) == 0)
-		return bad("--at-peak needs a file of its own, not the profile's \"%s\"",
-			   c->output);
-	return 0;
-}
-
-/* The options that do not go together, and the defaults that depend on others. */
-static int check_combinations(struct cli *c, bool have_pid, bool have_type, bool have_duration)
-{
-	bool offline = c->mode == MODE_REPORT || c->mode == MODE_DIFF;
-
-	if (offline && (c->unit || c->pidfile || c->output_dir || c->interval || c->pyroscope ||
-			c->keep || c->max_bytes || c->zstd || c->nlabels || c->spool_dir))
-		return bad("report and diff write one profile: the fleet options (--unit, "
-			   "--output-dir, --interval, --pyroscope, ...) apply to live runs%s",
-			   "");
-	/* diff: the type its summary ranks the changes by, whatever the format */
-	if (c->mode == MODE_DIFF)
-		have_type = false;
-	if (!offline && have_pid + !!c->unit + !!c->pidfile > 1)
-		return bad("give one of --pid, --unit and --pidfile%s", "");
-	if (!offline && !have_pid && !c->unit && !c->pidfile)
-		return bad("--pid is required (or --unit NAME, or --pidfile PATH)%s", "");
-	if (c->output_dir && c->output)
-		return bad("--output-dir names its files itself: drop --output%s", "");
-	if (!c->output_dir && (c->keep || c->max_bytes || c->zstd))
-		return bad("--keep, --max-bytes and --compress apply to --output-dir%s", "");
-	if (c->output_dir && !c->formats)
-		c->formats = 1u << FMT_PPROF;
-	if (c->zstd && !(c->formats & (1u << FMT_FOLDED)))
-		return bad("--compress zstd applies to --format folded (pprof is gzip-compressed "
-			   "already)%s",
-			   "");
-	if (c->interval && !c->output_dir && !c->pyroscope)
-		return bad("--interval needs --output-dir or --pyroscope, where the windows go%s",
-			   "");
-	if (c->interval && c->output)
-		return bad("--interval writes a file per window: use --output-dir, not --output%s",
-			   "");
-	if (c->follow_forks && c->record)
-		return bad("--follow-forks and --record cannot be combined (a recording is of one "
-			   "process)%s",
-			   "");
-	if (c->interval && c->record)
-		return bad("--interval and --record cannot be combined%s", "");
-	if (c->interval && !have_duration)
-		c->duration = 0;
-	if (c->interval && c->duration && c->duration < c->interval)
-		return bad("--duration must be at least one --interval%s", "");
-	if (!c->pyroscope && (c->service_name || c->nlabels || c->spool_dir || c->spool_keep ||
-			      c->spool_max_bytes || c->pyro_multipart || c->pyro_ca || c->pyro_api))
-		return bad("--service-name, --label, --spool-* and --pyroscope-* apply to "
-			   "--pyroscope%s",
-			   "");
-	if (have_type && !(c->output_dir ? c->formats & (1u << FMT_FOLDED | 1u << FMT_HTML)
-					 : c->format == FMT_FOLDED || c->format == FMT_HTML))
-		return bad("--sample-type applies to --format folded and html (pprof carries all "
-			   "four)%s",
-			   "");
-	return 0;
-}
-
 /*
  * --pid N, or N,N,... (the last --pid wins): every pid in c->pids once (a pid
  * named twice is one target), the first also in c->pid.
@@ -503,73 +515,753 @@ static int add_pids(struct cli *c, const char *arg)
 	return 0;
 }
 
+/* --debug-dir DIR, repeatable: every DIR joined by ':' in c->debug_dirs. */
+static int add_debug_dir(struct cli *c, const char *arg)
+{
+	size_t n = (c->debug_dirs ? strlen(c->debug_dirs) + 1 : 0) + strlen(arg) + 1;
+	char *d;
+
+	if (arg[0] != '/' || strchr(arg, ':'))
+		return bad("--debug-dir needs an absolute directory without ':', not \"%s\"", arg);
+	d = malloc(n);
+	if (!d)
+		return bad("out of memory");
+	snprintf(d, n, "%s%s%s", c->debug_dirs ? c->debug_dirs : "", c->debug_dirs ? ":" : "", arg);
+	free(c->debug_dirs);
+	c->debug_dirs = d;
+	return 0;
+}
+
+/* What the options said that struct cli's values do not tell, for the checks after them. */
+struct given {
+	bool pid;      /* --pid */
+	bool duration; /* --duration */
+	bool type;     /* --sample-type */
+	bool top;      /* --sort or --by */
+	bool watch;    /* a trigger option of heapbpf watch */
+};
+
+/*
+ * The options, in groups: each group's function sets what one option of its
+ * group says (0), refuses its value (-EINVAL), or answers NOT_MINE.
+ */
+#define NOT_MINE 2
+
+/* The target and the run: -p, -d, what a live run does besides, top's keys, -q, -v. */
+static int run_option(struct cli *c, struct given *g, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'p':
+		if (add_pids(c, arg))
+			return bad("--pid needs positive process ids (N or N,N,...), not \"%s\"",
+				   arg);
+		g->pid = true;
+		break;
+	case 'd':
+		if (parse_seconds(arg, &c->duration))
+			return bad("--duration needs seconds between 0 and 2678400, not \"%s\"",
+				   arg);
+		g->duration = true;
+		break;
+	case OPT_RECORD:
+		if (!arg[0])
+			return bad("--record needs a file name");
+		c->record = arg;
+		break;
+	case OPT_RINGBUF:
+		if (parse_size(arg, &c->ringbuf_bytes))
+			return bad(
+				"--ringbuf-size needs 16k to 1024m (a number is MiB), not \"%s\"",
+				arg);
+		break;
+	case OPT_RESET:
+		c->reset = true;
+		break;
+	case OPT_FOLLOW_FORKS:
+		c->follow_forks = true;
+		break;
+	case OPT_CHILDREN:
+		c->children = true;
+		break;
+	case OPT_LIVE_HEAP:
+		c->live_heap = true;
+		break;
+	case OPT_SORT:
+		if (top_sort_parse(arg, &c->top_sort))
+			return bad("unknown --sort \"%s\"; use growth, alloc or inuse", arg);
+		g->top = true;
+		break;
+	case OPT_BY:
+		if (top_by_parse(arg, &c->top_by))
+			return bad("unknown --by \"%s\"; use site, function or file", arg);
+		g->top = true;
+		break;
+	case 'q':
+		c->quiet = true;
+		break;
+	case 'v':
+		c->verbose = true;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return 0;
+}
+
+/* -f FORMAT; every one given in c->formats: two of them only with --output-dir. */
+static int set_format(struct cli *c, const char *arg)
+{
+	c->output_set = true;
+	if (strcmp(arg, "pprof") == 0)
+		c->format = FMT_PPROF;
+	else if (strcmp(arg, "folded") == 0)
+		c->format = FMT_FOLDED;
+	else if (strcmp(arg, "html") == 0)
+		c->format = FMT_HTML;
+	else
+		return bad("unknown --format \"%s\"; use pprof, folded or html", arg);
+	c->formats |= 1u << c->format;
+	return 0;
+}
+
+/*
+ * --wrapper NAME, repeatable: an exact function name or an fnmatch(3) glob.
+ * A pattern of nothing but '*' would make every frame a wrapper.
+ */
+static int add_wrapper(struct cli *c, const char *arg)
+{
+	if (!arg[0])
+		return bad("--wrapper needs a function name or a glob pattern");
+	if (strspn(arg, "*") == strlen(arg))
+		return bad("--wrapper \"%s\" would make every function a wrapper; give a name or "
+			   "a narrower pattern",
+			   arg);
+	if (c->nwrappers == CLI_MAX_WRAPPERS)
+		return bad("at most %d --wrapper options", CLI_MAX_WRAPPERS);
+	c->wrappers[c->nwrappers++] = arg;
+	return 0;
+}
+
+/* What is written and how: -o, -f, -t, --raw, the reports beside the profile, the files' mode. */
+static int output_option(struct cli *c, struct given *g, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'o':
+		if (!arg[0])
+			return bad("--output needs a file name");
+		c->output = arg;
+		c->output_set = true;
+		break;
+	case 'f':
+		return set_format(c, arg);
+	case 't':
+		if (hb_value_parse(arg, &c->sample_type))
+			return bad("unknown --sample-type \"%s\"; use inuse_space, inuse_objects, "
+				   "alloc_space or alloc_objects",
+				   arg);
+		g->type = true;
+		break;
+	case OPT_RAW:
+		c->raw = true;
+		break;
+	case OPT_LEAKS:
+		c->leaks = true;
+		break;
+	case OPT_AT_PEAK:
+		if (!arg[0])
+			return bad("--at-peak needs a file name");
+		c->at_peak = arg;
+		break;
+	case OPT_TEMPORARY:
+		if (parse_duration_ns(arg, &c->temporary_ns) || !c->temporary_ns)
+			return bad(
+				"--temporary-threshold needs a time like 1ms, 250us or 2s (above 0, "
+				"at most a day), not \"%s\"",
+				arg);
+		break;
+	case OPT_FILE_MODE:
+		if (parse_file_mode(arg, &c->file_mode))
+			return bad(
+				"--file-mode needs an octal mode of read and write bits that lets "
+				"the owner read and write, like 0600, 0640 or 0644, not \"%s\"",
+				arg);
+		break;
+	case OPT_ALLOW_SHARED_DIR:
+		c->allow_shared_dir = true;
+		break;
+	case OPT_WRAPPER:
+		return add_wrapper(c, arg);
+	default:
+		return NOT_MINE;
+	}
+	return 0;
+}
+
+/* What is read and where its symbols are: report's and diff's inputs, the debug info, jemalloc. */
+static int source_option(struct cli *c, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_FROM:
+	case OPT_TO:
+		if (parse_seconds(arg, opt == OPT_FROM ? &c->from : &c->to))
+			return bad("--from and --to need seconds from the start, not \"%s\"", arg);
+		break;
+	case OPT_BINARY_PATH:
+		if (c->nbinary_dirs == CLI_MAX_DIRS)
+			return bad("at most 16 --binary-path directories");
+		c->binary_dirs[c->nbinary_dirs++] = arg;
+		break;
+	case OPT_CORE:
+		c->core = true;
+		break;
+	case OPT_EXE:
+		c->exe = arg;
+		break;
+	case OPT_DEBUG_DIR:
+		return add_debug_dir(c, arg);
+	case OPT_LAYOUT:
+		c->layout = arg;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return 0;
+}
+
+/*
+ * Fleet use: the targets, snapshots and their retention, the spool's. typed
+ * is argv[optind - 1], what names a directory option left empty.
+ */
+static int fleet_option(struct cli *c, int opt, const char *arg, const char *typed)
+{
+	uint64_t *bytes;
+	long v;
+
+	switch (opt) {
+	case OPT_UNIT:
+		if (!arg[0])
+			return bad("--unit needs a unit name");
+		c->unit = arg;
+		break;
+	case OPT_PIDFILE:
+		if (!arg[0])
+			return bad("--pidfile needs a file name");
+		c->pidfile = arg;
+		break;
+	case OPT_OUTPUT_DIR:
+	case OPT_SPOOL_DIR:
+		if (!arg[0])
+			return bad("%s needs a directory", typed);
+		*(opt == OPT_OUTPUT_DIR ? &c->output_dir : &c->spool_dir) = arg;
+		break;
+	case OPT_KEEP:
+	case OPT_SPOOL_KEEP:
+		if (parse_long(arg, 1, 1000000, &v))
+			return bad(
+				"--keep and --spool-keep need a count from 1 to 1000000, not \"%s\"",
+				arg);
+		*(opt == OPT_KEEP ? &c->keep : &c->spool_keep) = v;
+		break;
+	case OPT_MAX_BYTES:
+	case OPT_SPOOL_MAX_BYTES:
+		bytes = opt == OPT_MAX_BYTES ? &c->max_bytes : &c->spool_max_bytes;
+		if (parse_bytes(arg, bytes) || !*bytes)
+			return bad(
+				"--max-bytes and --spool-max-bytes need a size like 512K, 64M or "
+				"2G, not \"%s\"",
+				arg);
+		break;
+	case OPT_COMPRESS:
+		if (strcmp(arg, "zstd") != 0)
+			return bad("unknown --compress \"%s\"; use zstd", arg);
+		c->zstd = true;
+		break;
+	case OPT_INTERVAL:
+		if (parse_long(arg, 1, 31 * 24 * 3600, &v))
+			return bad("--interval needs whole seconds from 1 to 2678400, not \"%s\"",
+				   arg);
+		c->interval = v;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return 0;
+}
+
+/* --pyroscope and how its profiles are pushed. */
+static int pyroscope_option(struct cli *c, int opt, const char *arg)
+{
+	long v;
+
+	switch (opt) {
+	case OPT_PYROSCOPE:
+		if (!arg[0])
+			return bad("--pyroscope needs a URL");
+		c->pyroscope = arg;
+		break;
+	case OPT_SERVICE_NAME:
+		c->service_name = arg;
+		break;
+	case OPT_LABEL:
+		if (c->nlabels == CLI_MAX_LABELS)
+			return bad("at most 16 --label options");
+		if (!strchr(arg, '='))
+			return bad("--label needs KEY=VALUE, not \"%s\"", arg);
+		c->labels[c->nlabels++] = arg;
+		break;
+	case OPT_PYRO_TIMEOUT:
+		if (parse_seconds(arg, &c->pyro_timeout) || c->pyro_timeout < 0.1 ||
+		    c->pyro_timeout > 600)
+			return bad("--pyroscope-timeout needs seconds from 0.1 to 600, not \"%s\"",
+				   arg);
+		break;
+	case OPT_PYRO_RETRIES:
+		if (parse_long(arg, 0, 10, &v))
+			return bad("--pyroscope-retries needs a count from 0 to 10, not \"%s\"",
+				   arg);
+		c->pyro_retries = v;
+		break;
+	case OPT_PYRO_MULTIPART:
+		c->pyro_multipart = true;
+		break;
+	case OPT_PYRO_CA:
+		c->pyro_ca = arg;
+		break;
+	case OPT_PYRO_PROXY:
+		c->pyro_proxy = arg;
+		break;
+	case OPT_PYRO_API:
+		if (strcmp(arg, "push") != 0 && strcmp(arg, "ingest") != 0)
+			return bad("unknown --pyroscope-api \"%s\"; use push or ingest", arg);
+		c->pyro_api = true;
+		c->pyro_ingest = strcmp(arg, "ingest") == 0;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	return 0;
+}
+
+/* One option getopt_long returned: 0, 1 after help or the version, or -EINVAL. */
+/* heapbpf watch's triggers. */
+static int watch_option(struct cli *c, struct given *g, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_ON_GROWTH:
+	case OPT_ON_RSS_GROWTH:
+		if (parse_bytes(arg,
+				opt == OPT_ON_GROWTH ? &c->watch_growth : &c->watch_rss_growth) ||
+		    !(opt == OPT_ON_GROWTH ? c->watch_growth : c->watch_rss_growth))
+			return bad("%s needs a size like 64M or 1G, not \"%s\"",
+				   opt == OPT_ON_GROWTH ? "--on-growth" : "--on-rss-growth", arg);
+		break;
+	case OPT_ON_PRESSURE:
+		c->watch_pressure = true;
+		break;
+	case OPT_COOLDOWN:
+		if (parse_seconds(arg, &c->watch_cooldown) || c->watch_cooldown < 1)
+			return bad("--cooldown needs seconds from 1 to 2678400, not \"%s\"", arg);
+		break;
+	case OPT_NO_OOM:
+		c->watch_no_oom = true;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	g->watch = true;
+	return 0;
+}
+
+static int parse_option(int opt, char **argv, struct cli *c, struct given *g)
+{
+	char name[3];
+	int rc;
+
+	rc = run_option(c, g, opt, optarg);
+	if (rc == NOT_MINE)
+		rc = output_option(c, g, opt, optarg);
+	if (rc == NOT_MINE)
+		rc = source_option(c, opt, optarg);
+	if (rc == NOT_MINE)
+		rc = fleet_option(c, opt, optarg, argv[optind - 1]);
+	if (rc == NOT_MINE)
+		rc = pyroscope_option(c, opt, optarg);
+	if (rc == NOT_MINE)
+		rc = watch_option(c, g, opt, optarg);
+	if (rc != NOT_MINE)
+		return rc;
+	switch (opt) {
+	case 'h':
+		fputs(usage, stdout);
+		return 1;
+	case OPT_VERSION:
+		printf("heapbpf %s\n", HEAPBPF_VERSION);
+		return 1;
+	case ':':
+		return bad("option %s needs a value", opt_name(argv[optind - 1], optopt, name));
+	default:
+		return bad("unknown option %s", opt_name(argv[optind - 1], optopt, name));
+	}
+}
+
+/*
+ * Every option, whatever the command (each command's parser refuses those
+ * that do not apply to it); the operands are left at argv[optind...].
+ */
+static int parse_options(int argc, char **argv, struct cli *c, struct given *g)
+{
+	int opt, rc;
+
+	optind = 0; /* 0, not 1: glibc then also resets its state inside an option group */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:d:o:f:t:qvh", options, NULL)) != -1) {
+		rc = parse_option(opt, argv, c, g);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* --at-peak names one file: one target, one window. */
+static int check_at_peak(const struct cli *c)
+{
+	if (c->at_peak && (c->unit || c->output_dir || c->interval))
+		return bad("--at-peak writes one file: it cannot be combined with --unit, "
+			   "--output-dir or --interval");
+	if (c->at_peak && c->output && strcmp(c->at_peak, c->output) == 0)
+		return bad("--at-peak needs a file of its own, not the profile's \"%s\"",
+			   c->output);
+	return 0;
+}
+
+/* A --pid list and an option that names one file or one terminal: known before any process is. */
+const char *cli_one_process_option(const struct cli *c)
+{
+	return c->output	     ? "--output names one file; use --output-dir"
+	       : c->record	     ? "--record names one file"
+	       : c->at_peak	     ? "--at-peak names one file"
+	       : c->mode == MODE_TOP ? "heapbpf top shows one process"
+				     : NULL;
+}
+
+static int check_one_file(const struct cli *c)
+{
+	const char *what = cli_one_process_option(c);
+
+	if (c->npids > 1 && what)
+		return bad("--pid lists %d processes and %s", c->npids, what);
+	return 0;
+}
+
+/* --output-dir and what applies to it alone; its formats' default. */
+static int check_output_dir(struct cli *c)
+{
+	if (c->output_dir && c->output)
+		return bad("--output-dir names its files itself: drop --output");
+	if (!c->output_dir && (c->keep || c->max_bytes || c->zstd))
+		return bad("--keep, --max-bytes and --compress apply to --output-dir");
+	if (c->output_dir && !c->formats)
+		c->formats = 1u << FMT_PPROF;
+	if (c->zstd && !(c->formats & (1u << FMT_FOLDED)))
+		return bad("--compress zstd applies to --format folded (pprof is gzip-compressed "
+			   "already)");
+	return 0;
+}
+
+/* --interval's windows, and what a recording (of one process, in one window) allows. */
+static int check_windows(struct cli *c, bool have_duration)
+{
+	if (c->interval && !c->output_dir && !c->pyroscope)
+		return bad("--interval needs --output-dir or --pyroscope, where the windows go");
+	if (c->interval && c->output)
+		return bad("--interval writes a file per window: use --output-dir, not --output");
+	if (c->follow_forks && c->record)
+		return bad("--follow-forks and --record cannot be combined (a recording is of one "
+			   "process)");
+	if (c->interval && c->record)
+		return bad("--interval and --record cannot be combined");
+	if (c->interval && !have_duration)
+		c->duration = 0;
+	if (c->interval && c->duration && c->duration < c->interval)
+		return bad("--duration must be at least one --interval");
+	return 0;
+}
+
+/* A file name that names another format than the run writes: refused, with the two. */
+static int check_name_agrees(const struct cli *c, const char *opt, const char *path)
+{
+	int named = sink_format_of_name(path);
+
+	if (named < 0 || (enum out_format)named == c->format)
+		return 0;
+	return bad("%s \"%s\" is named for %s but the format is %s: %s .%s", opt, path,
+		   sink_format_name((enum out_format)named), sink_format_name(c->format),
+		   c->formats ? "drop -f, or end the name in" : "end the name in",
+		   sink_extension(c->format, false));
+}
+
+/*
+ * The format of the one file written: -f, else the one -o's name ends in
+ * (heap.html: html; any other name: pprof). Two formats need --output-dir;
+ * a -f, or --at-peak's name, that disagrees with -o's name is refused.
+ */
+static int resolve_format(struct cli *c)
+{
+	unsigned int given = c->formats;
+	int named = c->output ? sink_format_of_name(c->output) : -1;
+
+	if (c->output_dir)
+		return 0;
+	if (given & (given - 1)) {
+		enum out_format a = FMT_PPROF, b;
+
+		while (!(given & (1u << a)))
+			a++;
+		for (b = a + 1; !(given & (1u << b)); b++)
+			;
+		return bad("-f %s and -f %s: one file takes one format; give one -f, or "
+			   "--output-dir DIR for a file per format",
+			   sink_format_name(a), sink_format_name(b));
+	}
+	if (!given && named >= 0)
+		c->format = (enum out_format)named;
+	return (c->output ? check_name_agrees(c, "--output", c->output) : 0)
+		       ?: (c->at_peak ? check_name_agrees(c, "--at-peak", c->at_peak) : 0);
+}
+
+/* The options that do not go together, and the defaults that depend on others. */
+static int check_combinations(struct cli *c, bool have_type, bool have_duration)
+{
+	int rc = resolve_format(c) ?: check_output_dir(c) ?: check_windows(c, have_duration);
+
+	if (rc)
+		return rc;
+	if (!c->pyroscope &&
+	    (c->service_name || c->nlabels || c->spool_dir || c->spool_keep || c->spool_max_bytes ||
+	     c->pyro_multipart || c->pyro_ca || c->pyro_proxy || c->pyro_api))
+		return bad("--service-name, --label, --spool-* and --pyroscope-* apply to "
+			   "--pyroscope");
+	if (have_type && !(c->output_dir ? c->formats & (1u << FMT_FOLDED | 1u << FMT_HTML)
+					 : c->format == FMT_FOLDED || c->format == FMT_HTML))
+		return bad("--sample-type applies to --format folded and html (pprof carries all "
+			   "four)");
+	return 0;
+}
+
+/*
+ * What each command accepts. The options are read alike for all commands
+ * (parse_options); what one command refuses, each command's parser checks
+ * (parse_live, parse_top, parse_report, parse_diff), with these refusals
+ * that several commands share, in the order that decides which sentence a
+ * command line with several faults gets.
+ */
+
+/* The operands left once a command took its own: none. */
+static int check_no_operand(int n, char **operands)
+{
+	return n > 0 ? bad("unexpected argument \"%s\"", operands[0]) : 0;
+}
+
+/* report's and diff's inputs, refused by a live run and top. */
+static int refuse_input_options(const struct cli *c)
+{
+	if (c->core || c->exe)
+		return bad("--core and --exe apply to heapbpf report of a core file");
+	if (c->nbinary_dirs || c->from || c->to >= 0)
+		return bad("--from, --to and --binary-path apply to heapbpf report and diff");
+	return 0;
+}
+
+/* --live-heap, refused by report, top and diff. */
+static int refuse_live_heap(const struct cli *c)
+{
+	if (c->live_heap)
+		return bad("--live-heap reads a running process: it does not apply to report, top "
+			   "or diff");
+	return 0;
+}
+
+/* --sort and --by, refused by all but top. */
+static int refuse_top_keys(const struct given *g)
+{
+	return g->top ? bad("--sort and --by apply to heapbpf top") : 0;
+}
+
+/* The fleet options, refused by report and diff. */
+static int refuse_fleet_options(const struct cli *c)
+{
+	if (c->unit || c->pidfile || c->output_dir || c->interval || c->pyroscope || c->keep ||
+	    c->max_bytes || c->zstd || c->nlabels || c->spool_dir)
+		return bad("report and diff write one profile: the fleet options (--unit, "
+			   "--output-dir, --interval, --pyroscope, ...) apply to live runs");
+	return 0;
+}
+
+/* A live run's and top's target: one of --pid, --unit and --pidfile. */
+static int check_target(const struct cli *c, const struct given *g)
+{
+	if (g->pid + !!c->unit + !!c->pidfile > 1)
+		return bad("give one of --pid, --unit and --pidfile");
+	if (!g->pid && !c->unit && !c->pidfile)
+		return bad("--pid is required (or --unit NAME, or --pidfile PATH)");
+	if (c->children && c->unit)
+		return bad("--children applies to --pid and --pidfile: --unit profiles every "
+			   "process of the unit already");
+	return 0;
+}
+
 /* --live-heap: one process, read once, nothing sampled. */
-static int check_live_heap(const struct cli *c, bool have_pid, bool have_duration)
+static int check_live_heap(const struct cli *c, const struct given *g)
 {
 	if (!c->live_heap)
 		return 0;
-	if (c->mode != MODE_LIVE)
-		return bad("--live-heap reads a running process: it does not apply to report, top "
-			   "or diff%s",
-			   "");
-	if (!have_pid || c->npids > 1)
-		return bad("--live-heap reads one process: give one --pid%s", "");
-	if (have_duration || c->interval || c->follow_forks || c->record || c->leaks ||
-	    c->at_peak || c->output_dir || c->pyroscope || c->reset)
+	if (!g->pid || c->npids > 1)
+		return bad("--live-heap reads one process: give one --pid");
+	if (c->children)
+		return bad("--live-heap reads one process: --children does not apply");
+	if (g->duration || c->interval || c->follow_forks || c->record || c->leaks || c->at_peak ||
+	    c->output_dir || c->pyroscope || c->reset)
 		return bad("--live-heap reads jemalloc's tables once and samples nothing: "
 			   "--duration, --interval, --follow-forks, --record, --leaks, --at-peak, "
-			   "--output-dir, --pyroscope and --reset do not apply%s",
-			   "");
+			   "--output-dir, --pyroscope and --reset do not apply");
 	return 0;
 }
 
-/* heapbpf top: one process, on the terminal; --sort and --by only there. */
-static int check_top(struct cli *c, bool have_duration, bool have_top)
+/* heapbpf --pid N: a live run (or, --live-heap, one read of jemalloc's tables). */
+static int parse_live(struct cli *c, const struct given *g, int n, char **operands)
 {
-	if (c->mode != MODE_TOP)
-		return have_top ? bad("--sort and --by apply to heapbpf top%s", "") : 0;
+	return refuse_input_options(c) ?: check_no_operand(n, operands) ?: check_live_heap(c, g)
+		       ?: refuse_top_keys(g) ?: check_at_peak(c) ?: check_one_file(c)
+		       ?: check_target(c, g)
+		       ?: check_combinations(c, g->type, g->duration);
+}
+
+/* heapbpf top --pid N: one process as it runs, on the terminal, until stopped by default. */
+static int parse_top(struct cli *c, const struct given *g, int n, char **operands)
+{
+	int rc = refuse_input_options(c) ?: check_no_operand(n, operands) ?: refuse_live_heap(c);
+
+	if (rc)
+		return rc;
 	if (c->unit || c->output_dir || c->interval || c->pyroscope || c->record || c->reset ||
-	    c->follow_forks)
+	    c->follow_forks || c->children)
 		return bad("heapbpf top shows one process as it runs: --unit, --output-dir, "
-			   "--interval, --pyroscope, --record, --reset and --follow-forks do not "
-			   "apply%s",
-			   "");
+			   "--interval, --pyroscope, --record, --reset, --follow-forks and "
+			   "--children do not apply");
 	if (c->leaks || c->at_peak)
 		return bad(
 			"heapbpf top shows the sites as they run: --leaks and --at-peak apply to "
-			"profiles%s",
-			"");
+			"profiles");
 	if (c->output && strcmp(c->output, "-") == 0)
 		return bad("heapbpf top draws on stdout: give -o a file name, not \"%s\"",
 			   c->output);
-	if (!have_duration)
+	if (!g->duration)
 		c->duration = 0;
-	return 0;
+	return check_at_peak(c) ?: check_one_file(c) ?: check_target(c, g)
+		       ?: check_combinations(c, g->type, g->duration);
 }
 
-int cli_parse(int argc, char **argv, struct cli *c)
+/* heapbpf report FILE: a recording or a core file, offline. */
+static int parse_report(struct cli *c, const struct given *g, int n, char **operands)
 {
-	bool have_pid = false, have_type = false, have_duration = false, have_top = false;
-	char name[3];
-	long v;
-	int opt;
+	if (n < 1)
+		return bad("report needs a recording file");
+	c->recording = operands[0];
+	/* --jemalloc-layout: for a core file (main tells a recording) */
+	if (g->pid || g->duration || c->record || c->reset || c->follow_forks || c->children)
+		return bad("report reads a recording or a core file: --pid, --duration, --record, "
+			   "--follow-forks and --children do not apply");
+	if (c->to >= 0 && c->to <= c->from)
+		return bad("--to must be after --from");
+	return check_no_operand(n - 1, operands + 1) ?: refuse_live_heap(c) ?: refuse_top_keys(g)
+		       ?: check_at_peak(c) ?: refuse_fleet_options(c)
+		       ?: check_combinations(c, g->type, g->duration);
+}
 
+/*
+ * heapbpf diff BASE NEW: two profiles compared. -t is the type its summary
+ * ranks the changes by (and the one folded and html carry), whatever the
+ * format: never refused.
+ */
+static int parse_diff(struct cli *c, const struct given *g, int n, char **operands)
+{
+	int rc;
+
+	if (n < 2)
+		return bad("diff needs two profiles: BASE and NEW");
+	c->diff_paths[0] = operands[0];
+	c->diff_paths[1] = operands[1];
+	if (g->pid || g->duration || c->record || c->layout || c->reset || c->follow_forks ||
+	    c->children || c->from || c->to >= 0 || c->raw)
+		return bad("diff compares two profiles: --pid, --duration, --record, "
+			   "--follow-forks, --children, --jemalloc-layout, --from, --to and --raw "
+			   "do not apply");
+	rc = resolve_format(c);
+	if (rc)
+		return rc;
+	if (c->nwrappers)
+		return bad(
+			"diff compares whole stacks and names no site: --wrapper does not apply");
+	return check_no_operand(n - 2, operands + 2) ?: refuse_live_heap(c) ?: refuse_top_keys(g)
+		       ?: check_at_peak(c) ?: refuse_fleet_options(c)
+		       ?: check_combinations(c, false, g->duration);
+}
+
+/*
+ * heapbpf watch --pid N: stays attached until stopped, and writes an in-use
+ * profile when a trigger fires (user/watch.c); then run as a live run.
+ */
+static int parse_watch(struct cli *c, const struct given *g, int n, char **operands)
+{
+	int rc = refuse_input_options(c) ?: check_no_operand(n, operands) ?: refuse_live_heap(c)
+			 ?: refuse_top_keys(g) ?: check_target(c, g);
+
+	if (rc)
+		return rc;
+	/* a restarted manager is waited for by its pid file; its children are not */
+	if (c->children)
+		return bad("heapbpf watch follows one process of a pid file, or a unit: --children "
+			   "does not apply (--unit takes every process of a service)");
+	if (c->output || c->interval || c->record || c->at_peak || c->reset)
+		return bad("heapbpf watch writes a profile per trigger into --output-dir or to "
+			   "--pyroscope: --output, --interval, --record, --at-peak and --reset do "
+			   "not apply");
+	if (!c->output_dir && !c->pyroscope)
+		return bad(
+			"heapbpf watch needs --output-dir or --pyroscope, where its profiles go");
+	if (!g->duration)
+		c->duration = 0;
+	c->watch = true;
+	c->mode = MODE_LIVE;
+	return check_combinations(c, g->type, g->duration);
+}
+
+/* "heapbpf report|top|diff|watch ...": the command, taken off argv; else a live run. */
+static enum cli_mode take_command(int *argc, char ***argv)
+{
+	static const char *const names[] = {
+		[MODE_REPORT] = "report",
+		[MODE_TOP] = "top",
+		[MODE_DIFF] = "diff",
+		[MODE_WATCH] = "watch",
+	};
+
+	if (*argc < 2)
+		return MODE_LIVE;
+	for (enum cli_mode m = MODE_REPORT; m <= MODE_WATCH; m++) {
+		if (strcmp((*argv)[1], names[m]) == 0) {
+			(*argc)--;
+			(*argv)++;
+			return m;
+		}
+	}
+	return MODE_LIVE;
+}
+
+static void set_defaults(struct cli *c)
+{
 	memset(c, 0, sizeof(*c));
 	c->to = -1;
-	/* "heapbpf report FILE ...": options as for a live run, minus the live ones */
-	if (argc > 1 && strcmp(argv[1], "report") == 0) {
-		c->mode = MODE_REPORT;
-		argc--;
-		argv++;
-	} else if (argc > 1 && strcmp(argv[1], "top") == 0) {
-		c->mode = MODE_TOP;
-		argc--;
-		argv++;
-	} else if (argc > 1 && strcmp(argv[1], "diff") == 0) {
-		c->mode = MODE_DIFF;
-		argc--;
-		argv++;
-	}
 	c->duration = 10;
 	c->format = FMT_PPROF;
 	c->sample_type = HB_INUSE_SPACE;
@@ -579,294 +1271,33 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	c->pyro_retries = 3;
 	c->temporary_ns = 1000000; /* 1 ms */
 	c->file_mode = OUTPUT_DEFAULT_MODE;
-	optind = 0; /* 0, not 1: glibc then also resets its state inside an option group */
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":p:d:o:f:t:qvh", options, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			if (add_pids(c, optarg))
-				return bad(
-					"--pid needs positive process ids (N or N,N,...), not \"%s\"",
-					optarg);
-			have_pid = true;
-			break;
-		case 'd':
-			if (parse_seconds(optarg, &c->duration))
-				return bad(
-					"--duration needs seconds between 0 and 2678400, not \"%s\"",
-					optarg);
-			have_duration = true;
-			break;
-		case OPT_FROM:
-		case OPT_TO:
-			if (parse_seconds(optarg, opt == OPT_FROM ? &c->from : &c->to))
-				return bad(
-					"--from and --to need seconds from the start, not \"%s\"",
-					optarg);
-			break;
-		case OPT_RESET:
-			c->reset = true;
-			break;
-		case OPT_FOLLOW_FORKS:
-			c->follow_forks = true;
-			break;
-		case OPT_LIVE_HEAP:
-			c->live_heap = true;
-			break;
-		case OPT_LEAKS:
-			c->leaks = true;
-			break;
-		case OPT_AT_PEAK:
-			if (!optarg[0])
-				return bad("--at-peak needs a file name%s", "");
-			c->at_peak = optarg;
-			break;
-		case OPT_TEMPORARY:
-			if (parse_duration_ns(optarg, &c->temporary_ns) || !c->temporary_ns)
-				return bad(
-					"--temporary-threshold needs a time like 1ms, 250us or 2s "
-					"(above 0, at most a day), not \"%s\"",
-					optarg);
-			break;
-		case OPT_FILE_MODE:
-			if (parse_file_mode(optarg, &c->file_mode))
-				return bad("--file-mode needs an octal mode of read and write bits "
-					   "that lets the owner read and write, like 0600, 0640 or "
-					   "0644, not \"%s\"",
-					   optarg);
-			break;
-		case OPT_SORT:
-		case OPT_BY:
-			if (opt == OPT_SORT && top_sort_parse(optarg, &c->top_sort))
-				return bad("unknown --sort \"%s\"; use growth, alloc or inuse",
-					   optarg);
-			if (opt == OPT_BY && top_by_parse(optarg, &c->top_by))
-				return bad("unknown --by \"%s\"; use site, function or file",
-					   optarg);
-			have_top = true;
-			break;
-		case OPT_RECORD:
-			if (!optarg[0])
-				return bad("--record needs a file name%s", "");
-			c->record = optarg;
-			break;
-		case OPT_BINARY_PATH:
-			if (c->nbinary_dirs == CLI_MAX_DIRS)
-				return bad("at most 16 --binary-path directories%s", "");
-			c->binary_dirs[c->nbinary_dirs++] = optarg;
-			break;
-		case 'o':
-			if (!optarg[0])
-				return bad("--output needs a file name%s", "");
-			c->output = optarg;
-			c->output_set = true;
-			break;
-		case 'f':
-			c->output_set = true;
-			if (strcmp(optarg, "pprof") == 0)
-				c->format = FMT_PPROF;
-			else if (strcmp(optarg, "folded") == 0)
-				c->format = FMT_FOLDED;
-			else if (strcmp(optarg, "html") == 0)
-				c->format = FMT_HTML;
-			else
-				return bad("unknown --format \"%s\"; use pprof, folded or html",
-					   optarg);
-			c->formats |= 1u << c->format;
-			break;
-		case 't':
-			if (hb_value_parse(optarg, &c->sample_type))
-				return bad("unknown --sample-type \"%s\"; use inuse_space, "
-					   "inuse_objects, alloc_space or alloc_objects",
-					   optarg);
-			have_type = true;
-			break;
-		case OPT_RAW:
-			c->raw = true;
-			break;
-		case OPT_RINGBUF:
-			if (parse_size(optarg, &c->ringbuf_bytes))
-				return bad(
-					"--ringbuf-size needs 16k to 1024m (a number is MiB), not "
-					"\"%s\"",
-					optarg);
-			break;
-		case OPT_LAYOUT:
-			c->layout = optarg;
-			break;
-		case OPT_DEBUG_DIR: {
-			size_t n = (c->debug_dirs ? strlen(c->debug_dirs) + 1 : 0) +
-				   strlen(optarg) + 1;
-			char *d;
+	c->watch_cooldown = 300;
+}
 
-			if (optarg[0] != '/' || strchr(optarg, ':'))
-				return bad(
-					"--debug-dir needs an absolute directory without ':', not "
-					"\"%s\"",
-					optarg);
-			d = malloc(n);
-			if (!d)
-				return bad("out of memory%s", "");
-			snprintf(d, n, "%s%s%s", c->debug_dirs ? c->debug_dirs : "",
-				 c->debug_dirs ? ":" : "", optarg);
-			free(c->debug_dirs);
-			c->debug_dirs = d;
-			break;
-		}
-		case OPT_UNIT:
-			if (!optarg[0])
-				return bad("--unit needs a unit name%s", "");
-			c->unit = optarg;
-			break;
-		case OPT_PIDFILE:
-			if (!optarg[0])
-				return bad("--pidfile needs a file name%s", "");
-			c->pidfile = optarg;
-			break;
-		case OPT_OUTPUT_DIR:
-		case OPT_SPOOL_DIR:
-			if (!optarg[0])
-				return bad("%s needs a directory",
-					   opt_name(argv[optind - 1], 0, name));
-			*(opt == OPT_OUTPUT_DIR ? &c->output_dir : &c->spool_dir) = optarg;
-			break;
-		case OPT_KEEP:
-		case OPT_SPOOL_KEEP:
-			if (parse_long(optarg, 1, 1000000, &v))
-				return bad(
-					"--keep and --spool-keep need a count from 1 to 1000000, "
-					"not \"%s\"",
-					optarg);
-			*(opt == OPT_KEEP ? &c->keep : &c->spool_keep) = v;
-			break;
-		case OPT_MAX_BYTES:
-		case OPT_SPOOL_MAX_BYTES:
-			if (parse_bytes(optarg, opt == OPT_MAX_BYTES ? &c->max_bytes
-								     : &c->spool_max_bytes) ||
-			    !(opt == OPT_MAX_BYTES ? c->max_bytes : c->spool_max_bytes))
-				return bad(
-					"--max-bytes and --spool-max-bytes need a size like 512K, "
-					"64M or 2G, not \"%s\"",
-					optarg);
-			break;
-		case OPT_COMPRESS:
-			if (strcmp(optarg, "zstd") != 0)
-				return bad("unknown --compress \"%s\"; use zstd", optarg);
-			c->zstd = true;
-			break;
-		case OPT_INTERVAL:
-			if (parse_long(optarg, 1, 31 * 24 * 3600, &v))
-				return bad("--interval needs whole seconds from 1 to 2678400, not "
-					   "\"%s\"",
-					   optarg);
-			c->interval = v;
-			break;
-		case OPT_PYROSCOPE:
-			if (!optarg[0])
-				return bad("--pyroscope needs a URL%s", "");
-			c->pyroscope = optarg;
-			break;
-		case OPT_SERVICE_NAME:
-			c->service_name = optarg;
-			break;
-		case OPT_LABEL:
-			if (c->nlabels == CLI_MAX_LABELS)
-				return bad("at most 16 --label options%s", "");
-			if (!strchr(optarg, '='))
-				return bad("--label needs KEY=VALUE, not \"%s\"", optarg);
-			c->labels[c->nlabels++] = optarg;
-			break;
-		case OPT_PYRO_TIMEOUT:
-			if (parse_seconds(optarg, &c->pyro_timeout) || c->pyro_timeout < 0.1 ||
-			    c->pyro_timeout > 600)
-				return bad("--pyroscope-timeout needs seconds from 0.1 to 600, not "
-					   "\"%s\"",
-					   optarg);
-			break;
-		case OPT_PYRO_RETRIES:
-			if (parse_long(optarg, 0, 10, &v))
-				return bad(
-					"--pyroscope-retries needs a count from 0 to 10, not \"%s\"",
-					optarg);
-			c->pyro_retries = v;
-			break;
-		case OPT_PYRO_MULTIPART:
-			c->pyro_multipart = true;
-			break;
-		case OPT_PYRO_CA:
-			c->pyro_ca = optarg;
-			break;
-		case OPT_PYRO_API:
-			if (strcmp(optarg, "push") != 0 && strcmp(optarg, "ingest") != 0)
-				return bad("unknown --pyroscope-api \"%s\"; use push or ingest",
-					   optarg);
-			c->pyro_api = true;
-			c->pyro_ingest = strcmp(optarg, "ingest") == 0;
-			break;
-		case OPT_CORE:
-			c->core = true;
-			break;
-		case OPT_EXE:
-			c->exe = optarg;
-			break;
-		case 'q':
-			c->quiet = true;
-			break;
-		case 'v':
-			c->verbose = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 1;
-		case OPT_VERSION:
-			printf("heapbpf %s\n", HEAPBPF_VERSION);
-			return 1;
-		case ':':
-			return bad("option %s needs a value",
-				   opt_name(argv[optind - 1], optopt, name));
-		default:
-			return bad("unknown option %s", opt_name(argv[optind - 1], optopt, name));
-		}
-	}
-	if (c->mode == MODE_REPORT) {
-		if (optind >= argc)
-			return bad("report needs a recording file%s", "");
-		c->recording = argv[optind++];
-		/* --jemalloc-layout: for a core file (main tells a recording) */
-		if (have_pid || have_duration || c->record || c->reset || c->follow_forks)
-			return bad("report reads a recording or a core file: --pid, --duration, "
-				   "--record and --follow-forks do not apply%s",
-				   "");
-		if (c->to >= 0 && c->to <= c->from)
-			return bad("--to must be after --from%s", "");
-	} else if (c->mode == MODE_DIFF) {
-		if (argc - optind < 2)
-			return bad("diff needs two profiles: BASE and NEW%s", "");
-		c->diff_paths[0] = argv[optind++];
-		c->diff_paths[1] = argv[optind++];
-		if (have_pid || have_duration || c->record || c->layout || c->reset ||
-		    c->follow_forks || c->from || c->to >= 0 || c->raw)
-			return bad(
-				"diff compares two profiles: --pid, --duration, --record, "
-				"--follow-forks, --jemalloc-layout, --from, --to and --raw do not "
-				"apply%s",
-				"");
-		if (c->format != FMT_PPROF && c->format != FMT_FOLDED)
-			return bad("diff writes pprof or folded%s", "");
-	} else if (c->core || c->exe) {
-		return bad("--core and --exe apply to heapbpf report of a core file%s", "");
-	} else if (c->nbinary_dirs || c->from || c->to >= 0) {
-		return bad("--from, --to and --binary-path apply to heapbpf report and diff%s", "");
-	}
-	if (optind < argc)
-		return bad("unexpected argument \"%s\"", argv[optind]);
+int cli_parse(int argc, char **argv, struct cli *c)
+{
+	static int (*const parse_command[])(struct cli *, const struct given *, int, char **) = {
+		[MODE_LIVE] = parse_live, [MODE_REPORT] = parse_report, [MODE_TOP] = parse_top,
+		[MODE_DIFF] = parse_diff, [MODE_WATCH] = parse_watch,
+	};
+	struct given g = { 0 };
+	int rc;
+
+	set_defaults(c);
+	c->mode = take_command(&argc, &argv);
+	rc = parse_options(argc, argv, c, &g);
+	if (!rc && g.watch && c->mode != MODE_WATCH)
+		rc = bad("--on-growth, --on-rss-growth, --on-pressure, --cooldown and --no-oom "
+			 "apply to heapbpf watch");
+	if (!rc) /* the operands: what getopt_long left at the end of argv */
+		rc = parse_command[c->mode](c, &g, argc - optind, argv + optind);
+	if (rc)
+		return rc;
 	/*
 	 * A daemon stops reading while it writes a window (symbols, the file, a
 	 * Pyroscope upload of up to its --pyroscope-timeout): more room then.
 	 */
 	if (!c->ringbuf_bytes)
-		c->ringbuf_bytes = c->interval ? RINGBUF_DAEMON : RINGBUF_DEFAULT;
-	return check_live_heap(c, have_pid, have_duration)
-		       ?: check_top(c, have_duration, have_top) ?: check_at_peak(c)
-		       ?: check_combinations(c, have_pid, have_type, have_duration);
+		c->ringbuf_bytes = c->interval || c->watch ? RINGBUF_DAEMON : RINGBUF_DEFAULT;
+	return 0;
 }

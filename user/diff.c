@@ -4,11 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "cli.h"
 #include "diff.h"
 #include "errmsg.h"
+#include "files.h"
 #include "hashmap.h"
 #include "pprof.h"
 #include "replay.h"
@@ -19,14 +21,21 @@
 
 /* ---- loading ---- */
 
-static int read_file(const char *path, uint8_t **buf, size_t *len)
+/* At most max + 1 bytes of path: *len > max tells a larger file. */
+static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
 {
-	FILE *f = fopen(path, "re");
+	int fd = open_regular_ro(path);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
 	size_t cap = 1 << 16, n = 0;
 	uint8_t *b = NULL;
 
-	if (!f)
-		return -errno;
+	if (!f) {
+		int e = fd < 0 ? fd : -errno;
+
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
 	for (;;) {
 		uint8_t *nb = n == 0 || n == cap ? realloc(b, cap *= 2) : b;
 		size_t r;
@@ -37,9 +46,9 @@ static int read_file(const char *path, uint8_t **buf, size_t *len)
 			return -ENOMEM;
 		}
 		b = nb;
-		r = fread(b + n, 1, cap - n, f);
+		r = fread(b + n, 1, (cap > max + 1 ? max + 1 : cap) - n, f);
 		n += r;
-		if (r == 0)
+		if (r == 0 || n > max)
 			break;
 	}
 	if (ferror(f)) {
@@ -152,6 +161,78 @@ static int convert_sample(const Perftools__Profiles__Profile *pp,
 	return 0;
 }
 
+static size_t str_cost(const Perftools__Profiles__Profile *pp, int64_t i)
+{
+	return 32 + (i > 0 && (size_t)i < pp->n_string_table ? strlen(pp->string_table[i]) : 0);
+}
+
+/*
+ * What pp costs converted and then diffed, counted before anything is
+ * allocated, and refused (-E2BIG) past DIFF_MEM_MAX: a few bytes of pprof
+ * can name a long function on every line of a location, or a location of
+ * many lines in every frame of every sample, and each is copied.
+ */
+static int check_cost(const Perftools__Profiles__Profile *pp, const struct hashmap *by_id,
+		      const struct hashmap *funcs)
+{
+	size_t total =
+		pp->n_location * sizeof(struct hb_location) +
+		pp->n_sample * (2 * sizeof(struct hb_sample) + sizeof(struct diff_stack) + 64);
+
+	for (size_t i = 0; i < pp->n_location && total <= DIFF_MEM_MAX; i++) {
+		const Perftools__Profiles__Location *pl = pp->location[i];
+
+		total += (pl->n_line ? pl->n_line : 1) * (sizeof(struct hb_line) + 32);
+		for (size_t j = 0; j < pl->n_line && total <= DIFF_MEM_MAX; j++) {
+			const Perftools__Profiles__Function *f =
+				function_of(pp, funcs, pl->line[j]->function_id);
+
+			if (f)
+				total += str_cost(pp, f->name) + str_cost(pp, f->filename);
+		}
+	}
+	for (size_t i = 0; i < pp->n_sample && total <= DIFF_MEM_MAX; i++) {
+		const Perftools__Profiles__Sample *ps = pp->sample[i];
+
+		for (size_t j = 0; j < ps->n_location_id && total <= DIFF_MEM_MAX; j++) {
+			const Perftools__Profiles__Location *pl;
+			uint32_t k;
+
+			if (hashmap__get(by_id, hashmap_hash_u64(ps->location_id[j]), &k))
+				return -EBADMSG;
+			pl = pp->location[k];
+			/* the location's index, then each line as a frame of the diff, twice */
+			total += sizeof(uint32_t) +
+				 3 * sizeof(uint32_t) * (pl->n_line ? pl->n_line : 1);
+		}
+	}
+	return total > DIFF_MEM_MAX ? -E2BIG : 0;
+}
+
+/* The magnitude of v, INT64_MIN included. */
+static uint64_t magnitude(int64_t v)
+{
+	return v < 0 ? -(uint64_t)v : (uint64_t)v;
+}
+
+/*
+ * Each value's total magnitude must stay within DIFF_VALUE_MAX, so that
+ * nothing diff adds up, subtracts or negates can overflow.
+ */
+static int check_values(const struct hb_profile *p)
+{
+	for (int k = 0; k < HB_NVALUES; k++) {
+		uint64_t sum = 0;
+
+		for (size_t i = 0; i < p->nsamples; i++) {
+			sum += magnitude(p->samples[i].v[k]);
+			if (magnitude(p->samples[i].v[k]) > DIFF_VALUE_MAX || sum > DIFF_VALUE_MAX)
+				return -ERANGE;
+		}
+	}
+	return 0;
+}
+
 static int from_pprof(const Perftools__Profiles__Profile *pp, struct hb_profile **out)
 {
 	struct hb_profile *p = calloc(1, sizeof(*p));
@@ -162,6 +243,7 @@ static int from_pprof(const Perftools__Profiles__Profile *pp, struct hb_profile 
 		return -ENOMEM;
 	err = value_columns(pp, col);
 	err = err ?: index_ids(pp, &by_id, &funcs);
+	err = err ?: check_cost(pp, &by_id, &funcs);
 	if (!err) {
 		p->locations = calloc(pp->n_location ? pp->n_location : 1, sizeof(*p->locations));
 		p->samples = calloc(pp->n_sample ? pp->n_sample : 1, sizeof(*p->samples));
@@ -171,9 +253,15 @@ static int from_pprof(const Perftools__Profiles__Profile *pp, struct hb_profile 
 		err = convert_location(pp, &funcs, pp->location[i], &p->locations[i]);
 	for (size_t i = 0; !err && i < pp->n_sample; i++, p->nsamples++)
 		err = convert_sample(pp, pp->sample[i], &by_id, col, &p->samples[i]);
+	/* what the profile says it is of: heapbpf's name the flame graph page's title */
+	for (size_t i = 0; !err && i < pp->n_comment; i++) {
+		if (pp->comment[i] > 0 && (size_t)pp->comment[i] < pp->n_string_table)
+			err = hb_profile_add_comment(p, "%s", pp->string_table[pp->comment[i]]);
+	}
 	p->period = pp->period;
-	p->time_nanos = pp->time_nanos;
-	p->duration_nanos = pp->duration_nanos;
+	/* a time before 1970 or a negative duration: unknown */
+	p->time_nanos = pp->time_nanos > 0 ? pp->time_nanos : 0;
+	p->duration_nanos = pp->duration_nanos > 0 ? pp->duration_nanos : 0;
 	hashmap__clear(&by_id);
 	hashmap__clear(&funcs);
 	if (err) {
@@ -204,23 +292,31 @@ static int load_recording(const char *path, const char *const *dirs, struct hb_p
 		  : 0;
 }
 
-int diff_load(const char *path, const char *const *binary_dirs, struct hb_profile **out, char *err,
-	      size_t errlen)
+static int load_file(const char *path, const char *const *binary_dirs, struct hb_profile **out,
+		     char *err, size_t errlen)
 {
 	Perftools__Profiles__Profile *pp = NULL;
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int rc;
 
-	rc = read_file(path, &buf, &len);
+	rc = read_file(path, PPROF_DECODE_MAX, &buf, &len);
 	if (rc)
-		return hb_fail(err, errlen, rc, "cannot read %s: %s", path, strerror(-rc));
+		return hb_fail(err, errlen, rc, "cannot read %s: %s", path,
+			       open_regular_strerror(rc));
 	if (len >= 8 && memcmp(buf, "HBPFREC\n", 8) == 0) {
 		free(buf);
 		return load_recording(path, binary_dirs, out, err, errlen);
 	}
-	rc = pprof_decode(buf, len, &pp);
+	rc = len > PPROF_DECODE_MAX ? -EFBIG : pprof_decode(buf, len, &pp);
 	free(buf);
+	if (rc == -EFBIG || rc == -E2BIG)
+		return hb_fail(err, errlen, rc,
+			       "%s is too large to read: decompressed and decoded, it would take "
+			       "more than %zu MiB",
+			       path, PPROF_MEM_MAX >> 20);
+	if (rc == -ENOMEM)
+		return hb_fail(err, errlen, rc, "out of memory reading %s", path);
 	if (rc)
 		return hb_fail(err, errlen, rc,
 			       "%s is neither a gzip-compressed pprof profile nor a heapbpf "
@@ -233,8 +329,30 @@ int diff_load(const char *path, const char *const *binary_dirs, struct hb_profil
 			       "%s is not a heap profile: it has none of the sample types "
 			       "alloc_objects, alloc_space, inuse_objects, inuse_space",
 			       path);
+	if (rc == -E2BIG)
+		return hb_fail(
+			err, errlen, rc,
+			"%s is too large to compare: its stacks would take more than %zu MiB", path,
+			(size_t)DIFF_MEM_MAX >> 20);
 	return rc ? hb_fail(err, errlen, rc, "cannot read the profile %s: %s", path, strerror(-rc))
 		  : 0;
+}
+
+int diff_load(const char *path, const char *const *binary_dirs, struct hb_profile **out, char *err,
+	      size_t errlen)
+{
+	int rc = load_file(path, binary_dirs, out, err, errlen);
+
+	if (rc)
+		return rc;
+	if (*out && check_values(*out)) {
+		hb_profile__free(*out);
+		*out = NULL;
+		return hb_fail(err, errlen, -ERANGE,
+			       "%s holds absurd values: a sample type adds up to more than 2^61",
+			       path);
+	}
+	return 0;
 }
 
 /* ---- diffing ---- */
@@ -508,20 +626,30 @@ static void value_text(char *buf, size_t len, enum hb_value which, int64_t v)
 static void print_top(const struct diff *d, enum hb_value which, const char *base, const char *new)
 {
 	size_t idx[10], n = diff_top(d, which, idx, 10);
-	char total[32], v[32], stack[512];
+	char total[32], v[32], stack[512], clean[HB_CLEAN_SIZE(512)];
+	char new_name[HB_CLEAN_SIZE(PATH_MAX)], base_name[HB_CLEAN_SIZE(PATH_MAX)];
 
 	value_text(total, sizeof(total), which, d->new_total[which] - d->base_total[which]);
-	fprintf(stderr, "heapbpf: %s minus %s, %s: %s in total; the largest changes:\n", new, base,
-		hb_value_names[which], total);
+	hb_note("%s minus %s, %s: %s in total; the largest changes:",
+		hb_clean(new_name, sizeof(new_name), new),
+		hb_clean(base_name, sizeof(base_name), base), hb_value_names[which], total);
 	for (size_t i = 0; i < n; i++) {
 		const struct diff_stack *st = &d->stacks[idx[i]];
 
 		value_text(v, sizeof(v), which, st->new[which] - st->base[which]);
 		stack_text(d, st, stack, sizeof(stack));
-		fprintf(stderr, "  %12s  %s\n", v, stack);
+		hb_note_more("  %12s  %s", v, hb_clean(clean, sizeof(clean), stack));
 	}
 	if (!n)
-		fprintf(stderr, "  (no stack changed)\n");
+		hb_note_more("  (no stack changed)");
+}
+
+/* The files compared, for the flame graph page's header. */
+static int name_sides(struct hb_profile *p, const char *base, const char *new)
+{
+	p->diff_files[0] = strdup(base);
+	p->diff_files[1] = strdup(new);
+	return p->diff_files[0] && p->diff_files[1] ? 0 : -ENOMEM;
 }
 
 int diff_command(const struct cli *o, char *err, size_t errlen)
@@ -545,17 +673,21 @@ int diff_command(const struct cli *o, char *err, size_t errlen)
 	rc = diff_load(o->diff_paths[0], o->binary_dirs, &base, err, errlen);
 	rc = rc ?: diff_load(o->diff_paths[1], o->binary_dirs, &new, err, errlen);
 	rc = rc ?: diff__new(base, new, &d);
-	if (rc && !err[0])
-		hb_fail(err, errlen, rc, "cannot compare the profiles: %s", strerror(-rc));
 	rc = rc
 		     ?: hb_profile_add_comment(d->p, "heapbpf %s: diff, %s minus %s",
 					       HEAPBPF_VERSION, o->diff_paths[1], o->diff_paths[0]);
-	if (!rc && !o->quiet)
+	rc = rc ?: name_sides(d->p, o->diff_paths[0], o->diff_paths[1]);
+	if (rc && !err[0])
+		hb_fail(err, errlen, rc, "cannot compare the profiles: %s", strerror(-rc));
+	if (!rc)
 		print_top(d, o->sample_type, o->diff_paths[0], o->diff_paths[1]);
 	if (!rc) {
 		rc = sink_write(d->p, &s, err, errlen);
-		if (!rc && !o->quiet && strcmp(s.path, "-") != 0)
-			fprintf(stderr, "heapbpf: wrote %s\n", s.path);
+		if (!rc && strcmp(s.path, "-") != 0) {
+			char path[HB_CLEAN_SIZE(PATH_MAX)];
+
+			hb_note("wrote %s", hb_clean(path, sizeof(path), s.path));
+		}
 	}
 	diff__free(d);
 	hb_profile__free(base);

@@ -30,11 +30,18 @@ struct diff {
 	int64_t base_total[HB_NVALUES], new_total[HB_NVALUES];
 };
 
+/* What one profile may take converted for a diff (its stacks and names). */
+#define DIFF_MEM_MAX ((size_t)128 << 20)
+/* Largest total magnitude of one sample type: BASE and NEW then differ by at most 2^62. */
+#define DIFF_VALUE_MAX ((uint64_t)1 << 61)
+
 /*
  * Loads a profile for diffing: a gzip-compressed pprof with Go's heap sample
  * types (heapbpf's, or another tool's; missing types read as 0), or a
  * heapbpf recording (replayed and symbolized with binary_dirs). Returns 0 or
- * a negative errno with a one-sentence message in err.
+ * a negative errno with a one-sentence message in err. A profile too large
+ * to hold within PPROF_MEM_MAX and DIFF_MEM_MAX, or whose values add up past
+ * DIFF_VALUE_MAX, is refused.
  */
 int diff_load(const char *path, const char *const *binary_dirs, struct hb_profile **out, char *err,
 	      size_t errlen);

@@ -14,7 +14,9 @@
 #include "errmsg.h"
 #include "fleet.h"
 #include "live.h"
+#include "output.h"
 #include "privs.h"
+#include "procmaps.h"
 #include "pyroscope.h"
 #include "snapshot.h"
 #include "targets.h"
@@ -22,31 +24,52 @@
 /*
  * Where profiles wait for Pyroscope: --spool-dir; else beside --output-dir's
  * snapshots; else heapbpf's state directory (systemd's $STATE_DIRECTORY, its
- * first entry, or /var/lib/heapbpf), the default one made 0700: profiles hold
- * a process's function names and addresses.
+ * first entry, or /var/lib/heapbpf). The spool itself is made 0700: its
+ * profiles hold a process's function names and addresses, and every file
+ * in it is pushed with the operator's credentials. Then checked
+ * (output_dir_check): owned by root or the invoking user, writable by no
+ * one else.
  */
 static int spool_dir(const struct cli *o, char *dir, size_t len)
 {
 	const char *state = getenv("STATE_DIRECTORY");
-	int n;
+	char *slash;
+	int n, fd;
 
 	if (o->spool_dir || o->output_dir) {
-		snprintf(dir, len, "%s%s", o->spool_dir ?: o->output_dir,
-			 o->spool_dir ? "" : "/spool");
-		return snapshot_mkdir(dir);
+		snprintf(dir, len, "%s", o->spool_dir ?: o->output_dir);
+		/* --spool-dir's parents, or --output-dir itself, as snapshot directories */
+		slash = o->spool_dir ? strrchr(dir, '/') : NULL;
+		if (slash && slash != dir) {
+			*slash = '\0';
+			n = snapshot_mkdir(dir);
+			*slash = '/';
+		} else {
+			n = o->spool_dir ? 0 : snapshot_mkdir(dir);
+		}
+		if (n)
+			return n;
+		n = (int)strlen(dir);
+		if (!o->spool_dir && snprintf(dir + n, len - n, "/spool") >= (int)(len - n))
+			return -ENAMETOOLONG;
+	} else {
+		n = state && state[0] ? (int)strcspn(state, ":") : 0;
+		if (n)
+			snprintf(dir, len, "%.*s", n, state);
+		else
+			snprintf(dir, len, "/var/lib/heapbpf");
+		if (mkdir(dir, 0700) && errno != EEXIST)
+			return -errno;
+		n = (int)strlen(dir);
+		if (snprintf(dir + n, len - n, "/spool") >= (int)(len - n))
+			return -ENAMETOOLONG;
 	}
-	n = state && state[0] ? (int)strcspn(state, ":") : 0;
-	if (n)
-		snprintf(dir, len, "%.*s", n, state);
-	else
-		snprintf(dir, len, "/var/lib/heapbpf");
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
-	n = (int)strlen(dir);
-	if (snprintf(dir + n, len - n, "/spool") >= (int)(len - n))
-		return -ENAMETOOLONG;
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
+	fd = output_open_dir(dir, OUTPUT_DIR_PRIVATE);
+	if (fd < 0)
+		return fd;
+	close(fd);
 	return 0;
 }
 
@@ -64,6 +87,7 @@ static int pyro_setup(struct run *r, char *err, size_t errlen)
 		.multipart = o->pyro_multipart,
 		.ingest = o->pyro_ingest,
 		.ca_file = o->pyro_ca,
+		.proxy = o->pyro_proxy,
 		.verbose = o->verbose,
 	};
 	int rc;
@@ -79,33 +103,46 @@ static int pyro_setup(struct run *r, char *err, size_t errlen)
 		return rc;
 	rc = spool_dir(o, r->spool_dir, sizeof(r->spool_dir));
 	if (rc)
-		return hb_fail(err, errlen, rc, "cannot create the spool directory %s: %s",
-			       r->spool_dir, strerror(-rc));
+		return hb_fail(err, errlen, rc, "cannot use the spool directory %s: %s",
+			       r->spool_dir, output_strerror(rc));
 	return pyro__new(&po, &r->pyro, err, errlen);
+}
+
+/* A failure said on stderr, its message through hb_clean. */
+static void say_error(const char *err)
+{
+	char clean[HB_CLEAN_SIZE(1024)];
+
+	hb_error("%s", err[0] ? hb_clean(clean, sizeof(clean), err) : "failed");
 }
 
 static void retention(const struct run *r)
 {
 	const struct cli *o = r->opts;
 	struct retain_result rr;
-	char err[512];
+	char err[512], clean[HB_CLEAN_SIZE(sizeof(err))];
 
 	if (!o->output_dir || (!o->keep && !o->max_bytes))
 		return;
 	if (snapshot_prune(o->output_dir, o->keep, o->max_bytes, &rr, err, sizeof(err))) {
-		fprintf(stderr, "heapbpf: retention: %s\n", err);
+		hb_error("retention: %s", hb_clean(clean, sizeof(clean), err));
 		return;
 	}
+	if (rr.future_files) {
+		char names[4 * sizeof(rr.future)];
+
+		hb_warn("retention leaves alone %zu snapshot file(s) in %s dated in the future: %s",
+			rr.future_files, o->output_dir, hb_clean(names, sizeof(names), rr.future));
+	}
 	if (rr.deleted_files && o->verbose)
-		fprintf(stderr, "heapbpf: deleted %zu old snapshot file(s) (%" PRIu64 " bytes)\n",
-			rr.deleted_files, rr.deleted_bytes);
+		hb_say("deleted %zu old snapshot file(s) (%" PRIu64 " bytes)", rr.deleted_files,
+		       rr.deleted_bytes);
 	if (rr.newest_over)
-		fprintf(stderr,
-			"heapbpf: warning: the newest snapshot alone is larger than --max-bytes; "
-			"it is kept\n");
+		hb_warn("the newest snapshot alone is larger than --max-bytes; it is kept");
 }
 
-void fleet_window_done(struct run *r)
+/* After each --interval window: retention, and a delivery attempt that does not wait. */
+static void window_done(struct run *r)
 {
 	struct pyro_flush_result fr;
 
@@ -124,8 +161,8 @@ static void deliver(struct run *r)
 		r->outcome |= RUN_FAILED;
 	else if (fr.pending || fr.busy)
 		r->outcome |= RUN_NOT_SENT;
-	if (!r->opts->quiet && fr.sent)
-		fprintf(stderr, "heapbpf: pyroscope: delivered %zu profile(s)\n", fr.sent);
+	if (fr.sent)
+		hb_note("pyroscope: delivered %zu profile(s)", fr.sent);
 }
 
 /* A plain run always writes a file (unless it only records); fleet modes, top: only -o. */
@@ -139,6 +176,26 @@ static void default_output(const struct run *r, struct target_run *tr, char *buf
 	snprintf(stem, sizeof(stem), "heapbpf-%d", tr->pid);
 	sink_default_name(buf, len, stem, o->format);
 	tr->output = buf;
+}
+
+/* The files a run will write, checked before it profiles: a refusal then costs no window. */
+static int check_outputs(const struct run *r, const struct target_run *trs, size_t n, char *err,
+			 size_t errlen)
+{
+	const char *at_peak = r->opts->at_peak;
+	int rc;
+
+	if (r->opts->reset)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		rc = trs[i].output ? output_check_path(trs[i].output) : 0;
+		if (rc)
+			return hb_fail(err, errlen, rc, "cannot write %s: %s", trs[i].output,
+				       output_strerror(rc));
+	}
+	rc = at_peak ? output_check_path(at_peak) : 0;
+	return rc ? hb_fail(err, errlen, rc, "cannot write %s: %s", at_peak, output_strerror(rc))
+		  : 0;
 }
 
 /*
@@ -164,9 +221,17 @@ static int run_group(struct run *r, const pid_t *pids, struct jemalloc_target **
 						      .output = r->opts->output };
 			default_output(r, &trs[i], outbuf[i], sizeof(outbuf[i]));
 		}
-		rc = live_run_targets(trs, ts, n, err, errlen);
-		for (size_t i = 0; i < n; i++)
+		rc = check_outputs(r, trs, n, err, errlen);
+		if (rc) {
+			for (size_t i = 0; i < n; i++)
+				jemalloc_target__free(ts[i]);
+		} else {
+			rc = live_run_targets(trs, ts, n, err, errlen);
+		}
+		for (size_t i = 0; i < n; i++) {
 			r->outcome |= trs[i].outcome;
+			r->sampled |= trs[i].any_samples;
+		}
 	} else {
 		for (size_t i = 0; i < n; i++)
 			jemalloc_target__free(ts[i]);
@@ -194,7 +259,7 @@ static void run_children(struct run *r, const pid_t *pids, struct jemalloc_targe
 		if (kids[g] == 0) {
 			pid_t gp[TARGETS_MAX];
 			struct jemalloc_target *gt[TARGETS_MAX];
-			char err[1024] = "";
+			char err[2048] = "";
 			size_t k = 0;
 
 			for (int i = 0; i < n; i++) {
@@ -207,13 +272,12 @@ static void run_children(struct run *r, const pid_t *pids, struct jemalloc_targe
 			}
 			r->outcome = 0;
 			if (run_group(r, gp, gt, k, err, sizeof(err)))
-				fprintf(stderr, "heapbpf: %s\n", err[0] ? err : "failed");
+				say_error(err);
 			/* the child's outcome travels to the parent as its exit status */
 			exit((int)r->outcome);
 		}
 		if (kids[g] < 0) {
-			fprintf(stderr, "heapbpf: cannot start a process for a session: %s\n",
-				strerror(errno));
+			hb_error("cannot start a process for a session: %s", strerror(errno));
 			r->outcome |= RUN_FAILED;
 			continue;
 		}
@@ -289,31 +353,36 @@ static void raise_fd_limit(void)
 static void run_targets(struct run *r, const pid_t *pids, struct jemalloc_target **ts, int n)
 {
 	int group[TARGETS_MAX], ngroups;
-	char err[1024] = "";
+	char err[2048] = "";
 
 	if (n > 1 || r->opts->follow_forks)
 		raise_fd_limit();
+	r->name_targets = n > 1 || r->opts->children;
 	ngroups = n > 1 ? group_by_layout(ts, n, group) : 1;
 	if (ngroups > 1) {
-		if (!r->opts->quiet)
-			fprintf(stderr,
-				"heapbpf: %d jemalloc layouts among them: one session (and one "
-				"process) each\n",
-				ngroups);
+		hb_note("%d jemalloc layouts among them: one session (and one process) each",
+			ngroups);
 		run_children(r, pids, ts, group, ngroups, n);
 		return;
 	}
 	/* said here, not by main: what earlier runs spooled is still delivered */
 	if (run_group(r, pids, ts, (size_t)n, err, sizeof(err)))
-		fprintf(stderr, "heapbpf: %s\n", err[0] ? err : "failed");
+		say_error(err);
 }
 
-/* "unit NAME" or "the --pid list", for what is said about a run's targets. */
+/* "unit NAME", "the --pid list" or "pid N with its children", for what is said about a run's targets. */
 static const char *targets_name(const struct run *r, char *buf, size_t len)
 {
-	if (!r->unit_name[0])
-		return "the --pid list";
-	snprintf(buf, len, "unit %s", r->unit_name);
+	const struct cli *o = r->opts;
+
+	if (r->unit_name[0])
+		snprintf(buf, len, "unit %s", r->unit_name);
+	else if (o->children && o->npids > 1)
+		snprintf(buf, len, "the --pid list with their children");
+	else if (o->children)
+		snprintf(buf, len, "pid %d with its children", r->root);
+	else
+		snprintf(buf, len, "the --pid list");
 	return buf;
 }
 
@@ -322,26 +391,39 @@ static const char *targets_name(const struct run *r, char *buf, size_t len)
  * processes without jemalloc are skipped (pids named by --pid are refused);
  * one whose jemalloc heapbpf cannot use (no prof:true, stripped without
  * debug info, a version it does not know) is refused with its reason, and
- * the others are profiled. ts[i]: the jemalloc found in pids[i].
+ * the others are profiled. --children: a descendant (pids[i], i >= named,
+ * started at starts[i]) that cannot be profiled is skipped with its reason,
+ * and so is a named process without jemalloc (a manager that only forks).
+ * ts[i]: the jemalloc found in pids[i].
  */
-static int jemalloc_only(struct run *r, pid_t *pids, struct jemalloc_target **ts, int n, char *err,
-			 size_t errlen)
+static int jemalloc_only(struct run *r, pid_t *pids, struct jemalloc_target **ts, int n, int named,
+			 const uint64_t *starts, char *err, size_t errlen)
 {
 	int kept = 0, refused = 0;
 	char name[300];
 
 	for (int i = 0; i < n; i++) {
 		struct jemalloc_target *t = NULL;
-		char why[512];
+		char why[2048], clean[HB_CLEAN_SIZE(sizeof(why))];
 		int rc = jemalloc_target__find(pids[i], r->opts->layout, &t, why, sizeof(why));
 
+		/* a descendant's pid taken by another process since the scan: not ours */
+		if (!rc && i >= named && starts && proc_start_time(pids[i]) != starts[i]) {
+			jemalloc_target__free(t);
+			rc = hb_fail(why, sizeof(why), -ESRCH, "pid %d exited", pids[i]);
+		}
+		if (rc && (i >= named || (rc == JEMALLOC_ENOTFOUND && r->opts->children))) {
+			hb_note("skipped: %s", hb_clean(clean, sizeof(clean), why));
+			refused += rc != JEMALLOC_ENOTFOUND;
+			continue;
+		}
 		if (rc == JEMALLOC_ENOTFOUND && r->unit_name[0]) {
 			if (r->opts->verbose)
-				fprintf(stderr, "heapbpf: skipped: %s\n", why);
+				hb_say("skipped: %s", hb_clean(clean, sizeof(clean), why));
 			continue;
 		}
 		if (rc) {
-			fprintf(stderr, "heapbpf: refused: %s\n", why);
+			hb_error("refused: %s", hb_clean(clean, sizeof(clean), why));
 			r->outcome |= RUN_FAILED;
 			refused++;
 			continue;
@@ -361,18 +443,56 @@ static int jemalloc_only(struct run *r, pid_t *pids, struct jemalloc_target **ts
 /* Options that name one file, or one terminal, and so one process. */
 static int one_process_only(const struct run *r, int n, char *err, size_t errlen)
 {
-	const struct cli *o = r->opts;
+	const char *what = cli_one_process_option(r->opts);
 	char name[300];
-	const char *what = o->output		 ? "--output names one file; use --output-dir"
-			   : o->record		 ? "--record names one file"
-			   : o->at_peak		 ? "--at-peak names one file"
-			   : o->mode == MODE_TOP ? "heapbpf top shows one process"
-						 : NULL;
 
 	if (n > 1 && what)
 		return hb_fail(err, errlen, -EINVAL, "%s has %d processes and %s",
 			       targets_name(r, name, sizeof(name)), n, what);
 	return 0;
+}
+
+/*
+ * --children: the --pid list's or the pid file's processes, then the
+ * descendants each has now; with none, the one process as without
+ * --children (its jemalloc found, or refused, as usual).
+ */
+static int with_children(struct run *r, pid_t *pids, struct jemalloc_target **ts, char *err,
+			 size_t errlen)
+{
+	const struct cli *o = r->opts;
+	uint64_t starts[TARGETS_MAX] = { 0 };
+	size_t n, named;
+	int rc;
+
+	if (o->pidfile) {
+		rc = targets_from_pidfile(o->pidfile, &pids[0], err, errlen);
+		if (rc)
+			return rc;
+		n = 1;
+	} else {
+		n = o->npids < TARGETS_MAX ? (size_t)o->npids : TARGETS_MAX;
+		memcpy(pids, o->pids, n * sizeof(*pids));
+	}
+	r->root = pids[0];
+	named = n;
+	for (size_t i = 0; i < named; i++) {
+		rc = targets_descendants(pids[i], pids, starts, TARGETS_MAX, &n);
+		if (rc < 0)
+			return hb_fail(err, errlen, rc, "cannot list the children of pid %d: %s",
+				       pids[i], strerror(-rc));
+	}
+	if (n == named && named == 1)
+		return 1;
+	if (n == TARGETS_MAX)
+		hb_warn("pid %d and its children are %zu processes or more; profiling the first "
+			"%zu",
+			pids[0], n, n);
+	/* privileges first: without them every process would be refused for its own reason */
+	rc = privs_check(err, errlen);
+	if (rc)
+		return rc;
+	return jemalloc_only(r, pids, ts, (int)n, (int)named, starts, err, errlen);
 }
 
 /* The run's pids, at least one, with their jemalloc when found already; or a negative errno. */
@@ -387,16 +507,16 @@ static int resolve_targets(struct run *r, pid_t *pids, struct jemalloc_target **
 		targets_unit_name(o->unit, r->unit_name, sizeof(r->unit_name));
 		n = targets_from_unit(o->unit, NULL, pids, TARGETS_MAX, err, errlen);
 		if (n == TARGETS_MAX)
-			fprintf(stderr,
-				"heapbpf: warning: unit %s has %d processes or more; profiling the "
-				"first %d\n",
+			hb_warn("unit %s has %d processes or more; profiling the first %d",
 				r->unit_name, n, n);
 		/* privileges first: without them every process would be refused for its own reason */
 		rc = n > 1 ? privs_check(err, errlen) : 0;
 		if (rc)
 			return rc;
 		if (n > 1)
-			n = jemalloc_only(r, pids, ts, n, err, errlen);
+			n = jemalloc_only(r, pids, ts, n, n, NULL, err, errlen);
+	} else if (o->children) {
+		n = with_children(r, pids, ts, err, errlen);
 	} else if (o->npids > 1) {
 		/* several pids: found now, so that one without a usable jemalloc is refused alone */
 		n = o->npids < TARGETS_MAX ? o->npids : TARGETS_MAX;
@@ -404,7 +524,7 @@ static int resolve_targets(struct run *r, pid_t *pids, struct jemalloc_target **
 		rc = privs_check(err, errlen);
 		if (rc)
 			return rc;
-		n = jemalloc_only(r, pids, ts, n, err, errlen);
+		n = jemalloc_only(r, pids, ts, n, n, NULL, err, errlen);
 	} else if (o->pidfile) {
 		rc = targets_from_pidfile(o->pidfile, &pids[0], err, errlen);
 		if (rc)
@@ -427,6 +547,79 @@ static void free_targets(struct jemalloc_target **ts, int n)
 		jemalloc_target__free(ts[i]);
 }
 
+/* A process and its start time: a pid reused by a new process is another process. */
+struct seen {
+	pid_t pid;
+	uint64_t start;
+};
+
+#define SEEN_MAX 4096
+static struct seen seen[SEEN_MAX];
+static size_t nseen;
+
+static bool was_seen(pid_t pid)
+{
+	uint64_t start = proc_start_time(pid);
+
+	for (size_t i = 0; i < nseen; i++) {
+		if (seen[i].pid == pid && seen[i].start == start)
+			return true;
+	}
+	return false;
+}
+
+static void mark_seen(pid_t pid)
+{
+	if (nseen < SEEN_MAX)
+		seen[nseen++] = (struct seen){ pid, proc_start_time(pid) };
+}
+
+/*
+ * heapbpf watch: the unit's or pid file's processes have exited; waits for
+ * new ones (every WATCH_POLL_MS), each taken once. 0 when a signal or the
+ * end of -d stops the watch first (the session's signals are blocked: they
+ * wait here), else how many there are.
+ */
+#define WATCH_POLL_MS 250
+static int next_targets(struct run *r, pid_t *pids, struct jemalloc_target **ts)
+{
+	const struct timespec poll = { .tv_nsec = WATCH_POLL_MS * 1000000L };
+	char err[2048];
+	sigset_t set;
+	int n;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	hb_note("watch: %s has no process to watch; waiting for the next one",
+		r->opts->unit ? r->unit_name : r->opts->pidfile);
+	for (;;) {
+		if (sigtimedwait(&set, NULL, &poll) > 0) {
+			r->watch_stopped = true;
+			return 0;
+		}
+		n = resolve_targets(r, pids, ts, err, sizeof(err));
+		if (n <= 0)
+			continue;
+		for (int i = 0; i < n;) {
+			if (was_seen(pids[i]) || kill(pids[i], 0)) {
+				jemalloc_target__free(ts[i]);
+				pids[i] = pids[n - 1];
+				ts[i] = ts[--n];
+			} else {
+				i++;
+			}
+		}
+		for (int i = 0; i < n; i++)
+			mark_seen(pids[i]);
+		if (n > 0) {
+			hb_note("watch: pid %d appeared; watching it", pids[0]);
+			return n;
+		}
+	}
+}
+
 int fleet_run(struct run *r, char *err, size_t errlen)
 {
 	const struct cli *o = r->opts;
@@ -435,17 +628,39 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	char name[300];
 	int n, rc = 0;
 
+	r->window_done = window_done;
 	n = resolve_targets(r, pids, ts, err, errlen);
+	/* a watch of a unit or pid file may start before the service: it waits for it */
+	if (n < 0 && o->watch && (o->unit || o->pidfile)) {
+		char clean[HB_CLEAN_SIZE(1024)];
+
+		hb_note("watch: %s", hb_clean(clean, sizeof(clean), err));
+		err[0] = '\0';
+		n = 0;
+	}
 	if (n < 0)
 		return n;
-	if ((o->unit || o->npids > 1) && !o->quiet && n > 1)
-		fprintf(stderr, "heapbpf: %s: %d processes, one profile each\n",
-			targets_name(r, name, sizeof(name)), n);
+	for (int i = 0; i < n; i++)
+		mark_seen(pids[i]);
+	if ((o->unit || o->npids > 1 || o->children) && n > 1)
+		hb_note("%s: %d processes, one profile each", targets_name(r, name, sizeof(name)),
+			n);
 	if (o->output_dir) {
 		rc = snapshot_mkdir(o->output_dir);
 		if (rc)
 			hb_fail(err, errlen, rc, "cannot create the output directory %s: %s",
 				o->output_dir, strerror(-rc));
+		if (!rc) {
+			/* said now, not after the first window */
+			int dfd = output_open_dir(o->output_dir, OUTPUT_DIR_FILES);
+
+			if (dfd < 0)
+				rc = hb_fail(err, errlen, dfd,
+					     "cannot write into the output directory %s: %s",
+					     o->output_dir, output_strerror(dfd));
+			else
+				close(dfd);
+		}
 	}
 	if (!rc && o->pyroscope)
 		rc = pyro_setup(r, err, errlen);
@@ -454,7 +669,23 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 		free_targets(ts, n);
 		return rc;
 	}
-	run_targets(r, pids, ts, n);
+	if (n > 0)
+		run_targets(r, pids, ts, n);
+	/* heapbpf watch of a unit or pid file: its next process, after a restart */
+	while (o->watch && (o->unit || o->pidfile) && !r->watch_stopped) {
+		n = next_targets(r, pids, ts);
+		if (n <= 0)
+			break;
+		run_targets(r, pids, ts, n);
+	}
+	/*
+	 * A watch that sampled one process of the unit or pid file has profiles to
+	 * show: its newest process's quiet last moments are not "nothing sampled";
+	 * nor is, with --children, a manager that only waits on the children that
+	 * sampled.
+	 */
+	if ((o->watch || o->children) && r->sampled)
+		r->outcome &= ~RUN_NO_SAMPLES;
 	retention(r);
 	if (r->pyro) {
 		deliver(r);

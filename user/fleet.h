@@ -18,7 +18,4 @@
  */
 int fleet_run(struct run *r, char *err, size_t errlen);
 
-/* After each --interval window: retention, and a delivery attempt that does not wait. */
-void fleet_window_done(struct run *r);
-
 #endif /* __HEAPBPF_FLEET_H */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,13 +8,14 @@
 #include <unistd.h>
 
 #include "errmsg.h"
-#include "fleet.h"
 #include "guard.h"
 #include "live.h"
+#include "output.h"
 #include "privs.h"
 #include "recording.h"
 #include "session.h"
 #include "top.h"
+#include "watch.h"
 #include "window.h"
 
 static int64_t wall_ns(void)
@@ -32,6 +34,7 @@ static struct heap_data session_data(struct session *s)
 		.counters = &s->counters,
 		.procs = s->procs,
 		.nprocs = s->nprocs,
+		.sum = s->sum,
 	};
 }
 
@@ -40,6 +43,7 @@ struct live_set {
 	struct target_run **tr;
 	struct session *s;
 	size_t n;
+	struct watch *watch; /* heapbpf watch: its triggers, or NULL */
 };
 
 /* Where a target's window ends: now, or when it exited. */
@@ -69,12 +73,28 @@ static int on_window(struct session *s0, void *arg)
 			continue;
 		/* a full disk must not end the daemon: the next window tries again */
 		if (window_emit(tr, &d, end, err, sizeof(err))) {
-			fprintf(stderr, "heapbpf: %s\n", err);
+			char clean[HB_CLEAN_SIZE(sizeof(err))];
+
+			hb_error("%s", hb_clean(clean, sizeof(clean), err));
 			tr->outcome |= RUN_FAILED;
 		}
 	}
-	fleet_window_done(ls->tr[0]->run);
+	if (ls->tr[0]->run->window_done)
+		ls->tr[0]->run->window_done(ls->tr[0]->run);
 	return 0;
+}
+
+/* The first status line: which process, which jemalloc, how often it samples. */
+static void say_target(const struct target_run *tr, const struct jemalloc_target *t, bool timed)
+{
+	char comm[HB_CLEAN_SIZE(sizeof(t->comm))], version[HB_CLEAN_SIZE(sizeof(t->version))];
+	char path[HB_CLEAN_SIZE(PATH_MAX)];
+
+	hb_note("pid %d (%s): jemalloc %s in %s, sampling every %llu bytes on average%s", tr->pid,
+		hb_clean(comm, sizeof(comm), t->comm),
+		hb_clean(version, sizeof(version), t->version),
+		hb_clean(path, sizeof(path), t->path), 1ULL << t->lg_prof_sample,
+		timed ? "" : "; Ctrl-C to stop");
 }
 
 /* Privileges, jemalloc, the guard, and what a killed run left behind; *done: --reset is over. */
@@ -94,30 +114,22 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 	if (rc)
 		return rc;
 	if (rec.parent)
-		fprintf(stderr,
-			"heapbpf: restored prof_active in pid %d, left on by a heapbpf run that was "
-			"killed\n",
-			tr->pid);
+		hb_say("restored prof_active in pid %d, left on by a heapbpf run that was killed",
+		       tr->pid);
 	if (rec.children)
-		fprintf(stderr,
-			"heapbpf: restored prof_active in %zu process(es) forked from pid %d while a "
-			"killed heapbpf run had it on\n",
-			rec.children, tr->pid);
+		hb_say("restored prof_active in %zu process(es) forked from pid %d while a "
+		       "killed heapbpf run had it on",
+		       rec.children, tr->pid);
 	if (o->reset) {
-		if (!rec.parent && !rec.children && !o->quiet)
-			fprintf(stderr, "heapbpf: pid %d: nothing to reset\n", tr->pid);
+		if (!rec.parent && !rec.children)
+			hb_note("pid %d: nothing to reset", tr->pid);
 		*done = true;
 		return 0;
 	}
 	tr->t = *t;
 	snprintf(tr->source, sizeof(tr->source), "pid %d (%s), jemalloc %s in %s", tr->pid,
 		 (*t)->comm, (*t)->version, (*t)->path);
-	if (!o->quiet)
-		fprintf(stderr,
-			"heapbpf: pid %d (%s): jemalloc %s in %s, sampling every %llu bytes on "
-			"average%s\n",
-			tr->pid, (*t)->comm, (*t)->version, (*t)->path,
-			1ULL << (*t)->lg_prof_sample, o->duration > 0 ? "" : "; Ctrl-C to stop");
+	say_target(tr, *t, o->duration > 0);
 	return 0;
 }
 
@@ -142,13 +154,10 @@ static int finish_recording(const struct cli *o, struct recorder *rec, struct se
 		return hb_fail(err, errlen, s->record_err ?: r2,
 			       "cannot write the recording %s: %s", o->record,
 			       strerror(-(s->record_err ?: r2)));
-	if (!o->quiet)
-		fprintf(stderr,
-			"heapbpf: recorded %llu samples and %llu frees to %s (%llu bytes, %llu "
-			"uncompressed)\n",
-			(unsigned long long)collector__stats(s->collector)->allocs,
-			(unsigned long long)collector__stats(s->collector)->frees, o->record,
-			(unsigned long long)file, (unsigned long long)raw);
+	hb_note("recorded %llu samples and %llu frees to %s (%llu bytes, %llu uncompressed)",
+		(unsigned long long)collector__stats(s->collector)->allocs,
+		(unsigned long long)collector__stats(s->collector)->frees, o->record,
+		(unsigned long long)file, (unsigned long long)raw);
 	return 0;
 }
 
@@ -165,7 +174,7 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 		.status_line = !o->quiet && isatty(STDERR_FILENO),
 		.guard = gs[0],
 		.follow_forks = o->follow_forks,
-		.quiet = o->quiet,
+		.keep_privs = o->watch && (o->unit || o->pidfile),
 		.verbose = o->verbose,
 		.temporary_ns = o->temporary_ns,
 	};
@@ -175,7 +184,7 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 		rc = recorder__open(o->record, &rec);
 		if (rc)
 			return hb_fail(err, errlen, rc, "cannot create the recording %s: %s",
-				       o->record, strerror(-rc));
+				       o->record, output_strerror(rc));
 		so.recorder = rec;
 	}
 	if (o->interval) {
@@ -183,12 +192,20 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 		so.on_interval = on_window;
 		so.interval_arg = ls;
 	}
+	if (o->watch) {
+		rc = watch__new(o, ls->tr, ls->s, ls->n, &ls->watch, err, errlen);
+		if (rc)
+			return rc;
+		watch__session_opts(ls->watch, &so);
+	}
 	if (o->mode == MODE_TOP) {
 		struct top_opts to = {
 			.pid = tr->pid,
 			.t = tr->t,
 			.raw = o->raw,
 			.ui = { .sort = o->top_sort, .by = o->top_by },
+			.wrappers = o->wrappers,
+			.nwrappers = o->nwrappers,
 		};
 
 		rc = top__new(&to, &top, err, errlen);
@@ -211,27 +228,24 @@ static void report_forks(struct target_run *tr, const struct session *s)
 
 	tr->forks = *f;
 	if (s->fork_state_err)
-		fprintf(stderr,
-			"heapbpf: warning: the state file under %s could not list every forked "
-			"child; a kill -9 of this run would not have restored them\n",
+		hb_warn("the state file under %s could not list every forked "
+			"child; a kill -9 of this run would not have restored them",
 			guard_dir());
 	if (f->failed) {
-		fprintf(stderr,
-			"heapbpf: pid %d: prof_active could not be switched back off in %zu "
-			"process(es) forked from it; they keep sampling until they exit\n",
-			tr->pid, f->failed);
+		hb_error("pid %d: prof_active could not be switched back off in %zu "
+			 "process(es) forked from it; they keep sampling until they exit",
+			 tr->pid, f->failed);
 		tr->outcome |= RUN_FAILED;
 	}
-	if (f->forked && !tr->run->opts->quiet)
-		fprintf(stderr,
-			"heapbpf: pid %d forked %zu process(es) while sampling was on: prof_active "
-			"restored in %zu, %zu had exited or exec'ed\n",
+	if (f->forked)
+		hb_note("pid %d forked %zu process(es) while sampling was on: prof_active "
+			"restored in %zu, %zu had exited or exec'ed",
 			tr->pid, f->forked, f->restored, f->gone);
 }
 
 /* A target's last window, from what its session collected; with several, a failure is its own. */
-static int finish_target(struct target_run *tr, struct session *s, size_t n, char *err,
-			 size_t errlen)
+static int finish_target(struct target_run *tr, struct session *s, size_t n, struct watch *wt,
+			 char *err, size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
 	struct heap_data d = session_data(s);
@@ -242,14 +256,26 @@ static int finish_target(struct target_run *tr, struct session *s, size_t n, cha
 		tr->outcome |= RUN_FAILED;
 		return 0;
 	}
-	if (n == 1 && s->reason == STOP_TARGET_EXIT && !o->quiet)
-		fprintf(stderr, "heapbpf: pid %d exited%s\n", tr->pid,
+	if (wt) {
+		tr->trigger =
+			watch__last_trigger(wt, s, tr->trigger_note, sizeof(tr->trigger_note));
+		/* its OOM profile was its last: the process is gone */
+		if (tr->trigger && !tr->trigger[0]) {
+			tr->trigger = NULL;
+			collector__end(d.collector);
+			return 0;
+		}
+	}
+	if (n == 1 && s->reason == STOP_TARGET_EXIT)
+		hb_note("pid %d exited%s", tr->pid,
 			o->mode == MODE_TOP && !tr->output ? "" : "; writing what was collected");
 	if (!tr->k)
 		tr->start_ns = s->start_wall_ns;
 	rc = window_last(tr, &d, s->start_wall_ns + s->duration_ns, err, errlen);
 	if (rc && n > 1) {
-		fprintf(stderr, "heapbpf: %s\n", err);
+		char clean[HB_CLEAN_SIZE(1024)];
+
+		hb_error("%s", hb_clean(clean, sizeof(clean), err));
 		tr->outcome |= RUN_FAILED;
 		return 0;
 	}
@@ -267,7 +293,9 @@ static int prepare_all(struct target_run *trs, struct jemalloc_target **ts, stru
 		if (rc && n == 1)
 			return rc;
 		if (rc) {
-			fprintf(stderr, "heapbpf: %s\n", err);
+			char clean[HB_CLEAN_SIZE(1024)];
+
+			hb_error("%s", hb_clean(clean, sizeof(clean), err));
 			trs[i].outcome |= RUN_FAILED;
 			continue;
 		}
@@ -306,15 +334,19 @@ int live_run_targets(struct target_run *trs, struct jemalloc_target **ts, size_t
 		ags[j] = gs[i];
 	}
 	rc = collect(&ls, ats, ags, err, errlen);
+	/* heapbpf watch goes on with the next process of a unit or pid file, unless told to stop */
+	if (ls.n && (rc || ls.s[0].reason != STOP_TARGET_EXIT))
+		trs[0].run->watch_stopped = true;
 	for (size_t j = 0; j < ls.n; j++) {
 		/* a failed session writes nothing; a target's own failure is said (one: returned) */
 		if (rc)
 			report_forks(ls.tr[j], &ls.s[j]);
-		else if ((r2 = finish_target(ls.tr[j], &ls.s[j], ls.n, err, errlen)))
+		else if ((r2 = finish_target(ls.tr[j], &ls.s[j], ls.n, ls.watch, err, errlen)))
 			rc2 = r2;
 	}
 	rc = rc ?: rc2;
 out:
+	watch__free(ls.watch);
 	/* the first one last: its pool holds objects the others' symbolizers share */
 	for (size_t j = ls.n; ls.s && j-- > 0;)
 		session_cleanup(&ls.s[j]);

@@ -12,25 +12,7 @@
 #include "summary.h"
 #include "symbolize.h"
 #include "version.h"
-
-int liveheap_syms(const struct jemalloc_target *t, struct heapwalk_syms *sy, char *err,
-		  size_t errlen)
-{
-	memset(sy, 0, sizeof(*sy));
-	/* a file-local static of prof_data.c (5.3) or prof.c (5.2.1): no namespace prefix */
-	if (jemalloc_target__global(t, "bt2gctx", false, &sy->bt2gctx))
-		return hb_fail(err, errlen, -ENOENT,
-			       "jemalloc in pid %d (%s) has no bt2gctx in its symbol table, so its "
-			       "profiling tables cannot be found; use the windowed mode "
-			       "(heapbpf --pid %d)",
-			       t->pid, t->path, t->pid);
-	sy->lg_prof_sample = t->lg_prof_sample_addr;
-	sy->active = t->active_addr;
-	/* without it (never seen) the walk reports current counts only */
-	if (jemalloc_target__global(t, "opt_prof_accum", true, &sy->opt_prof_accum))
-		sy->opt_prof_accum = 0;
-	return 0;
-}
+#include "wrappers.h"
 
 static const char *sampling_text(const struct heapwalk_stats *st)
 {
@@ -44,7 +26,7 @@ static const char *sampling_text(const struct heapwalk_stats *st)
 static int describe(struct hb_profile *p, const struct jemalloc_target *t,
 		    const struct heapwalk_stats *st)
 {
-	char b[32];
+	char b[256];
 	int rc;
 
 	summary_bytes(b, sizeof(b), st->inuse_space);
@@ -67,14 +49,27 @@ static int describe(struct hb_profile *p, const struct jemalloc_target *t,
 					  "started (prof_accum:true)"
 					: "alloc_* are zero: jemalloc keeps no allocated totals "
 					  "without prof_accum:true");
-	rc = rc
-		     ?: hb_profile_add_comment(
-				p, "heapbpf: %s",
-				p->raw ? "values are raw sampled counts (prof.dump with prof_unbias:false)"
-				: st->unbiased
-					? "values are jemalloc's own unbiased estimates (per size class)"
-					: "values are estimated from each stack's mean object size "
-					  "(jemalloc 5.2.1 keeps raw counts only)");
+	if (p->raw)
+		rc = rc
+			     ?: hb_profile_add_comment(p, "heapbpf: values are raw sampled counts "
+							  "(prof.dump with prof_unbias:false)");
+	else if (st->unbiased)
+		rc = rc
+			     ?: hb_profile_add_comment(
+					p,
+					"heapbpf: values are estimates, exact for a stack of one "
+					"object size; jemalloc's own unbiased sums, rounded per size "
+					"class, for the %" PRIu64 " stacks of several sizes",
+					st->stacks_rounded);
+	else
+		rc = rc
+			     ?: hb_profile_add_comment(
+					p, "heapbpf: values are estimated from each stack's "
+					   "mean object size (jemalloc 5.2.1 keeps raw counts "
+					   "only), exact for a stack of one size");
+	heapwalk_truncated_text(b, sizeof(b), st);
+	if (!rc && b[0])
+		rc = hb_profile_add_comment(p, "heapbpf: %s", b);
 	return rc;
 }
 
@@ -83,23 +78,28 @@ static void say(const struct jemalloc_target *t, const struct heapwalk_stats *st
 {
 	struct hb_site top[5];
 	size_t n = summary_top_sites(p, top, 5);
-	char b[32], a[32];
+	char b[32], a[32], name[HB_CLEAN_SIZE(1024)];
 
 	summary_bytes(b, sizeof(b), st->inuse_space);
-	fprintf(stderr,
-		"heapbpf: live heap of pid %d (%s): %" PRIu64 " sampled objects, %s in use "
-		"(estimated), %" PRIu64 " stacks; %s\n",
-		t->pid, t->comm, st->curobjs, b, st->stacks, sampling_text(st));
+	hb_note("live heap of pid %d (%s): %" PRIu64 " sampled objects, %s in use "
+		"(estimated), %" PRIu64 " stacks; %s",
+		t->pid, hb_clean(name, sizeof(name), t->comm), st->curobjs, b, st->stacks,
+		sampling_text(st));
+	heapwalk_truncated_text(name, sizeof(name), st);
+	if (name[0])
+		hb_warn("%s", name);
 	if (n)
-		fprintf(stderr, "heapbpf: top sites by in-use bytes%s:\n",
-			p->raw ? " (raw sampled)" : " (estimated)");
+		hb_note("top sites by in-use bytes%s:", p->raw ? " (raw sampled)" : " (estimated)");
 	for (size_t i = 0; i < n; i++) {
 		summary_bytes(b, sizeof(b), (double)top[i].v[HB_INUSE_SPACE]);
 		summary_bytes(a, sizeof(a), (double)top[i].v[HB_ALLOC_SPACE]);
-		fprintf(stderr, "  %10s in use  %10s allocated  %s\n", b, a, top[i].function);
+		hb_note_more("  %10s in use  %10s allocated  %s", b, a,
+			     hb_clean(name, sizeof(name), top[i].function));
 	}
+	if (!wrappers_text(name, sizeof(name), p))
+		hb_note("%s", name);
 	if (where)
-		fprintf(stderr, "heapbpf: wrote %s\n", where);
+		hb_note("wrote %s", hb_clean(name, sizeof(name), where));
 }
 
 /* Symbolizes, describes and writes what the walk collected. */
@@ -108,7 +108,12 @@ static int write_profile(struct run *r, const struct jemalloc_target *t, struct 
 {
 	const struct cli *o = r->opts;
 	struct timespec now;
-	struct report_opts ro = { .raw = o->raw, .pid = t->pid };
+	struct report_opts ro = {
+		.raw = o->raw,
+		.pid = t->pid,
+		.wrappers = o->wrappers,
+		.nwrappers = o->nwrappers,
+	};
 	struct sink s = { .kind = SINK_FILE, .format = o->format, .sample_type = o->sample_type };
 	struct symbolizer *sym = NULL;
 	struct hb_profile *p = NULL;
@@ -133,7 +138,7 @@ static int write_profile(struct run *r, const struct jemalloc_target *t, struct 
 		rc = hb_fail(err, errlen, rc, "cannot build the profile: %s", strerror(-rc));
 	} else {
 		rc = sink_write(p, &s, err, errlen);
-		if (!rc && !o->quiet)
+		if (!rc)
 			say(t, st, p, strcmp(s.path, "-") != 0 ? s.path : NULL);
 	}
 	hb_profile__free(p);
@@ -149,7 +154,7 @@ static int walk(const struct jemalloc_target *t, struct collector *c, struct hea
 	struct mem_source m = { 0 };
 	int rc;
 
-	rc = liveheap_syms(t, &sy, err, errlen);
+	rc = heapwalk_target_syms(t, &sy, err, errlen);
 	rc = rc ?: memsrc_proc_open(t->pid, &m, err, errlen);
 	if (rc)
 		return rc;
@@ -185,13 +190,18 @@ int liveheap_run(struct run *r, char *err, size_t errlen)
 			     "jemalloc in pid %d (%s) is not sampling now and its tables hold no "
 			     "sampled object; sample a window with heapbpf --pid %d",
 			     t->pid, t->comm, t->pid);
+	else if (st.stacks && st.empty == st.stacks)
+		/* jemalloc's unwinder always takes the caller's frame */
+		rc = hb_fail(err, errlen, -EPROTO,
+			     "pid %d (%s): its jemalloc takes no backtraces: its tables hold "
+			     "sampled objects under empty stacks only, so the process installed a "
+			     "prof_backtrace hook of its own (experimental.hooks.prof_backtrace) "
+			     "and its stacks come from that hook; heapbpf wrote no profile",
+			     t->pid, t->comm);
 	else
 		rc = write_profile(r, t, c, &st, err, errlen);
 	if (!rc && !st.stacks) {
-		fprintf(stderr,
-			"heapbpf: pid %d: jemalloc is sampling but holds no sampled live "
-			"object yet\n",
-			t->pid);
+		hb_say("pid %d: jemalloc is sampling but holds no sampled live object yet", t->pid);
 		r->outcome |= RUN_NO_SAMPLES;
 	}
 	collector__free(c);

@@ -18,7 +18,6 @@
 #include <bpf/libbpf.h>
 
 #include "cli.h"
-#include "coremem.h"
 #include "debuginfo.h"
 #include "diff.h"
 #include "errmsg.h"
@@ -26,6 +25,7 @@
 #include "liveheap.h"
 #include "output.h"
 #include "replay.h"
+#include "report_cmd.h"
 #include "run.h"
 #include "session.h"
 #include "window.h"
@@ -35,67 +35,6 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 {
 	(void)level;
 	return vfprintf(stderr, fmt, args);
-}
-
-/* heapbpf report FILE: the same outputs, offline, from a recording: one window. */
-static int report_recording(struct run *r, char *err, size_t errlen)
-{
-	const struct cli *o = r->opts;
-	struct replay_opts ro = {
-		.from = o->from,
-		.to = o->to,
-		.dirs = o->binary_dirs,
-		.temporary_ns = o->temporary_ns,
-	};
-	struct target_run tr = { .run = r, .output = o->output };
-	char outbuf[256];
-	struct heap_data d;
-	struct replay *rp;
-	int rc;
-
-	rc = replay__load(o->recording, &ro, &rp, err, errlen);
-	if (rc)
-		return rc;
-	if (rp->truncated)
-		fprintf(stderr, "heapbpf: warning: %s; reporting the %llu events before that\n",
-			rp->note, (unsigned long long)rp->events);
-	if (!o->quiet)
-		fprintf(stderr, "heapbpf: recording of pid %s (%s), jemalloc %s in %s\n", rp->pid,
-			rp->comm, rp->version, rp->ident.path);
-	if (!tr.output) {
-		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-report", o->format);
-		tr.output = outbuf;
-	}
-	tr.pid = atoi(rp->pid);
-	tr.t = &rp->ident;
-	tr.start_ns = rp->start_wall_ns;
-	snprintf(tr.source, sizeof(tr.source), "pid %s (%s), jemalloc %s in %s", rp->pid, rp->comm,
-		 rp->version, rp->ident.path);
-	d = (struct heap_data){
-		.collector = rp->collector,
-		.symbolizer = rp->symbolizer,
-		.counters = &rp->counters,
-	};
-	rc = window_last(&tr, &d, rp->start_wall_ns + rp->duration_ns, err, errlen);
-	r->outcome |= tr.outcome;
-	replay__free(rp);
-	return rc;
-}
-
-/* heapbpf report FILE: a core file (ET_CORE, or --core) or a recording. */
-static int report_file(struct run *r, char *err, size_t errlen)
-{
-	const struct cli *o = r->opts;
-	int is_core = o->core ? 1 : core_file_is_core(o->recording);
-
-	if (is_core == 1)
-		return core_report(r, err, errlen);
-	if (o->exe || o->layout)
-		return hb_fail(err, errlen, -EINVAL,
-			       "%s is not a core file: --exe and --jemalloc-layout apply to core "
-			       "files (heapbpf report --core)",
-			       o->recording);
-	return report_recording(r, err, errlen);
 }
 
 static int exit_code(unsigned int outcome)
@@ -115,7 +54,7 @@ int main(int argc, char **argv)
 {
 	struct cli opts;
 	struct run r = { .opts = &opts, .start = time(NULL) };
-	char err[1024] = "";
+	char err[2048] = "", clean[HB_CLEAN_SIZE(sizeof(err))];
 	int rc;
 
 	rc = cli_parse(argc, argv, &opts);
@@ -123,10 +62,12 @@ int main(int argc, char **argv)
 		return rc > 0 ? EXIT_OK : EXIT_USAGE;
 	/* a Ctrl-C during set-up is held and ends the session cleanly */
 	if (session_block_signals()) {
-		fprintf(stderr, "heapbpf: cannot block signals: %s\n", strerror(errno));
+		hb_error("cannot block signals: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
+	hb_set_quiet(opts.quiet);
 	output_set_file_mode(opts.file_mode);
+	output_allow_shared_dir(opts.allow_shared_dir);
 	libbpf_set_print(opts.verbose ? libbpf_print : NULL);
 	dbg_set_debug_dirs(opts.debug_dirs);
 	switch (opts.mode) {
@@ -141,7 +82,7 @@ int main(int argc, char **argv)
 				    : fleet_run(&r, err, sizeof(err));
 	}
 	if (rc) {
-		fprintf(stderr, "heapbpf: %s\n", err[0] ? err : strerror(-rc));
+		hb_error("%s", err[0] ? hb_clean(clean, sizeof(clean), err) : strerror(-rc));
 		r.outcome |= RUN_FAILED;
 	}
 	dbg_cache_clear();

@@ -19,6 +19,7 @@
 #include "collector.h"
 #include "forks.h"
 #include "heapbpf.h"
+#include "procsum.h"
 #include "pyro_labels.h"
 #include "report.h"
 #include "symbolize.h"
@@ -40,12 +41,20 @@ enum run_outcome {
 
 struct run {
 	const struct cli *opts;
-	time_t start;		   /* window k of any target is stamped start + k * interval */
-	char unit_name[256];	   /* --unit, as a unit name ("" without --unit) */
-	struct pyro *pyro;	   /* --pyroscope, or NULL */
+	time_t start;	     /* window k of any target is stamped start + k * interval */
+	char unit_name[256]; /* --unit, as a unit name ("" without --unit) */
+	pid_t root;	     /* --children: the first process named, whose children they are */
+	struct pyro *pyro;   /* --pyroscope, or NULL */
 	struct pyro_naming naming; /* how profiles are named for Pyroscope */
 	char spool_dir[PATH_MAX];  /* where profiles wait for Pyroscope */
 	unsigned int outcome;	   /* RUN_* of everything run so far */
+	/* heapbpf watch: a session ended by a signal or -d, not by its targets' exit */
+	bool watch_stopped;
+	bool sampled; /* a target of the run had samples (in this process) */
+	/* several targets, or --children: each summary line names its target's pid and comm */
+	bool name_targets;
+	/* after each --interval window of all targets: retention, delivery (set by the fleet) */
+	void (*window_done)(struct run *r);
 };
 
 /* What a profile is built from: a live session's or a recording's collection. */
@@ -55,6 +64,8 @@ struct heap_data {
 	const struct heapbpf_counters *counters;
 	struct report_proc *procs; /* --follow-forks: the children's, labelled by pid */
 	size_t nprocs;
+	/* --follow-forks: the in-use of the target and its children together, or NULL */
+	const struct procsum *sum;
 };
 
 /* One target of a run, and its windows so far. */
@@ -70,7 +81,15 @@ struct target_run {
 	struct heapbpf_counters prev_bc;
 	bool any_samples;
 	struct forks_result forks; /* children forked while sampling was on, once restored */
-	unsigned int outcome;	   /* RUN_* of this target */
+	/*
+	 * heapbpf watch: what the next profile is written for ("oom",
+	 * "pressure", "growth", "demand", "exit", "stop"), in its file name, a
+	 * comment and a Pyroscope label, with what fired it (note); NULL for a
+	 * window of its own.
+	 */
+	const char *trigger;
+	char trigger_note[512];
+	unsigned int outcome; /* RUN_* of this target */
 };
 
 /* True when profiles go where the fleet options send them (directory, windows, Pyroscope). */

@@ -10,11 +10,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector.h"
 #include "errmsg.h"
+#include "heapwalk.h"
+#include "memsrc_proc.h"
 #include "report.h"
 #include "session.h"
 #include "summary.h"
+#include "target.h"
 #include "top.h"
+#include "wrappers.h"
 
 static const char *const sort_keys[TOP_NSORTS] = { "growth", "alloc", "inuse" };
 static const char *const sort_names[TOP_NSORTS] = { "in-use growth", "allocation rate", "in use" };
@@ -113,16 +118,11 @@ int top_snap_build(const struct hb_profile *p, int64_t mono_ns, struct top_snap 
 		return -ENOMEM;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct hb_sample *s = &p->samples[i];
-		const struct hb_location *l;
-		const struct hb_line *ln;
+		/* the site's outermost line: the real function the call is in, past wrappers */
+		const struct hb_line *ln = wrappers_site_line(p, s);
 
-		if (!s->nlocs || s->locs[0] >= p->nlocations)
+		if (!ln)
 			continue;
-		l = &p->locations[s->locs[0]];
-		if (!l->nlines)
-			continue;
-		/* the outermost line: the real function the (maybe inlined) call is in */
-		ln = &l->lines[l->nlines - 1];
 		/* borrowed for now: copied once each after the merge */
 		v[n].function = ln->function;
 		v[n].file = ln->file ? ln->file : "";
@@ -428,12 +428,13 @@ static void fmt_col(char *buf, size_t len, const struct top_row *r, enum col c, 
 	}
 }
 
-/* Appends src to dst (at *pos, buffer len) as printable ASCII. */
+/* Appends src to dst (at *pos, buffer len) as hb_clean shows it. */
 static void put_clean(char *dst, size_t len, size_t *pos, const char *src)
 {
-	for (; *src && *pos + 1 < len; src++)
-		dst[(*pos)++] = *src >= 0x20 && *src < 0x7f ? *src : '?';
-	dst[*pos] = '\0';
+	if (*pos + 1 >= len)
+		return;
+	hb_clean(dst + *pos, len - *pos, src);
+	*pos += strlen(dst + *pos);
 }
 
 static const char *base_name(const char *path)
@@ -557,8 +558,12 @@ static void header_line(char *buf, size_t len, const struct top_view *v, int i)
 	case 0:
 		put_clean(name, sizeof(name), &pos, v->comm ? v->comm : "?");
 		fmt_elapsed(a, sizeof(a), v->elapsed);
-		snprintf(buf, len, "heapbpf top%s  pid %d (%s)  up %s",
-			 v->ui.paused ? "  [paused]" : "", (int)v->pid, name, a);
+		b[0] = '\0';
+		if (v->live_known)
+			summary_bytes(b, sizeof(b), v->live_bytes);
+		snprintf(buf, len, "heapbpf top%s  pid %d (%s)  up %s%s%s",
+			 v->ui.paused ? "  [paused]" : "", (int)v->pid, name, a,
+			 v->live_known ? "  live heap " : "", b);
 		break;
 	case 1:
 		summary_bytes(a, sizeof(a), (double)v->sampled_bytes);
@@ -572,7 +577,7 @@ static void header_line(char *buf, size_t len, const struct top_view *v, int i)
 		fmt_bytes(a, sizeof(a), t.inuse, false);
 		fmt_bytes(b, sizeof(b), t.growth * per, true);
 		fmt_bytes(c, sizeof(c), t.alloc * per, false);
-		snprintf(buf, len, "in use %s (%s/s)  allocating %s/s%s", a, b, c,
+		snprintf(buf, len, "since attach: in use %s (%s/s)  allocating %s/s%s", a, b, c,
 			 v->raw ? "  (raw sampled bytes)" : "  (estimated)");
 		break;
 	default:
@@ -676,6 +681,10 @@ struct top {
 	bool have_frame;
 	struct top_view shown; /* the header values of the interval on show */
 	uint64_t last_samples;
+	/* the live heap: read each interval unless it cannot be (no layout, a failed read) */
+	bool live_off, have_syms;
+	struct heapwalk_syms sy;
+	int64_t live_next; /* CLOCK_MONOTONIC ns before which it is not read again */
 };
 
 static int64_t clock_ns(clockid_t clk)
@@ -772,6 +781,62 @@ static int show(struct top *t)
 	return rc;
 }
 
+/*
+ * The whole live heap as jemalloc's tables hold it (what --live-heap
+ * writes): everything sampled while prof_active was on, before heapbpf
+ * attached too, and not freed. A table that changed under every attempt
+ * keeps the last value; anything else that fails turns the reading off.
+ * The ring buffer waits while the tables are read: a read takes at most a
+ * twentieth of the time (one of 40 ms waits 800 ms for the next), and one
+ * past LIVE_MAX_NS turns the reading off.
+ */
+#define LIVE_MAX_NS (250 * 1000000LL)
+
+static void read_live(struct top *t)
+{
+	const struct jemalloc_target *jt = t->o.t;
+	struct heapwalk_stats st = { 0 };
+	struct heapwalk_opts wo;
+	struct collector *c = NULL;
+	struct mem_source m = { 0 };
+	char err[512];
+	int rc;
+
+	int64_t began = clock_ns(CLOCK_MONOTONIC), took;
+
+	if (t->live_off || !jt || began < t->live_next)
+		return;
+	if (!t->have_syms) {
+		rc = heapwalk_target_syms(jt, &t->sy, err, sizeof(err));
+		t->have_syms = !rc;
+		t->live_off = rc != 0;
+		if (rc)
+			return;
+	}
+	rc = collector__new(1ull << jt->lg_prof_sample, &c);
+	rc = rc ?: memsrc_proc_open(jt->pid, &m, err, sizeof(err));
+	if (!rc) {
+		heapwalk_default_opts(&wo);
+		rc = heapwalk_read(&m, jt->layout, &t->sy, &wo, c, &st, err, sizeof(err));
+		memsrc_proc_close(&m);
+	}
+	collector__free(c);
+	took = clock_ns(CLOCK_MONOTONIC) - began;
+	t->live_next = began + 20 * took;
+	if (took > LIVE_MAX_NS) {
+		t->live_off = true;
+		t->shown.live_known = false;
+		return;
+	}
+	if (rc) {
+		t->live_off = rc != -EAGAIN;
+		t->shown.live_known &= !t->live_off;
+		return;
+	}
+	t->shown.live_known = true;
+	t->shown.live_bytes = t->o.raw ? (double)st.curbytes : st.inuse_space;
+}
+
 /* Every interval: a snapshot, the interval since the last one, and the view redrawn. */
 static int on_interval(struct session *s, void *arg)
 {
@@ -782,6 +847,8 @@ static int on_interval(struct session *s, void *arg)
 		.pid = t->o.pid,
 		.procs = s->procs,
 		.nprocs = s->nprocs,
+		.wrappers = t->o.wrappers,
+		.nwrappers = t->o.nwrappers,
 	};
 	int64_t now = clock_ns(CLOCK_MONOTONIC), wall = clock_ns(CLOCK_REALTIME);
 	struct hb_profile *p = NULL;
@@ -818,6 +885,7 @@ static int on_interval(struct session *s, void *arg)
 	t->shown.frees = st->frees;
 	t->shown.drops = s->counters.alloc_drops + s->counters.free_drops;
 	t->last_samples = st->allocs;
+	read_live(t);
 	return show(t);
 }
 

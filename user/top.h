@@ -118,6 +118,9 @@ struct top_view {
 	double elapsed; /* seconds since sampling started */
 	uint64_t samples, interval_samples, sampled_bytes, frees, drops;
 	bool raw; /* values are raw sampled bytes, not estimates */
+	/* the whole live heap in jemalloc's own tables, where it can be read (--live-heap) */
+	bool live_known;
+	double live_bytes;
 	struct top_ui ui;
 	const struct top_frame *frame; /* NULL before the first interval */
 };
@@ -155,7 +158,9 @@ struct top_opts {
 	pid_t pid;
 	const struct jemalloc_target *t;
 	bool raw;
-	struct top_ui ui; /* the first sort and grouping */
+	struct top_ui ui;	     /* the first sort and grouping */
+	const char *const *wrappers; /* --wrapper (user/profile/wrappers.h) */
+	size_t nwrappers;
 };
 
 /*

@@ -9,23 +9,67 @@
 
 #include "errmsg.h"
 #include "leaks.h"
+#include "procmaps.h"
+#include "procsum.h"
 #include "pyro_labels.h"
 #include "report.h"
 #include "sink.h"
 #include "snapshot.h"
 #include "summary.h"
+#include "targets.h"
 #include "window.h"
 
 /* The last window of --interval is written only when it is at least this long. */
 #define MIN_LAST_WINDOW_NS 100000000LL
 
+/* The most children the hint below looks at, and the most it names. */
+#define HINT_CHILDREN 64
+#define HINT_NAMED    4
+
+/*
+ * A process that samples nothing may only manage the ones that allocate
+ * (Varnish's manager and its cache-main child, named by --pidfile): its
+ * descendants running now whose jemalloc heapbpf can profile are named,
+ * with the option that profiles them too.
+ */
+static void hint_children(const struct target_run *tr)
+{
+	pid_t kids[HINT_CHILDREN];
+	uint64_t starts[HINT_CHILDREN];
+	char list[HINT_NAMED * 16 + 8] = "";
+	size_t n = 0, named = 0;
+
+	if (targets_descendants(tr->pid, kids, starts, HINT_CHILDREN, &n) <= 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct jemalloc_target *t = NULL;
+		char why[1024];
+		size_t len = strlen(list);
+
+		if (jemalloc_target__find(kids[i], tr->run->opts->layout, &t, why, sizeof(why)))
+			continue;
+		jemalloc_target__free(t);
+		/* the same process as the scan's: its pid was not taken by another since */
+		if (proc_start_time(kids[i]) != starts[i])
+			continue;
+		if (named++ < HINT_NAMED)
+			snprintf(list + len, sizeof(list) - len, "%s%d", len ? ", " : "", kids[i]);
+	}
+	if (named)
+		hb_say("pid %d has children (%s%s); --children profiles them too", tr->pid, list,
+		       named > HINT_NAMED ? ", ..." : "");
+}
+
 void run_no_samples(struct target_run *tr)
 {
-	fprintf(stderr,
-		"heapbpf: pid %d: no allocation was sampled: the process allocated less than "
-		"jemalloc's sampling interval, or sampling did not start\n",
-		tr->pid);
+	const struct cli *o = tr->run->opts;
+
+	hb_say("pid %d: no allocation was sampled: the process allocated less than "
+	       "jemalloc's sampling interval, or sampling did not start",
+	       tr->pid);
 	tr->outcome |= RUN_NO_SAMPLES;
+	if (o->mode != MODE_REPORT && !o->children)
+		hint_children(tr);
 }
 
 static uint64_t drops_of(const struct heapbpf_counters *bc)
@@ -63,6 +107,9 @@ static int describe(struct hb_profile *p, const struct target_run *tr, const str
 	int err;
 
 	err = hb_profile_add_comment(p, "heapbpf %s: %s", HEAPBPF_VERSION, tr->source);
+	if (!err && tr->trigger)
+		err = hb_profile_add_comment(p, "heapbpf: trigger: %s%s%s", tr->trigger,
+					     tr->trigger_note[0] ? ": " : "", tr->trigger_note);
 	err = err
 		      ?: hb_profile_add_comment(p,
 						"heapbpf: %" PRIu64 " samples, %" PRIu64
@@ -87,14 +134,22 @@ static int describe(struct hb_profile *p, const struct target_run *tr, const str
 }
 
 /* --output-dir: one file per format, named after the window's start. */
-static int write_snapshot(const struct target_run *tr, const struct hb_profile *p, char *where,
-			  size_t wlen, char *err, size_t errlen)
+static int write_snapshot(const struct target_run *tr, const struct hb_profile *p, int64_t end_ns,
+			  char *where, size_t wlen, char *err, size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
-	char stamp[SNAPSHOT_STAMP_LEN + 1], name[NAME_MAX + 1], path[PATH_MAX];
+	char stamp[SNAPSHOT_STAMP_LEN + 1], name[NAME_MAX + 1], path[PATH_MAX], who[64];
 	int rc;
 
-	snapshot_stamp(tr->run->start + (time_t)(tr->k * o->interval), stamp);
+	/* a watch's profile: when and why it was written; a window: the window's start */
+	if (tr->trigger)
+		snapshot_stamp((time_t)(end_ns / 1000000000LL), stamp);
+	else
+		snapshot_stamp(tr->run->start + (time_t)(tr->k * o->interval), stamp);
+	if (tr->trigger)
+		snprintf(who, sizeof(who), "%s-%s", tr->t->comm, tr->trigger);
+	else
+		snprintf(who, sizeof(who), "%s", tr->t->comm);
 	for (enum out_format f = 0; f < FMT_COUNT; f++) {
 		struct sink s = {
 			.kind = SINK_FILE,
@@ -106,7 +161,7 @@ static int write_snapshot(const struct target_run *tr, const struct hb_profile *
 
 		if (!(o->formats & (1u << f)))
 			continue;
-		rc = snapshot_name(name, sizeof(name), stamp, tr->pid, tr->t->comm,
+		rc = snapshot_name(name, sizeof(name), stamp, tr->pid, who,
 				   sink_extension(f, o->zstd));
 		if (rc ||
 		    snprintf(path, sizeof(path), "%s/%s", o->output_dir, name) >= (int)sizeof(path))
@@ -116,9 +171,11 @@ static int write_snapshot(const struct target_run *tr, const struct hb_profile *
 		rc = sink_write(p, &s, err, errlen);
 		if (rc)
 			return rc;
-		/* the first format written is the one the summary names */
+		/* every file, for the summary: the first by its path, the others by name */
 		if (!where[0])
 			snprintf(where, wlen, "%s", path);
+		else if (strlen(where) + strlen(name) + 6 < wlen)
+			snprintf(where + strlen(where), wlen - strlen(where), ", %s", name);
 	}
 	return 0;
 }
@@ -137,7 +194,19 @@ static int write_spool(const struct target_run *tr, const struct hb_profile *p, 
 		.until_s = (end_ns + 999999999LL) / 1000000000LL,
 	};
 
-	if (pyro_profile_name(&tr->run->naming, tr->pid, tr->t->comm, name, sizeof(name)))
+	struct pyro_naming nm = tr->run->naming;
+	const char *labels[PYRO_MAX_LABELS];
+	char kv[64];
+
+	/* heapbpf watch: trigger=oom beside the run's own labels */
+	if (tr->trigger && nm.nlabels >= 0 && nm.nlabels < PYRO_MAX_LABELS) {
+		for (int i = 0; i < nm.nlabels; i++)
+			labels[i] = nm.labels[i];
+		snprintf(kv, sizeof(kv), "trigger=%s", tr->trigger);
+		labels[nm.nlabels++] = kv;
+		nm.labels = labels;
+	}
+	if (pyro_profile_name(&nm, tr->pid, tr->t->comm, name, sizeof(name)))
 		return hb_fail(err, errlen, -ENAMETOOLONG, "cannot name the profile for Pyroscope");
 	return sink_write(p, &s, err, errlen);
 }
@@ -150,7 +219,7 @@ static int write_outputs(const struct target_run *tr, const struct hb_profile *p
 	int rc = 0;
 
 	if (o->output_dir) {
-		rc = write_snapshot(tr, p, where, wlen, err, errlen);
+		rc = write_snapshot(tr, p, end_ns, where, wlen, err, errlen);
 	} else if (tr->output) {
 		struct sink s = {
 			.kind = SINK_FILE,
@@ -209,40 +278,61 @@ static int64_t wall_of(const struct target_run *tr, const struct collector *c, i
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		anchor = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
 	}
-	return end_ns - (int64_t)(anchor - ts);
+	/* a recording's times are range-checked (replay.c): saturated, a stray one stays defined */
+	if (end_ns < 0)
+		end_ns = 0;
+	if (ts > anchor)
+		return ts - anchor < (uint64_t)(INT64_MAX - end_ns)
+			       ? end_ns + (int64_t)(ts - anchor)
+			       : INT64_MAX;
+	return anchor - ts < (uint64_t)end_ns ? end_ns - (int64_t)(anchor - ts) : 0;
 }
 
-/* In use and allocation rate at the target's checkpoints and now, and its peak, on the profile. */
-static int add_timeline(struct hb_profile *p, const struct target_run *tr,
-			const struct collector *c, int64_t end_ns)
+struct wall_arg {
+	const struct target_run *tr;
+	const struct collector *c;
+	int64_t end_ns;
+};
+
+static int64_t wall_at(uint64_t ts, const void *arg)
 {
-	const struct collector_totals *now = collector__totals(c), *peak = collector__peak(c);
-	const struct collector_checkpoint *ck = collector__checkpoints(c, &p->ntimeline);
-	size_t n = p->ntimeline;
-	double prev_alloc = 0;
-	uint64_t prev_ts = 0;
+	const struct wall_arg *w = arg;
 
-	p->ntimeline += n && now->ts > ck[n - 1].ts;
-	p->timeline = calloc(p->ntimeline ? p->ntimeline : 1, sizeof(*p->timeline));
-	if (!p->timeline)
+	return wall_of(w->tr, w->c, w->end_ns, ts);
+}
+
+/*
+ * In use and allocation rate at the checkpoints and now, and the peak, on
+ * the profile: of the target's collector, or with --follow-forks of the sum
+ * over the target and its children (every process's events on one clock).
+ */
+static int add_timeline(struct hb_profile *p, const struct target_run *tr,
+			const struct heap_data *d, int64_t end_ns)
+{
+	const struct collector *c = d->collector;
+	const struct wall_arg w = { tr, c, end_ns };
+	const struct collector_checkpoint *ck;
+	struct collector_totals *pts;
+	size_t n;
+	int rc;
+
+	if (d->sum) {
+		const struct collector_totals *sum = procsum__checkpoints(d->sum, &n);
+
+		return report_timeline(p, sum, n, procsum__totals(d->sum), procsum__peak(d->sum),
+				       wall_at, &w);
+	}
+	ck = collector__checkpoints(c, &n);
+	pts = calloc(n ? n : 1, sizeof(*pts));
+	if (!pts)
 		return -ENOMEM;
-	for (size_t k = 0; k < p->ntimeline; k++) {
-		uint64_t ts = k < n ? ck[k].ts : now->ts;
-		double alloc = k < n ? ck[k].alloc_space : now->alloc_space;
-		struct hb_timeline_point *pt = &p->timeline[k];
-
-		pt->time_nanos = wall_of(tr, c, end_ns, ts);
-		pt->inuse_space = k < n ? ck[k].inuse_space : now->inuse_space;
-		pt->alloc_rate = k && ts > prev_ts ? (alloc - prev_alloc) / ((ts - prev_ts) / 1e9)
-						   : 0;
-		prev_alloc = alloc;
-		prev_ts = ts;
-	}
-	if (peak->ts) {
-		p->peak_time_nanos = wall_of(tr, c, end_ns, peak->ts);
-		p->peak_inuse_space = peak->inuse_space;
-	}
-	return 0;
+	for (size_t k = 0; k < n; k++)
+		pts[k] = (struct collector_totals){ .ts = ck[k].ts,
+						    .inuse_space = ck[k].inuse_space,
+						    .alloc_space = ck[k].alloc_space };
+	rc = report_timeline(p, pts, n, collector__totals(c), collector__peak(c), wall_at, &w);
+	free(pts);
+	return rc;
 }
 
 /* --at-peak: every stack's in-use at the target's peak, in the run's format. */
@@ -268,6 +358,12 @@ static int write_at_peak(const struct target_run *tr, const struct heap_data *d,
 	rc = rc ?: describe(p, tr, d);
 	if (!rc && summary_peak_text(text, sizeof(text), whole))
 		rc = hb_profile_add_comment(p, "heapbpf: nothing was ever in use: no peak");
+	else if (!rc && d->sum)
+		/* the summary's peak is the processes' together; the stacks are each at its own */
+		rc = hb_profile_add_comment(p,
+					    "heapbpf: each process's in use at its own peak; the "
+					    "processes together: %s",
+					    text);
 	else if (!rc)
 		rc = hb_profile_add_comment(p, "heapbpf: in use at the %s", text);
 	if (rc) {
@@ -288,25 +384,31 @@ static void say_window(const struct target_run *tr, const struct heap_data *d,
 {
 	const struct cli *o = tr->run->opts;
 	const struct collector_stats all = total_stats(d), *st = &all;
+	char comm[HB_CLEAN_SIZE(sizeof(tr->t->comm))], path[HB_CLEAN_SIZE(PATH_MAX + 1024)];
+	char who[sizeof(comm) + 32] = "";
 
-	/* asked for: said even with -q, after the summary */
-	if (o->leaks && an && o->quiet)
-		summary_leaks(stderr, p, an);
+	/*
+	 * The summary's writers take a stream and print whole tables: -q,
+	 * which silences them all (--leaks's too), is decided here, not by hb_note.
+	 */
 	if (o->quiet)
 		return;
+	hb_clean(comm, sizeof(comm), tr->t->comm);
+	if (tr->run->name_targets)
+		snprintf(who, sizeof(who), "pid %d (%s): ", tr->pid, comm);
 	if (!o->interval) {
-		summary_print(stderr, p, st, d->counters, where[0] ? where : NULL);
-		summary_timeline(stderr, p, o->at_peak);
+		summary_print(stderr, p, st, d->counters, where[0] ? where : NULL, who);
+		summary_timeline(stderr, p, o->at_peak, who);
 		if (o->leaks && an)
-			summary_leaks(stderr, p, an);
+			summary_leaks(stderr, p, an, who);
 		return;
 	}
-	fprintf(stderr, "heapbpf: pid %d (%s): window %u (%.0f s): %" PRIu64 " samples%s%s%s\n",
-		tr->pid, tr->t->comm, tr->k + 1, (end_ns - tr->start_ns) / 1e9,
-		st->allocs - tr->prev.allocs, where[0] ? ", wrote " : "", where,
+	hb_note("pid %d (%s): window %u (%.0f s): %" PRIu64 " samples%s%s%s", tr->pid, comm,
+		tr->k + 1, (end_ns - tr->start_ns) / 1e9, st->allocs - tr->prev.allocs,
+		where[0] ? ", wrote " : "", hb_clean(path, sizeof(path), where),
 		tr->run->pyro ? ", spooled for Pyroscope" : "");
 	if (o->leaks && an)
-		summary_leaks(stderr, p, an);
+		summary_leaks(stderr, p, an, who);
 }
 
 /* The window's profiles; last: no other window follows (the collectors' frames go as read). */
@@ -324,11 +426,13 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 		.nprocs = d->nprocs,
 		/* --at-peak builds another profile from the same frames */
 		.release_frames = last && !o->at_peak,
+		.wrappers = o->wrappers,
+		.nwrappers = o->nwrappers,
 	};
 	uint64_t drops = drops_of(d->counters) - drops_of(&tr->prev_bc);
 	struct hb_profile *prof = NULL;
 	struct hb_analysis *an = NULL;
-	char where[PATH_MAX + 64] = "";
+	char where[PATH_MAX + 1024] = "";
 	int rc = 0;
 
 	if (has_destination(tr) || o->leaks || o->at_peak) {
@@ -336,7 +440,7 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 			ro.analysis = &an;
 		rc = report__build(d->collector, d->symbolizer, tr->t, &ro, &prof);
 		rc = rc ?: describe(prof, tr, d);
-		rc = rc ?: add_timeline(prof, tr, d->collector, end_ns);
+		rc = rc ?: add_timeline(prof, tr, d, end_ns);
 		if (rc) {
 			hb_profile__free(prof);
 			hb_analysis__free(an);
@@ -358,10 +462,9 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 	if (drops) {
 		/* a single window's summary says it already */
 		if (o->interval)
-			fprintf(stderr,
-				"heapbpf: pid %d: %" PRIu64 " events were dropped in this window "
-				"(ring buffer full); raise --ringbuf-size\n",
-				tr->pid, drops);
+			hb_say("pid %d: %" PRIu64 " events were dropped in this window "
+			       "(ring buffer full); raise --ringbuf-size",
+			       tr->pid, drops);
 		tr->outcome |= RUN_DROPS;
 	}
 	tr->k++;
@@ -398,12 +501,11 @@ int window_last(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 		return rc;
 	/* the BPF side's own count of traps: one per sampled allocation, one per sampled free */
 	if (tr->run->opts->verbose)
-		fprintf(stderr,
-			"heapbpf: uprobe hits: %llu on the allocation path, %llu on the free path; "
-			"%llu samples and %llu frees dropped; %llu read faults\n",
-			(unsigned long long)bc->alloc_hits, (unsigned long long)bc->free_hits,
-			(unsigned long long)bc->alloc_drops, (unsigned long long)bc->free_drops,
-			(unsigned long long)bc->read_faults);
+		hb_say("uprobe hits: %llu on the allocation path, %llu on the free path; "
+		       "%llu samples and %llu frees dropped; %llu read faults",
+		       (unsigned long long)bc->alloc_hits, (unsigned long long)bc->free_hits,
+		       (unsigned long long)bc->alloc_drops, (unsigned long long)bc->free_drops,
+		       (unsigned long long)bc->read_faults);
 	if (!tr->any_samples)
 		run_no_samples(tr);
 	return 0;

@@ -8,6 +8,7 @@
  *
  *   w	NAME	RATIO		summed width of NAME's frames / the root's, as drawn
  *   hover	NAME	TEXT	the details line while the pointer is on NAME
+ *   bg	NAME	COLOUR	a diff page's: NAME's first frame's computed background
  *   ...
  *
  * What to zoom into and search for comes in the URL fragment:
@@ -141,6 +142,22 @@
 		put('pwned', window.pwned || 0);
 	}
 
+	/* A diff page: each name's colour as drawn and its details line, from its first frame. */
+	function diffChecks() {
+		var seen = new Set();
+
+		boxes().forEach(function (el) {
+			var n = el.getAttribute('data-name');
+
+			if (el.classList.contains('c') || seen.has(n))
+				return;
+			seen.add(n);
+			put('bg', n, getComputedStyle(el).backgroundColor);
+			put('dhover', n, hover(el));
+		});
+		put('legend', document.getElementById('hb-legend').textContent);
+	}
+
 	function zoomChecks(name) {
 		var target = named(name)[0], before = snapshot(), zw;
 
@@ -230,6 +247,8 @@
 
 	try {
 		flameChecks();
+		if (JSON.parse(document.getElementById('hb-data').textContent).diff)
+			diffChecks();
 		if (args.get('under'))
 			standsOn();
 		if (args.get('zoom'))

@@ -24,7 +24,7 @@
 
 #include <criterion/criterion.h>
 
-#include "coremem.h"
+#include "coreheap.h"
 #include "harness.h"
 #include "oracle.h"
 #include "procmaps.h"
@@ -262,12 +262,72 @@ Test(core_versions, rjem530_shared)
 	snapshot_equals_live_and_dump(&k);
 }
 
+/* 5.3.1 from Debian unstable's source package: static, tikv's names shared, debug */
+Test(core_versions, je531_static)
+{
+	const struct core_case k = { .bin = fixture("je531-static") };
+
+	snapshot_equals_live_and_dump(&k);
+}
+
+Test(core_versions, rjem531_shared)
+{
+	const struct core_case k = { .bin = fixture("rjem531-shared"),
+				     .conf_env = "_RJEM_MALLOC_CONF" };
+
+	snapshot_equals_live_and_dump(&k);
+}
+
+Test(core_versions, debug531_static)
+{
+	const struct core_case k = { .bin = fixture("debug531-static") };
+
+	snapshot_equals_live_and_dump(&k);
+}
+
 /* a --enable-debug build: its layout shifted, found from DWARF as in a live process */
 Test(core_versions, debug530_static)
 {
 	const struct core_case k = { .bin = fixture("debug530-static") };
 
 	snapshot_equals_live_and_dump(&k);
+}
+
+/* A process that wrote a title over its command line, as Redis does: named by its executable. */
+Test(core, named_after_the_executable_not_the_title)
+{
+	char err[4096], out[PATH_MAX], reply[128], want[128], path[64], *cmdline;
+	struct core_file *cf;
+	const char *core;
+	struct svc s;
+	pid_t pid;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(out, sizeof(out), "%s/titled.folded", hb_tmpdir());
+	start_parked(&s, hb_path("examples/alloc-service-shared"));
+	pid = s.pid;
+	cr_assert_eq(svc_cmd(&s, "retitle renamed-title *:7", reply, sizeof(reply), 10000), 0);
+	cr_assert_str_eq(reply, "retitled");
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", s.pid);
+	cr_assert_gt(hb_read_file(path, &cmdline), 0);
+	cr_assert_str_eq(cmdline, "renamed-title *:7", "the title did not take: %s", cmdline);
+	free(cmdline);
+	kill(s.pid, SIGSTOP);
+	core = gcore(s.pid);
+	kill(s.pid, SIGCONT);
+	cr_assert_eq(svc_stop(&s), 0);
+	/* gcore takes pr_fname from the command line: the name must not come from there */
+	cr_assert_eq(core_file__open(core, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(cf->comm, "alloc-service-s",
+			 "named \"%s\", not the kernel's 15 bytes of the name", cf->comm);
+	core_file__free(cf);
+	const char *args[] = { "report", core, "-f", "folded", "-o", out, NULL };
+	rc = heapbpf(err, sizeof(err), args);
+	cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+	snprintf(want, sizeof(want), "live heap of pid %d (alloc-service-s) at the time", pid);
+	cr_assert(strstr(err, want), "wanted \"%s\" in: %s", want, err);
+	cr_assert_null(strstr(err, "renamed-title"), "%s", err);
 }
 
 Test(core, process_without_jemalloc)

@@ -97,6 +97,21 @@ Test(errors, jemalloc_without_prof)
 	cr_assert_eq(svc_stop(&s), 0);
 }
 
+/* jemalloc takes lg_prof_sample up to 63; heapbpf's recordings scale up to 2^62. */
+Test(errors, sampling_period_beyond_what_heapbpf_scales)
+{
+	struct svc s;
+	char pid[16];
+
+	hb_require_bpf();
+	cr_assert_eq(svc_start(&s, hb_path("examples/alloc-service-static"),
+			       "prof:true,prof_active:false,lg_prof_sample:63", NULL),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	run_expect(pid, 1, "samples every 2^63 bytes (lg_prof_sample), beyond the periods heapbpf");
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
 static void usage_error(const char *const *args, const char *want)
 {
 	char err[4096];
@@ -111,13 +126,20 @@ Test(errors, usage)
 	usage_error((const char *[]){ "--pid", "abc", NULL }, "positive process id");
 	usage_error((const char *[]){ "--pid", "1", "-d", "-5", NULL }, "--duration");
 	usage_error((const char *[]){ "--pid", "1", "-f", "svg", NULL }, "unknown --format");
+	usage_error((const char *[]){ "--pid", "1", "-f", "pprof", "-f", "html", "-o", "two.pb.gz",
+				      NULL },
+		    "one file takes one format");
+	usage_error((const char *[]){ "--pid", "1", "-f", "pprof", "-o", "heap.html", NULL },
+		    "is named for html but the format is pprof");
 	usage_error((const char *[]){ "--pid", "1", "--bogus", NULL }, "unknown option");
 	usage_error((const char *[]){ "--pid", NULL }, "needs a value");
+	usage_error((const char *[]){ "--pid", "1,2", "-o", "x.pb.gz", NULL },
+		    "--pid lists 2 processes and --output names one file");
 }
 
 Test(errors, help_has_examples)
 {
-	char out[8192];
+	static char out[1 << 16];
 
 	cr_assert_eq(hb_run((const char *[]){ "--help", NULL }, out, sizeof(out), 10000), 0);
 	cr_assert(strstr(out, "Examples:"));

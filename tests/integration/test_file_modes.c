@@ -19,8 +19,6 @@
 
 #include "harness.h"
 
-#define IDLE_CONF "prof:true,prof_active:false"
-
 TestSuite(file_modes, .fini = hb_tmpdir_cleanup, .timeout = 150);
 
 static struct svc svc;
@@ -28,22 +26,8 @@ static char pid[16];
 
 static void start(void)
 {
-	const char *args[] = { "--threads", "2", NULL };
-
 	hb_require_bpf();
-	cr_assert_eq(svc_start(&svc, hb_path("examples/alloc-service-static"), IDLE_CONF, args), 0);
-	snprintf(pid, sizeof(pid), "%d", svc.pid);
-}
-
-/* "<test dir>/name" in a rotation of 32 buffers */
-static const char *tmp(const char *name)
-{
-	static char bufs[32][PATH_MAX];
-	static int next;
-	char *b = bufs[next++ % 32];
-
-	snprintf(b, PATH_MAX, "%s/%s", hb_tmpdir(), name);
-	return b;
+	hb_start_idle_service(&svc, "2", pid, sizeof(pid));
 }
 
 /* A file that is there before heapbpf writes it, readable and writable by all. */
@@ -83,10 +67,12 @@ static void run_ok(const char *const *args)
  */
 static void live_report_diff(const char *mode_arg, mode_t want)
 {
-	const char *heap = tmp("heap.pb.gz"), *rec = tmp("heap.hbr"), *peak = tmp("peak.pb.gz");
+	const char *heap = hb_tmp("heap.pb.gz"), *rec = hb_tmp("heap.hbr"),
+		   *peak = hb_tmp("peak.pb.gz");
 	const char *fmts[] = { "pprof", "folded", "html" };
-	const char *outs[] = { tmp("report.pb.gz"), tmp("report.folded"), tmp("report.html") };
-	const char *diff = tmp("change.pb.gz");
+	const char *outs[] = { hb_tmp("report.pb.gz"), hb_tmp("report.folded"),
+			       hb_tmp("report.html") };
+	const char *diff = hb_tmp("change.pb.gz");
 	const char *m = mode_arg ? "--file-mode" : NULL;
 
 	/* a umask that would let everyone read, over files everyone could read */
@@ -113,7 +99,7 @@ static void live_report_diff(const char *mode_arg, mode_t want)
 /* Snapshot mode, every format: each file of the directory has mode want. */
 static void snapshots(const char *mode_arg, mode_t want)
 {
-	const char *dir = tmp("snap");
+	const char *dir = hb_tmp("snap");
 	const char *m = mode_arg ? "--file-mode" : NULL;
 	struct dirent *de;
 	struct stat st;

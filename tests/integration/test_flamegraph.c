@@ -7,12 +7,15 @@
  * inverts through DOM events and lists what the DOM then shows. Every
  * width, share and total is checked against the pprof of the same run,
  * decoded with the protobuf-c code generated from pprof's profile.proto.
- * Pages of made-up profiles check escaping and thousands of stacks.
+ * Pages of made-up profiles check escaping and thousands of stacks. A
+ * heapbpf diff page of two profiles of a known change checks the colours of
+ * what grew and what shrank, and the totals against the two pprofs.
  */
 #include <dirent.h>
 #include <inttypes.h>
 #include <math.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,13 +372,8 @@ static char pid[16];
 
 static void start(void)
 {
-	const char *args[] = { "--threads", "4", NULL };
-
 	hb_require_bpf();
-	cr_assert_eq(svc_start(&svc, hb_path("examples/alloc-service-static"),
-			       "prof:true,prof_active:false", args),
-		     0);
-	snprintf(pid, sizeof(pid), "%d", svc.pid);
+	hb_start_idle_service(&svc, "4", pid, sizeof(pid));
 }
 
 static void tmp_file(char *buf, const char *name)
@@ -603,6 +601,156 @@ Test(flamegraph_page, snapshot_mode_writes_the_page_beside_the_pprof)
 	cr_assert_eq(bytes, pprof_sum(p, HB_ALLOC_SPACE, NULL, EXACT));
 	cr_assert_eq(objects, pprof_sum(p, HB_ALLOC_OBJECTS, NULL, EXACT));
 	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* ---- heapbpf diff ---- */
+
+/* One profile of the service while it runs @cmd (workers paused): SIGINT once it answered. */
+static void profile_during(uint64_t flag, const char *cmd, const char *want, const char *out)
+{
+	char errpath[PATH_MAX], reply[64], *text = NULL;
+	pid_t hp;
+	int rc;
+
+	snprintf(errpath, sizeof(errpath), "%s.err", out);
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "-q", "-o",
+					out, NULL },
+		      errpath);
+	cr_assert(hb_wait_byte(svc.pid, flag, 1, 20000, hp), "heapbpf did not start");
+	cr_assert_eq(svc_cmd(&svc, cmd, reply, sizeof(reply), 20000), 0);
+	cr_assert_str_eq(reply, want);
+	kill(hp, SIGINT);
+	rc = hb_wait(hp, 30000);
+	hb_read_file(errpath, &text);
+	cr_assert_eq(rc, 0, "heapbpf during %s: %s", cmd, text ? text : "");
+	free(text);
+}
+
+/* "rgb(R, G, B)" of the driver's "bg\tNAME" line. */
+static void colour_of(const char *res, const char *name, int rgb[3])
+{
+	char key[128];
+	const char *v;
+
+	snprintf(key, sizeof(key), "bg\t%s", name);
+	v = lookup(res, key);
+	cr_assert_not_null(v, "%s is not drawn:\n%s", name, res);
+	cr_assert_eq(sscanf(v, "rgb(%d, %d, %d)", &rgb[0], &rgb[1], &rgb[2]), 3, "%s: %s", name, v);
+}
+
+/* What flamegraph.c's human_bytes() writes. */
+static void human(int64_t b, char *buf, size_t len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB" };
+	double v = (double)b / 1024;
+	int u = 0;
+
+	if (b < 1024) {
+		snprintf(buf, len, "%" PRId64 " B", b);
+		return;
+	}
+	for (; v >= 1024 && u < 2; u++)
+		v /= 1024;
+	snprintf(buf, len, "%.1f %s", v, units[u]);
+}
+
+/* In the sub line, the exact bytes of one side: "base PATH: in use 1.0 MiB (N bytes)". */
+static int64_t side_bytes(const char *sub, const char *side, const char *path)
+{
+	char head[PATH_MAX + 32];
+	const char *p;
+
+	snprintf(head, sizeof(head), "%s %s: in use ", side, path);
+	p = strstr(sub, head);
+	cr_assert_not_null(p, "no \"%s\" in: %s", head, sub);
+	p = strchr(p + strlen(head), '(');
+	cr_assert_not_null(p, "%s", sub);
+	return grouped_at(p + 1);
+}
+
+/*
+ * Before: the service hoards 64 MiB (hoard_buffers); after: it holds 64 MiB
+ * (held_buffers), each while one profile is taken, the workers paused. The
+ * diff's page draws held_buffers red (only in NEW), hoard_buffers blue (only
+ * in BASE), both visible, and its header has the two pprofs' totals.
+ */
+Test(flamegraph_page, diff_page_draws_growth_red_and_shrinkage_blue)
+{
+	char before[PATH_MAX], after[PATH_MAX], html[PATH_MAX], bad[PATH_MAX], err[8192];
+	char reply[64], want[256], b[32], n[32], *res;
+	const char *sub, *v;
+	Perftools__Profiles__Profile *pb, *pa;
+	int64_t base, new;
+	uint64_t flag;
+	int red[3], blue[3];
+
+	start();
+	cr_assert_eq(hb_sym_addr(svc.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 20000), 0);
+	cr_assert_str_eq(reply, "paused");
+	tmp_file(before, "before.pb.gz");
+	tmp_file(after, "after.pb.gz");
+	tmp_file(html, "change.html");
+	tmp_file(bad, "change.pb.gz");
+	profile_during(flag, "hoard 64", "hoarded 1024", before);
+	profile_during(flag, "hold 64", "held 64", after);
+	cr_assert_eq(svc_stop(&svc), 0);
+
+	/* a -f that disagrees with -o's name is refused before either file is read */
+	cr_assert_eq(hb_run((const char *[]){ "diff", "no-such-base", "no-such-new", "-f", "html",
+					      "-o", bad, NULL },
+			    err, sizeof(err), 30000),
+		     2, "%s", err);
+	cr_assert(strstr(err, "is named for pprof but the format is html"), "%s", err);
+	cr_assert_neq(access(bad, F_OK), 0);
+	cr_assert_eq(hb_run((const char *[]){ "diff", before, after, "-f", "html", "-o", html, "-q",
+					      NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+
+	pb = load_pprof(before);
+	pa = load_pprof(after);
+	base = pprof_sum(pb, HB_INUSE_SPACE, NULL, EXACT);
+	new = pprof_sum(pa, HB_INUSE_SPACE, NULL, EXACT);
+	/* the known change, as the two profiles have it */
+	cr_assert_gt(pprof_sum(pb, HB_INUSE_SPACE, "hoard_buffers", EXACT), 0);
+	cr_assert_eq(pprof_sum(pa, HB_INUSE_SPACE, "hoard_buffers", EXACT), 0);
+	cr_assert_eq(pprof_sum(pb, HB_INUSE_SPACE, "held_buffers", EXACT), 0);
+	cr_assert_gt(pprof_sum(pa, HB_INUSE_SPACE, "held_buffers", EXACT), 0);
+
+	res = browse(html, "search=buffers");
+	check_common(res);
+	/* the header: both totals, the files, the change */
+	human(base, b, sizeof(b));
+	human(new, n, sizeof(n));
+	snprintf(want, sizeof(want), "in use %s \xe2\x86\x92 %s", b, n);
+	cr_assert_eq(strncmp(lookup(res, "title"), want, strlen(want)), 0, "title: %s, not %s",
+		     lookup(res, "title"), want);
+	cr_assert_eq(lookup(res, "title")[strlen(want)], ' ', "%s", lookup(res, "title"));
+	cr_assert(strstr(lookup(res, "doctitle"), want), "%s", lookup(res, "doctitle"));
+	sub = lookup(res, "sub");
+	cr_assert_eq(side_bytes(sub, "base", before), base, "%s", sub);
+	cr_assert_eq(side_bytes(sub, "new", after), new, "%s", sub);
+	cr_assert(strstr(lookup(res, "legend"), "grew") && strstr(lookup(res, "legend"), "shrank"));
+	/* what grew is red, what shrank blue, both drawn */
+	colour_of(res, "held_buffers", red);
+	colour_of(res, "hoard_buffers", blue);
+	cr_assert(red[0] > red[1] + 100 && red[0] > red[2] + 100, "held_buffers is rgb(%d, %d, %d)",
+		  red[0], red[1], red[2]);
+	cr_assert(blue[2] > blue[0] + 100 && blue[2] > blue[1] + 60,
+		  "hoard_buffers is rgb(%d, %d, %d)", blue[0], blue[1], blue[2]);
+	/* the details: base, new, change */
+	v = lookup(res, "dhover\theld_buffers");
+	cr_assert(v && strstr(v, "base 0 B (0 bytes), new ") && strstr(v, "): +"), "%s", v);
+	v = lookup(res, "dhover\thoard_buffers");
+	cr_assert(v && strstr(v, ", new 0 B (0 bytes): -") && strstr(v, ", -100.0%"), "%s", v);
+	v = lookup(res, "match");
+	cr_assert(v && strncmp(v, "Matched base ", 13) == 0, "%s", v);
+	free(res);
+	perftools__profiles__profile__free_unpacked(pb, NULL);
+	perftools__profiles__profile__free_unpacked(pa, NULL);
 }
 
 /* ---- made-up profiles ---- */

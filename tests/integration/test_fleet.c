@@ -28,7 +28,6 @@
 #include "standin.h"
 #include "pprof.h"
 
-#define IDLE_CONF     "prof:true,prof_active:false"
 #define UNIT_DIR      "examples/systemd"
 #define UNIT_FILE     UNIT_DIR "/heapbpf-snapshot@.service"
 #define TIMER_FILE    UNIT_DIR "/heapbpf-snapshot@.timer"
@@ -43,27 +42,8 @@ static pid_t server_pid;
 
 static void fleet_fini(void)
 {
-	if (server_pid > 0) {
-		kill(server_pid, SIGKILL);
-		hb_wait(server_pid, 5000);
-		server_pid = 0;
-	}
-	if (cg_dir[0]) {
-		char procs[sizeof(cg_dir) + 16], line[32];
-
-		/* empty once its processes are gone; an exiting one lingers a moment */
-		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg_dir);
-		for (int i = 0; i < 100 && rmdir(cg_dir) && errno == EBUSY; i++) {
-			FILE *f = fopen(procs, "re");
-
-			while (f && fgets(line, sizeof(line), f))
-				kill(atoi(line), SIGKILL);
-			if (f)
-				fclose(f);
-			hb_sleep_ms(20);
-		}
-		cg_dir[0] = '\0';
-	}
+	hb_standin_kill(&server_pid);
+	hb_cgroup_drain(cg_dir);
 	if (cg_slice_made)
 		rmdir(cg_slice);
 	if (cg_mount[0])
@@ -72,17 +52,6 @@ static void fleet_fini(void)
 }
 
 TestSuite(fleet, .fini = fleet_fini, .timeout = 180);
-
-/* "<test dir>/name", never overwritten within a test */
-static const char *tmp(const char *name)
-{
-	static char bufs[48][PATH_MAX];
-	static int next;
-
-	cr_assert_lt(next, 48);
-	snprintf(bufs[next], PATH_MAX, "%s/%s", hb_tmpdir(), name);
-	return bufs[next++];
-}
 
 /* ---- cgroups: a unit as systemd would lay it out ---- */
 
@@ -104,7 +73,7 @@ static const char *cgroup2_root(void)
 	}
 	fclose(f);
 	if (!root[0]) {
-		snprintf(cg_mount, sizeof(cg_mount), "%s", tmp("cgroup2"));
+		snprintf(cg_mount, sizeof(cg_mount), "%s", hb_tmp("cgroup2"));
 		cr_assert_eq(mkdir(cg_mount, 0755), 0);
 		cr_assert_eq(mount("none", cg_mount, "cgroup2", 0, NULL), 0,
 			     "no cgroup2 mounted and cannot mount one: %s", strerror(errno));
@@ -135,29 +104,6 @@ static void make_unit_cgroup(const char *name, const pid_t *pids, int n)
 }
 
 /* ---- files ---- */
-
-static int count_files(const char *dir, const char *suffix, char names[][256], int max)
-{
-	struct dirent *de;
-	int n = 0;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name), sl = strlen(suffix);
-
-		if (de->d_type != DT_REG || l < sl || strcmp(de->d_name + l - sl, suffix) != 0)
-			continue;
-		if (names && n < max)
-			snprintf(names[n], 256, "%s", de->d_name);
-		n++;
-	}
-	closedir(d);
-	if (names)
-		qsort(names, n < max ? n : max, 256, (int (*)(const void *, const void *))strcmp);
-	return n;
-}
 
 static bool file_contains(const char *path, const char *needle)
 {
@@ -190,26 +136,19 @@ static int run(const char *const *argv, char *errbuf, size_t errlen, int timeout
 	return rc;
 }
 
-static void start_service(struct svc *s, const char *threads)
-{
-	const char *args[] = { "--threads", threads, NULL };
-
-	cr_assert_eq(svc_start(s, hb_path("examples/alloc-service-static"), IDLE_CONF, args), 0);
-}
-
 /* ---- --unit ---- */
 
 Test(fleet, unit_profiles_every_process_of_its_cgroup)
 {
 	struct svc a, b;
 	char unit[64], err[16384], names[8][256], pa[16], pb[16];
-	const char *out = tmp("snap");
+	const char *out = hb_tmp("snap");
 	const char *helper[] = { "/bin/sleep", "60", NULL };
 	pid_t pids[3];
 
 	hb_require_bpf();
-	start_service(&a, "2");
-	start_service(&b, "1");
+	hb_start_idle_service(&a, "2", NULL, 0);
+	hb_start_idle_service(&b, "1", NULL, 0);
 	pids[0] = a.pid;
 	pids[1] = b.pid;
 	/* a helper without jemalloc (a wrapper shell, a sidecar) is skipped, not an error */
@@ -221,7 +160,7 @@ Test(fleet, unit_profiles_every_process_of_its_cgroup)
 
 		cr_assert_eq(hb_run(args, err, sizeof(err), 60000), 0, "%s", err);
 	}
-	cr_assert_eq(count_files(out, ".pb.gz", names, 8), 2, "%s", err);
+	cr_assert_eq(hb_count_files(out, ".pb.gz", names, 8), 2, "%s", err);
 	snprintf(pa, sizeof(pa), "-%d-", a.pid);
 	snprintf(pb, sizeof(pb), "-%d-", b.pid);
 	/* one profile each, labelled with pid and comm */
@@ -253,7 +192,7 @@ Test(fleet, unit_child_forked_in_the_window_is_restored_and_followed)
 {
 	struct svc a;
 	char unit[64], reply[64], errpath[PATH_MAX], names[4][256], path[PATH_MAX + 256];
-	const char *out = tmp("snapf");
+	const char *out = hb_tmp("snapf");
 	uint64_t flag;
 	uint8_t b = 0xff;
 	pid_t hp, child = 0;
@@ -261,7 +200,7 @@ Test(fleet, unit_child_forked_in_the_window_is_restored_and_followed)
 	int rc;
 
 	hb_require_bpf();
-	start_service(&a, "1");
+	hb_start_idle_service(&a, "1", NULL, 0);
 	snprintf(unit, sizeof(unit), "hbfork-%d", getpid());
 	make_unit_cgroup(unit, &a.pid, 1);
 	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
@@ -290,7 +229,7 @@ Test(fleet, unit_child_forked_in_the_window_is_restored_and_followed)
 	cr_assert_eq(hb_peek(a.pid, flag, &b, 1), 0);
 	cr_assert_eq(b, 0);
 	/* one snapshot, the parent's, whose folded stacks have a root per process */
-	cr_assert_eq(count_files(out, ".folded", names, 4), 1);
+	cr_assert_eq(hb_count_files(out, ".folded", names, 4), 1);
 	snprintf(path, sizeof(path), "%s/%s", out, names[0]);
 	snprintf(reply, sizeof(reply), "pid %d;", child);
 	cr_assert(file_contains(path, reply), "no stack of the child in %s", path);
@@ -304,12 +243,12 @@ Test(fleet, pidfile)
 {
 	struct svc a;
 	char err[8192], pf[PATH_MAX];
-	const char *out = tmp("snap");
+	const char *out = hb_tmp("snap");
 	FILE *f;
 
 	hb_require_bpf();
-	start_service(&a, "1");
-	snprintf(pf, sizeof(pf), "%s", tmp("svc.pid"));
+	hb_start_idle_service(&a, "1", NULL, 0);
+	snprintf(pf, sizeof(pf), "%s", hb_tmp("svc.pid"));
 	f = fopen(pf, "we");
 	fprintf(f, "%d\n", a.pid);
 	fclose(f);
@@ -320,7 +259,7 @@ Test(fleet, pidfile)
 
 		cr_assert_eq(hb_run(args, err, sizeof(err), 60000), 0, "%s", err);
 	}
-	cr_assert_eq(count_files(out, ".folded", NULL, 0), 1);
+	cr_assert_eq(hb_count_files(out, ".folded", NULL, 0), 1);
 	/* a pid file anyone may write could point root anywhere */
 	chmod(pf, 0666);
 	{
@@ -336,11 +275,11 @@ Test(fleet, pidfile)
 Test(fleet, idle_window_exits_3_and_still_writes)
 {
 	char pid[16], err[8192], reply[256];
-	const char *out = tmp("snap");
+	const char *out = hb_tmp("snap");
 	struct svc a;
 
 	hb_require_bpf();
-	start_service(&a, "1");
+	hb_start_idle_service(&a, "1", NULL, 0);
 	cr_assert_eq(svc_cmd(&a, "pause", reply, sizeof(reply), 10000), 0);
 	snprintf(pid, sizeof(pid), "%d", a.pid);
 	{
@@ -348,7 +287,7 @@ Test(fleet, idle_window_exits_3_and_still_writes)
 
 		cr_assert_eq(hb_run(args, err, sizeof(err), 60000), 3, "%s", err);
 	}
-	cr_assert_eq(count_files(out, ".pb.gz", NULL, 0), 1);
+	cr_assert_eq(hb_count_files(out, ".pb.gz", NULL, 0), 1);
 	cr_assert(strstr(err, "no allocation was sampled"), "%s", err);
 	cr_assert_eq(svc_stop(&a), 0);
 }
@@ -552,27 +491,27 @@ Test(fleet, systemd_unit_execstart_snapshots_with_retention)
 	int rc;
 
 	hb_require_bpf();
-	start_service(&a, "2");
+	hb_start_idle_service(&a, "2", NULL, 0);
 	snprintf(unit, sizeof(unit), "hbunit-%d", getpid());
 	make_unit_cgroup(unit, &a.pid, 1);
-	snprintf(state, sizeof(state), "%s", tmp("var-lib"));
+	snprintf(state, sizeof(state), "%s", hb_tmp("var-lib"));
 	snprintf(dir, sizeof(dir), "%s/heapbpf/%s", state, unit);
 	for (int r = 0; r < 4; r++) {
 		rc = run_unit(unit, state, overrides, NULL, err, sizeof(err));
 		/* SuccessExitStatus=3: an idle window is not a failure */
 		cr_assert(rc == 0 || rc == 3, "run %d: exit %d: %s", r, rc, err);
-		cr_assert_eq(count_files(dir, ".pb.gz", names, 16), r < 2 ? r + 1 : 2, "run %d: %s",
-			     r, err);
+		cr_assert_eq(hb_count_files(dir, ".pb.gz", names, 16), r < 2 ? r + 1 : 2,
+			     "run %d: %s", r, err);
 		snprintf(stamps[r], sizeof(stamps[r]), "%.16s", names[r < 2 ? r : 1] + 5);
 		/* one snapshot a second at most: the stamp is the window's second */
 		hb_sleep_ms(1100);
 	}
 	/* --keep 2 (HEAPBPF_KEEP): the newest two runs remain, both formats of each */
-	cr_assert_eq(count_files(dir, ".pb.gz", names, 16), 2);
+	cr_assert_eq(hb_count_files(dir, ".pb.gz", names, 16), 2);
 	cr_assert(strstr(names[0], stamps[2]) && strstr(names[1], stamps[3]), "%s %s / %s %s",
 		  names[0], names[1], stamps[2], stamps[3]);
-	cr_assert_eq(count_files(dir, ".folded.zst", NULL, 0), 2);
-	cr_assert_eq(count_files(dir, ".tmp", NULL, 0), 0);
+	cr_assert_eq(hb_count_files(dir, ".folded.zst", NULL, 0), 2);
+	cr_assert_eq(hb_count_files(dir, ".tmp", NULL, 0), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 }
 
@@ -607,7 +546,7 @@ Test(fleet, systemd_unit_syscall_filter_allows_what_heapbpf_calls)
 	char unit[64], state[PATH_MAX], err[16384], line[512];
 	static char allowed[8192][40];
 	const char *filter = unit_key(UNIT_FILE, "SystemCallFilter", 0);
-	const char *trace = tmp("strace.out");
+	const char *trace = hb_tmp("strace.out");
 	int nallowed = 0, rc, checked = 0;
 	char copy[1024], *save, *g;
 	struct svc a;
@@ -623,10 +562,10 @@ Test(fleet, systemd_unit_syscall_filter_allows_what_heapbpf_calls)
 			snprintf(allowed[nallowed++], 40, "%s", g);
 	}
 	cr_assert_gt(nallowed, 100, "systemd-analyze syscall-filter listed nothing");
-	start_service(&a, "2");
+	hb_start_idle_service(&a, "2", NULL, 0);
 	snprintf(unit, sizeof(unit), "hbsys-%d", getpid());
 	make_unit_cgroup(unit, &a.pid, 1);
-	snprintf(state, sizeof(state), "%s", tmp("var-lib"));
+	snprintf(state, sizeof(state), "%s", hb_tmp("var-lib"));
 	rc = run_unit(unit, state, overrides, trace, err, sizeof(err));
 	cr_assert(rc == 0 || rc == 3, "exit %d: %s", rc, err);
 	cr_assert_eq(svc_stop(&a), 0);
@@ -660,8 +599,8 @@ Test(fleet, systemd_analyze_verify_passes)
 	 * /usr/local/bin/heapbpf replaced by the binary just built is verified,
 	 * under an instance name, with the timer beside it. Nothing else changes.
 	 */
-	snprintf(svc, sizeof(svc), "%s", tmp("heapbpf-snapshot@verifytest.service"));
-	snprintf(timer, sizeof(timer), "%s", tmp("heapbpf-snapshot@verifytest.timer"));
+	snprintf(svc, sizeof(svc), "%s", hb_tmp("heapbpf-snapshot@verifytest.service"));
+	snprintf(timer, sizeof(timer), "%s", hb_tmp("heapbpf-snapshot@verifytest.timer"));
 	snprintf(cmd, sizeof(cmd),
 		 "sed 's#%s#'\"$(realpath %s)\"'#' %s > '%s' && cp %s '%s' && cd '%s' && "
 		 "systemd-analyze verify --man=no ./heapbpf-snapshot@verifytest.service "
@@ -697,50 +636,83 @@ static int64_t sample_sum(const char *path, const char *type)
 	return sum;
 }
 
+/* Waits until dir holds at least want files ending in suffix (or heapbpf h has ended); their count. */
+static int wait_windows(const char *dir, const char *suffix, int want, pid_t h)
+{
+	int n = 0;
+
+	for (int t = 0; t < 2400; t++) {
+		n = hb_count_files(dir, suffix, NULL, 0);
+		if (n >= want || (kill(h, 0) && errno == ESRCH))
+			break;
+		hb_sleep_ms(50);
+	}
+	return n;
+}
+
+/*
+ * Windows of a second, until stopped: the service allocates through the first
+ * two, then is paused; a window that began after the pause holds no
+ * allocation (a delta: a running total would not be 0) and its in-use is the
+ * state carried over. Each window's line names every file written. No wall-clock
+ * race: the test waits for the files, not for seconds.
+ */
 Test(fleet, interval_windows_carry_deltas_and_restore_the_flag)
 {
 	char pid[16], err[16384], names[16][256], path[PATH_MAX * 2], reply[256];
-	const char *out = tmp("windows");
+	const char *out = hb_tmp("windows");
 	uint64_t flag;
 	uint8_t b = 1;
 	struct svc a;
 	pid_t h;
-	int n, rc;
+	int n, paused_at, rc;
 
 	hb_require_bpf();
-	start_service(&a, "2");
-	snprintf(pid, sizeof(pid), "%d", a.pid);
+	hb_start_idle_service(&a, "2", pid, sizeof(pid));
 	{
 		const char *argv[] = {
-			hb_path("heapbpf"), "--pid", pid,  "--interval", "1", "-d", "4.5",
-			"--output-dir",	    out,     "-q", NULL
+			hb_path("heapbpf"), "--pid", pid,  "--interval", "1",  "-d",	 "0",
+			"--output-dir",	    out,     "-f", "pprof",	 "-f", "folded", NULL
 		};
 
-		h = hb_spawn(argv, tmp("heapbpf.out"));
+		h = hb_spawn(argv, hb_tmp("heapbpf.out"));
 	}
-	/* the service allocates in the first windows, then stops allocating (but keeps its heap) */
-	hb_sleep_ms(2500);
+	cr_assert_geq(wait_windows(out, ".pb.gz", 2, h), 2, "heapbpf wrote no two windows");
 	cr_assert_eq(svc_cmd(&a, "pause", reply, sizeof(reply), 10000), 0);
+	/* the window being written now began before the pause; the next one after it */
+	paused_at = hb_count_files(out, ".pb.gz", NULL, 0);
+	cr_assert_geq(wait_windows(out, ".pb.gz", paused_at + 2, h), paused_at + 2);
+	kill(h, SIGINT);
 	rc = hb_wait(h, 60000);
 	{
 		char *text = NULL;
 
-		hb_read_file(tmp("heapbpf.out"), &text);
+		hb_read_file(hb_tmp("heapbpf.out"), &text);
 		snprintf(err, sizeof(err), "%s", text ? text : "");
 		free(text);
 	}
 	cr_assert_eq(rc, 0, "%s", err);
-	n = count_files(out, ".pb.gz", names, 16);
-	/* four whole windows and the last half second */
-	cr_assert(n == 5, "%d windows: %s", n, err);
+	n = hb_count_files(out, ".pb.gz", names, 16);
+	cr_assert_geq(n, paused_at + 2, "%d windows: %s", n, err);
 	snprintf(path, sizeof(path), "%s/%s", out, names[0]);
 	cr_assert_gt(sample_sum(path, "alloc_objects"), 0);
-	/* the fourth window (3 to 4 s) saw no allocation: a delta is 0, a running total would not be */
-	snprintf(path, sizeof(path), "%s/%s", out, names[3]);
-	cr_assert_eq(sample_sum(path, "alloc_objects"), 0, "%s holds allocations", names[3]);
+	snprintf(path, sizeof(path), "%s/%s", out, names[paused_at + 1]);
+	cr_assert_eq(sample_sum(path, "alloc_objects"), 0, "%s holds allocations",
+		     names[paused_at + 1]);
 	cr_assert_eq(sample_sum(path, "alloc_space"), 0);
 	/* in use is the state at the window's end, carried over from the windows before */
 	cr_assert_gt(sample_sum(path, "inuse_space"), 0);
+	/* each window's line names both of its files */
+	{
+		char folded[256];
+
+		snprintf(folded, sizeof(folded), "%s", names[0]);
+		*strstr(folded, ".pb.gz") = '\0';
+		strcat(folded, ".folded");
+		cr_assert(strstr(err, names[0]) && strstr(err, folded),
+			  "the window's line does not name %s and %s:\n%s", names[0], folded, err);
+	}
+	cr_assert_eq(svc_cmd(&a, "resume", reply, sizeof(reply), 10000), 0);
 	/* prof_active went back off when the run ended */
 	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
 				 "je_prof_active_state", &flag),
@@ -794,13 +766,12 @@ Test(fleet, pyroscope_accepts_raw_and_multipart_with_tenant_and_basic_auth)
 	const char *expect[] = { "PYRO_EXPECT_TENANT=team-a", "PYRO_EXPECT_USER=12345",
 				 "PYRO_EXPECT_PASSWORD=" SECRET_PASSWD, NULL };
 	char pid[16], err[65536], lines[8][4096], want[64];
-	const char *spool = tmp("spool");
+	const char *spool = hb_tmp("spool");
 	struct svc a;
 
 	hb_require_bpf();
 	start_server(0, NULL, expect);
-	start_service(&a, "2");
-	snprintf(pid, sizeof(pid), "%d", a.pid);
+	hb_start_idle_service(&a, "2", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	setenv("HEAPBPF_PYROSCOPE_TENANT", "team-a", 1);
 	setenv("HEAPBPF_PYROSCOPE_USER", "12345", 1);
@@ -808,7 +779,7 @@ Test(fleet, pyroscope_accepts_raw_and_multipart_with_tenant_and_basic_auth)
 	push(pid, spool, "--label", "env=test", 0, err, sizeof(err));
 	push(pid, spool, "--pyroscope-multipart", "--service-name=checkout", 0, err, sizeof(err));
 	cr_assert_eq(accepted(lines, 8), 2, "%s", err);
-	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 0);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	/* raw body with format=pprof, service name from comm, default and extra labels */
 	cr_assert(strstr(lines[0], "\"format\": \"pprof\""), "%s", lines[0]);
 	cr_assert(strstr(lines[0], "\"service_name\": \"alloc-service-s\""), "%s", lines[0]);
@@ -835,15 +806,14 @@ Test(fleet, pyroscope_accepts_raw_and_multipart_with_tenant_and_basic_auth)
 Test(fleet, pyroscope_alone_spools_in_the_state_directory)
 {
 	char pid[16], err[65536], lines[4][4096], url[64], spool[PATH_MAX + 16];
-	const char *state = tmp("state");
+	const char *state = hb_tmp("state");
 	struct stat st;
 	struct svc a;
 	int rc;
 
 	hb_require_bpf();
 	start_server(0, NULL, NULL);
-	start_service(&a, "2");
-	snprintf(pid, sizeof(pid), "%d", a.pid);
+	hb_start_idle_service(&a, "2", pid, sizeof(pid));
 	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", server_scheme, server_port);
 	snprintf(spool, sizeof(spool), "%s/spool", state);
 	setenv("STATE_DIRECTORY", state, 1);
@@ -857,7 +827,7 @@ Test(fleet, pyroscope_alone_spools_in_the_state_directory)
 	cr_assert_eq(stat(spool, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0700, "%s is %o", spool, st.st_mode & 0777);
 	/* delivered: nothing waits */
-	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 0);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 }
 
@@ -876,13 +846,12 @@ static void assert_distinct(char lines[][4096], int n)
 Test(fleet, pyroscope_spool_keeps_profiles_through_503_and_outage)
 {
 	char pid[16], err[65536], lines[16][4096];
-	const char *spool = tmp("spool");
+	const char *spool = hb_tmp("spool");
 	struct svc a;
 	int port;
 
 	hb_require_bpf();
-	start_service(&a, "2");
-	snprintf(pid, sizeof(pid), "%d", a.pid);
+	hb_start_idle_service(&a, "2", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	/* up, but every answer a 503: retried, then kept */
 	start_server(0, "--fail-all", NULL);
@@ -890,16 +859,16 @@ Test(fleet, pyroscope_spool_keeps_profiles_through_503_and_outage)
 	push(pid, spool, NULL, NULL, 5, err, sizeof(err));
 	cr_assert(strstr(err, "HTTP 503"), "%s", err);
 	cr_assert(strstr(err, "will retry"), "%s", err);
-	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 1);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 1);
 	/* down: connection refused, kept as well */
 	stop_server();
 	push(pid, spool, NULL, NULL, 5, err, sizeof(err));
-	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 2);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 2);
 	cr_assert_eq(accepted(lines, 16), 0);
 	/* back, and the first answer a 503 again: the retry delivers all three, oldest first */
 	start_server(port, "--fail-first=1", NULL);
 	push(pid, spool, NULL, NULL, 0, err, sizeof(err));
-	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 0, "%s", err);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0, "%s", err);
 	cr_assert_eq(accepted(lines, 16), 3, "%s", err);
 	assert_distinct(lines, 3);
 	{
@@ -919,7 +888,7 @@ Test(fleet, pyroscope_refused_profile_leaves_the_spool)
 {
 	struct hb_profile p = { .period = 524288 };
 	char pid[16], err[65536], lines[4][4096], path[PATH_MAX], *hdr = NULL;
-	const char *spool = tmp("spool");
+	const char *spool = hb_tmp("spool");
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int hlen;
@@ -927,8 +896,7 @@ Test(fleet, pyroscope_refused_profile_leaves_the_spool)
 	FILE *f;
 
 	hb_require_bpf();
-	start_service(&a, "1");
-	snprintf(pid, sizeof(pid), "%d", a.pid);
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	/* a spooled profile from two hours ago: Pyroscope rejects profiles older than 1 h */
 	p.time_nanos = (int64_t)(time(NULL) - 7200) * 1000000000LL;
@@ -940,6 +908,8 @@ Test(fleet, pyroscope_refused_profile_leaves_the_spool)
 	fwrite(hdr, 1, hlen, f);
 	fwrite(buf, 1, len, f);
 	fclose(f);
+	/* as heapbpf writes its spool files: it reads back no other */
+	cr_assert_eq(chmod(path, 0600), 0);
 	free(hdr);
 	free(buf);
 	start_server(0, NULL, NULL);
@@ -947,7 +917,7 @@ Test(fleet, pyroscope_refused_profile_leaves_the_spool)
 	push(pid, spool, NULL, NULL, 1, err, sizeof(err));
 	cr_assert(strstr(err, "too old"), "%s", err);
 	cr_assert(strstr(err, "refused"), "%s", err);
-	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 0);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	cr_assert_eq(accepted(lines, 4), 1);
 	cr_assert_eq(svc_stop(&a), 0);
 }
@@ -958,17 +928,16 @@ Test(fleet, pyroscope_secrets_stay_out_of_argv_logs_and_messages)
 				 NULL };
 	char pid[16], err[65536], lines[4][4096], url[128], cmdline[4096], tokfile[PATH_MAX];
 	char names[4][256];
-	const char *spool = tmp("spool");
+	const char *spool = hb_tmp("spool");
 	struct svc a;
 	FILE *f;
 
 	hb_require_bpf();
 	start_server(0, NULL, expect);
-	start_service(&a, "1");
-	snprintf(pid, sizeof(pid), "%d", a.pid);
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	/* from a file, as a systemd credential would give it */
-	snprintf(tokfile, sizeof(tokfile), "%s", tmp("token"));
+	snprintf(tokfile, sizeof(tokfile), "%s", hb_tmp("token"));
 	f = fopen(tokfile, "we");
 	fprintf(f, "%s\n", SECRET_TOKEN);
 	fclose(f);
@@ -987,7 +956,7 @@ Test(fleet, pyroscope_secrets_stay_out_of_argv_logs_and_messages)
 		int fd;
 
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/", server_port);
-		h = hb_spawn(argv, tmp("run1.out"));
+		h = hb_spawn(argv, hb_tmp("run1.out"));
 		hb_sleep_ms(500);
 		snprintf(path, sizeof(path), "/proc/%d/cmdline", h);
 		fd = open(path, O_RDONLY);
@@ -1002,7 +971,7 @@ Test(fleet, pyroscope_secrets_stay_out_of_argv_logs_and_messages)
 		cr_assert_eq(hb_wait(h, 60000), 0);
 	}
 	cr_assert_eq(accepted(lines, 4), 1);
-	cr_assert(!file_contains(tmp("run1.out"), SECRET_TOKEN));
+	cr_assert(!file_contains(hb_tmp("run1.out"), SECRET_TOKEN));
 	/* a wrong token (verbose, refused with 401): messages name the variables, not the value */
 	unsetenv("HEAPBPF_PYROSCOPE_TOKEN_FILE");
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", SECRET_TOKEN "-wrong", 1);
@@ -1011,7 +980,7 @@ Test(fleet, pyroscope_secrets_stay_out_of_argv_logs_and_messages)
 	cr_assert(strstr(err, "HEAPBPF_PYROSCOPE_TOKEN"), "%s", err);
 	cr_assert_null(strstr(err, SECRET_TOKEN), "%s", err);
 	/* the refused profile waits in the spool, without the credentials */
-	cr_assert_eq(count_files(spool, ".spool", names, 4), 1);
+	cr_assert_eq(hb_count_files(spool, ".spool", names, 4), 1);
 	{
 		char path[PATH_MAX * 2];
 
@@ -1052,7 +1021,7 @@ Test(fleet, pyroscope_secrets_stay_out_of_argv_logs_and_messages)
 Test(fleet, pyroscope_tls_verifies_the_certificate)
 {
 	char pid[16], err[65536], lines[4][4096], cmd[4 * PATH_MAX];
-	const char *cert = tmp("cert.pem"), *key = tmp("key.pem"), *spool = tmp("spool");
+	const char *cert = hb_tmp("cert.pem"), *key = hb_tmp("key.pem"), *spool = hb_tmp("spool");
 	struct svc a;
 
 	hb_require_bpf();
@@ -1066,7 +1035,7 @@ Test(fleet, pyroscope_tls_verifies_the_certificate)
 		char wrapper[PATH_MAX];
 		FILE *f;
 
-		snprintf(wrapper, sizeof(wrapper), "%s", tmp("tls-server.sh"));
+		snprintf(wrapper, sizeof(wrapper), "%s", hb_tmp("tls-server.sh"));
 		f = fopen(wrapper, "we");
 		fprintf(f,
 			"#!/bin/sh\nexec /usr/bin/python3 %s --tls-cert '%s' --tls-key '%s' \"$@\"\n",
@@ -1076,8 +1045,7 @@ Test(fleet, pyroscope_tls_verifies_the_certificate)
 		start_server_with(wrapper, 0, NULL, NULL);
 	}
 	server_scheme = "https";
-	start_service(&a, "1");
-	snprintf(pid, sizeof(pid), "%d", a.pid);
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	/* a certificate no known CA signed: not sent, kept */
 	push(pid, spool, NULL, NULL, 5, err, sizeof(err));
@@ -1097,39 +1065,16 @@ Test(fleet, pyroscope_tls_verifies_the_certificate)
 /* --interval with Pyroscope: one profile per window, windows back to back, allocations as deltas. */
 Test(fleet, pyroscope_interval_windows)
 {
-	char pid[16], lines[8][4096], url[64], reply[256];
-	const char *spool = tmp("spool");
+	char pid[16], lines[8][4096];
+	const char *spool = hb_tmp("spool");
 	long from[8], until[8];
 	struct svc a;
-	uint64_t flag;
-	pid_t h;
 	int n;
 
 	hb_require_bpf();
 	start_server(0, NULL, NULL);
-	start_service(&a, "2");
-	snprintf(pid, sizeof(pid), "%d", a.pid);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port);
-	{
-		const char *argv[] = {
-			hb_path("heapbpf"), "--pid", pid,	    "--interval", "2",	"-d", "6",
-			"--pyroscope",	    url,     "--spool-dir", spool,	  "-q", NULL
-		};
-
-		h = hb_spawn(argv, tmp("heapbpf.out"));
-	}
-	/*
-	 * allocations in the first window, none in the third: the pause falls in
-	 * the second, counted from when sampling started (set-up can take
-	 * seconds on a loaded machine)
-	 */
-	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
-				 "je_prof_active_state", &flag),
-		     0);
-	cr_assert(hb_wait_byte(a.pid, flag, 1, 20000, h), "heapbpf did not start sampling");
-	hb_sleep_ms(3000);
-	cr_assert_eq(svc_cmd(&a, "pause", reply, sizeof(reply), 10000), 0);
-	cr_assert_eq(hb_wait(h, 60000), 0);
+	hb_start_idle_service(&a, "2", pid, sizeof(pid));
+	hb_standin_paused_windows(&a, pid, server_port, spool);
 	n = accepted(lines, 8);
 	cr_assert_eq(n, 3, "%d profiles", n);
 	for (int i = 0; i < n; i++) {
@@ -1150,7 +1095,7 @@ Test(fleet, pyroscope_interval_windows)
 	/* deltas: nothing allocated in the third window; in use carried over */
 	cr_assert(strstr(lines[2], "\"alloc_objects\": 0,"), "%s", lines[2]);
 	cr_assert_null(strstr(lines[2], "\"inuse_space\": 0}"), "%s", lines[2]);
-	cr_assert_eq(count_files(spool, ".spool", NULL, 0), 0);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 }
 
@@ -1158,19 +1103,18 @@ Test(fleet, pyroscope_interval_windows)
 Test(fleet, pyroscope_spool_is_bounded)
 {
 	char pid[16], err[65536], names[4][256];
-	const char *spool = tmp("spool");
+	const char *spool = hb_tmp("spool");
 	struct svc a;
 
 	hb_require_bpf();
 	/* a port nothing listens on: start the server, note its port, stop it */
 	start_server(0, NULL, NULL);
 	stop_server();
-	start_service(&a, "1");
-	snprintf(pid, sizeof(pid), "%d", a.pid);
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	for (int r = 0; r < 3; r++)
 		push(pid, spool, "--spool-keep", "2", 5, err, sizeof(err));
 	cr_assert(strstr(err, "deleted the 1 oldest undelivered"), "%s", err);
-	cr_assert_eq(count_files(spool, ".spool", names, 4), 2);
+	cr_assert_eq(hb_count_files(spool, ".spool", names, 4), 2);
 	cr_assert_eq(svc_stop(&a), 0);
 }

@@ -182,6 +182,7 @@ static void assert_unit_rewritten(const char *installed, const char *example, co
 static const char *const default_tree[] = {
 	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.service",
 	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.timer",
+	"-0644 usr/local/lib/systemd/system/heapbpf-watch@.service",
 	"-0644 usr/local/share/man/man8/heapbpf.8",
 	"-0755 usr/local/bin/heapbpf",
 	"d0755 usr",
@@ -216,6 +217,9 @@ Test(install, default_prefix_installs_exactly_the_listed_files)
 			      "/usr/local/bin/heapbpf");
 	snprintf(p[1], PATH_MAX, "%s/usr/local/lib/systemd/system/heapbpf-snapshot@.timer", dest);
 	assert_same_file(p[1], "examples/systemd/heapbpf-snapshot@.timer");
+	snprintf(p[0], PATH_MAX, "%s/usr/local/lib/systemd/system/heapbpf-watch@.service", dest);
+	assert_unit_rewritten(p[0], "examples/systemd/heapbpf-watch@.service",
+			      "/usr/local/bin/heapbpf");
 
 	/* installing again over it changes nothing */
 	make("install", vars);
@@ -227,6 +231,7 @@ Test(install, prefix_moves_everything_and_execstart_follows)
 	static const char *const want[] = {
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.service",
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.timer",
+		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-watch@.service",
 		"-0644 opt/heapbpf/share/man/man8/heapbpf.8",
 		"-0755 opt/heapbpf/bin/heapbpf",
 		"d0755 opt",
@@ -249,6 +254,10 @@ Test(install, prefix_moves_everything_and_execstart_follows)
 	snprintf(unit, sizeof(unit), "%s/opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.service",
 		 dest);
 	assert_unit_rewritten(unit, "examples/systemd/heapbpf-snapshot@.service",
+			      "/opt/heapbpf/bin/heapbpf");
+	snprintf(unit, sizeof(unit), "%s/opt/heapbpf/lib/systemd/system/heapbpf-watch@.service",
+		 dest);
+	assert_unit_rewritten(unit, "examples/systemd/heapbpf-watch@.service",
 			      "/opt/heapbpf/bin/heapbpf");
 	make("uninstall", vars);
 	list_tree(dest);
@@ -327,7 +336,8 @@ Test(install, installed_units_pass_systemd_analyze_verify_in_the_tree)
 		cmd, sizeof(cmd),
 		"mkdir -p '%s/usr/lib/systemd' && cp -r /usr/lib/systemd/system '%s/usr/lib/systemd/' "
 		"&& cd / && systemd-analyze verify --man=no --root='%s' "
-		"heapbpf-snapshot@redis-server.service heapbpf-snapshot@redis-server.timer",
+		"heapbpf-snapshot@redis-server.service heapbpf-snapshot@redis-server.timer "
+		"heapbpf-watch@redis-server.service",
 		root, root, root);
 	rc = sh(cmd, out, sizeof(out));
 	cr_assert_eq(rc, 0, "systemd-analyze verify failed (%d): %s", rc, out);
@@ -338,7 +348,8 @@ Test(install, installed_units_pass_systemd_analyze_verify_in_the_tree)
 	cr_assert_eq(unlink(bin), 0);
 	snprintf(cmd, sizeof(cmd),
 		 "cd / && systemd-analyze verify --man=no --root='%s' "
-		 "heapbpf-snapshot@redis-server.service heapbpf-snapshot@redis-server.timer",
+		 "heapbpf-snapshot@redis-server.service heapbpf-snapshot@redis-server.timer "
+		 "heapbpf-watch@redis-server.service",
 		 root);
 	rc = sh(cmd, out, sizeof(out));
 	cr_assert_neq(rc, 0, "verify passed without the binary: %s", out);

@@ -42,22 +42,8 @@ static void multi_fini(void)
 		hb_wait(spawned[i], 5000);
 	}
 	nspawned = 0;
-	if (cg_dir[0]) {
-		char procs[PATH_MAX + 16], line[32];
-
-		/* what a failed test left in the unit; empty once they are gone */
-		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg_dir);
-		for (int i = 0; i < 100 && rmdir(cg_dir) && errno == EBUSY; i++) {
-			FILE *f = fopen(procs, "re");
-
-			while (f && fgets(line, sizeof(line), f))
-				kill(atoi(line), SIGKILL);
-			if (f)
-				fclose(f);
-			hb_sleep_ms(20);
-		}
-		cg_dir[0] = '\0';
-	}
+	/* what a failed test left in the unit */
+	hb_cgroup_drain(cg_dir);
 	if (cg_slice_made && !rmdir(CG2 "/system.slice"))
 		cg_slice_made = false;
 	hb_tmpdir_cleanup();
@@ -150,9 +136,7 @@ static bool file_has(const char *path, const char *needle)
 /* Waits until path holds needle (heapbpf said it), for at most 20 s. */
 static void wait_for_line(const char *path, const char *needle)
 {
-	for (int i = 0; i < 400 && !file_has(path, needle); i++)
-		hb_sleep_ms(50);
-	cr_assert(file_has(path, needle), "heapbpf never said \"%s\"", needle);
+	cr_assert(hb_wait_text(path, needle, 120000, 0), "heapbpf never said \"%s\"", needle);
 }
 
 static void start(struct svc *s, const char *bin, const char *conf, const char *const *env)
@@ -455,9 +439,6 @@ Test(multi_pidreuse, followed_child_exit_frees_its_pid)
 				    args),
 		     0);
 	start(&b, bin, IDLE_CONF, NULL);
-	cr_assert_eq(svc_start_opts(&other, bin,
-				    &(struct svc_opts){ .env = other_env, .no_aslr = true }, args),
-		     0);
 	snprintf(list, sizeof(list), "%d,%d", a.pid, b.pid);
 	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
 	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
@@ -486,18 +467,17 @@ Test(multi_pidreuse, followed_child_exit_frees_its_pid)
 		hb_sleep_ms(50);
 	cr_assert_lt(t, 200, "the child %d did not exit", child);
 	spawned[kid] = 0; /* its pid may be anyone's next */
-	/* heapbpf hears of it within its poll interval; then another instance's child gets
-	 * its pid (other forks may come first: again) */
-	hb_sleep_ms(300);
-	for (t = 0; t < 50 && impostor != child; t++) {
-		if (impostor > 0)
-			kill(impostor, SIGKILL);
-		cr_assert_eq(hb_next_pid(child), 0);
-		cr_assert_eq(svc_cmd(&other, "fork 30", reply, sizeof(reply), 10000), 0);
-		cr_assert_eq(sscanf(reply, "forked %d", &impostor), 1, "%s", reply);
-	}
+	/* heapbpf says it heard of the exit; then another instance of the service is
+	 * started as that pid (clone3's set_tid: no race with the machine's other forks) */
+	snprintf(line, sizeof(line), "followed pid %d exited", child);
+	wait_for_line(errpath, line);
+	cr_assert_eq(svc_start_opts(
+			     &other, bin,
+			     &(struct svc_opts){ .env = other_env, .no_aslr = true, .pid = child },
+			     args),
+		     0, "pid %d was taken before the test could start a process as it", child);
+	impostor = other.pid;
 	spawned[nspawned++] = impostor;
-	cr_assert_eq(impostor, child, "no process got pid %d in 50 tries", child);
 	/* at a's addresses, sampling: its samples would read as the child's */
 	cr_assert_eq(hb_peek(impostor, flag, &v, 1), 0);
 	cr_assert_eq(v, 1, "the impostor does not sample at a's flag address: shows nothing");
@@ -512,16 +492,15 @@ Test(multi_pidreuse, followed_child_exit_frees_its_pid)
 	cr_assert_gt(n, 50, "only %ld samples of the child compared", (long)n);
 	snprintf(line, sizeof(line), "followed pid %d exited", child);
 	cr_assert(file_has(errpath, line), "heapbpf did not say \"%s\"", line);
-	kill(impostor, SIGKILL);
+	cr_assert_eq(svc_stop(&other), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 	cr_assert_eq(svc_stop(&b), 0);
-	cr_assert_eq(svc_stop(&other), 0);
 }
 
 /*
  * --pid N,N,N: one session for the list; a named pid
  * without jemalloc is refused with its reason (not skipped, as a unit's
- * helper is), the others profiled, exit 1; -o refuses a list.
+ * helper is), the others profiled, exit 1; -o refuses a list (exit 2).
  */
 Test(multi, pid_list_is_one_session_and_refuses_what_it_cannot_profile)
 {
@@ -550,7 +529,8 @@ Test(multi, pid_list_is_one_session_and_refuses_what_it_cannot_profile)
 	{
 		const char *args[] = { "--pid", list, "-d", "1", "-o", out, NULL };
 
-		cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 1, "%s", err);
+		/* a usage error, known from the command line alone */
+		cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 2, "%s", err);
 		cr_assert(strstr(err, "names one file"), "%s", err);
 	}
 	cr_assert_eq(svc_stop(&a), 0);
@@ -615,7 +595,8 @@ Test(multi, refused_target_exiting_leaves_the_others_sampling)
  */
 Test(multi, process_outside_the_targets_is_filtered_in_bpf)
 {
-	char list[64], out[PATH_MAX], err[16384], reply[128];
+	char list[64], out[PATH_MAX], reply[128];
+	static char err[1 << 20]; /* -v: libbpf says much before heapbpf does */
 	const char *obj = hb_path("examples/alloc-service-static");
 	struct svc a, b, c;
 	uint64_t before, hits = 0;
@@ -702,4 +683,179 @@ Test(versions, unit_of_two_jemalloc_layouts_runs_a_session_each, .fini = multi_f
 			  "no snapshot of pid %d", pids[i]);
 		cr_assert_eq(svc_stop(&s[i]), 0);
 	}
+}
+
+/* An idle service: no worker thread, nothing allocated until a command says so. */
+static void start_idle(struct svc *s)
+{
+	const char *args[] = { "--threads", "0", NULL };
+
+	cr_assert_eq(svc_start(s, hb_path("examples/alloc-service-static"), IDLE_CONF, args), 0);
+}
+
+/* Waits until the file at path exists (a forked child's marker), or fails. */
+static void wait_for_file(const char *path)
+{
+	for (int t = 0; t < 2400 && access(path, F_OK); t++)
+		hb_sleep_ms(50);
+	cr_assert_eq(access(path, F_OK), 0, "%s never appeared", path);
+}
+
+/*
+ * --children (issue 25): the pid file names a manager that allocates
+ * nothing, whose child, forked before heapbpf starts, holds the heap. Without
+ * --children nothing is sampled: exit 3, and the hint names the child. With
+ * it, the child is a target of its own: its summary lines name it, its
+ * profile holds its allocations, its flag goes back off, and the run, which
+ * sampled, exits 0.
+ */
+Test(multi, children_of_the_pidfile_process_are_profiled_with_children)
+{
+	char pidfile[PATH_MAX], errpath[PATH_MAX], out[PATH_MAX], reply[128], cmd[PATH_MAX + 32];
+	char want[160], snap[PATH_MAX + 256], marker[PATH_MAX + 32], err[16384];
+	const char *bin = hb_path("examples/alloc-service-static");
+	struct svc m;
+	pid_t child, hp;
+	uint64_t flag;
+	uint8_t v;
+	FILE *f;
+	int rc, kid;
+
+	hb_require_bpf();
+	start_idle(&m);
+	/* a child that waits for SIGUSR1, then holds 16 MiB in 1 MiB blocks */
+	snprintf(cmd, sizeof(cmd), "forkhold 16 %s", hb_tmpdir());
+	cr_assert_eq(svc_cmd(&m, cmd, reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
+	kid = nspawned;
+	spawned[nspawned++] = child;
+	snprintf(pidfile, sizeof(pidfile), "%s/manager.pid", hb_tmpdir());
+	f = fopen(pidfile, "we");
+	cr_assert_not_null(f);
+	fprintf(f, "%d\n", m.pid);
+	cr_assert_eq(fclose(f), 0);
+	chmod(pidfile, 0644);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	{
+		const char *args[] = { "--pidfile", pidfile, "-d", "1", "--output-dir", out, NULL };
+
+		cr_assert_eq(hb_run(args, err, sizeof(err), 90000), 3, "%s", err);
+	}
+	snprintf(want, sizeof(want), "pid %d has children (%d); --children profiles them too",
+		 m.pid, child);
+	cr_assert(strstr(err, want), "%s", err);
+
+	cr_assert_eq(hb_sym_addr(child, bin, "je_prof_active_state", &flag), 0);
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pidfile", pidfile, "--children",
+					"-d", "0", "-f", "folded", "--output-dir", out, NULL },
+		      errpath);
+	spawned[nspawned++] = hp;
+	cr_assert(hb_wait_byte(child, flag, 1, 20000, hp), "heapbpf did not start in the child");
+	kill(child, SIGUSR1);
+	snprintf(marker, sizeof(marker), "%s/child-%d.held", hb_tmpdir(), child);
+	wait_for_file(marker);
+	kill(hp, SIGINT);
+	rc = hb_wait(hp, 60000);
+	spawned[nspawned - 1] = 0;
+	cr_assert_eq(rc, 0, "heapbpf exited with %d (see %s)", rc, errpath);
+	snprintf(want, sizeof(want), "pid %d with its children: 2 processes", m.pid);
+	cr_assert(file_has(errpath, want), "see %s", errpath);
+	snprintf(want, sizeof(want), "heapbpf: pid %d (alloc-service-s): 0 samples, ", m.pid);
+	cr_assert(file_has(errpath, want), "see %s", errpath);
+	snprintf(want, sizeof(want), "heapbpf: pid %d (alloc-service-s): top sites by", child);
+	cr_assert(file_has(errpath, want), "see %s", errpath);
+	cr_assert_not(file_has(errpath, "--children profiles them too"), "see %s", errpath);
+	cr_assert(snapshot_of(out, child, ".folded", snap, sizeof(snap))[0], "no snapshot of %d",
+		  child);
+	cr_assert(file_has(snap, "child_held_buffers"), "the child's heap is not in %s", snap);
+	cr_assert_eq(hb_peek(child, flag, &v, 1), 0);
+	cr_assert_eq(v, 0, "prof_active left on in the child %d", child);
+	/* the child frees and exits */
+	kill(child, SIGUSR2);
+	snprintf(marker, sizeof(marker), "%s/child-%d.freed", hb_tmpdir(), child);
+	wait_for_file(marker);
+	spawned[kid] = 0;
+	cr_assert_eq(svc_stop(&m), 0);
+}
+
+/* The line of text that starts with prefix (after a newline), or NULL. */
+static const char *line_starting(const char *text, const char *prefix)
+{
+	char want[256];
+
+	snprintf(want, sizeof(want), "\n%s", prefix);
+	return strstr(text, want);
+}
+
+/*
+ * Several targets (--pid A,B): every line of each target's summary names
+ * its pid and comm, so that "N samples" and the sparklines say whose they
+ * are; no summary line goes without.
+ */
+Test(multi, pid_list_summary_lines_name_their_pid)
+{
+	static const char *const words[] = { "top sites by in-use bytes", "in use over ",
+					     "allocated per second", "peak in use ", "wrote " };
+	char list[64], out[PATH_MAX], errpath[PATH_MAX], want[192];
+	const char *obj = hb_path("examples/alloc-service-static");
+	unsigned long long n;
+	char *text = NULL;
+	struct svc s[2];
+	uint64_t flag[2], before[2];
+	pid_t hp;
+	int rc;
+
+	hb_require_bpf();
+	for (int i = 0; i < 2; i++) {
+		start(&s[i], obj, IDLE_CONF, NULL);
+		cr_assert_eq(hb_sym_addr(s[i].pid, obj, "je_prof_active_state", &flag[i]), 0);
+	}
+	snprintf(list, sizeof(list), "%d,%d", s[0].pid, s[1].pid);
+	snprintf(out, sizeof(out), "%s/snap", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", list, "-d", "0",
+					"--output-dir", out, NULL },
+		      errpath);
+	spawned[nspawned++] = hp;
+	for (int i = 0; i < 2; i++) {
+		cr_assert(hb_wait_byte(s[i].pid, flag[i], 1, 20000, hp), "heapbpf did not start");
+		before[i] = svc_allocs(&s[i]);
+	}
+	/* with sampling on, each allocates enough for many samples and checkpoints */
+	for (int i = 0; i < 2; i++) {
+		for (int t = 0; t < 2400 && svc_allocs(&s[i]) - before[i] < 1000000; t++)
+			hb_sleep_ms(50);
+		cr_assert_geq(svc_allocs(&s[i]) - before[i], 1000000, "pid %d did not run",
+			      s[i].pid);
+	}
+	kill(hp, SIGINT);
+	rc = hb_wait(hp, 60000);
+	spawned[nspawned - 1] = 0;
+	cr_assert_eq(rc, 0, "heapbpf exited with %d (see %s)", rc, errpath);
+	cr_assert_gt(hb_read_file(errpath, &text), 0);
+	for (int i = 0; i < 2; i++) {
+		const char *at = text;
+
+		snprintf(want, sizeof(want), "heapbpf: pid %d (alloc-service-s): ", s[i].pid);
+		n = 0;
+		while ((at = line_starting(at, want)) &&
+		       sscanf(at + 1 + strlen(want), "%llu samples, ", &n) != 1)
+			at++;
+		cr_assert(at && n > 0, "no line \"%sN samples, ...\" in:\n%s", want, text);
+		for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++) {
+			snprintf(want, sizeof(want), "heapbpf: pid %d (alloc-service-s): %s",
+				 s[i].pid, words[k]);
+			cr_assert(line_starting(text, want), "no line \"%s\" in:\n%s", want, text);
+		}
+	}
+	/* no summary line that does not say whose it is */
+	for (const char *at = text; (at = strstr(at, "heapbpf: ")); at++) {
+		cr_assert_neq(sscanf(at, "heapbpf: %llu samples, ", &n), 1, "%s", text);
+		for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
+			cr_assert_neq(strncmp(at + 9, words[k], strlen(words[k])), 0, "%s", text);
+	}
+	free(text);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(svc_stop(&s[i]), 0);
 }

@@ -32,9 +32,23 @@ static void start(void)
 	snprintf(pid, sizeof(pid), "%d", svc.pid);
 }
 
+/* The pprof at out, decoded by protoc into the text file txt: its text (free it). */
+static char *decoded(const char *out, const char *txt)
+{
+	char cmd[3 * PATH_MAX], *text = NULL;
+
+	snprintf(cmd, sizeof(cmd),
+		 "gzip -dc '%s' | protoc --decode=perftools.profiles.Profile --proto_path=%s "
+		 "profile.proto > '%s'",
+		 out, PPROF_PROTO_DIR, txt);
+	cr_assert_eq(system(cmd), 0, "protoc could not decode heapbpf's pprof");
+	cr_assert_gt(hb_read_file(txt, &text), 0);
+	return text;
+}
+
 Test(outputs, pprof_decodes_with_protoc)
 {
-	char out[PATH_MAX], txt[PATH_MAX], cmd[3 * PATH_MAX], err[8192], *text;
+	char out[PATH_MAX], txt[PATH_MAX], err[8192], *text;
 	const char *args[] = { "--pid", pid, "-d", "2", "-o", out, NULL };
 
 	start();
@@ -42,12 +56,7 @@ Test(outputs, pprof_decodes_with_protoc)
 	snprintf(txt, sizeof(txt), "%s/heap.txt", hb_tmpdir());
 	cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 0, "stderr: %s", err);
 	cr_assert_eq(svc_stop(&svc), 0);
-	snprintf(cmd, sizeof(cmd),
-		 "gzip -dc '%s' | protoc --decode=perftools.profiles.Profile --proto_path=%s "
-		 "profile.proto > '%s'",
-		 out, PPROF_PROTO_DIR, txt);
-	cr_assert_eq(system(cmd), 0, "protoc could not decode heapbpf's pprof");
-	cr_assert_gt(hb_read_file(txt, &text), 0);
+	text = decoded(out, txt);
 	/* the four sample types and the period type are in the string table */
 	cr_assert(strstr(text, "string_table: \"alloc_objects\""));
 	cr_assert(strstr(text, "string_table: \"alloc_space\""));
@@ -62,6 +71,78 @@ Test(outputs, pprof_decodes_with_protoc)
 	/* the summary names the top sites */
 	cr_assert(strstr(err, "top sites"), "stderr: %s", err);
 	cr_assert(strstr(err, "large_buffers"), "stderr: %s", err);
+}
+
+/* The string of protoc's text output at index i of its string_table ("" for 0), or NULL. */
+static char *string_at(const char *text, long i)
+{
+	const char *at = text;
+	char *s, *end;
+
+	for (long k = 0; k <= i; k++) {
+		at = strstr(at, "string_table: \"");
+		if (!at)
+			return NULL;
+		at += strlen("string_table: \"");
+	}
+	s = strdup(at);
+	end = s ? strchr(s, '"') : NULL;
+	if (end)
+		*end = '\0';
+	return s;
+}
+
+/* The file name of the profile's mapping number n (0: the first), or NULL. */
+static char *mapping_file(const char *text, int n)
+{
+	const char *m = text, *f;
+
+	for (int k = 0; k <= n; k++) {
+		m = strstr(m, k ? "\nmapping {" : "mapping {");
+		if (!m)
+			return NULL;
+		m++;
+	}
+	f = strstr(m, "filename: ");
+	return f ? string_at(text, strtol(f + strlen("filename: "), NULL, 10)) : NULL;
+}
+
+/*
+ * pprof takes the first mapping for the main binary ("File:" in -top, the
+ * title, and what it symbolizes): the executable, not the libjemalloc whose
+ * frames come first in every stack.
+ */
+Test(outputs, pprof_main_binary_is_the_first_mapping)
+{
+	char out[PATH_MAX], txt[PATH_MAX], err[8192], exe[PATH_MAX], *text, *first;
+	const char *args[] = { "--pid", pid, "-d", "2", "-q", "-o", out, NULL };
+	const char *sargs[] = { "--threads", "1", NULL };
+	bool has_jemalloc = false;
+
+	hb_require_bpf();
+	cr_assert_not_null(realpath(hb_path("examples/alloc-service-shared"), exe));
+	cr_assert_eq(svc_start(&svc, exe, "prof:true,prof_active:false", sargs), 0);
+	snprintf(pid, sizeof(pid), "%d", svc.pid);
+	snprintf(out, sizeof(out), "%s/shared.pb.gz", hb_tmpdir());
+	snprintf(txt, sizeof(txt), "%s/shared.txt", hb_tmpdir());
+	cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 0, "stderr: %s", err);
+	cr_assert_eq(svc_stop(&svc), 0);
+	text = decoded(out, txt);
+	first = mapping_file(text, 0);
+	cr_assert_not_null(first, "no mapping: %.2000s", text);
+	cr_assert_str_eq(first, exe, "the first mapping is %s, not the executable %s", first, exe);
+	/* and libjemalloc, whose frames every stack starts with, is a later one */
+	for (int i = 1; !has_jemalloc; i++) {
+		char *f = mapping_file(text, i);
+
+		if (!f)
+			break;
+		has_jemalloc = strstr(f, "libjemalloc.so") != NULL;
+		free(f);
+	}
+	cr_assert(has_jemalloc, "no libjemalloc mapping after the executable's");
+	free(first);
+	free(text);
 }
 
 Test(outputs, folded_lines)

@@ -23,7 +23,6 @@
 #include "pprof.h"
 #include "pyro_push.h"
 
-#define IDLE_CONF     "prof:true,prof_active:false"
 #define PUSH_SERVER   "tests/pyroscope/pyroscope_push_server.py"
 #define INGEST_SERVER "tests/pyroscope/pyroscope_rules_server.py"
 #define SECRET_TOKEN  "tok-push-4d1e9a"
@@ -35,43 +34,11 @@ static const char *server_scheme = "http";
 
 static void push_fini(void)
 {
-	if (server_pid > 0) {
-		kill(server_pid, SIGKILL);
-		hb_wait(server_pid, 5000);
-		server_pid = 0;
-	}
+	hb_standin_kill(&server_pid);
 	hb_tmpdir_cleanup();
 }
 
 TestSuite(pyro_push, .fini = push_fini, .timeout = 180);
-
-/* "<test dir>/name" */
-static const char *tmp(const char *name)
-{
-	static char bufs[64][PATH_MAX];
-	static int next;
-
-	cr_assert_lt(next, 64);
-	snprintf(bufs[next], PATH_MAX, "%s/%s", hb_tmpdir(), name);
-	return bufs[next++];
-}
-
-static int count_files(const char *dir, const char *suffix)
-{
-	struct dirent *de;
-	int n = 0;
-	DIR *d = opendir(dir);
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name), sl = strlen(suffix);
-
-		n += de->d_type == DT_REG && l >= sl && strcmp(de->d_name + l - sl, suffix) == 0;
-	}
-	closedir(d);
-	return n;
-}
 
 /* How often needle occurs in the file (0 when it does not exist). */
 static int occurrences(const char *path, const char *needle)
@@ -115,25 +82,17 @@ static void run_heapbpf(const char *pid, const char *spool, const char *extra1, 
 			   errlen);
 }
 
-static void start_service(struct svc *s, char *pid, size_t len)
-{
-	const char *args[] = { "--threads", "1", NULL };
-
-	cr_assert_eq(svc_start(s, hb_path("examples/alloc-service-static"), IDLE_CONF, args), 0);
-	snprintf(pid, len, "%d", s->pid);
-}
-
 Test(pyro_push, memory_profile_with_its_labels_tenant_and_basic_auth)
 {
 	const char *expect[] = { "PYRO_EXPECT_TENANT=team-a", "PYRO_EXPECT_USER=12345",
 				 "PYRO_EXPECT_PASSWORD=" SECRET_PASSWD, NULL };
 	char pid[16], err[65536], lines[4][8192], want[64];
-	const char *spool = tmp("spool"), *id;
+	const char *spool = hb_tmp("spool"), *id;
 	struct svc a;
 
 	hb_require_bpf();
 	start_server(PUSH_SERVER, 0, NULL, expect);
-	start_service(&a, pid, sizeof(pid));
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	setenv("HEAPBPF_PYROSCOPE_TENANT", "team-a", 1);
 	setenv("HEAPBPF_PYROSCOPE_USER", "12345", 1);
@@ -143,7 +102,7 @@ Test(pyro_push, memory_profile_with_its_labels_tenant_and_basic_auth)
 	unsetenv("HEAPBPF_PYROSCOPE_USER");
 	unsetenv("HEAPBPF_PYROSCOPE_PASSWORD");
 	cr_assert_eq(accepted(lines, 4), 1, "%s", err);
-	cr_assert_eq(count_files(spool, ".spool"), 0);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	/* Connect: proto body, protocol version 1, the timeout as Connect-Timeout-Ms */
 	cr_assert(strstr(lines[0], "\"api\": \"push\""), "%s", lines[0]);
 	cr_assert(strstr(lines[0], "\"content_type\": \"application/proto\""), "%s", lines[0]);
@@ -172,7 +131,7 @@ Test(pyro_push, memory_profile_with_its_labels_tenant_and_basic_auth)
 	cr_assert(strstr(lines[0], "large_buffers"), "%s", lines[0]);
 	cr_assert_null(strstr(lines[0], "\"alloc_space\": 0,"), "%s", lines[0]);
 	/* nothing refused on the way, no secret in the messages */
-	cr_assert_eq(access(tmp("server.log.rejects"), F_OK), -1);
+	cr_assert_eq(access(hb_tmp("server.log.rejects"), F_OK), -1);
 	cr_assert_null(strstr(err, SECRET_PASSWD), "%s", err);
 	cr_assert_eq(svc_stop(&a), 0);
 }
@@ -184,11 +143,11 @@ Test(pyro_push, unavailable_and_resource_exhausted_retried_invalid_argument_refu
 				    "--retry-after=1", NULL };
 	const char *invalid[] = { "--fail-all", "--fail-code=invalid_argument", NULL };
 	char pid[16], err[65536], lines[8][8192];
-	const char *spool = tmp("spool");
+	const char *spool = hb_tmp("spool");
 	struct svc a;
 
 	hb_require_bpf();
-	start_service(&a, pid, sizeof(pid));
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	/* 503 unavailable: retried, delivered */
 	start_server(PUSH_SERVER, 0, unavailable, NULL);
@@ -210,8 +169,8 @@ Test(pyro_push, unavailable_and_resource_exhausted_retried_invalid_argument_refu
 	cr_assert(strstr(err, "HTTP 400 invalid_argument"), "%s", err);
 	cr_assert(strstr(err, "refused"), "%s", err);
 	cr_assert_null(strstr(err, "will retry"), "%s", err);
-	cr_assert_eq(occurrences(tmp("server.log.rejects"), "\"invalid_argument\""), 1);
-	cr_assert_eq(count_files(spool, ".spool"), 0);
+	cr_assert_eq(occurrences(hb_tmp("server.log.rejects"), "\"invalid_argument\""), 1);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	cr_assert_eq(accepted(lines, 8), 2);
 	cr_assert_eq(svc_stop(&a), 0);
 }
@@ -220,12 +179,12 @@ Test(pyro_push, unavailable_and_resource_exhausted_retried_invalid_argument_refu
 Test(pyro_push, spool_through_an_outage_delivered_by_either_api)
 {
 	char pid[16], err[65536], lines[8][8192];
-	const char *spool = tmp("spool");
+	const char *spool = hb_tmp("spool");
 	struct svc a;
 	int port;
 
 	hb_require_bpf();
-	start_service(&a, pid, sizeof(pid));
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	/* a port nothing listens on */
 	start_server(PUSH_SERVER, 0, NULL, NULL);
@@ -233,7 +192,7 @@ Test(pyro_push, spool_through_an_outage_delivered_by_either_api)
 	stop_server();
 	run_heapbpf(pid, spool, NULL, NULL, 5, err, sizeof(err));
 	run_heapbpf(pid, spool, "--pyroscope-api", "ingest", 5, err, sizeof(err));
-	cr_assert_eq(count_files(spool, ".spool"), 2);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 2);
 	/* back: push delivers both and its own, oldest first */
 	start_server(PUSH_SERVER, port, NULL, NULL);
 	run_heapbpf(pid, spool, NULL, NULL, 0, err, sizeof(err));
@@ -251,7 +210,7 @@ Test(pyro_push, spool_through_an_outage_delivered_by_either_api)
 	cr_assert(strstr(lines[3], "\"api\": \"ingest\""), "%s", lines[3]);
 	cr_assert(strstr(lines[4], "\"api\": \"ingest\""), "%s", lines[4]);
 	cr_assert(strstr(lines[3], "\"format\": \"pprof\""), "%s", lines[3]);
-	cr_assert_eq(count_files(spool, ".spool"), 0);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 }
 
@@ -259,12 +218,12 @@ Test(pyro_push, spool_through_an_outage_delivered_by_either_api)
 Test(pyro_push, not_found_falls_back_to_ingest_once_per_run)
 {
 	char pid[16], err[65536], lines[8][8192];
-	const char *spool = tmp("spool");
+	const char *spool = hb_tmp("spool");
 	struct svc a;
 	int port;
 
 	hb_require_bpf();
-	start_service(&a, pid, sizeof(pid));
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	start_server(INGEST_SERVER, 0, NULL, NULL);
 	port = server_port;
@@ -276,7 +235,7 @@ Test(pyro_push, not_found_falls_back_to_ingest_once_per_run)
 	cr_assert_eq(accepted(lines, 8), 3, "%s", err);
 	for (int i = 0; i < 3; i++)
 		cr_assert(strstr(lines[i], "\"format\": \"pprof\""), "%s", lines[i]);
-	cr_assert_eq(count_files(spool, ".spool"), 0);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	{
 		char *at = strstr(err, "no push API there");
 
@@ -284,7 +243,7 @@ Test(pyro_push, not_found_falls_back_to_ingest_once_per_run)
 		cr_assert_null(strstr(at + 1, "no push API there"), "said twice: %s", err);
 	}
 	cr_assert(strstr(err, "HTTP 404"), "%s", err);
-	cr_assert_eq(occurrences(tmp("server.log.rejects"), PYRO_PUSH_PATH), 1);
+	cr_assert_eq(occurrences(hb_tmp("server.log.rejects"), PYRO_PUSH_PATH), 1);
 	cr_assert_eq(svc_stop(&a), 0);
 }
 
@@ -292,25 +251,25 @@ Test(pyro_push, refused_credentials_keep_the_profile_without_secrets)
 {
 	const char *expect[] = { "PYRO_EXPECT_TOKEN=" SECRET_TOKEN, NULL };
 	char pid[16], err[65536], lines[4][8192];
-	const char *spool = tmp("spool");
+	const char *spool = hb_tmp("spool");
 	struct svc a;
 
 	hb_require_bpf();
 	start_server(PUSH_SERVER, 0, NULL, expect);
-	start_service(&a, pid, sizeof(pid));
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", SECRET_TOKEN "-wrong", 1);
 	run_heapbpf(pid, spool, NULL, NULL, 1, err, sizeof(err));
 	cr_assert(strstr(err, "HTTP 401 unauthenticated"), "%s", err);
 	cr_assert(strstr(err, "HEAPBPF_PYROSCOPE_TOKEN"), "%s", err);
 	cr_assert_null(strstr(err, SECRET_TOKEN), "%s", err);
-	cr_assert_eq(count_files(spool, ".spool"), 1);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 1);
 	cr_assert_eq(accepted(lines, 4), 0);
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", SECRET_TOKEN, 1);
 	run_heapbpf(pid, spool, NULL, NULL, 0, err, sizeof(err));
 	unsetenv("HEAPBPF_PYROSCOPE_TOKEN");
 	cr_assert_eq(accepted(lines, 4), 2, "%s", err);
-	cr_assert_eq(count_files(spool, ".spool"), 0);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 }
 
@@ -318,7 +277,7 @@ Test(pyro_push, refused_credentials_keep_the_profile_without_secrets)
 Test(pyro_push, tls_verifies_the_certificate)
 {
 	char pid[16], err[65536], lines[4][8192], cmd[4 * PATH_MAX], ca[PATH_MAX + 32];
-	const char *cert = tmp("cert.pem"), *key = tmp("key.pem"), *spool = tmp("spool");
+	const char *cert = hb_tmp("cert.pem"), *key = hb_tmp("key.pem"), *spool = hb_tmp("spool");
 	const char *tls[] = { "--tls-cert", cert, "--tls-key", key, NULL };
 	struct svc a;
 
@@ -330,7 +289,7 @@ Test(pyro_push, tls_verifies_the_certificate)
 	cr_assert_eq(system(cmd), 0, "openssl could not make a certificate");
 	start_server(PUSH_SERVER, 0, tls, NULL);
 	server_scheme = "https";
-	start_service(&a, pid, sizeof(pid));
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
 	mkdir(spool, 0700);
 	run_heapbpf(pid, spool, NULL, NULL, 5, err, sizeof(err));
 	cr_assert(strstr(err, "certificate") || strstr(err, "SSL"), "%s", err);
@@ -351,37 +310,15 @@ Test(pyro_push, tls_verifies_the_certificate)
  */
 Test(pyro_push, interval_windows_are_deltas_every_one_accepted)
 {
-	char pid[16], lines[8][8192], url[64], reply[256];
-	const char *spool = tmp("spool");
+	char pid[16], lines[8][8192];
+	const char *spool = hb_tmp("spool");
 	struct svc a;
-	uint64_t flag;
-	pid_t h;
 	int n;
 
 	hb_require_bpf();
 	start_server(PUSH_SERVER, 0, NULL, NULL);
-	start_service(&a, pid, sizeof(pid));
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port);
-	{
-		const char *argv[] = {
-			hb_path("heapbpf"), "--pid", pid,	    "--interval", "2",	"-d", "6",
-			"--pyroscope",	    url,     "--spool-dir", spool,	  "-q", NULL
-		};
-
-		h = hb_spawn(argv, tmp("heapbpf.out"));
-	}
-	/*
-	 * allocations in the first window, none in the third: the pause falls in
-	 * the second, counted from when sampling started (set-up can take
-	 * seconds on a loaded machine)
-	 */
-	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
-				 "je_prof_active_state", &flag),
-		     0);
-	cr_assert(hb_wait_byte(a.pid, flag, 1, 20000, h), "heapbpf did not start sampling");
-	hb_sleep_ms(3000);
-	cr_assert_eq(svc_cmd(&a, "pause", reply, sizeof(reply), 10000), 0);
-	cr_assert_eq(hb_wait(h, 60000), 0);
+	hb_start_idle_service(&a, "1", pid, sizeof(pid));
+	hb_standin_paused_windows(&a, pid, server_port, spool);
 	n = accepted(lines, 8);
 	cr_assert_eq(n, 3, "%d profiles", n);
 	for (int i = 0; i < n; i++) {
@@ -391,7 +328,7 @@ Test(pyro_push, interval_windows_are_deltas_every_one_accepted)
 	cr_assert_gt(atol(strstr(lines[0], "\"alloc_objects\": ") + 17), 0, "%s", lines[0]);
 	cr_assert(strstr(lines[2], "\"alloc_objects\": 0,"), "%s", lines[2]);
 	cr_assert_null(strstr(lines[2], "\"inuse_space\": 0}"), "%s", lines[2]);
-	cr_assert_eq(count_files(spool, ".spool"), 0);
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 }
 
@@ -437,7 +374,7 @@ static void make_profile(uint8_t **buf, size_t *len)
 /* Writes the body of a PushRequest with these labels: proto, or the same as Connect's JSON. */
 static const char *write_body(const char *name, const struct pyro_label *l, size_t n, bool json)
 {
-	const char *path = tmp(name);
+	const char *path = hb_tmp(name);
 	uint8_t *prof, *req;
 	size_t plen, rlen;
 	FILE *f = fopen(path, "we");
@@ -467,7 +404,7 @@ static int post(const char *method, const char *ctype, const char *header, const
 		char *out, size_t outlen)
 {
 	char cmd[4 * PATH_MAX], *text = NULL;
-	const char *answer = tmp("answer");
+	const char *answer = hb_tmp("answer");
 	int status = -1;
 	FILE *p;
 
@@ -516,7 +453,7 @@ Test(pyro_push, stand_in_enforces_connect_and_pyroscope_rules)
 						 { "__name__", "mem-ory" },
 						 { "service_name", "svc" } };
 	char out[4096], lines[8][8192];
-	const char *garbage = tmp("garbage");
+	const char *garbage = hb_tmp("garbage");
 	FILE *f;
 
 	start_server(PUSH_SERVER, 0, NULL, NULL);

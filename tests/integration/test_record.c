@@ -90,6 +90,62 @@ Test(record, round_trip_folded)
 	round_trip("folded");
 }
 
+/* Sorted by sort(1): the same lines in any order compare equal. */
+static void same_lines(const char *a, const char *b)
+{
+	hb_sh("sort '%s' > '%s.sorted' && sort '%s' > '%s.sorted' && cmp '%s.sorted' '%s.sorted'",
+	      a, a, b, b, a, b);
+}
+
+/*
+ * heapbpf report of a pprof profile (it was refused: "not a heapbpf
+ * recording"): folded stacks equal to the recording's report of the same
+ * window, and a flame graph page titled as the live run's.
+ */
+Test(record, pprof_reported_as_folded_and_html)
+{
+	char pid[16], rec[PATH_MAX], pb[PATH_MAX], a[PATH_MAX], b[PATH_MAX], html[PATH_MAX];
+	char err[8192], *page;
+	struct svc s;
+
+	start(&s, hb_path("examples/alloc-service-static"), pid);
+	snprintf(rec, sizeof(rec), "%s/run.hbr", hb_tmpdir());
+	snprintf(pb, sizeof(pb), "%s/live.pb.gz", hb_tmpdir());
+	snprintf(a, sizeof(a), "%s/rec.folded", hb_tmpdir());
+	snprintf(b, sizeof(b), "%s/pprof.folded", hb_tmpdir());
+	snprintf(html, sizeof(html), "%s/pprof.html", hb_tmpdir());
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "2", "-q", "--record", rec, "-o",
+					      pb, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_eq(hb_run((const char *[]){ "report", rec, "-t", "alloc_space", "-o", a, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(hb_run((const char *[]){ "report", pb, "-t", "alloc_space", "-o", b, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert(strstr(err, "wrote "), "%s", err);
+	same_lines(a, b);
+	cr_assert_eq(hb_run((const char *[]){ "report", pb, "-o", html, "-q", NULL }, err,
+			    sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_gt(hb_read_file(html, &page), 0);
+	cr_assert(strstr(page, "<h1 id=\"hb-title\">alloc-service-s &middot; pid "), "%.600s",
+		  page);
+	cr_assert(strstr(page, "large_buffers"));
+	free(page);
+	/* pprof to pprof is no conversion; a recording's options do not apply */
+	cr_assert_eq(hb_run((const char *[]){ "report", pb, "-o", hb_tmp("again.pb.gz"), NULL },
+			    err, sizeof(err), 60000),
+		     1, "%s", err);
+	cr_assert(strstr(err, "is a pprof profile already: give -f folded or -f html"), "%s", err);
+	cr_assert_eq(hb_run((const char *[]){ "report", pb, "--from", "1", "-o", html, NULL }, err,
+			    sizeof(err), 60000),
+		     1, "%s", err);
+	cr_assert(strstr(err, "apply to recordings"), "%s", err);
+}
+
 Test(record, killed_run_reports_its_prefix)
 {
 	char pid[16], rec[PATH_MAX], rep[PATH_MAX], errpath[PATH_MAX], err[8192], *text;

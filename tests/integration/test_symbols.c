@@ -9,7 +9,6 @@
  *    libjemalloc whose debug info only the local debuginfod server has.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -34,32 +33,6 @@
 #define IDLE_CONF "prof:true,prof_active:false"
 
 TestSuite(symbols, .fini = hb_tmpdir_cleanup, .timeout = 180);
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	cr_assert_eq(rc, 0, "command failed (%d): %s", rc, cmd);
-}
-
-/* First line of a command's output, without the newline. */
-static void sh_line(char *out, size_t len, const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-
-	cr_assert_not_null(p);
-	out[0] = '\0';
-	if (fgets(out, (int)len, p))
-		out[strcspn(out, "\n")] = '\0';
-	pclose(p);
-}
 
 /* ---- inlined frames against addr2line ----------------------------------- */
 
@@ -214,30 +187,33 @@ static void make_stripped(struct stripped *st)
 	snprintf(st->dir, sizeof(st->dir), "%s/sj", hb_tmpdir());
 	snprintf(st->lib, sizeof(st->lib), "%s/lib", st->dir);
 	snprintf(st->debug, sizeof(st->debug), "%s/libjemalloc.so.2.debug", st->dir);
-	sh("mkdir -p '%s' && cp '%s' '%s/full.so'", st->lib, hb_path("jemalloc/libjemalloc.so.2"),
-	   st->dir);
-	sh("cd '%s' && objcopy --only-keep-debug full.so libjemalloc.so.2.debug && "
-	   "strip --strip-all -o lib/libjemalloc.so.2 full.so && "
-	   "objcopy --add-gnu-debuglink=libjemalloc.so.2.debug lib/libjemalloc.so.2 && rm full.so",
-	   st->dir);
+	hb_sh("mkdir -p '%s' && cp '%s' '%s/full.so'", st->lib,
+	      hb_path("jemalloc/libjemalloc.so.2"), st->dir);
+	hb_sh("cd '%s' && objcopy --only-keep-debug full.so libjemalloc.so.2.debug && "
+	      "strip --strip-all -o lib/libjemalloc.so.2 full.so && "
+	      "objcopy --add-gnu-debuglink=libjemalloc.so.2.debug lib/libjemalloc.so.2 && rm full.so",
+	      st->dir);
 	snprintf(cmd, sizeof(cmd), "readelf -n '%s/libjemalloc.so.2' | awk '/Build ID/{print $3}'",
 		 st->lib);
-	sh_line(st->build_id, sizeof(st->build_id), cmd);
+	hb_sh_line(st->build_id, sizeof(st->build_id), cmd);
 	cr_assert_eq(strlen(st->build_id), 40, "build-id: \"%s\"", st->build_id);
 	/* stripped indeed: no .symtab, so heapbpf needs the debug file */
 	snprintf(cmd, sizeof(cmd), "readelf -S '%s/libjemalloc.so.2' | grep -c '\\.symtab' || true",
 		 st->lib);
 	char count[16];
-	sh_line(count, sizeof(count), cmd);
+	hb_sh_line(count, sizeof(count), cmd);
 	cr_assert_str_eq(count, "0");
 }
 
 /*
- * Profiles alloc-service-shared running on the stripped library with extra
- * heapbpf arguments; returns heapbpf's exit code, stderr in err, folded in *folded.
+ * Profiles alloc-service-shared running on the stripped library with
+ * MALLOC_CONF=conf (NULL: unset), retitled title first (NULL: not), and
+ * extra heapbpf arguments; returns heapbpf's exit code, stderr in err,
+ * folded in *folded.
  */
-static int profile_stripped(const struct stripped *st, const char *const *extra, char *err,
-			    size_t errlen, char **folded)
+static int profile_stripped_titled(const struct stripped *st, const char *conf, const char *title,
+				   const char *const *extra, char *err, size_t errlen,
+				   char **folded)
 {
 	char env[PATH_MAX + 32], out[PATH_MAX], pid[16], maps[64], *m;
 	const char *envv[] = { env, NULL };
@@ -249,13 +225,20 @@ static int profile_stripped(const struct stripped *st, const char *const *extra,
 	for (; extra && *extra; extra++)
 		args[n++] = *extra;
 	args[n] = NULL;
-	cr_assert_eq(svc_start_env(&s, hb_path("examples/alloc-service-shared"), IDLE_CONF, envv,
+	cr_assert_eq(svc_start_env(&s, hb_path("examples/alloc-service-shared"), conf, envv,
 				   (const char *[]){ "--threads", "2", NULL }),
 		     0);
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", s.pid);
 	cr_assert_gt(hb_read_file(maps, &m), 0);
 	cr_assert(strstr(m, st->lib), "the example did not load the stripped jemalloc");
 	free(m);
+	if (title) {
+		char cmd[128], reply[64];
+
+		snprintf(cmd, sizeof(cmd), "retitle %s", title);
+		cr_assert_eq(svc_cmd(&s, cmd, reply, sizeof(reply), 10000), 0);
+		cr_assert_str_eq(reply, "retitled");
+	}
 	snprintf(pid, sizeof(pid), "%d", s.pid);
 	snprintf(out, sizeof(out), "%s/stripped.folded", hb_tmpdir());
 	unlink(out);
@@ -265,6 +248,18 @@ static int profile_stripped(const struct stripped *st, const char *const *extra,
 	if (rc == 0)
 		cr_assert_gt(hb_read_file(out, folded), 0);
 	return rc;
+}
+
+static int profile_stripped_as(const struct stripped *st, const char *conf,
+			       const char *const *extra, char *err, size_t errlen, char **folded)
+{
+	return profile_stripped_titled(st, conf, NULL, extra, err, errlen, folded);
+}
+
+static int profile_stripped(const struct stripped *st, const char *const *extra, char *err,
+			    size_t errlen, char **folded)
+{
+	return profile_stripped_as(st, IDLE_CONF, extra, err, errlen, folded);
 }
 
 static void assert_named(const char *folded)
@@ -284,7 +279,7 @@ Test(symbols, stripped_jemalloc_debuglink_next_to_it)
 
 	hb_require_bpf();
 	make_stripped(&st);
-	sh("cp '%s' '%s/'", st.debug, st.lib);
+	hb_sh("cp '%s' '%s/'", st.debug, st.lib);
 	cr_assert_eq(profile_stripped(&st, NULL, err, sizeof(err), &folded), 0, "%s", err);
 	assert_named(folded);
 	free(folded);
@@ -298,8 +293,8 @@ Test(symbols, stripped_jemalloc_build_id_directory)
 	hb_require_bpf();
 	make_stripped(&st);
 	snprintf(dbg, sizeof(dbg), "%s/debug", st.dir);
-	sh("mkdir -p '%s/.build-id/%.2s' && cp '%s' '%s/.build-id/%.2s/%s.debug'", dbg, st.build_id,
-	   st.debug, dbg, st.build_id, st.build_id + 2);
+	hb_sh("mkdir -p '%s/.build-id/%.2s' && cp '%s' '%s/.build-id/%.2s/%s.debug'", dbg,
+	      st.build_id, st.debug, dbg, st.build_id, st.build_id + 2);
 	cr_assert_eq(profile_stripped(&st, (const char *[]){ "--debug-dir", dbg, NULL }, err,
 				      sizeof(err), &folded),
 		     0, "%s", err);
@@ -327,7 +322,7 @@ static pid_t start_debuginfod(const char *dir, const char *build_id, int *port)
 		 "curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/buildid/%s/debuginfo",
 		 *port, build_id);
 	for (int i = 0; i < 300; i++) {
-		sh_line(code, sizeof(code), cmd);
+		hb_sh_line(code, sizeof(code), cmd);
 		if (strcmp(code, "200") == 0)
 			return pid;
 		hb_sleep_ms(100);
@@ -358,7 +353,7 @@ Test(symbols, stripped_jemalloc_debuginfod)
 	hb_require_bpf();
 	make_stripped(&st);
 	snprintf(srv, sizeof(srv), "%s/srv", st.dir);
-	sh("mkdir -p '%s' && cp '%s' '%s/'", srv, st.debug, srv);
+	hb_sh("mkdir -p '%s' && cp '%s' '%s/'", srv, st.debug, srv);
 	d = start_debuginfod(srv, st.build_id, &port);
 	set_debuginfod_env(port);
 	rc = profile_stripped(&st, NULL, err, sizeof(err), &folded);
@@ -382,6 +377,134 @@ Test(symbols, stripped_jemalloc_without_debug_info)
 	cr_assert(strstr(err, st.build_id), "the build-id is not named: %s", err);
 	cr_assert(strstr(err, "is stripped"), "%s", err);
 	cr_assert(strstr(err, "DEBUGINFOD_URLS"), "%s", err);
+	/* started with prof:true: nothing more to say of it */
+	cr_assert_null(strstr(err, "prof:true"), "%s", err);
+	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "not one line: %s", err);
+}
+
+/* Stripped and started without prof:true: both said at once, one restart for both. */
+Test(symbols, stripped_jemalloc_without_prof_says_both)
+{
+	struct stripped st;
+	char err[8192], *folded;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	unsetenv("DEBUGINFOD_URLS");
+	cr_assert_eq(profile_stripped_as(&st, NULL, NULL, err, sizeof(err), &folded), 1, "%s", err);
+	cr_assert(strstr(err, "is stripped"), "%s", err);
+	cr_assert(strstr(err, st.build_id), "%s", err);
+	cr_assert(strstr(err, "; it was also started without prof:true"), "%s", err);
+	cr_assert(strstr(err, "restart it with MALLOC_CONF=prof:true,prof_active:false"), "%s",
+		  err);
+	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "not one line: %s", err);
+	/* prof:true turned off again later in the same variable: off */
+	cr_assert_eq(profile_stripped_as(&st, "prof:true,prof:false", NULL, err, sizeof(err),
+					 &folded),
+		     1, "%s", err);
+	cr_assert(strstr(err, "; it was also started without prof:true"), "%s", err);
+}
+
+/*
+ * Started with prof:true, then its title written over its environment (as
+ * Redis does): /proc/PID/environ no longer tells, and the message does not
+ * claim prof:true is missing.
+ */
+Test(symbols, stripped_jemalloc_environment_overwritten_cannot_tell_prof)
+{
+	struct stripped st;
+	char err[8192], *folded;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	unsetenv("DEBUGINFOD_URLS");
+	cr_assert_eq(profile_stripped_titled(&st, IDLE_CONF, "titled-service *:7", NULL, err,
+					     sizeof(err), &folded),
+		     1, "%s", err);
+	cr_assert(strstr(err, "is stripped"), "%s", err);
+	cr_assert_null(strstr(err, "started without prof:true"), "a false claim: %s", err);
+	cr_assert(strstr(err, "; whether it runs with prof:true can be told only once its symbols "
+			      "are found"),
+		  "%s", err);
+}
+
+/*
+ * A stripped static executable exports neither mallctl nor malloc_conf:
+ * which variable its jemalloc reads is unknown, so is prof:true, and it says so.
+ */
+Test(symbols, stripped_static_executable_cannot_tell_prof_yet)
+{
+	char bin[PATH_MAX], err[8192], out[PATH_MAX], pid[16];
+	struct svc s;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(bin, sizeof(bin), "%s/alloc-service-stripped", hb_tmpdir());
+	snprintf(out, sizeof(out), "%s/static.folded", hb_tmpdir());
+	hb_sh("strip --strip-all -o '%s' '%s'", bin, hb_path("examples/alloc-service-static"));
+	cr_assert_eq(svc_start(&s, bin, NULL, (const char *[]){ "--threads", "1", NULL }), 0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	unsetenv("DEBUGINFOD_URLS");
+	rc = hb_run((const char *[]){ "--pid", pid, "-d", "1", "-q", "-o", out, NULL }, err,
+		    sizeof(err), 60000);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_eq(rc, 1, "%s", err);
+	cr_assert(strstr(err, "is stripped"), "%s", err);
+	cr_assert(strstr(err, "; whether it runs with prof:true can be told only once its symbols "
+			      "are found"),
+		  "%s", err);
+	cr_assert_null(strstr(err, "started without prof:true"), "%s", err);
+	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "not one line: %s", err);
+}
+
+Test(symbols, stripped_jemalloc_debuginfod_unreachable_says_why)
+{
+	struct stripped st;
+	char err[8192], cache[PATH_MAX], *folded;
+	int rc;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	/* port 1 on loopback: nobody listens, the connection is refused */
+	snprintf(cache, sizeof(cache), "%s/debuginfod-cache", hb_tmpdir());
+	setenv("DEBUGINFOD_URLS", "http://127.0.0.1:1", 1);
+	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+	rc = profile_stripped(&st, NULL, err, sizeof(err), &folded);
+	unsetenv("DEBUGINFOD_URLS");
+	cr_assert_eq(rc, 1, "%s", err);
+	cr_assert(strstr(err, st.build_id), "the build-id is not named: %s", err);
+	cr_assert(strstr(err, "debuginfod at http://127.0.0.1:1"), "%s", err);
+	cr_assert(strstr(err, "debuginfod: cannot connect to it (connection refused"),
+		  "debuginfod's failure has no reason: %s", err);
+	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "not one line: %s", err);
+}
+
+Test(symbols, stripped_jemalloc_debug_dir_copy_with_another_build_id)
+{
+	struct stripped st;
+	char err[8192], dbg[PATH_MAX], cmd[PATH_MAX + 64], other_id[64], want[3 * PATH_MAX];
+	char *folded;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	/* the debug file of another build (the example's own) where this build-id's belongs */
+	snprintf(dbg, sizeof(dbg), "%s/debug", st.dir);
+	hb_sh("mkdir -p '%s/.build-id/%.2s' && objcopy --only-keep-debug '%s' "
+	      "'%s/.build-id/%.2s/%s.debug'",
+	      dbg, st.build_id, hb_path("examples/alloc-service-shared"), dbg, st.build_id,
+	      st.build_id + 2);
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s' | awk '/Build ID/{print $3}'",
+		 hb_path("examples/alloc-service-shared"));
+	hb_sh_line(other_id, sizeof(other_id), cmd);
+	cr_assert_eq(strlen(other_id), 40, "build-id: \"%s\"", other_id);
+	unsetenv("DEBUGINFOD_URLS");
+	cr_assert_eq(profile_stripped(&st, (const char *[]){ "--debug-dir", dbg, NULL }, err,
+				      sizeof(err), &folded),
+		     1, "%s", err);
+	snprintf(want, sizeof(want),
+		 "%s/.build-id/%.2s/%s.debug has build-id %s, the binary's is %s", dbg, st.build_id,
+		 st.build_id + 2, other_id, st.build_id);
+	cr_assert(strstr(err, want), "no \"%s\" in: %s", want, err);
 	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "not one line: %s", err);
 }
 
@@ -398,7 +521,7 @@ Test(symbols, redis_server_with_jemalloc_debug_info_from_debuginfod)
 	hb_require_bpf();
 	make_stripped(&st);
 	snprintf(srv, sizeof(srv), "%s/srv", st.dir);
-	sh("mkdir -p '%s' && cp '%s' '%s/'", srv, st.debug, srv);
+	hb_sh("mkdir -p '%s' && cp '%s' '%s/'", srv, st.debug, srv);
 	d = start_debuginfod(srv, st.build_id, &dport);
 
 	rport = dport + 1;
@@ -414,7 +537,7 @@ Test(symbols, redis_server_with_jemalloc_debug_info_from_debuginfod)
 	unsetenv("MALLOC_CONF");
 	snprintf(cmd, sizeof(cmd), "redis-cli -h 127.0.0.1 -p %d ping 2>/dev/null", rport);
 	for (int i = 0; i < 100; i++) {
-		sh_line(pong, sizeof(pong), cmd);
+		hb_sh_line(pong, sizeof(pong), cmd);
 		if (strcmp(pong, "PONG") == 0)
 			break;
 		hb_sleep_ms(100);

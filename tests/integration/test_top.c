@@ -399,21 +399,18 @@ static size_t count(const char *s, const char *what)
 	return n;
 }
 
-Test(top, plain_tables_on_a_pipe)
+/*
+ * heapbpf top -d SECONDS --by function on a pipe, run in the temporary
+ * directory (where a profile would land by default); its stdout.
+ */
+static char *top_on_a_pipe(struct tt *t, const char *seconds)
 {
-	const char *bin = hb_path("examples/alloc-service-static");
-	const char *args[] = { "--threads", "2", NULL };
 	char pid[16], errpath[PATH_MAX], exe[PATH_MAX];
-	struct tt t = { 0 };
 	int fds[2], st;
 	char *out;
 	pid_t hp;
 
-	hb_require_bpf();
-	current = &t;
-	cr_assert_eq(svc_start(&t.s, bin, IDLE_CONF, args), 0);
-	cr_assert_eq(hb_sym_addr(t.s.pid, bin, "je_prof_active_state", &t.flag), 0);
-	snprintf(pid, sizeof(pid), "%d", t.s.pid);
+	snprintf(pid, sizeof(pid), "%d", t->s.pid);
 	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
 	/* absolute: the child runs in the temporary directory */
 	cr_assert_not_null(realpath(hb_path("heapbpf"), exe));
@@ -421,8 +418,8 @@ Test(top, plain_tables_on_a_pipe)
 	hp = fork();
 	cr_assert_geq(hp, 0);
 	if (hp == 0) {
-		const char *argv[] = { exe,   "top",  "--pid",	  pid, "-d",
-				       "4.5", "--by", "function", NULL };
+		const char *argv[] = { exe,	"top",	"--pid",    pid, "-d",
+				       seconds, "--by", "function", NULL };
 		FILE *err = fopen(errpath, "w");
 
 		hb_child_signals();
@@ -430,7 +427,6 @@ Test(top, plain_tables_on_a_pipe)
 		if (err)
 			dup2(fileno(err), 2);
 		close(fds[0]);
-		/* where a profile file would land by default */
 		if (chdir(hb_tmpdir()))
 			_exit(126);
 		execv(argv[0], (char *const *)argv);
@@ -441,6 +437,22 @@ Test(top, plain_tables_on_a_pipe)
 	close(fds[0]);
 	cr_assert_eq(waitpid(hp, &st, 0), hp);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "heapbpf top exited %d: %s", st, out);
+	return out;
+}
+
+Test(top, plain_tables_on_a_pipe)
+{
+	const char *bin = hb_path("examples/alloc-service-static");
+	const char *args[] = { "--threads", "2", NULL };
+	char cmd[PATH_MAX];
+	struct tt t = { 0 };
+	char *out;
+
+	hb_require_bpf();
+	current = &t;
+	cr_assert_eq(svc_start(&t.s, bin, IDLE_CONF, args), 0);
+	cr_assert_eq(hb_sym_addr(t.s.pid, bin, "je_prof_active_state", &t.flag), 0);
+	out = top_on_a_pipe(&t, "4.5");
 	/* one table per second: four in 4.5 s, nothing for a terminal */
 	cr_assert_eq(count(out, "sorted by in-use growth, by function\n"), 4, "%s", out);
 	cr_assert_eq(count(out, "GROWTH/s     ALLOC/s    ALLOCS/s      IN USE  FUNCTION\n"), 4,
@@ -448,9 +460,40 @@ Test(top, plain_tables_on_a_pipe)
 	cr_assert_null(strchr(out, '\x1b'), "escape sequences in a pipe: %s", out);
 	cr_assert(strstr(out, "churn_small\n") && strstr(out, "large_buffers\n"), "%s", out);
 	/* no -o, no profile: the directory holds only heapbpf's stderr */
-	snprintf(errpath, sizeof(errpath), "ls -A '%s' | grep -vx heapbpf.err", hb_tmpdir());
-	cr_assert_neq(system(errpath), 0, "heapbpf top wrote a file without -o");
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -vx heapbpf.err", hb_tmpdir());
+	cr_assert_neq(system(cmd), 0, "heapbpf top wrote a file without -o");
 	cr_assert_eq(peek(&t, t.flag), 0, "prof_active not restored");
+	free(out);
+	cr_assert_eq(svc_stop(&t.s), 0);
+}
+
+/*
+ * A service that sampled from its start and holds 64 MiB from before heapbpf
+ * came: top's in use is what it saw since attaching, and says so; the live
+ * heap beside it is jemalloc's whole sampled heap, the 64 MiB included.
+ */
+Test(top, live_heap_beside_what_was_seen_since_attach)
+{
+	const char *bin = hb_path("examples/alloc-service-static");
+	const char *args[] = { "--threads", "1", "--rate", "50", NULL };
+	char reply[64], *out, *live, *since;
+	struct tt t = { 0 };
+	double held, seen;
+
+	hb_require_bpf();
+	current = &t;
+	cr_assert_eq(svc_start(&t.s, bin, "prof:true,prof_active:true", args), 0);
+	cr_assert_eq(svc_cmd(&t.s, "hold 64", reply, sizeof(reply), 60000), 0);
+	cr_assert(strncmp(reply, "held ", 5) == 0, "%s", reply);
+	out = top_on_a_pipe(&t, "2.5");
+	live = strstr(out, "  live heap ");
+	since = strstr(out, "since attach: in use ");
+	cr_assert(live && since, "%s", out);
+	held = bytes_of(live + strlen("  live heap "));
+	seen = bytes_of(since + strlen("since attach: in use "));
+	/* an estimate from 512 KiB samples of 64 MiB: well above 32 MiB */
+	cr_assert_gt(held, 32.0 * 1024 * 1024, "live heap %.0f B: %s", held, out);
+	cr_assert_lt(seen, held / 4, "since attach %.0f B, live heap %.0f B: %s", seen, held, out);
 	free(out);
 	cr_assert_eq(svc_stop(&t.s), 0);
 }

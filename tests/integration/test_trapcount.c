@@ -41,9 +41,9 @@ static void parse_hits(const char *text, struct hits *h)
 			    "%llu samples and %llu frees dropped; %llu read faults",
 			    &a, &f, &ad, &fd, &rf),
 		     5, "unexpected counter line: %.200s", p);
-	/* "heapbpf: N samples (" */
+	/* "heapbpf: N samples, " */
 	for (; s; s = strstr(s + 1, "heapbpf: ")) {
-		if (sscanf(s, "heapbpf: %llu samples (", &n) == 1)
+		if (sscanf(s, "heapbpf: %llu samples, ", &n) == 1)
 			break;
 	}
 	cr_assert(s, "heapbpf printed no sample count:\n%s", text);

@@ -4,7 +4,14 @@
  * made from Debian's sources by scripts/build-jemalloc-fixtures.sh
  * (tests/fixtures/fixtures.mk): 5.3.0 and 5.2.1, default and tikv's _rjem_
  * names, static and shared, a stand-in for a Rust release binary, a debug
- * build, a --disable-prof build and a version heapbpf does not know.
+ * build, a --disable-prof build and a version heapbpf does not know; and
+ * 5.3.1 from Debian unstable's source package (tests/fixtures/fixtures-531.mk):
+ * static, shared, _rjem_, Rust-shaped, debug with and without DWARF.
+ *
+ *   nobt_*        a process whose own prof_backtrace hook takes no backtraces
+ *   bt_max_531_*  5.3.1's prof_bt_max above 128: cut to 128 frames, counted, said
+ *   forks_531_*   --follow-forks on 5.3.1, exact against the child's own dump
+ *   lifetimes_531_*  5.3.1's frees matched to their objects by pointer
  *
  *   oracle_*      heapbpf's counts equal jemalloc's own prof.dump, per stack
  *   dwarf_*       what the builds' DWARF says, against the layout table
@@ -15,10 +22,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -27,23 +36,12 @@
 #include "layout.h"
 #include "layout_dwarf.h"
 #include "oracle.h"
+#include "pprof.h"
 #include "target.h"
 
 TestSuite(versions, .fini = hb_tmpdir_cleanup, .timeout = 120);
 
-/* HEAPBPF_FIXTURES (set by make), else <build>/fixtures */
-static const char *fx(const char *rel)
-{
-	static char bufs[8][PATH_MAX];
-	static unsigned int next;
-	const char *dir = getenv("HEAPBPF_FIXTURES");
-	char *b = bufs[next++ % 8];
-
-	snprintf(b, PATH_MAX, "%s/%s", dir && dir[0] ? dir : hb_path("fixtures"), rel);
-	return b;
-}
-
-#define FX(rel) fx(rel)
+#define FX(rel) hb_fixture(rel)
 
 /* The flag's symbol in each naming */
 #define FLAG_530  "je_prof_active_state"
@@ -137,6 +135,47 @@ Test(versions, oracle_530_debug_build_without_dwarf)
 	       NULL, NULL);
 }
 
+/* 5.3.1, built from Debian unstable's source package: frees matched by pointer */
+Test(versions, oracle_531_static)
+{
+	oracle(FX("bin/je531-static"), FX("bin/je531-static"), FLAG_530, NULL, NULL, NULL);
+}
+
+Test(versions, oracle_531_shared)
+{
+	oracle(FX("bin/je531-shared"), FX("je531/lib/libjemalloc.so.2"), FLAG_530, NULL, NULL,
+	       NULL);
+}
+
+Test(versions, oracle_rjem531_static)
+{
+	oracle(FX("bin/rjem531-static"), FX("bin/rjem531-static"), FLAG_RJEM, "_RJEM_MALLOC_CONF",
+	       NULL, NULL);
+}
+
+Test(versions, oracle_rjem531_shared)
+{
+	oracle(FX("bin/rjem531-shared"), FX("rjem531/lib/libjemalloc.so.2"), FLAG_RJEM,
+	       "_RJEM_MALLOC_CONF", NULL, NULL);
+}
+
+Test(versions, oracle_rust531_release_binary)
+{
+	oracle(FX("bin/rjem531-rust"), FX("bin/rjem531-rust"), FLAG_RJEM, "_RJEM_MALLOC_CONF", NULL,
+	       NULL);
+}
+
+Test(versions, oracle_531_debug_build)
+{
+	oracle(FX("bin/debug531-static"), FX("bin/debug531-static"), FLAG_530, NULL, NULL, NULL);
+}
+
+Test(versions, oracle_531_debug_build_without_dwarf)
+{
+	oracle(FX("bin/debug531-static-nodwarf"), FX("bin/debug531-static-nodwarf"), FLAG_530, NULL,
+	       NULL, NULL);
+}
+
 /* an unknown version works once the user forces the layout that matches it */
 Test(versions, oracle_unknown_version_forced_layout)
 {
@@ -217,6 +256,43 @@ Test(versions, dwarf_530_shared_library_and_rjem)
 	assert_check("5.3.0", false, &d, 0, NULL);
 }
 
+/*
+ * jemalloc's layout read from a dwz'd debug file of libjemalloc: the types
+ * of src/prof.c that moved to the multifile are read through it and equal
+ * what the whole file says; with a FIFO as the multifile nothing blocks and
+ * the layout is not complete.
+ */
+Test(versions, dwarf_530_through_a_dwz_multifile)
+{
+	char dir[PATH_MAX], lib[PATH_MAX], common[PATH_MAX + 16], a[PATH_MAX + 16];
+	struct jemalloc_dwarf whole, dwz;
+
+	snprintf(dir, sizeof(dir), "%s", hb_tmp("jedwz"));
+	snprintf(common, sizeof(common), "%s/common.debug", dir);
+	snprintf(a, sizeof(a), "%s/a.debug", dir);
+	cr_assert_not_null(realpath(FX("je530/lib/libjemalloc.so.2"), lib));
+	hb_sh("mkdir '%s' && cd '%s' && objcopy --only-keep-debug '%s' a.debug && "
+	      "objcopy --only-keep-debug '%s' b.debug && dwz -m common.debug -M '%s' a.debug b.debug",
+	      dir, dir, lib, lib, common);
+	/* prof.c's compile unit refers into the multifile */
+	hb_sh("readelf -S '%s' | grep -q gnu_debugaltlink", a);
+
+	cr_assert_eq(jemalloc_dwarf_read(lib, &whole), 0);
+	cr_assert_eq(jemalloc_dwarf_read(a, &dwz), 0);
+	cr_assert(whole.have_alloc_fn && whole.tctx_gctx >= 0 && whole.bt_vec >= 0);
+	cr_assert_eq(dwz.tctx_gctx, whole.tctx_gctx);
+	cr_assert_eq(dwz.gctx_bt, whole.gctx_bt);
+	cr_assert_eq(dwz.bt_vec, whole.bt_vec);
+	cr_assert_eq(dwz.bt_len, whole.bt_len);
+	cr_assert_eq(dwz.info_tctx, whole.info_tctx);
+	cr_assert_eq(dwz.alloc_tctx, whole.alloc_tctx);
+
+	hb_sh("mv '%s' '%s.away' && mkfifo '%s'", common, common, common);
+	jemalloc_dwarf_read(a, &dwz);
+	cr_assert(dwz.tctx_gctx < 0 || dwz.bt_vec < 0,
+		  "the layout was complete without the multifile: the test proves nothing");
+}
+
 Test(versions, dwarf_521)
 {
 	struct jemalloc_dwarf d;
@@ -258,6 +334,61 @@ Test(versions, dwarf_530_debug_build)
 		     "prof_info_t.alloc_tctx is at 16 in its debug info, the 5.3.0 layout says 8");
 }
 
+/* 5.3.1's real build: the structs heapbpf reads are 5.3.0's, the free hook gets ptr */
+Test(versions, dwarf_531)
+{
+	struct jemalloc_dwarf d;
+
+	dwarf_of(FX("bin/je531-static"), &d);
+	cr_assert_eq(d.tctx_gctx, 96);
+	cr_assert_eq(d.gctx_bt, 104);
+	cr_assert_eq(d.bt_vec, 0);
+	cr_assert_eq(d.bt_len, 8);
+	cr_assert_eq(d.info_time, 0);
+	cr_assert_eq(d.info_tctx, 8);
+	cr_assert_eq(d.info_size, 16);
+	cr_assert(d.have_nstime && !d.nstime_magic);
+	cr_assert(d.have_alloc_fn);
+	cr_assert_eq(d.alloc_ptr, 1);
+	cr_assert_eq(d.alloc_size, 2);
+	cr_assert_eq(d.alloc_usize, 3);
+	cr_assert_eq(d.alloc_tctx, 4);
+	/* prof_free_sampled_object(tsd, ptr, usize, prof_info) */
+	cr_assert(d.have_free_fn);
+	cr_assert_eq(d.free_ptr, 1);
+	cr_assert_eq(d.free_usize, 2);
+	cr_assert_eq(d.free_info, 3);
+	cr_assert_eq(d.free_tctx, -1);
+	assert_check("5.3.1", false, &d, 0, NULL);
+	assert_check("5.3.0", false, &d, -EPROTO, "prof_free_sampled_object");
+	assert_check("5.3.1", true, &d, -EPROTO, "prof_info_t.alloc_tctx is at 8");
+}
+
+Test(versions, dwarf_531_shared_library_and_rjem)
+{
+	struct jemalloc_dwarf d;
+
+	dwarf_of(FX("je531/lib/libjemalloc.so.2"), &d);
+	assert_check("5.3.1", false, &d, 0, NULL);
+	dwarf_of(FX("rjem531/lib/libjemalloc.so.2"), &d);
+	assert_check("5.3.1", false, &d, 0, NULL);
+	dwarf_of(FX("bin/rjem531-static"), &d);
+	assert_check("5.3.1", false, &d, 0, NULL);
+}
+
+Test(versions, dwarf_531_debug_build)
+{
+	struct jemalloc_dwarf d;
+
+	dwarf_of(FX("bin/debug531-static"), &d);
+	cr_assert(d.have_nstime && d.nstime_magic, "nstime_t of a debug build has a magic");
+	cr_assert_eq(d.info_tctx, 16);
+	cr_assert_eq(d.info_size, 24);
+	assert_check("5.3.1", true, &d, 0, NULL);
+	assert_check("5.3.1", false, &d, -EPROTO,
+		     "prof_info_t.alloc_tctx is at 16 in its debug info, the 5.3.1 layout says 8");
+}
+
 Test(versions, dwarf_absent)
 {
 	struct jemalloc_dwarf d;
@@ -269,6 +400,10 @@ Test(versions, dwarf_absent)
 	cr_assert_eq(jemalloc_dwarf_read(FX("bin/unknown-static"), &d), -ENOENT);
 	fixture_exists(FX("bin/je521-static"));
 	cr_assert_eq(jemalloc_dwarf_read(FX("bin/je521-static"), &d), -ENOENT);
+	fixture_exists(FX("bin/rjem531-rust"));
+	cr_assert_eq(jemalloc_dwarf_read(FX("bin/rjem531-rust"), &d), -ENOENT);
+	fixture_exists(FX("bin/debug531-static-nodwarf"));
+	cr_assert_eq(jemalloc_dwarf_read(FX("bin/debug531-static-nodwarf"), &d), -ENOENT);
 }
 
 /* ---- discovery ---------------------------------------------------------------- */
@@ -344,6 +479,25 @@ Test(versions, target_521_and_debug)
 		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.0", true, true });
 	target_is(FX("bin/debug530-static-nodwarf"), "MALLOC_CONF",
 		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.0", true, false });
+}
+
+/* 5.3.1's release string: its entry, checked against DWARF where there is some */
+Test(versions, target_531)
+{
+	target_is(FX("bin/je531-static"), "MALLOC_CONF",
+		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.1", false, true });
+	target_is(FX("bin/je531-shared"), "MALLOC_CONF",
+		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.1", false, true });
+	target_is(FX("bin/rjem531-static"), "_RJEM_MALLOC_CONF",
+		  &(struct want){ "_rjem_je_", "_rjem_", "_RJEM_MALLOC_CONF", "5.3.1", false,
+				  true });
+	target_is(FX("bin/rjem531-rust"), "_RJEM_MALLOC_CONF",
+		  &(struct want){ "_rjem_je_", "_rjem_", "_RJEM_MALLOC_CONF", "5.3.1", false,
+				  false });
+	target_is(FX("bin/debug531-static"), "MALLOC_CONF",
+		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.1", true, true });
+	target_is(FX("bin/debug531-static-nodwarf"), "MALLOC_CONF",
+		  &(struct want){ "je_", "", "MALLOC_CONF", "5.3.1", true, false });
 }
 
 /* ---- the clear errors ----------------------------------------------------------- */
@@ -577,4 +731,309 @@ Test(versions, late_activation_521_started_active_samples)
 	cr_assert_eq(hb_peek(s.pid, flag, &b, 1), 0);
 	cr_assert_eq(b, 1);
 	cr_assert_eq(svc_stop(&s), 0);
+}
+
+/* ---- processes whose jemalloc takes no backtraces ---------------------------------- */
+
+/* The last line of text (heapbpf's refusal follows its attach line). */
+static const char *last_line(const char *text)
+{
+	const char *end = text + strlen(text), *line;
+
+	cr_assert(end > text && end[-1] == '\n', "no whole line in: %s", text);
+	line = end - 1;
+	while (line > text && line[-1] != '\n')
+		line--;
+	return line;
+}
+
+static uint8_t flag_in(pid_t pid, const char *bin, const char *flag_sym)
+{
+	uint64_t addr;
+	uint8_t b = 0xff;
+
+	cr_assert_eq(hb_sym_addr(pid, bin, flag_sym, &addr), 0);
+	cr_assert_eq(hb_peek(pid, addr, &b, 1), 0);
+	return b;
+}
+
+/*
+ * The process installs a prof_backtrace hook that takes no backtrace
+ * (experimental.hooks.prof_backtrace, as a bridge that takes its stacks itself
+ * does) and switches prof.active on itself. heapbpf stops after the first
+ * samples with one sentence saying so, writes nothing, and leaves the flag on,
+ * as the process set it; --live-heap refuses its tables of empty stacks too.
+ */
+static void no_backtraces(const char *bin)
+{
+	char out[PATH_MAX], pid[16], err[4096], reply[128], *p;
+	const char *env[] = { "MALLOC_CONF=prof:true,prof_active:false,lg_prof_sample:14", NULL };
+	const char *args[] = { "--pid", pid, "-d", "60", "-o", out, NULL };
+	const char *live[] = { "--live-heap", "--pid", pid, "-o", out, NULL };
+	const char *line;
+	struct stat st;
+	struct svc s;
+
+	hb_require_bpf();
+	fixture_exists(bin);
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	cr_assert_eq(svc_start_env(&s, bin, NULL, env,
+				   (const char *[]){ "--threads", "2", "--rate", "0", NULL }),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	cr_assert_eq(svc_cmd(&s, "nobt", reply, sizeof(reply), 10000), 0);
+	cr_assert_str_eq(reply, "nobt active 1");
+	cr_assert_eq(flag_in(s.pid, bin, FLAG_530), 1);
+
+	/* long before its 60 s: the first samples settle it */
+	cr_assert_eq(hb_run(args, err, sizeof(err), 45000), 1, "stderr: %s", err);
+	line = last_line(err);
+	cr_assert(strncmp(line, "heapbpf: ", 9) == 0, "not a heapbpf line: %s", err);
+	cr_assert(strstr(line, "its jemalloc takes no backtraces"), "%s", err);
+	cr_assert(strstr(line, "sampled allocations came with empty stacks"), "%s", err);
+	cr_assert(strstr(line, "prof_backtrace hook of its own"), "%s", err);
+	cr_assert(strstr(line, "left prof.active on, as the process had switched it on itself"),
+		  "%s", err);
+	/* one sentence, said once */
+	p = strstr(err, "takes no backtraces");
+	cr_assert_null(strstr(p + 1, "takes no backtraces"), "%s", err);
+	cr_assert_null(strstr(err, "does not fit"), "%s", err);
+	cr_assert_neq(stat(out, &st), 0, "%s was written", out);
+	cr_assert_eq(flag_in(s.pid, bin, FLAG_530), 1, "the process's own prof.active changed");
+
+	cr_assert_eq(hb_run(live, err, sizeof(err), 30000), 1, "stderr: %s", err);
+	cr_assert(strstr(err, "its jemalloc takes no backtraces") &&
+			  strstr(err, "its tables hold sampled objects under empty stacks only"),
+		  "%s", err);
+	cr_assert_neq(stat(out, &st), 0, "%s was written", out);
+	cr_assert_eq(flag_in(s.pid, bin, FLAG_530), 1);
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+Test(versions, nobt_531_hook_said_flag_left_on)
+{
+	no_backtraces(FX("bin/je531-static"));
+}
+
+/* 5.3.0 has experimental.hooks.prof_backtrace too */
+Test(versions, nobt_530_hook_said_flag_left_on)
+{
+	no_backtraces(FX("bin/je530-static"));
+}
+
+/* ---- 5.3.1's prof_bt_max above 128 ------------------------------------------------- */
+
+/*
+ * prof_bt_max:300 and a 300-frame recursion: jemalloc keeps 300 frames,
+ * heapbpf the innermost 128 of them; every such sample is counted and said,
+ * and its counts equal jemalloc's dump for those 128 frames; --live-heap says
+ * the same of the stack in the tables.
+ */
+Test(versions, bt_max_531_deeper_than_128_cut_counted_and_said)
+{
+	char out[PATH_MAX], live_out[PATH_MAX], dump[PATH_MAX], errpath[PATH_MAX], pid[16];
+	char reply[128], cmd[PATH_MAX + 8], err[8192], want[160], *text;
+	const char *env[] = { "MALLOC_CONF=" HB_ORACLE_CONF ",lg_prof_sample:14,prof_bt_max:300",
+			      NULL };
+	const char *bin = FX("bin/je531-static");
+	const char *live[] = { "--live-heap", "--pid", pid, "--raw", "-o", live_out, NULL };
+	uint64_t deep = 0, flag;
+	size_t longest = 0;
+	struct jedump *d;
+	struct svc s;
+	int64_t n;
+	pid_t hp;
+
+	hb_require_bpf();
+	fixture_exists(bin);
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	snprintf(live_out, sizeof(live_out), "%s/live.pb.gz", hb_tmpdir());
+	snprintf(dump, sizeof(dump), "%s/jemalloc.heap", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	cr_assert_eq(svc_start_env(&s, bin, NULL, env, (const char *[]){ "--threads", "0", NULL }),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	cr_assert_eq(hb_sym_addr(s.pid, bin, FLAG_530, &flag), 0);
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "--raw", "-o",
+					out, NULL },
+		      errpath);
+	cr_assert(hb_wait_byte(s.pid, flag, 1, 20000, hp), "heapbpf did not start");
+	cr_assert_eq(svc_cmd(&s, "deep 300 4", reply, sizeof(reply), 20000), 0);
+	cr_assert_str_eq(reply, "deep 64");
+	kill(hp, SIGINT);
+	cr_assert_eq(hb_wait(hp, 30000), 0);
+	cr_assert_eq(flag_in(s.pid, bin, FLAG_530), 0);
+	snprintf(cmd, sizeof(cmd), "dump %s", dump);
+	cr_assert_eq(svc_cmd(&s, cmd, reply, sizeof(reply), 20000), 0);
+	cr_assert_str_eq(reply, "dumped");
+
+	/* jemalloc took the whole 300 frames */
+	cr_assert_eq(jedump_parse_file(dump, &d), 0);
+	for (size_t i = 0; i < d->nstacks; i++) {
+		if (d->stacks[i].nframes > longest)
+			longest = d->stacks[i].nframes;
+		if (d->stacks[i].nframes > HEAPBPF_MAX_FRAMES)
+			deep += d->stacks[i].accumobjs;
+	}
+	jedump__free(d);
+	cr_assert_eq(longest, 300, "jemalloc's longest backtrace: %zu frames", longest);
+	cr_assert_gt(deep, 0);
+
+	/* said, with the count of such samples */
+	cr_assert_gt(hb_read_file(errpath, &text), 0);
+	snprintf(want, sizeof(want), "WARNING: %" PRIu64 " of the ", deep);
+	cr_assert(strstr(text, want), "expected \"%s\" in: %s", want, text);
+	cr_assert(strstr(text, "samples had backtraces deeper than heapbpf's 128 frames "
+			       "(jemalloc's prof_bt_max is above 128): each keeps its innermost "
+			       "128 frames"),
+		  "%s", text);
+	free(text);
+	/* and exact against the dump, cut the same way */
+	n = hb_oracle_compare_pid(out, s.pid, dump, "deep_buffers");
+	cr_assert_eq(n, (int64_t)deep, "%" PRId64 " samples compared, %" PRIu64 " deep", n, deep);
+
+	/* the tables hold the 300-frame backtrace: read, cut and said, not refused */
+	cr_assert_eq(hb_run(live, err, sizeof(err), 30000), 0, "stderr: %s", err);
+	cr_assert(strstr(err, "stacks were deeper than heapbpf's 128 frames"), "%s", err);
+	n = hb_oracle_compare_all(live_out, s.pid, dump, "deep_buffers");
+	cr_assert_eq(n, (int64_t)deep, "%" PRId64 " samples compared, %" PRIu64 " deep", n, deep);
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+/* ---- --follow-forks on 5.3.1 -------------------------------------------------------- */
+
+/* A forked worker followed from before it allocates: exact against its own dump. */
+Test(versions, forks_531_followed_child_exact)
+{
+	char out[PATH_MAX], errpath[PATH_MAX], dump[PATH_MAX], cmd[PATH_MAX + 16], pid[16];
+	char reply[128], line[96];
+	const char *env[] = { "MALLOC_CONF=" HB_ORACLE_CONF, NULL };
+	const char *bin = FX("bin/je531-static");
+	uint64_t flag;
+	struct svc s;
+	pid_t hp, kid = 0;
+	int64_t n;
+
+	hb_require_bpf();
+	fixture_exists(bin);
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	cr_assert_eq(svc_start_env(&s, bin, NULL, env, (const char *[]){ "--threads", "1", NULL }),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	cr_assert_eq(hb_sym_addr(s.pid, bin, FLAG_530, &flag), 0);
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "--raw",
+					"--follow-forks", "-o", out, NULL },
+		      errpath);
+	cr_assert(hb_wait_byte(s.pid, flag, 1, 20000, hp), "heapbpf did not start");
+	snprintf(cmd, sizeof(cmd), "forkw 60 %s", hb_tmpdir());
+	cr_assert_eq(svc_cmd(&s, cmd, reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &kid), 1, "%s", reply);
+	snprintf(line, sizeof(line), "following pid %d (forked from %d)", kid, s.pid);
+	cr_assert(hb_wait_text(errpath, line, 20000, hp), "heapbpf does not follow pid %d", kid);
+	kill(kid, SIGUSR1);
+	hb_sleep_ms(2000);
+	kill(kid, SIGUSR2);
+	snprintf(dump, sizeof(dump), "%s/child-%d.heap.done", hb_tmpdir(), kid);
+	for (int t = 0; t < 400 && access(dump, F_OK); t++)
+		hb_sleep_ms(50);
+	cr_assert_eq(access(dump, F_OK), 0, "the worker wrote no dump");
+	kill(hp, SIGINT);
+	cr_assert_eq(hb_wait(hp, 30000), 0);
+	/* the child's flag, which heapbpf switched on in its parent, is back off */
+	cr_assert_eq(flag_in(kid, bin, FLAG_530), 0);
+	snprintf(dump, sizeof(dump), "%s/child-%d.heap", hb_tmpdir(), kid);
+	n = hb_oracle_compare_pid(out, kid, dump, "forked_child");
+	cr_assert_gt(n, 50, "only %" PRId64 " samples compared", n);
+	kill(kid, SIGKILL);
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+/* ---- lifetimes on 5.3.1: frees matched by pointer ------------------------------------ */
+
+/* A numeric label of the sample whose leaf function is fn; -1 when it has none. */
+static int64_t site_label(const Perftools__Profiles__Profile *p, const char *fn, const char *key)
+{
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		const Perftools__Profiles__Location *l;
+
+		if (!s->n_location_id)
+			continue;
+		l = p->location[s->location_id[0] - 1];
+		if (strcmp(p->string_table[p->function[l->line[l->n_line - 1]->function_id - 1]
+						   ->name],
+			   fn))
+			continue;
+		for (size_t k = 0; k < s->n_label; k++) {
+			if (!strcmp(p->string_table[s->label[k]->key], key))
+				return s->label[k]->num;
+		}
+	}
+	return -1;
+}
+
+/*
+ * 5.3.1's free hook passes the pointer back: each sampled object of a burst
+ * held 300 ms is matched to its free by pointer. Every object jemalloc
+ * sampled there (its own dump) is freed in heapbpf's --leaks profile, and
+ * none lived less than the 300 ms the example held it.
+ */
+Test(versions, lifetimes_531_matched_by_pointer)
+{
+	char out[PATH_MAX], dump[PATH_MAX], errpath[PATH_MAX], cmd[PATH_MAX + 8], pid[16];
+	char reply[128], *buf;
+	const char *env[] = { "MALLOC_CONF=" HB_ORACLE_CONF ",lg_prof_sample:14", NULL };
+	const char *bin = FX("bin/je531-static");
+	Perftools__Profiles__Profile *p;
+	uint64_t flag, sampled = 0, live = 0;
+	struct jedump *d;
+	struct svc s;
+	ssize_t n;
+	pid_t hp;
+
+	hb_require_bpf();
+	fixture_exists(bin);
+	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
+	snprintf(dump, sizeof(dump), "%s/jemalloc.heap", hb_tmpdir());
+	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
+	cr_assert_eq(svc_start_env(&s, bin, NULL, env, (const char *[]){ "--threads", "0", NULL }),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	cr_assert_eq(hb_sym_addr(s.pid, bin, FLAG_530, &flag), 0);
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "--leaks",
+					"-o", out, NULL },
+		      errpath);
+	cr_assert(hb_wait_byte(s.pid, flag, 1, 20000, hp), "heapbpf did not start");
+	cr_assert_eq(svc_cmd(&s, "burst 8 300", reply, sizeof(reply), 30000), 0);
+	cr_assert_str_eq(reply, "burst 8");
+	kill(hp, SIGINT);
+	cr_assert_eq(hb_wait(hp, 30000), 0);
+	snprintf(cmd, sizeof(cmd), "dump %s", dump);
+	cr_assert_eq(svc_cmd(&s, cmd, reply, sizeof(reply), 20000), 0);
+	cr_assert_str_eq(reply, "dumped");
+	cr_assert_eq(svc_stop(&s), 0);
+
+	/* what jemalloc sampled of the burst: the stacks that hold burst_buffers's 64 KiB */
+	cr_assert_eq(jedump_parse_file(dump, &d), 0);
+	for (size_t i = 0; i < d->nstacks; i++) {
+		if (d->stacks[i].accumobjs &&
+		    d->stacks[i].accumbytes / d->stacks[i].accumobjs == 64 << 10) {
+			sampled += d->stacks[i].accumobjs;
+			live += d->stacks[i].curobjs;
+		}
+	}
+	jedump__free(d);
+	cr_assert_gt(sampled, 50, "jemalloc sampled %" PRIu64 " of the burst's 128", sampled);
+	cr_assert_eq(live, 0);
+
+	n = hb_read_file(out, &buf);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(pprof_decode((uint8_t *)buf, n, &p), 0);
+	free(buf);
+	cr_assert_eq(site_label(p, "burst_buffers", "freed"), (int64_t)sampled);
+	/* the shortest possible lifetime is the hold; the median is read from a 1/16 bucket */
+	cr_assert_geq(site_label(p, "burst_buffers", "lifetime_max"), 300000000);
+	cr_assert_geq(site_label(p, "burst_buffers", "lifetime_p50"), 300000000 - 300000000 / 16);
+	perftools__profiles__profile__free_unpacked(p, NULL);
 }

@@ -1,20 +1,25 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/personality.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <linux/sched.h> /* struct clone_args */
 
 #include "harness.h"
 
@@ -142,18 +147,60 @@ void hb_child_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/*
- * The next pid the kernel hands out, anywhere, is want, if it is free and no
- * other fork comes first (the kernel's last pid set just below it). Root.
- */
-int hb_next_pid(pid_t want)
+/* name (up to its '=') is set by one of the entries of list. */
+static bool env_named(const char *entry, char *const *list, size_t n)
 {
-	FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "we");
+	size_t len = strcspn(entry, "=");
 
-	if (!f)
-		return -errno;
-	fprintf(f, "%d", want - 1);
-	return fclose(f) ? -errno : 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(list[i], entry, len) == 0 && list[i][len] == '=')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * environ with o->env's entries in place of those of the same names, and
+ * MALLOC_CONF as o->malloc_conf says (NULL: unset) unless o->env sets it; in
+ * static storage, made before the fork.
+ */
+static char *const *service_env(const struct svc_opts *o)
+{
+	static char conf[1024];
+	static char *envp[512];
+	size_t n = 0, own;
+
+	for (const char *const *e = o->env; e && *e && n < 8; e++)
+		envp[n++] = (char *)*e;
+	if (!env_named("MALLOC_CONF=", envp, n)) {
+		snprintf(conf, sizeof(conf), "MALLOC_CONF=%s",
+			 o->malloc_conf ? o->malloc_conf : "");
+		if (o->malloc_conf)
+			envp[n++] = conf;
+	}
+	own = n;
+	for (char **e = environ; *e && n < 510; e++) {
+		if (strncmp(*e, "MALLOC_CONF=", 12) != 0 && !env_named(*e, envp, own))
+			envp[n++] = *e;
+	}
+	envp[n] = NULL;
+	return envp;
+}
+
+/*
+ * A child as fork() makes one, or with exactly pid want: clone3's set_tid, so
+ * a test that needs a freed pid reused does not race the machine's other
+ * forks for it. The child must only exec (it has not been through glibc's
+ * fork handlers).
+ */
+static pid_t fork_as(pid_t want)
+{
+	pid_t tid[1] = { want };
+	struct clone_args ca = { .exit_signal = SIGCHLD,
+				 .set_tid = (uint64_t)(uintptr_t)tid,
+				 .set_tid_size = 1 };
+
+	return want ? (pid_t)syscall(SYS_clone3, &ca, sizeof(ca)) : fork();
 }
 
 int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
@@ -162,7 +209,7 @@ int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 	int in[2], out[2];
 	char line[256];
 	const char *argv[32];
-	const char *const *env;
+	char *const *envp;
 	int n = 0, err;
 
 	memset(s, 0, sizeof(*s));
@@ -173,24 +220,26 @@ int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 	for (; args && *args && n < 30; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;
+	envp = service_env(o);
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
 		return -errno;
-	s->pid = fork();
-	if (s->pid < 0)
-		return -errno;
+	s->pid = fork_as(o->pid);
+	if (s->pid < 0) {
+		err = -errno;
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		return err;
+	}
 	if (s->pid == 0) {
+		/* nothing that allocates or locks: the environment was made before */
 		hb_child_signals();
 		dup2(in[0], 0);
 		dup2(out[1], 1);
-		if (o->malloc_conf)
-			setenv("MALLOC_CONF", o->malloc_conf, 1);
-		else
-			unsetenv("MALLOC_CONF");
-		for (env = o->env; env && *env; env++)
-			putenv((char *)*env);
 		if (o->no_aslr)
 			personality(ADDR_NO_RANDOMIZE);
-		execv(binary, (char *const *)argv);
+		execve(binary, (char *const *)argv, envp);
 		_exit(127);
 	}
 	close(in[0]);
@@ -431,4 +480,189 @@ bool hb_wait_byte(pid_t pid, uint64_t addr, uint8_t want, int timeout_ms, pid_t 
 		hb_sleep_ms(10);
 	}
 	return false;
+}
+
+const char *hb_tmp(const char *name)
+{
+	static char bufs[64][PATH_MAX];
+	static int next;
+
+	int len;
+
+	cr_assert_lt(next, 64, "more than 64 temporary paths in one test");
+	len = snprintf(bufs[next], PATH_MAX, "%s/%s", hb_tmpdir(), name);
+	cr_assert_lt(len, PATH_MAX, "%s/%s is too long", hb_tmpdir(), name);
+	return bufs[next++];
+}
+
+const char *hb_fixture(const char *rel)
+{
+	static char bufs[8][PATH_MAX];
+	static unsigned int next;
+	const char *dir = getenv("HEAPBPF_FIXTURES");
+	char *b = bufs[next++ % 8];
+
+	snprintf(b, PATH_MAX, "%s/%s", dir && dir[0] ? dir : hb_path("fixtures"), rel);
+	return b;
+}
+
+int hb_count_files(const char *dir, const char *suffix, char names[][256], int max)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name), sl = strlen(suffix);
+
+		if (de->d_type != DT_REG || l < sl || strcmp(de->d_name + l - sl, suffix) != 0)
+			continue;
+		if (names && n < max)
+			snprintf(names[n], 256, "%s", de->d_name);
+		n++;
+	}
+	closedir(d);
+	if (names)
+		qsort(names, n < max ? n : max, 256, (int (*)(const void *, const void *))strcmp);
+	return n;
+}
+
+void hb_start_idle_service(struct svc *s, const char *threads, char *pid, size_t len)
+{
+	const char *args[] = { "--threads", threads, NULL };
+
+	cr_assert_eq(svc_start(s, hb_path("examples/alloc-service-static"),
+			       "prof:true,prof_active:false", args),
+		     0);
+	if (pid)
+		snprintf(pid, len, "%d", s->pid);
+}
+
+void hb_cgroup_drain(char *dir)
+{
+	char procs[PATH_MAX + 1024], line[32];
+
+	if (!dir[0])
+		return;
+	/* empty once its processes are gone; an exiting one lingers a moment */
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	for (int i = 0; i < 100 && rmdir(dir) && errno == EBUSY; i++) {
+		FILE *f = fopen(procs, "re");
+
+		while (f && fgets(line, sizeof(line), f))
+			kill(atoi(line), SIGKILL);
+		if (f)
+			fclose(f);
+		hb_sleep_ms(20);
+	}
+	dir[0] = '\0';
+}
+
+void *hb_xcalloc(size_t n, size_t size)
+{
+	void *r = calloc(n ? n : 1, size);
+
+	cr_assert_not_null(r);
+	return r;
+}
+
+char *hb_xstrdup(const char *s)
+{
+	char *r = s ? strdup(s) : NULL;
+
+	cr_assert(!s || r);
+	return r;
+}
+
+void hb_sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	cr_assert_eq(rc, 0, "command failed (%d): %s", rc, cmd);
+}
+
+/* pid has exited or is a zombie. */
+static bool gone(pid_t pid)
+{
+	char p[64], *stat = NULL, *close_paren;
+	bool z;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	if (hb_read_file(p, &stat) <= 0 || !stat) {
+		free(stat);
+		return true;
+	}
+	close_paren = strrchr(stat, ')');
+	z = !close_paren || close_paren[1] == '\0' || close_paren[2] == 'Z' ||
+	    close_paren[2] == 'X';
+	free(stat);
+	return z;
+}
+
+bool hb_wait_text(const char *path, const char *text, int timeout_ms, pid_t pid)
+{
+	for (int waited = 0;; waited += 50) {
+		char *got = NULL;
+		bool found = hb_read_file(path, &got) > 0 && got && strstr(got, text);
+
+		free(got);
+		if (found)
+			return true;
+		if (waited >= timeout_ms)
+			return false;
+		/* exited (not reaped: the caller waits for it), after a last look */
+		if (pid > 0 && gone(pid))
+			return hb_wait_text(path, text, 0, 0);
+		hb_sleep_ms(50);
+	}
+}
+
+void hb_sh_line(char *out, size_t len, const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+
+	cr_assert_not_null(p);
+	out[0] = '\0';
+	if (fgets(out, (int)len, p))
+		out[strcspn(out, "\n")] = '\0';
+	pclose(p);
+}
+
+void hb_redis_cli(int port, const char *args, char *out, size_t len)
+{
+	char cmd[512];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "redis-cli -h 127.0.0.1 -p %d %s 2>&1", port, args);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	out[0] = '\0';
+	if (!fgets(out, (int)len, p))
+		out[0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	pclose(p);
+}
+
+double hb_bytes_after(const char *text, const char *prefix)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	const char *s = strstr(text, prefix);
+	char unit[8];
+	double v;
+
+	if (!s || sscanf(s + strlen(prefix), "%lf %7[A-Za-z]", &v, unit) != 2)
+		return -1;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++, v *= 1024) {
+		if (!strcmp(unit, units[i]))
+			return v;
+	}
+	return -1;
 }

@@ -47,12 +47,11 @@ struct svc_opts {
 	const char *malloc_conf; /* MALLOC_CONF (NULL: unset) */
 	const char *const *env;	 /* extra "NAME=value" entries, or NULL */
 	bool no_aslr;		 /* mapped where a non-PIE build would be, every run alike */
+	pid_t pid;		 /* this pid exactly (clone3's set_tid; root), 0: any */
 };
-/* The same, as o says. */
+/* The same, as o says; -EEXIST when o->pid is taken. */
 int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 		   const char *const *args);
-/* The next pid the kernel hands out is want, unless another fork comes first (root). */
-int hb_next_pid(pid_t want);
 /* Sends a command, reads the one-line reply (no newline) within timeout_ms. */
 int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout_ms);
 /* The allocations the service has made so far (its "stats" command); asserts it answers. */
@@ -86,6 +85,49 @@ bool hb_wait_byte(pid_t pid, uint64_t addr, uint8_t want, int timeout_ms, pid_t 
 /* Reads a whole file (NUL-terminated) into *out; returns its length or negative errno. */
 ssize_t hb_read_file(const char *path, char **out);
 
+/* "<test dir>/name" (hb_tmpdir()) in one of 64 buffers, never reused within a test (asserted). */
+const char *hb_tmp(const char *name);
+/* "$HEAPBPF_FIXTURES/rel" (set by make), else "<build>/fixtures/rel", in a rotation of 8 buffers. */
+const char *hb_fixture(const char *rel);
+/*
+ * How many regular files in dir have names ending in suffix (-1: no dir); the
+ * first max of their names, sorted, into names unless it is NULL.
+ */
+int hb_count_files(const char *dir, const char *suffix, char names[][256], int max);
+
+/*
+ * Starts examples/alloc-service-static with --threads threads, prof on and
+ * inactive ("prof:true,prof_active:false"); asserts it started. Its pid as a
+ * string into pid (len bytes) unless pid is NULL.
+ */
+void hb_start_idle_service(struct svc *s, const char *threads, char *pid, size_t len);
+
+/* Kills what is left in the cgroup dir (a failed test's processes) until it can be removed; dir becomes "". */
+void hb_cgroup_drain(char *dir);
+
+/* calloc (of at least one element) and strdup (NULL stays NULL) that assert they got memory. */
+void *hb_xcalloc(size_t n, size_t size);
+char *hb_xstrdup(const char *s);
+
+/* Runs the shell command fmt makes; asserts it exits 0. */
+void hb_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Waits until the file at path holds text, up to timeout_ms (a guard against
+ * a hang, not a measure) or until process pid (if > 0) has exited. True when
+ * the text is there.
+ */
+bool hb_wait_text(const char *path, const char *text, int timeout_ms, pid_t pid);
+/* The first line of what the shell command cmd prints, without its newline, into out. */
+void hb_sh_line(char *out, size_t len, const char *cmd);
+/* redis-cli -h 127.0.0.1 -p port args: the first line of its output (no newline) into out. */
+void hb_redis_cli(int port, const char *args, char *out, size_t len);
+
 void hb_sleep_ms(int ms);
+
+/*
+ * heapbpf's byte figures ("64.0 MiB", "512 B": summary_bytes, the page's
+ * human_bytes) after prefix in text, in bytes; -1 where there is none.
+ */
+double hb_bytes_after(const char *text, const char *prefix);
 
 #endif /* __HEAPBPF_HARNESS_H */

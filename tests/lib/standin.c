@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -84,14 +85,12 @@ int hb_standin_log(char *lines, size_t linelen, int max)
 	return n;
 }
 
-void hb_standin_deliver(const char *scheme, int port, const char *pid, const char *spool,
-			const char *extra1, const char *extra2, int want, char *err, size_t errlen)
+int hb_standin_args(const char **args, char *url, size_t urllen, const char *scheme, int port,
+		    const char *pid, const char *spool)
 {
-	char url[64];
-	const char *args[20];
-	int n = 0, rc;
+	int n = 0;
 
-	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", scheme, port);
+	snprintf(url, urllen, "%s://127.0.0.1:%d", scheme, port);
 	args[n++] = "--pid";
 	args[n++] = pid;
 	args[n++] = "-d";
@@ -100,6 +99,17 @@ void hb_standin_deliver(const char *scheme, int port, const char *pid, const cha
 	args[n++] = url;
 	args[n++] = "--spool-dir";
 	args[n++] = spool;
+	return n;
+}
+
+void hb_standin_deliver(const char *scheme, int port, const char *pid, const char *spool,
+			const char *extra1, const char *extra2, int want, char *err, size_t errlen)
+{
+	char url[64];
+	const char *args[20];
+	int n, rc;
+
+	n = hb_standin_args(args, url, sizeof(url), scheme, port, pid, spool);
 	args[n++] = "--pyroscope-retries";
 	args[n++] = "1";
 	args[n++] = "--pyroscope-timeout";
@@ -112,4 +122,42 @@ void hb_standin_deliver(const char *scheme, int port, const char *pid, const cha
 	args[n] = NULL;
 	rc = hb_run(args, err, errlen, 90000);
 	cr_assert_eq(rc, want, "exit %d, wanted %d: %s", rc, want, err);
+}
+
+void hb_standin_kill(pid_t *pid)
+{
+	if (*pid > 0) {
+		kill(*pid, SIGKILL);
+		hb_wait(*pid, 5000);
+		*pid = 0;
+	}
+}
+
+void hb_standin_paused_windows(struct svc *s, const char *pid, int port, const char *spool)
+{
+	char url[64], reply[256];
+	uint64_t flag;
+	pid_t h;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	{
+		const char *argv[] = {
+			hb_path("heapbpf"), "--pid", pid,	    "--interval", "2",	"-d", "6",
+			"--pyroscope",	    url,     "--spool-dir", spool,	  "-q", NULL
+		};
+
+		h = hb_spawn(argv, hb_tmp("heapbpf.out"));
+	}
+	/*
+	 * allocations in the first window, none in the third: the pause falls in
+	 * the second, counted from when sampling started (set-up can take
+	 * seconds on a loaded machine)
+	 */
+	cr_assert_eq(hb_sym_addr(s->pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	cr_assert(hb_wait_byte(s->pid, flag, 1, 20000, h), "heapbpf did not start sampling");
+	hb_sleep_ms(3000);
+	cr_assert_eq(svc_cmd(s, "pause", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(hb_wait(h, 60000), 0);
 }

@@ -22,6 +22,8 @@ pid_t hb_standin_start(const char *const *cmd, int port, const char *const *extr
 		       const char *const *env, int *port_out);
 /* SIGTERM, then waits (up to 5 s); *pid becomes 0. */
 void hb_standin_stop(pid_t *pid);
+/* For a suite's fini: SIGKILL, then waits (up to 5 s), if *pid is one; *pid becomes 0. */
+void hb_standin_kill(pid_t *pid);
 /* The log's lines so far (one per accepted request): up to max of linelen bytes each. */
 int hb_standin_log(char *lines, size_t linelen, int max);
 /*
@@ -32,5 +34,20 @@ int hb_standin_log(char *lines, size_t linelen, int max);
  */
 void hb_standin_deliver(const char *scheme, int port, const char *pid, const char *spool,
 			const char *extra1, const char *extra2, int want, char *err, size_t errlen);
+/*
+ * The options every delivery starts with, into args[0..7]: --pid pid -d 1
+ * --pyroscope scheme://127.0.0.1:port --spool-dir spool (the URL written into
+ * url). Returns 8, the next free slot.
+ */
+int hb_standin_args(const char **args, char *url, size_t urllen, const char *scheme, int port,
+		    const char *pid, const char *spool);
+struct svc;
+/*
+ * heapbpf --pid pid --interval 2 -d 6 delivering to http://127.0.0.1:port
+ * (--spool-dir spool, -q), while the service s allocates in the first window
+ * and is paused from within the second (counted from when sampling started);
+ * asserts heapbpf exits 0. Three windows reach the stand-in.
+ */
+void hb_standin_paused_windows(struct svc *s, const char *pid, int port, const char *spool);
 
 #endif /* __HEAPBPF_TEST_STANDIN_H */

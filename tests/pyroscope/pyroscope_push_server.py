@@ -33,6 +33,9 @@ Accepted profiles go to --log as JSON lines ("api": "push" or "ingest"),
 refusals to --log.rejects. --fail-first N / --fail-all answer the Connect
 error --fail-code (default unavailable) to push, with Retry-After
 --retry-after when given (and 503 to /ingest, as the ingest stand-in does).
+--echo-auth PAD answers every request with PAD characters and its Authorization
+header (unauthenticated to push, 400 to /ingest), as a server that echoes what
+it was sent.
 It listens on 127.0.0.1 only, writes its port to --port-file and exits after
 --lifetime seconds whatever happens.
 """
@@ -274,6 +277,7 @@ def main():
     ap.add_argument("--fail-code", default="unavailable", choices=sorted(HTTP_OF))
     ap.add_argument("--retry-after", type=int, default=0)
     ap.add_argument("--reject-older-than", type=int, default=3600)
+    ap.add_argument("--echo-auth", type=int, metavar="PAD")
     ap.add_argument("--lifetime", type=float, default=120)
     ap.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
     ap.add_argument("--tls-key")
@@ -281,6 +285,7 @@ def main():
 
     srv = HTTPServer(("127.0.0.1", a.port), PushHandler)
     srv.push_request = push_request_class()
+    srv.echo_auth = a.echo_auth
     srv.lock = threading.Lock()
     srv.requests = 0
     srv.fail_first, srv.fail_all, srv.fail_code = a.fail_first, a.fail_all, a.fail_code

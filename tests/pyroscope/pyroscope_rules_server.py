@@ -26,7 +26,9 @@ records what it accepted so that a test can check it:
 
 Accepted profiles are appended as JSON lines to --log. --fail-first N answers
 503 to the first N requests, --fail-all to every one (a server that is up but
-unhealthy). --tls-cert/--tls-key serve https. It listens on 127.0.0.1 only, writes its port to --port-file and
+unhealthy). --echo-auth PAD refuses every request (400) with PAD characters and
+then the request's Authorization header in the answer, as a server that echoes
+what it was sent. --tls-cert/--tls-key serve https. It listens on 127.0.0.1 only, writes its port to --port-file and
 exits after --lifetime seconds whatever happens.
 """
 import argparse
@@ -272,6 +274,9 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200, "")
 
     def check_auth(self):
+        pad = getattr(self.server, "echo_auth", None)
+        if pad is not None:
+            raise Reject(400, "x" * pad + "Authorization: " + (self.headers.get("Authorization") or ""))
         tenant = os.environ.get("PYRO_EXPECT_TENANT")
         if tenant and self.headers.get("X-Scope-OrgID") != tenant:
             raise Reject(401, "no org id" if not self.headers.get("X-Scope-OrgID") else "unknown org id")
@@ -356,12 +361,14 @@ def main():
     ap.add_argument("--fail-first", type=int, default=0)
     ap.add_argument("--fail-all", action="store_true")
     ap.add_argument("--reject-older-than", type=int, default=3600)
+    ap.add_argument("--echo-auth", type=int, metavar="PAD")
     ap.add_argument("--lifetime", type=float, default=120)
     ap.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
     ap.add_argument("--tls-key")
     a = ap.parse_args()
 
     srv = HTTPServer(("127.0.0.1", a.port), Handler)
+    srv.echo_auth = a.echo_auth
     srv.lock = threading.Lock()
     srv.requests = 0
     srv.fail_first, srv.fail_all = a.fail_first, a.fail_all

@@ -9,7 +9,7 @@
 
 #include "cli.h"
 
-#define MAXARGS 16
+#define MAXARGS 160
 
 struct run {
 	int rc;
@@ -106,10 +106,34 @@ Test(cli, interval_ring_buffer_default)
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
 	cr_assert_eq(r.c.ringbuf_bytes, RINGBUF_DAEMON);
 	cr_assert_eq(RINGBUF_DAEMON, 16u << 20);
+	run_free(&r);
 	r = parse("--pid", "1", "--interval", "2", "-d", "6", "--output-dir", "/tmp",
 		  "--ringbuf-size", "2");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
 	cr_assert_eq(r.c.ringbuf_bytes, 2u << 20, "the size asked for, whatever the mode");
+	run_free(&r);
+}
+
+/* --children with --pid, a --pid list, --pidfile, and beside --follow-forks; -o: known later */
+Test(cli, children)
+{
+	struct run r = parse("--pid", "11", "--children");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert(r.c.children);
+	run_free(&r);
+	r = parse("--pid", "11,12", "--children", "--follow-forks", "--output-dir", "d");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert(r.c.children && r.c.follow_forks);
+	run_free(&r);
+	/* how many processes -o would name is known once they are found (fleet.c) */
+	r = parse("--pidfile", "/run/x.pid", "--children", "-o", "x.pb.gz");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert(r.c.children);
+	run_free(&r);
+	r = parse("--pid", "11");
+	cr_assert_not(r.c.children);
+	run_free(&r);
 }
 
 Test(cli, pid_list)
@@ -136,6 +160,39 @@ Test(cli, pid_list)
 	cr_assert_eq(r.c.pids[0], 8);
 	cr_assert_eq(r.c.pids[1], 9);
 	run_free(&r);
+}
+
+/* A list and one file or one terminal: a usage error (exit 2: errors/usage), before any process is looked at. */
+Test(cli, pid_list_with_one_file_is_a_usage_error)
+{
+	static const char *const cases[][7] = {
+		{ "--pid", "11,12", "-o", "x.pb.gz", NULL },
+		{ "--pid", "11,12", "--record", "r.hbrec", NULL },
+		{ "--pid", "11,12", "--at-peak", "peak.pb.gz", NULL },
+		{ "top", "--pid", "11,12", NULL },
+	};
+	static const char *const want[] = { "--output names one file; use --output-dir",
+					    "--record names one file", "--at-peak names one file",
+					    "heapbpf top shows one process" };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct run r = parse_v(cases[i]);
+
+		cr_assert_eq(r.rc, -EINVAL, "case %zu: %d, stderr: %s", i, r.rc, r.err);
+		cr_assert(strstr(r.err, "--pid lists 2 processes and "), "%s", r.err);
+		cr_assert(strstr(r.err, want[i]), "%s", r.err);
+		run_free(&r);
+	}
+	/* one pid, or a list with --output-dir: fine */
+	{
+		struct run r = parse("--pid", "11", "-o", "x.pb.gz");
+
+		cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+		run_free(&r);
+		r = parse("--pid", "11,12", "--output-dir", "d");
+		cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+		run_free(&r);
+	}
 }
 
 Test(cli, long_options)
@@ -266,11 +323,211 @@ Test(cli, every_sample_type_with_folded)
 
 Test(cli, last_option_wins)
 {
-	struct run r = parse("-p", "5", "-p", "6", "-f", "folded", "-f", "pprof");
+	/* not -f: two formats for one file are refused (format_follows_the_file_name) */
+	struct run r = parse("-p", "5", "-p", "6", "-f", "folded", "-f", "folded");
 
 	cr_assert_eq(r.rc, 0);
 	cr_assert_eq(r.c.pid, 6);
+	cr_assert_eq(r.c.format, FMT_FOLDED);
+	run_free(&r);
+}
+
+/* Without -f the format is the one -o's name ends in; any other name: pprof. */
+Test(cli, format_follows_the_file_name)
+{
+	static const struct {
+		const char *args[8];
+		enum out_format want;
+	} t[] = {
+		{ { "-p", "1", "-o", "heap.html" }, FMT_HTML },
+		{ { "-p", "1", "-o", "dir.d/heap.HTM" }, FMT_HTML },
+		{ { "-p", "1", "-o", "heap.folded" }, FMT_FOLDED },
+		{ { "-p", "1", "-o", "heap.collapsed" }, FMT_FOLDED },
+		{ { "-p", "1", "-o", "heap.pb.gz" }, FMT_PPROF },
+		{ { "-p", "1", "-o", "heap.pb" }, FMT_PPROF },
+		{ { "-p", "1", "-o", "heap.pprof" }, FMT_PPROF },
+		{ { "-p", "1", "-o", "heap.txt" }, FMT_PPROF },
+		{ { "-p", "1", "-o", "-" }, FMT_PPROF },
+		{ { "-p", "1", "-o", ".html" }, FMT_PPROF },
+		{ { "-p", "1", "-o", "html.d/heap" }, FMT_PPROF },
+		/* -f, with a name that agrees or says nothing */
+		{ { "-p", "1", "-f", "html", "-o", "heap.html" }, FMT_HTML },
+		{ { "-p", "1", "-f", "folded", "-o", "heap.txt" }, FMT_FOLDED },
+		{ { "-p", "1", "-f", "html", "-f", "html" }, FMT_HTML },
+		/* -t applies to the format the name gave */
+		{ { "-p", "1", "-o", "heap.folded", "-t", "alloc_space" }, FMT_FOLDED },
+		{ { "-p", "1", "-o", "heap.html", "--at-peak", "peak.html" }, FMT_HTML },
+		{ { "report", "x.hbr", "-o", "r.html" }, FMT_HTML },
+		{ { "report", "x.hbr", "-o", "r.folded" }, FMT_FOLDED },
+		{ { "diff", "a", "b", "-o", "c.folded" }, FMT_FOLDED },
+		{ { "diff", "a", "b", "-o", "c.html" }, FMT_HTML },
+		{ { "diff", "a", "b", "-f", "html", "-o", "c.htm" }, FMT_HTML },
+		{ { "top", "-p", "1", "-o", "t.folded" }, FMT_FOLDED },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct run r = parse_v(t[i].args);
+
+		cr_assert_eq(r.rc, 0, "%s %s: %s", t[i].args[2], t[i].args[3], r.err);
+		cr_assert_eq(r.c.format, t[i].want, "%s %s %s", t[i].args[2], t[i].args[3],
+			     t[i].args[4] ? t[i].args[4] : "");
+		run_free(&r);
+	}
+	/* --output-dir: a file per format, as before */
+	struct run r = parse("-p", "1", "--output-dir", "d", "-f", "pprof", "-f", "html");
+
+	cr_assert_eq(r.rc, 0, "%s", r.err);
+	cr_assert_eq(r.c.formats, 1u << FMT_PPROF | 1u << FMT_HTML);
+	run_free(&r);
+}
+
+/* What one command takes that another refuses: the values it parses to. */
+Test(cli, report_takes_its_inputs)
+{
+	struct run r = parse("report", "x.hbr", "--core", "--exe", "./svc", "--jemalloc-layout",
+			     "5.3.0", "--binary-path", "/b", "--from", "1", "--to", "2.5", "--raw");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.mode, MODE_REPORT);
+	cr_assert_str_eq(r.c.recording, "x.hbr");
+	cr_assert(r.c.core && r.c.raw);
+	cr_assert_str_eq(r.c.exe, "./svc");
+	cr_assert_str_eq(r.c.layout, "5.3.0");
+	cr_assert_eq(r.c.nbinary_dirs, 1);
+	cr_assert_str_eq(r.c.binary_dirs[0], "/b");
+	cr_assert_null(r.c.binary_dirs[1]);
+	cr_assert_eq(r.c.from, 1.0);
+	cr_assert_eq(r.c.to, 2.5);
+	cr_assert_eq(r.c.duration, 10.0);
+	cr_assert_eq(r.c.ringbuf_bytes, RINGBUF_DEFAULT);
+	run_free(&r);
+	/* no --to: the end */
+	r = parse("report", "x.hbr", "-f", "folded", "-t", "alloc_space", "--leaks");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.to, -1.0);
+	cr_assert_eq(r.c.format, FMT_FOLDED);
+	cr_assert_eq(r.c.sample_type, HB_ALLOC_SPACE);
+	cr_assert(r.c.leaks);
+	run_free(&r);
+}
+
+Test(cli, diff_takes_two_profiles)
+{
+	/* -t ranks diff's summary: taken with pprof too */
+	struct run r = parse("diff", "a.pb.gz", "b.pb.gz", "-t", "alloc_space", "--binary-path",
+			     "/b", "--debug-dir", "/d", "-q");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.mode, MODE_DIFF);
+	cr_assert_str_eq(r.c.diff_paths[0], "a.pb.gz");
+	cr_assert_str_eq(r.c.diff_paths[1], "b.pb.gz");
 	cr_assert_eq(r.c.format, FMT_PPROF);
+	cr_assert_eq(r.c.sample_type, HB_ALLOC_SPACE);
+	cr_assert_eq(r.c.nbinary_dirs, 1);
+	cr_assert_str_eq(r.c.debug_dirs, "/d");
+	cr_assert(r.c.quiet);
+	free(r.c.debug_dirs);
+	run_free(&r);
+	/* options before the operands */
+	r = parse("diff", "-f", "folded", "-o", "c.folded", "a", "b");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.c.diff_paths[0], "a");
+	cr_assert_str_eq(r.c.diff_paths[1], "b");
+	cr_assert_str_eq(r.c.output, "c.folded");
+	cr_assert_eq(r.c.format, FMT_FOLDED);
+	run_free(&r);
+	/* a differential flame graph page, of the -t value */
+	r = parse("diff", "a", "b", "-f", "html", "-t", "alloc_objects");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.format, FMT_HTML);
+	cr_assert_eq(r.c.sample_type, HB_ALLOC_OBJECTS);
+	run_free(&r);
+}
+
+Test(cli, top_runs_until_stopped)
+{
+	struct run r = parse("top", "-p", "1", "--debug-dir", "/d", "--ringbuf-size", "2");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.mode, MODE_TOP);
+	cr_assert_eq(r.c.duration, 0.0, "top's default: until q");
+	cr_assert_eq(r.c.ringbuf_bytes, 2u << 20);
+	free(r.c.debug_dirs);
+	run_free(&r);
+	/* a live run's duration stays 10 s, top's given one is kept */
+	r = parse("top", "-p", "1", "-d", "30");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.duration, 30.0);
+	run_free(&r);
+}
+
+/* --debug-dir, repeatable, for every command: joined by ':' */
+Test(cli, debug_dirs_joined)
+{
+	struct run r = parse("-p", "1", "--debug-dir", "/a", "--debug-dir=/b");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.c.debug_dirs, "/a:/b");
+	cr_assert_eq(r.c.mode, MODE_LIVE);
+	free(r.c.debug_dirs);
+	run_free(&r);
+}
+
+/* --wrapper: repeatable, names and globs as typed, for every command that names sites */
+Test(cli, wrappers_repeatable)
+{
+	struct run r = parse("-p", "1", "--wrapper", "my_alloc", "--wrapper=app_*_alloc");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.nwrappers, 2);
+	cr_assert_str_eq(r.c.wrappers[0], "my_alloc");
+	cr_assert_str_eq(r.c.wrappers[1], "app_*_alloc");
+	run_free(&r);
+
+	r = parse("-p", "1");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.nwrappers, 0);
+	run_free(&r);
+
+	r = parse("top", "-p", "1", "--wrapper", "operator new[](unsigned long)");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_str_eq(r.c.wrappers[0], "operator new[](unsigned long)");
+	run_free(&r);
+
+	r = parse("report", "x.hbr", "--wrapper", "x*");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.nwrappers, 1);
+	run_free(&r);
+
+	r = parse("watch", "-p", "1", "--output-dir", "/tmp", "--wrapper", "x*");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.nwrappers, 1);
+	run_free(&r);
+
+	r = parse("-p", "1", "--live-heap", "--wrapper", "x*");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	run_free(&r);
+
+	r = parse("--help");
+	cr_assert_not_null(strstr(r.out, "--wrapper NAME"));
+	run_free(&r);
+}
+
+/* At most CLI_MAX_WRAPPERS, said in one sentence. */
+Test(cli, wrappers_at_most_64)
+{
+	const char *args[2 + 2 * (CLI_MAX_WRAPPERS + 1) + 1] = { "-p", "1" };
+	struct run r;
+	size_t n = 2;
+
+	for (int i = 0; i <= CLI_MAX_WRAPPERS; i++) {
+		args[n++] = "--wrapper";
+		args[n++] = "w";
+	}
+	args[n] = NULL;
+	r = parse_v(args);
+	cr_assert_eq(r.rc, -EINVAL);
+	cr_assert_str_eq(r.err, "heapbpf: at most 64 --wrapper options (see heapbpf --help)\n");
 	run_free(&r);
 }
 
@@ -302,7 +559,7 @@ Test(cli, help_and_version)
  */
 struct bad_case {
 	char args[8][24]; /* ends at the first "" */
-	char msg[40];	  /* part of the one-sentence error */
+	char msg[112];	  /* part of the one-sentence error */
 };
 
 static struct bad_case bad_cases[] = {
@@ -328,6 +585,20 @@ static struct bad_case bad_cases[] = {
 	{ { "-p", "1", "--duration", "" }, "--duration" },
 	{ { "-p", "1", "--format", "svg" }, "\"svg\"" },
 	{ { "-p", "1", "--format", "PPROF" }, "\"PPROF\"" },
+	/* one file, one format: -f against -o's name, two -f */
+	{ { "-p", "1", "-f", "pprof", "-f", "html", "-o", "two.pb.gz" },
+	  "-f pprof and -f html: one file takes one format; give one -f, or --output-dir" },
+	{ { "-p", "1", "-f", "folded", "-f", "pprof" }, "-f pprof and -f folded" },
+	{ { "report", "x.hbr", "-f", "html", "-f", "folded" }, "-f folded and -f html" },
+	{ { "-p", "1", "-f", "pprof", "-o", "heap.html" },
+	  "--output \"heap.html\" is named for html but the format is pprof: drop -f, or end "
+	  "the name in .pb.gz" },
+	{ { "diff", "a", "b", "-f", "folded", "-o", "c.pb.gz" },
+	  "--output \"c.pb.gz\" is named for pprof but the format is folded" },
+	{ { "-p", "1", "-o", "heap.html", "--at-peak", "peak.pb.gz" },
+	  "--at-peak \"peak.pb.gz\" is named for pprof but the format is html: end the name in "
+	  ".html" },
+	{ { "-p", "1", "-o", "heap.pb.gz", "-t", "alloc_space" }, "--sample-type" },
 	{ { "-p", "1", "--sample-type", "alloc_space" }, "--sample-type" },
 	{ { "-p", "1", "-f", "pprof", "-t", "inuse_space" }, "--sample-type" },
 	{ { "-p", "1", "-f", "folded", "-t", "bogus" }, "\"bogus\"" },
@@ -349,6 +620,14 @@ static struct bad_case bad_cases[] = {
 	{ { "-p", "1", "--", "-q" }, "\"-q\"" },
 	{ { "-p", "1", "--follow-forks", "--record", "x" }, "--follow-forks and --record" },
 	{ { "report", "x.hbr", "--follow-forks" }, "--follow-forks" },
+	/* --children: the descendants of --pid's or --pidfile's processes, in a live run */
+	{ { "--unit", "x", "--children" }, "--children applies to --pid and --pidfile" },
+	{ { "-p", "1", "--live-heap", "--children" }, "--children does not apply" },
+	{ { "top", "-p", "1", "--children" }, "--children do not apply" },
+	{ { "report", "x.hbr", "--children" }, "--children do not apply" },
+	{ { "diff", "a", "b", "--children" }, "--children" },
+	{ { "watch", "--pidfile", "x", "--output-dir", "d", "--children" },
+	  "--children does not apply" },
 	{ { "-p", "1", "--file-mode", "0755" }, "\"0755\"" },
 	{ { "-p", "1", "--file-mode", "4600" }, "\"4600\"" },
 	{ { "-p", "1", "--file-mode", "0400" }, "\"0400\"" },
@@ -365,6 +644,51 @@ static struct bad_case bad_cases[] = {
 	{ { "-p", "1", "--live-heap", "--record", "x" }, "--live-heap reads jemalloc's tables" },
 	{ { "--unit", "x", "--live-heap" }, "--live-heap reads one process" },
 	{ { "report", "x.hbr", "--live-heap" }, "--live-heap reads a running" },
+	/* what each command refuses that another takes */
+	{ { "report" }, "report needs a recording file" },
+	{ { "report", "x.hbr", "--pid", "1" }, "report reads a recording" },
+	{ { "report", "x.hbr", "-d", "5" }, "report reads a recording" },
+	{ { "report", "x.hbr", "--reset" }, "report reads a recording" },
+	{ { "report", "x.hbr", "--from", "5", "--to", "5" }, "--to must be after --from" },
+	{ { "report", "x.hbr", "y.hbr" }, "unexpected argument \"y.hbr\"" },
+	{ { "report", "x.hbr", "--sort", "alloc" }, "--sort and --by apply" },
+	{ { "report", "x.hbr", "--pyroscope", "http://x" }, "the fleet options" },
+	{ { "diff", "a.pb.gz" }, "diff needs two profiles" },
+	{ { "diff", "a", "b", "c" }, "unexpected argument \"c\"" },
+	{ { "diff", "a", "b", "--raw" }, "diff compares two profiles" },
+	{ { "diff", "a", "b", "--from", "1" }, "diff compares two profiles" },
+	{ { "diff", "a", "b", "--jemalloc-layout", "5.3.0" }, "diff compares two profiles" },
+	{ { "diff", "a", "b", "-f", "html", "-o", "c.pb.gz" },
+	  "--output \"c.pb.gz\" is named for pprof but the format is html: drop -f, or end the "
+	  "name in .html" },
+	{ { "diff", "a", "b", "-f", "pprof", "-o", "c.html" },
+	  "--output \"c.html\" is named for html but the format is pprof" },
+	{ { "diff", "a", "b", "--live-heap" }, "--live-heap reads a running" },
+	{ { "diff", "a", "b", "--unit", "u" }, "the fleet options" },
+	{ { "diff", "a", "b", "--by", "file" }, "--sort and --by apply" },
+	{ { "-p", "1", "--core" }, "--core and --exe apply" },
+	{ { "top", "-p", "1", "--exe", "x" }, "--core and --exe apply" },
+	{ { "-p", "1", "--binary-path", "/x" }, "--from, --to and --binary-path" },
+	{ { "-p", "1", "--to", "3" }, "--from, --to and --binary-path" },
+	{ { "top", "-p", "1", "--live-heap" }, "--live-heap reads a running" },
+	{ { "top", "-p", "1", "--at-peak", "p" }, "heapbpf top shows the sites" },
+	/* the command is the first argument only */
+	{ { "-p", "1", "report" }, "unexpected argument \"report\"" },
+	/* several faults: which one is named */
+	{ { "report", "x.hbr", "--pid", "abc" }, "\"abc\"" },
+	{ { "report", "x.hbr", "--pid", "1", "y" }, "report reads a recording" },
+	{ { "report", "x.hbr", "y", "--live-heap" }, "unexpected argument \"y\"" },
+	{ { "-p", "1", "--core", "extra" }, "--core and --exe apply" },
+	{ { "top", "-p", "1", "extra", "--live-heap" }, "unexpected argument \"extra\"" },
+	{ { "diff", "a", "b", "--raw", "-f", "html" }, "diff compares two profiles" },
+	{ { "diff", "a", "b", "-f", "html", "c" }, "unexpected argument \"c\"" },
+	{ { "-p", "1", "--live-heap", "--sort", "alloc" }, "--sort and --by apply" },
+	{ { "top", "--live-heap", "--unit", "u" }, "--live-heap reads a running" },
+	{ { "-p", "1", "--wrapper=" }, "--wrapper needs a function name" },
+	{ { "-p", "1", "--wrapper" }, "option --wrapper needs a value" },
+	{ { "-p", "1", "--wrapper", "*" }, "would make every function a" },
+	{ { "-p", "1", "--wrapper", "**" }, "would make every function a" },
+	{ { "diff", "a", "b", "--wrapper", "x" }, "--wrapper does not apply" },
 };
 
 ParameterizedTestParameters(cli, errors)
@@ -424,4 +748,57 @@ Test(cli, second_parse_starts_afresh)
 	cr_assert_not(r.c.verbose, "-v of the previous argv leaked into this parse");
 	cr_assert_not(r.c.quiet);
 	run_free(&r);
+}
+
+Test(cli, watch_takes_its_triggers_and_runs_until_stopped)
+{
+	struct run r = parse("watch", "--pid", "7", "--output-dir", "/tmp/w", "--on-growth", "64M",
+			     "--on-rss-growth", "1G", "--on-pressure", "--cooldown", "30");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert(r.c.watch);
+	cr_assert_eq(r.c.mode, MODE_LIVE);
+	cr_assert_eq(r.c.duration, 0.0, "a watch runs until stopped");
+	cr_assert_eq(r.c.watch_growth, 64u << 20);
+	cr_assert_eq(r.c.watch_rss_growth, 1u << 30);
+	cr_assert(r.c.watch_pressure);
+	cr_assert_eq(r.c.watch_cooldown, 30.0);
+	cr_assert_not(r.c.watch_no_oom);
+	cr_assert_eq(r.c.ringbuf_bytes, RINGBUF_DAEMON);
+	run_free(&r);
+	/* the defaults: oom on, a 300 s cooldown, no growth trigger */
+	r = parse("watch", "--unit", "redis", "--pyroscope", "http://127.0.0.1:4040");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.watch_cooldown, 300.0);
+	cr_assert_eq(r.c.watch_growth, 0);
+	run_free(&r);
+}
+
+Test(cli, watch_refusals)
+{
+	static const struct {
+		const char *args[12];
+		const char *why;
+	} cases[] = {
+		{ { "watch", "--pid", "7", NULL }, "needs --output-dir or --pyroscope" },
+		{ { "watch", "--pid", "7", "--output-dir", "d", "-o", "x", NULL },
+		  "--output, --interval, --record" },
+		{ { "watch", "--pid", "7", "--output-dir", "d", "--interval", "5", NULL },
+		  "--output, --interval, --record" },
+		{ { "watch", "--pid", "7", "--output-dir", "d", "--on-growth", "0", NULL },
+		  "--on-growth needs a size" },
+		{ { "watch", "--pid", "7", "--output-dir", "d", "--cooldown", "0.5", NULL },
+		  "--cooldown needs seconds" },
+		{ { "--pid", "7", "--on-pressure", NULL }, "apply to heapbpf watch" },
+		{ { "top", "--pid", "7", "--no-oom", NULL }, "apply to heapbpf watch" },
+		{ { "watch", "--output-dir", "d", NULL }, "--pid is required" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct run r = parse_v(cases[i].args);
+
+		cr_assert_eq(r.rc, -EINVAL, "case %zu passed", i);
+		cr_assert(strstr(r.err, cases[i].why), "case %zu: %s", i, r.err);
+		run_free(&r);
+	}
 }

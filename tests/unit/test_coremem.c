@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coremem.h"
+#include "coreheap.h"
 
 #define PAGE 4096ULL
 
@@ -124,8 +124,14 @@ static void file_note(struct cbuf *n)
 	put_note(n, "CORE", NT_FILE, desc, sizeof(desc));
 }
 
-/* The whole core, as the kernel lays it out. */
-static struct cbuf make_core(void)
+/* Where make_core_with puts the path AT_EXECFN points to: in the library's dumped page. */
+#define EXECFN_AT (LIB_BASE + 0x100)
+
+/*
+ * The whole core, as the kernel lays it out; with an NT_AUXV whose AT_EXECFN
+ * is execfn_addr when not 0, and the string execfn at EXECFN_AT when not NULL.
+ */
+static struct cbuf make_core_with(uint64_t execfn_addr, const char *execfn)
 {
 	struct cbuf c = { 0 }, n = { 0 };
 	uint8_t psinfo[136] = { 0 }, prstatus[336] = { 0 }, page[PAGE];
@@ -139,6 +145,11 @@ static struct cbuf make_core(void)
 	memcpy(prstatus + 32, &tid, 4);
 	put_note(&n, "CORE", NT_PRSTATUS, prstatus, sizeof(prstatus));
 	put_note(&n, "CORE", NT_PRSTATUS, prstatus, sizeof(prstatus));
+	if (execfn_addr) {
+		uint64_t auxv[] = { AT_PAGESZ, PAGE, AT_EXECFN, execfn_addr, AT_NULL, 0 };
+
+		put_note(&n, "CORE", NT_AUXV, auxv, sizeof(auxv));
+	}
 	file_note(&n);
 
 	memcpy(eh.e_ident, ELFMAG, SELFMAG);
@@ -178,11 +189,18 @@ static struct cbuf make_core(void)
 				page[k] = seg_byte(i, o + k);
 			if (i == 0)
 				app_header(page);
+			if (segs[i].vaddr == LIB_BASE && execfn)
+				memcpy(page + (EXECFN_AT - LIB_BASE), execfn, strlen(execfn) + 1);
 			put(&c, page, PAGE);
 		}
 	}
 	free(n.b);
 	return c;
+}
+
+static struct cbuf make_core(void)
+{
+	return make_core_with(0, NULL);
 }
 
 static char dir[PATH_MAX];
@@ -251,6 +269,34 @@ Test(coremem, reads_what_the_core_holds)
 	cr_assert_eq(mem_read(&m, LIB_BASE + 1, buf, 1), 0);
 	cr_assert_eq(buf[0], seg_byte(4, 1));
 	cr_assert_not(mem_mapped(&m, LIB_BASE + PAGE, 1));
+	core_file__free(cf);
+	free(c.b);
+}
+
+/* gcore's pr_fname comes from a command line the process may write over; AT_EXECFN's path does not */
+Test(coremem, named_by_the_path_it_was_executed_as)
+{
+	struct cbuf c = make_core_with(EXECFN_AT, "/usr/local/bin/a-service-with-a-long-name");
+	const char *path = write_file("core", c.b, c.n);
+	struct core_file *cf;
+	char err[256] = "";
+
+	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(cf->comm, "a-service-with-", "its base name, 15 bytes as comm is");
+	core_file__free(cf);
+	free(c.b);
+	/* the string not in the image (code is not dumped): pr_fname stays */
+	c = make_core_with(APP_BASE + PAGE, NULL);
+	path = write_file("core2", c.b, c.n);
+	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(cf->comm, "my-service");
+	core_file__free(cf);
+	free(c.b);
+	/* an fexecve's "/dev/fd/N" names no program: pr_fname stays */
+	c = make_core_with(EXECFN_AT, "/dev/fd/3");
+	path = write_file("core3", c.b, c.n);
+	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(cf->comm, "my-service");
 	core_file__free(cf);
 	free(c.b);
 }

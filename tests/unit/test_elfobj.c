@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "elfobj.h"
+#include "harness.h"
 #include "procmaps.h"
 
 #define JE_VERSION "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"
@@ -68,20 +68,6 @@ static char dir[64];
 static char src[128], pie[128], so[128], pie_stripped[128], so_stripped[128], plain[128];
 static char notelf[128], empty[128];
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	cr_assert_eq(rc, 0, "command failed (%d): %s", rc, cmd);
-}
-
 static void write_file(const char *path, const char *data, size_t len)
 {
 	FILE *f = fopen(path, "w");
@@ -104,11 +90,11 @@ static void build_fixtures(void)
 	snprintf(notelf, sizeof(notelf), "%s/notelf", dir);
 	snprintf(empty, sizeof(empty), "%s/empty", dir);
 	write_file(src, fixture_src, strlen(fixture_src));
-	sh("gcc -O1 -g -fPIE -pie -Wl,--build-id=sha1 -o %s %s", pie, src);
-	sh("gcc -O1 -g -fPIC -shared -DFX_LIB -Wl,--build-id=sha1 -o %s %s", so, src);
-	sh("gcc -O1 -fPIE -pie -DFX_NOVER -Wl,--build-id=none -o %s %s", plain, src);
-	sh("strip -o %s %s", pie_stripped, pie);
-	sh("strip -o %s %s", so_stripped, so);
+	hb_sh("gcc -O1 -g -fPIE -pie -Wl,--build-id=sha1 -o %s %s", pie, src);
+	hb_sh("gcc -O1 -g -fPIC -shared -DFX_LIB -Wl,--build-id=sha1 -o %s %s", so, src);
+	hb_sh("gcc -O1 -fPIE -pie -DFX_NOVER -Wl,--build-id=none -o %s %s", plain, src);
+	hb_sh("strip -o %s %s", pie_stripped, pie);
+	hb_sh("strip -o %s %s", so_stripped, so);
 	write_file(notelf, "#!/bin/sh\necho this is not an ELF file\n", 39);
 	write_file(empty, "", 0);
 }

@@ -14,6 +14,7 @@
 #include "flamegraph.h"
 #include "sink.h"
 #include "snapshot.h"
+#include "harness.h"
 
 /* A location: its lines' functions callee first (no name: an unsymbolized address), lines. */
 struct loc_spec {
@@ -27,22 +28,6 @@ struct sample_spec {
 	int64_t v[HB_NVALUES];
 	int64_t pid;
 };
-
-static char *xstrdup(const char *s)
-{
-	char *r = strdup(s);
-
-	cr_assert_not_null(r);
-	return r;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *r = calloc(n ? n : 1, size);
-
-	cr_assert_not_null(r);
-	return r;
-}
 
 /* The profile and the tree of the running test, freed after it. */
 static struct hb_profile *prof;
@@ -62,34 +47,34 @@ TestSuite(flamegraph, .fini = teardown);
 static struct hb_profile *make(const struct loc_spec *ls, size_t nl, const struct sample_spec *ss,
 			       size_t ns)
 {
-	struct hb_profile *p = xcalloc(1, sizeof(*p));
+	struct hb_profile *p = hb_xcalloc(1, sizeof(*p));
 
 	teardown();
 	prof = p;
 
 	p->period = 524288;
 	p->nlocations = nl;
-	p->locations = xcalloc(nl, sizeof(*p->locations));
+	p->locations = hb_xcalloc(nl, sizeof(*p->locations));
 	for (size_t i = 0; i < nl; i++) {
 		struct hb_location *l = &p->locations[i];
 
 		l->address = 0x401000 + 0x10 * i;
 		while (l->nlines < 3 && ls[i].fn[l->nlines])
 			l->nlines++;
-		l->lines = xcalloc(l->nlines, sizeof(*l->lines));
+		l->lines = hb_xcalloc(l->nlines, sizeof(*l->lines));
 		for (uint32_t j = 0; j < l->nlines; j++) {
-			l->lines[j].function = xstrdup(ls[i].fn[j]);
-			l->lines[j].file = xstrdup("src/app.c");
+			l->lines[j].function = hb_xstrdup(ls[i].fn[j]);
+			l->lines[j].file = hb_xstrdup("src/app.c");
 			l->lines[j].line = ls[i].line[j];
 		}
 	}
 	p->nsamples = ns;
-	p->samples = xcalloc(ns, sizeof(*p->samples));
+	p->samples = hb_xcalloc(ns, sizeof(*p->samples));
 	for (size_t i = 0; i < ns; i++) {
 		struct hb_sample *s = &p->samples[i];
 
 		s->nlocs = ss[i].nlocs;
-		s->locs = xcalloc(s->nlocs, sizeof(*s->locs));
+		s->locs = hb_xcalloc(s->nlocs, sizeof(*s->locs));
 		memcpy(s->locs, ss[i].locs, s->nlocs * sizeof(*s->locs));
 		memcpy(s->v, ss[i].v, sizeof(s->v));
 		s->pid = ss[i].pid;
@@ -122,7 +107,7 @@ static long child(const struct flamegraph *fg, size_t parent, const char *name)
 /* The node at the end of a ';'-separated path of names from the root, asserting it exists. */
 static struct fg_node_info at(const struct flamegraph *fg, const char *path)
 {
-	char *copy = xstrdup(path), *save, *name;
+	char *copy = hb_xstrdup(path), *save, *name;
 	struct fg_node_info n;
 	long i = 0;
 
@@ -146,7 +131,7 @@ static char *page(enum hb_value which)
 	cr_assert_eq(flamegraph_write(prof, which, t), 0);
 	len = ftell(t);
 	cr_assert_gt(len, 0);
-	text = xcalloc(len + 1, 1);
+	text = hb_xcalloc(len + 1, 1);
 	rewind(t);
 	cr_assert_eq(fread(text, 1, len, t), (size_t)len);
 	fclose(t);

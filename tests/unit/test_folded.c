@@ -6,22 +6,7 @@
 #include <string.h>
 
 #include "folded.h"
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *r = calloc(n, size);
-
-	cr_assert_not_null(r);
-	return r;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *r = strdup(s);
-
-	cr_assert_not_null(r);
-	return r;
-}
+#include "harness.h"
 
 /* Location i gets the given names as its lines, callee first (NULL ends the list). */
 static const char *const loc_names[][3] = {
@@ -48,13 +33,13 @@ static const struct exp_sample samples[] = {
 
 static struct hb_profile *make_profile(void)
 {
-	struct hb_profile *p = xcalloc(1, sizeof(*p));
+	struct hb_profile *p = hb_xcalloc(1, sizeof(*p));
 
 	p->nmappings = 1;
-	p->mappings = xcalloc(1, sizeof(*p->mappings));
-	p->mappings[0].path = xstrdup("/bin/app");
+	p->mappings = hb_xcalloc(1, sizeof(*p->mappings));
+	p->mappings[0].path = hb_xstrdup("/bin/app");
 	p->nlocations = NLOCS;
-	p->locations = xcalloc(NLOCS, sizeof(*p->locations));
+	p->locations = hb_xcalloc(NLOCS, sizeof(*p->locations));
 	for (size_t i = 0; i < NLOCS; i++) {
 		struct hb_location *l = &p->locations[i];
 
@@ -62,18 +47,18 @@ static struct hb_profile *make_profile(void)
 		l->mapping = 1;
 		while (loc_names[i][l->nlines])
 			l->nlines++;
-		l->lines = xcalloc(l->nlines, sizeof(*l->lines));
+		l->lines = hb_xcalloc(l->nlines, sizeof(*l->lines));
 		for (uint32_t j = 0; j < l->nlines; j++) {
-			l->lines[j].function = xstrdup(loc_names[i][j]);
+			l->lines[j].function = hb_xstrdup(loc_names[i][j]);
 			/* folded output uses the display name, not this */
-			l->lines[j].system_name = xstrdup("_Zmangled");
+			l->lines[j].system_name = hb_xstrdup("_Zmangled");
 		}
 	}
 	p->nsamples = NSAMPLES;
-	p->samples = xcalloc(NSAMPLES, sizeof(*p->samples));
+	p->samples = hb_xcalloc(NSAMPLES, sizeof(*p->samples));
 	for (size_t i = 0; i < NSAMPLES; i++) {
 		p->samples[i].nlocs = samples[i].nlocs;
-		p->samples[i].locs = xcalloc(samples[i].nlocs, sizeof(uint32_t));
+		p->samples[i].locs = hb_xcalloc(samples[i].nlocs, sizeof(uint32_t));
 		memcpy(p->samples[i].locs, samples[i].locs, samples[i].nlocs * sizeof(uint32_t));
 		memcpy(p->samples[i].v, samples[i].v, sizeof(samples[i].v));
 	}
@@ -236,26 +221,26 @@ Test(folded, order_of_whole_text)
 	static const uint32_t locs[][3] = { { 2, 1, 0 }, { 3, 0 }, { 0 }, { 1, 0 } };
 	static const uint32_t nlocs[] = { 3, 2, 1, 2 };
 	static const int64_t pids[] = { 0, 0, 12, 1 };
-	struct hb_profile *p = xcalloc(1, sizeof(*p));
+	struct hb_profile *p = hb_xcalloc(1, sizeof(*p));
 	char *out;
 
 	p->nlocations = 4;
-	p->locations = xcalloc(4, sizeof(*p->locations));
+	p->locations = hb_xcalloc(4, sizeof(*p->locations));
 	for (size_t i = 0; i < 4; i++) {
 		struct hb_location *l = &p->locations[i];
 
 		l->address = 0x1000 * (i + 1);
 		while (names[i][l->nlines])
 			l->nlines++;
-		l->lines = xcalloc(l->nlines, sizeof(*l->lines));
+		l->lines = hb_xcalloc(l->nlines, sizeof(*l->lines));
 		for (uint32_t j = 0; j < l->nlines; j++)
-			l->lines[j].function = xstrdup(names[i][j]);
+			l->lines[j].function = hb_xstrdup(names[i][j]);
 	}
 	p->nsamples = 4;
-	p->samples = xcalloc(4, sizeof(*p->samples));
+	p->samples = hb_xcalloc(4, sizeof(*p->samples));
 	for (size_t i = 0; i < 4; i++) {
 		p->samples[i].nlocs = nlocs[i];
-		p->samples[i].locs = xcalloc(3, sizeof(uint32_t));
+		p->samples[i].locs = hb_xcalloc(3, sizeof(uint32_t));
 		memcpy(p->samples[i].locs, locs[i], sizeof(locs[i]));
 		p->samples[i].pid = pids[i];
 		p->samples[i].v[HB_INUSE_SPACE] = (int64_t)i + 1;
@@ -278,29 +263,29 @@ Test(folded, order_of_whole_text)
 static void random_stacks(const char *const *names, size_t nnames, uint32_t maxlines,
 			  const int64_t *pids, size_t npids)
 {
-	struct hb_profile *p = xcalloc(1, sizeof(*p));
+	struct hb_profile *p = hb_xcalloc(1, sizeof(*p));
 	int64_t total = 0, sum = 0;
 	char *out, *line, *save, *prev = NULL;
 
 	srandom(7);
 	p->nlocations = 40;
-	p->locations = xcalloc(p->nlocations, sizeof(*p->locations));
+	p->locations = hb_xcalloc(p->nlocations, sizeof(*p->locations));
 	for (size_t i = 0; i < p->nlocations; i++) {
 		struct hb_location *l = &p->locations[i];
 
 		l->address = 0x1000 + i;
 		l->nlines = (uint32_t)(random() % (maxlines + 1));
-		l->lines = xcalloc(l->nlines ? l->nlines : 1, sizeof(*l->lines));
+		l->lines = hb_xcalloc(l->nlines ? l->nlines : 1, sizeof(*l->lines));
 		for (uint32_t j = 0; j < l->nlines; j++)
-			l->lines[j].function = xstrdup(names[random() % nnames]);
+			l->lines[j].function = hb_xstrdup(names[random() % nnames]);
 	}
 	p->nsamples = 500;
-	p->samples = xcalloc(p->nsamples, sizeof(*p->samples));
+	p->samples = hb_xcalloc(p->nsamples, sizeof(*p->samples));
 	for (size_t i = 0; i < p->nsamples; i++) {
 		struct hb_sample *s = &p->samples[i];
 
 		s->nlocs = (uint32_t)(random() % 5);
-		s->locs = xcalloc(5, sizeof(uint32_t));
+		s->locs = hb_xcalloc(5, sizeof(uint32_t));
 		for (uint32_t j = 0; j < s->nlocs; j++)
 			s->locs[j] = (uint32_t)(random() % p->nlocations);
 		s->pid = random() % 4 ? 0 : pids[random() % npids];

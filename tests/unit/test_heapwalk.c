@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The live-heap walker (user/heapwalk.c) on a made-up memory image laid out
+ * The live-heap walker (user/heap/heapwalk.c) on a made-up memory image laid out
  * as jemalloc 5.3.0 (and 5.2.1) lays out its tables: the sums it reports,
  * what it skips as jemalloc's dump does, and every validation that makes it
  * refuse a corrupt image instead of following it.
@@ -453,4 +453,223 @@ Test(heapwalk, jeprof_input_as_jemalloc_computes_it)
 	cr_assert_eq(s, 592);
 	heapwalk_jeprof_input(0, 10000, 14, 3, &c, &s);
 	cr_assert(c == 0 && s == 0);
+}
+
+/* One walk of a core's image (frozen: it cannot change); the message is kept in err. */
+static int run_frozen(struct heapwalk_stats *st, char *err, size_t len)
+{
+	struct heapwalk_opts o;
+
+	heapwalk_default_opts(&o);
+	o.retries = 0;
+	o.frozen = true;
+	collector__free(col);
+	cr_assert_eq(collector__new(1 << 14, &col), 0);
+	err[0] = '\0';
+	return heapwalk_read(&src, L, &syms, &o, col, st, err, len);
+}
+
+/* A count of 0 over cells in use was read as an empty heap: a core's counts must agree. */
+Test(heapwalk, a_frozen_count_of_zero_over_live_cells_is_refused)
+{
+	struct heapwalk_stats st;
+	char err[256];
+
+	build("5.3.0");
+	cr_assert_eq(run_frozen(&st, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(st.stacks, 2);
+	put64(CKH + L->heap.ckh_count, 0);
+	cr_assert_eq(run_frozen(&st, err, sizeof(err)), -EPROTO);
+	cr_assert(strstr(err, "jemalloc's bt2gctx table claims 0 entries but 2 of its cells are in "
+			      "use"),
+		  "%s", err);
+	cr_assert_eq(collector__nstacks(col), 0);
+	put64(CKH + L->heap.ckh_count, 1);
+	cr_assert_eq(run_frozen(&st, err, sizeof(err)), -EPROTO);
+	cr_assert(strstr(err, "claims 1 entries but 2"), "%s", err);
+	put64(CKH + L->heap.ckh_count, 3);
+	cr_assert_eq(run_frozen(&st, err, sizeof(err)), -EPROTO);
+	cr_assert(strstr(err, "claims 3 entries but 2"), "%s", err);
+}
+
+/* A live table's count of 0 over cells in use is a table changing (retried), not an empty heap. */
+Test(heapwalk, a_live_count_of_zero_over_live_cells_is_a_table_changing)
+{
+	build("5.3.0");
+	put64(CKH + L->heap.ckh_count, 0);
+	refused(-EAGAIN, "changing");
+}
+
+/* Counters corrupted to 2^62 objects were reported as such. */
+Test(heapwalk, refuses_counters_beyond_an_address_space)
+{
+	const struct jemalloc_heap_layout *h;
+
+	build("5.3.0");
+	h = &L->heap;
+	put64(TCTX(0) + h->tctx_cnts + h->cnt_curobjs, 1ull << 62);
+	refused(-EPROTO,
+		"counts 4611686018427387904 in-use objects, beyond what a process can hold");
+
+	build("5.3.0");
+	put64(TCTX(3) + h->tctx_cnts + h->cnt_curbytes, (1ull << 56) + 1);
+	refused(-EPROTO, "in-use bytes");
+
+	/* two tctxs each within bounds, their sum not */
+	build("5.3.0");
+	put64(TCTX(1) + h->tctx_cnts + h->cnt_curbytes, 1ull << 55);
+	put64(TCTX(2) + h->tctx_cnts + h->cnt_curbytes, (1ull << 55) + 1);
+	refused(-EPROTO, "in-use bytes");
+
+	build("5.3.0");
+	put64(TCTX(0) + h->tctx_cnts + h->cnt_accumbytes_u, UINT64_MAX / 2);
+	refused(-EPROTO, "allocated bytes (unbiased)");
+
+	/* a hair below zero is jemalloc's racing updates: accepted as before */
+	build("5.3.0");
+	put64(TCTX(0) + h->tctx_cnts + h->cnt_curbytes_u, (uint64_t)-8);
+	{
+		struct heapwalk_stats st;
+		char err[256];
+
+		cr_assert_eq(run(&st, err, sizeof(err)), 0, "%s", err);
+	}
+}
+
+/* tctx j's counters set as jemalloc 5.3 sets them for cur (and, twice over, accum) samples. */
+static void samples_of(int j, const uint64_t *sizes, size_t n)
+{
+	const struct jemalloc_heap_layout *h = &L->heap;
+	uint64_t c = TCTX(j) + h->tctx_cnts, bytes = 0, su = 0, bu = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		uint64_t s1, b1;
+
+		cr_assert(heapwalk_jemalloc_sums(1, sizes[k], 14, 3, &s1, &b1));
+		bytes += sizes[k];
+		su += s1;
+		bu += b1;
+	}
+	put64(c + h->cnt_curobjs, n);
+	put64(c + h->cnt_curbytes, bytes);
+	put64(c + h->cnt_curobjs_su, su);
+	put64(c + h->cnt_curbytes_u, bu);
+	put64(c + h->cnt_accumobjs, 2 * n);
+	put64(c + h->cnt_accumbytes, 2 * bytes);
+	put64(c + h->cnt_accumobjs_su, 2 * su);
+	put64(c + h->cnt_accumbytes_u, 2 * bu);
+}
+
+/* prof_unbias_map_init by hand: 1/(1 - exp(-1.5)) = 1.28722, kept as round(8 x 1.28722) / 8 */
+Test(heapwalk, jemalloc_sums_per_size_class)
+{
+	uint64_t c, b;
+
+	/* 786432 B at the default 512 KiB, and its scale model 24 KiB at 16 KiB */
+	cr_assert(heapwalk_jemalloc_sums(3, 786432, 19, 3, &c, &b));
+	cr_assert(c == 30 && b == 3 * 1012309ull, "%llu %llu", (unsigned long long)c,
+		  (unsigned long long)b);
+	cr_assert(heapwalk_jemalloc_sums(1, 24576, 14, 3, &c, &b));
+	cr_assert(c == 10 && b == 31635, "%llu %llu", (unsigned long long)c, (unsigned long long)b);
+	/* a usable size between classes (5.3.1's page-rounded large sizes) takes the class above */
+	cr_assert(heapwalk_jemalloc_sums(1, 700416, 19, 3, &c, &b));
+	cr_assert(c == 10 && b == 1012309);
+	cr_assert(heapwalk_jemalloc_sums(1, 20481, 14, 3, &c, &b));
+	cr_assert(c == 10 && b == 31635);
+	/* a rate so far above the size that 1 - exp(-size/rate) is 0: no entry, no inf cast */
+	cr_assert_not(heapwalk_jemalloc_sums(1, 8, 60, 3, &c, &b));
+	cr_assert_not(heapwalk_jemalloc_sums(1, 8, 62, 3, &c, &b));
+	/* the smallest classes: 8 for 1..8, then steps of 16 up to 128 */
+	cr_assert(heapwalk_jemalloc_sums(1, 1, 14, 3, &c, &b) && b == 16388);
+	cr_assert(heapwalk_jemalloc_sums(1, 17, 14, 3, &c, &b) && b == 16400);
+	cr_assert(!heapwalk_jemalloc_sums(1, 0, 14, 3, &c, &b));
+	cr_assert(!heapwalk_jemalloc_sums(UINT64_MAX, 786432, 19, 3, &c, &b));
+}
+
+/*
+ * A stack whose samples are of one size is weighed exactly, as the windowed
+ * mode weighs each: 5 samples of 24 KiB at R = 16 KiB (the ratio of 768 KiB
+ * at the default 512 KiB) are 5 x 1.28722 objects, where jemalloc's own sums
+ * say 5 x 1.25, 2.9% short.
+ */
+Test(heapwalk, one_size_is_weighed_exactly)
+{
+	const uint64_t one[] = { 24576, 24576, 24576, 24576, 24576 };
+	const double w = 1.0 / -expm1(-24576.0 / 16384.0);
+	struct heapwalk_stats st;
+	const struct hb_stack *s;
+	char err[256];
+
+	build("5.3.0");
+	samples_of(3, one, 5);
+	cr_assert_eq(run(&st, err, sizeof(err)), 0, "%s", err);
+	s = stack_of(1);
+	cr_assert_eq(s->inuse_samples, 5);
+	cr_assert_float_eq(s->inuse_objects, 5 * w, 1e-12);
+	cr_assert_float_eq(s->inuse_space, 5 * 24576 * w, 1e-6);
+	cr_assert_float_eq(s->alloc_objects, 10 * w, 1e-12);
+	cr_assert_float_eq(s->alloc_space, 10 * 24576 * w, 1e-6);
+	/* stack 0's made-up sums fit no size: jemalloc's, as before */
+	cr_assert_float_eq(stack_of(0)->inuse_objects, 56.0, 1e-9);
+	cr_assert_eq(st.stacks_rounded, 1);
+	cr_assert_float_eq(st.inuse_objects, 56.0 + 5 * w, 1e-9);
+}
+
+/*
+ * 16 KiB and 32 KiB have the mean of 24 KiB, a size class, but not its sums:
+ * jemalloc's own sums are kept (13 + 9 shifted objects, not 2 x 10).
+ */
+Test(heapwalk, mixed_sizes_keep_jemallocs_sums)
+{
+	const uint64_t mixed[] = { 16384, 32768 };
+	struct heapwalk_stats st;
+	const struct hb_stack *s;
+	char err[256];
+
+	build("5.3.0");
+	samples_of(3, mixed, 2);
+	cr_assert_eq(run(&st, err, sizeof(err)), 0, "%s", err);
+	s = stack_of(1);
+	cr_assert_eq(s->inuse_bytes, 2 * 24576);
+	cr_assert_float_eq(s->inuse_objects, 22 / 8.0, 1e-12);
+	cr_assert_float_eq(s->inuse_space, 25919 + 37897, 1e-9);
+	cr_assert_float_eq(s->alloc_objects, 44 / 8.0, 1e-12);
+	cr_assert_float_eq(s->alloc_space, 2 * (25919 + 37897), 1e-9);
+	cr_assert_eq(st.stacks_rounded, 2);
+}
+
+/*
+ * jemalloc 5.3.1 (disable_large_size_classes) hands out 28 KiB, a whole
+ * number of pages, and adds the 32 KiB class's sums for it: one size, weighed
+ * as 28 KiB.
+ */
+Test(heapwalk, a_page_rounded_large_size_is_weighed_as_itself)
+{
+	const uint64_t pages[] = { 28672, 28672, 28672 };
+	const double w = 1.0 / -expm1(-28672.0 / 16384.0);
+	struct heapwalk_stats st;
+	const struct hb_stack *s;
+	char err[256];
+
+	build("5.3.1");
+	samples_of(3, pages, 3);
+	cr_assert_eq(run(&st, err, sizeof(err)), 0, "%s", err);
+	s = stack_of(1);
+	cr_assert_float_eq(s->inuse_objects, 3 * w, 1e-12);
+	cr_assert_float_eq(s->alloc_space, 6 * 28672 * w, 1e-6);
+}
+
+/* A sum that a racing update left off by one is no longer one size's: jemalloc's again. */
+Test(heapwalk, sums_that_do_not_fit_exactly_keep_jemallocs)
+{
+	const uint64_t one[] = { 24576, 24576 };
+	struct heapwalk_stats st;
+	char err[256];
+
+	build("5.3.0");
+	samples_of(3, one, 2);
+	put64(TCTX(3) + L->heap.tctx_cnts + L->heap.cnt_curbytes_u, 2 * 31635 + 1);
+	cr_assert_eq(run(&st, err, sizeof(err)), 0, "%s", err);
+	cr_assert_float_eq(stack_of(1)->inuse_objects, 20 / 8.0, 1e-12);
+	cr_assert_float_eq(stack_of(1)->alloc_objects, 4 / -expm1(-1.5), 1e-12);
 }

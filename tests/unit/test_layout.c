@@ -9,6 +9,7 @@
 
 #include "layout.h"
 #include "layout_dwarf.h"
+#include "jedwarf.h"
 
 #define V530 "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"
 
@@ -129,26 +130,7 @@ Test(layout, debug_build)
 
 static struct jemalloc_dwarf dwarf_530(void)
 {
-	struct jemalloc_dwarf d = {
-		.tctx_gctx = 96,
-		.gctx_bt = 104,
-		.bt_vec = 0,
-		.bt_len = 8,
-		.info_time = 0,
-		.info_tctx = 8,
-		.info_size = 16,
-		.alloc_ptr = 1,
-		.alloc_size = 2,
-		.alloc_usize = 3,
-		.alloc_tctx = 4,
-		.free_ptr = -1,
-		.free_usize = 1,
-		.free_info = 2,
-		.free_tctx = -1,
-		.have_alloc_fn = true,
-		.have_free_fn = true,
-		.have_nstime = true,
-	};
+	struct jemalloc_dwarf d = hb_dwarf_530();
 
 	memset(&d.heap, 0xff, sizeof(d.heap)); /* the heap tables not described: -1 */
 	return d;

@@ -21,7 +21,10 @@
 #include "heapbpf.h"
 #include "leaks.h"
 #include "pprof.h"
+#include "procsum.h"
 #include "profile.h"
+#include "report.h"
+#include "summary.h"
 #include "unbias.h"
 
 #define PERIOD	4096
@@ -861,6 +864,305 @@ Test(leaks, synthetic_run_ranks_leaks_and_labels_lifetimes)
 	collector__free(c);
 }
 
+/* ---- held suspects ------------------------------------------------------------ */
+
+/* Lifetimes of n objects, each `ns` long. */
+static struct hb_lifetimes lifetimes_of(uint64_t n, uint64_t ns)
+{
+	struct hb_lifetimes l = { 0 };
+
+	for (uint64_t i = 0; i < n; i++)
+		cr_assert_eq(hb_lt_add(&l, ns, ns < MS), 0);
+	return l;
+}
+
+Test(leaks, held_cutoff_rule)
+{
+	const uint64_t w = 3000 * MS;
+	struct hb_lifetimes own8 = lifetimes_of(8, MS), own3 = lifetimes_of(3, 2500 * MS),
+			    all = lifetimes_of(100, 20 * MS), slow = lifetimes_of(8, 400 * MS),
+			    none = { 0 };
+	enum hb_held_base base;
+
+	/* enough frees of its own: against them; half the window is the larger */
+	cr_assert_eq(hb_held_cutoff(w, &own8, &all, &base), w / 2);
+	cr_assert_eq(base, HB_HELD_OWN);
+	/* too few of its own: the window's 20 ms (10x: 200 ms), but past each of its own */
+	cr_assert_eq(hb_held_cutoff(w, &own3, &all, &base), 2500 * MS);
+	cr_assert_eq(base, HB_HELD_WINDOW);
+	cr_assert_eq(hb_held_cutoff(w, &none, &all, &base), w / 2);
+	cr_assert_eq(base, HB_HELD_WINDOW);
+	/* objects that live 400 ms: held means past 4 s, longer than the window */
+	cr_assert_eq(hb_held_cutoff(w, &slow, &all, &base), 4000 * MS);
+	cr_assert_eq(base, HB_HELD_OWN);
+	/* nothing freed to compare with: not judged */
+	cr_assert_eq(hb_held_cutoff(w, &own3, &own3, &base), 0);
+	cr_assert_eq(base, HB_HELD_NONE);
+	cr_assert_eq(hb_held_cutoff(w, &none, &none, &base), 0);
+	cr_assert_eq(base, HB_HELD_NONE);
+	cr_assert(!hb_held_is_suspect(HB_HELD_MIN_LIVE - 1));
+	cr_assert(hb_held_is_suspect(HB_HELD_MIN_LIVE));
+	hb_lt_clear(&own8);
+	hb_lt_clear(&own3);
+	hb_lt_clear(&all);
+	hb_lt_clear(&slow);
+}
+
+/* Each stack k of c as profile sample k, in use as given; the analysis finished. */
+static struct hb_analysis *analyse(struct collector *c, uint32_t n, const int64_t *inuse,
+				   struct hb_profile **out)
+{
+	struct hb_profile *p = calloc(1, sizeof(*p));
+	struct hb_analysis *a;
+
+	cr_assert_not_null(p);
+	cr_assert_eq(collector__nstacks(c), n);
+	p->nsamples = n;
+	p->samples = calloc(n, sizeof(*p->samples));
+	cr_assert_not_null(p->samples);
+	cr_assert_eq(hb_analysis__new(&a), 0);
+	for (uint32_t k = 0; k < n; k++) {
+		p->samples[k].v[HB_INUSE_SPACE] = inuse ? inuse[k] : 0;
+		cr_assert_eq(hb_analysis__add(a, k, c, stack_of(c, k) - collector__stack(c, 0)), 0);
+	}
+	cr_assert_eq(hb_analysis__finish(a, p), 0);
+	*out = p;
+	return a;
+}
+
+/*
+ * The issue's program, 3 s: 21 objects of 512 KiB allocated in the first
+ * 300 ms and never freed (stack 0), among 56k objects freed 50 us after
+ * their allocation (1). Beside them: 10 objects allocated in the last
+ * second (2: too young), 5 kept from the start by a site whose own objects
+ * live 2.5 s (3: its own lifetimes say that is long, not odd), 3 kept from
+ * the start (4: too few to say). by_ptr: frees name pointers (5.2.1,
+ * 5.3.1), else tctxs (5.3.0).
+ */
+struct ev {
+	uint64_t ts, born, ptr, tctx;
+	uint32_t stack;
+	bool is_free;
+};
+
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct ev *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static struct collector *burst_then_hold(bool by_ptr)
+{
+	enum { NCHURN = 56000, MAXEV = 2 * NCHURN + 100 };
+	struct ev *ev = calloc(MAXEV, sizeof(*ev));
+	struct collector *c = new_collector();
+	const uint64_t t0 = 1000 * MS;
+	size_t n = 0;
+
+	cr_assert_not_null(ev);
+	for (uint64_t i = 0; i < 21; i++)
+		ev[n++] = (struct ev){ .ts = t0 + 100 + i * 14 * MS,
+				       .ptr = 0x100000 * (i + 1),
+				       .tctx = 0x100,
+				       .stack = 0 };
+	for (uint64_t k = 0; k < NCHURN; k++) {
+		uint64_t t = t0 + 1000 + k * 50000;
+
+		ev[n++] = (struct ev){ .ts = t, .ptr = 0x9000000, .tctx = 0x200, .stack = 1 };
+		ev[n++] = (struct ev){ .ts = t + 49999,
+				       .born = t,
+				       .ptr = 0x9000000,
+				       .tctx = 0x200,
+				       .stack = 1,
+				       .is_free = true };
+	}
+	for (uint64_t i = 0; i < 10; i++)
+		ev[n++] = (struct ev){ .ts = t0 + 2000 * MS + i * 80 * MS + 11,
+				       .ptr = 0x20000000 + 0x1000 * i,
+				       .tctx = 0x300,
+				       .stack = 2 };
+	for (uint64_t i = 0; i < 5; i++)
+		ev[n++] = (struct ev){ .ts = t0 + 200 + i * MS,
+				       .ptr = 0x30000000 + 0x1000 * i,
+				       .tctx = 0x400,
+				       .stack = 3 };
+	for (uint64_t i = 0; i < 10; i++) {
+		uint64_t t = t0 + 50 * MS + i * 20 * MS + 13;
+
+		ev[n++] = (struct ev){
+			.ts = t, .ptr = 0x31000000 + 0x1000 * i, .tctx = 0x410, .stack = 3
+		};
+		ev[n++] = (struct ev){ .ts = t + 2500 * MS,
+				       .born = t,
+				       .ptr = 0x31000000 + 0x1000 * i,
+				       .tctx = 0x410,
+				       .stack = 3,
+				       .is_free = true };
+	}
+	for (uint64_t i = 0; i < 3; i++)
+		ev[n++] = (struct ev){ .ts = t0 + 300 + i * MS,
+				       .ptr = 0x40000000 + 0x1000 * i,
+				       .tctx = 0x500,
+				       .stack = 4 };
+	qsort(ev, n, sizeof(*ev), cmp_ev);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ptr = by_ptr ? ev[i].ptr : 0;
+
+		if (ev[i].is_free)
+			free_ev(c, ev[i].tctx, ptr, 4096, coarse(ev[i].born), ev[i].ts);
+		else
+			alloc_ev(c, ev[i].stack, ev[i].tctx, ptr, ev[i].stack ? 4096 : 512 << 10,
+				 ev[i].ts);
+	}
+	free(ev);
+	return c;
+}
+
+static void held_in_burst_then_hold(bool by_ptr)
+{
+	struct collector *c = burst_then_hold(by_ptr);
+	/* in use as the profile would say: the burst the most */
+	const int64_t inuse[5] = { 21 << 20, 0, 40 << 10, 20 << 10, 12 << 10 };
+	struct hb_profile *p;
+	struct hb_analysis *a = analyse(c, 5, inuse, &p);
+	const struct hb_axis *ax = &a->axes[0];
+	uint64_t window = ax->end_ts - ax->t0_ts;
+
+	cr_assert_eq(a->nsuspects, 0, "a burst is a step, no steady growth");
+	cr_assert_eq(a->nheld, 1);
+	cr_assert_eq(a->held[0], 0);
+	cr_assert_eq(a->s[0].held, 21);
+	cr_assert_eq(a->s[0].held_base, HB_HELD_WINDOW, "it freed nothing of its own");
+	cr_assert_eq(a->s[0].held_over, (uint64_t)(window * HB_HELD_WINDOW_SHARE));
+	cr_assert_eq(label(&p->samples[0], "held_rank"), 1);
+	cr_assert_eq(label(&p->samples[0], "held_live"), 21);
+	cr_assert_eq(label(&p->samples[0], "held_over"), (int64_t)a->s[0].held_over);
+	cr_assert_eq(label(&p->samples[0], "freed"), 0);
+	cr_assert_eq(label(&p->samples[0], "live_at_end"), 21);
+	cr_assert_float_eq((double)label(&p->samples[0], "oldest_live_age"),
+			   (double)(ax->end_ts - (1000 * MS + 100)), 1);
+	/* the churn: nothing live */
+	cr_assert_eq(a->s[1].held, 0);
+	cr_assert_eq(label(&p->samples[1], "held_rank"), -1);
+	/* allocated in the last second: younger than half the window */
+	cr_assert_eq(a->s[2].held, 0);
+	cr_assert_eq(a->s[2].live, 10);
+	cr_assert(!a->s[2].held_suspect);
+	/* its own objects live 2.5 s: 10x that is past the window */
+	cr_assert_eq(a->s[3].held_base, HB_HELD_OWN);
+	cr_assert_gt(a->s[3].held_over, window);
+	cr_assert_eq(a->s[3].live, 5);
+	cr_assert_eq(a->s[3].held, 0);
+	cr_assert_eq(label(&p->samples[3], "held_rank"), -1);
+	/* held, but three samples say too little */
+	cr_assert_eq(a->s[4].held, 3);
+	cr_assert(!a->s[4].held_suspect);
+	cr_assert_eq(label(&p->samples[4], "held_rank"), -1);
+	hb_analysis__free(a);
+	hb_profile__free(p);
+	collector__free(c);
+}
+
+Test(leaks, burst_then_hold_is_held_by_tctx)
+{
+	held_in_burst_then_hold(false);
+}
+
+Test(leaks, burst_then_hold_is_held_by_pointer)
+{
+	held_in_burst_then_hold(true);
+}
+
+/*
+ * The synthetic run: the cache filled in its first 100 ms and never freed
+ * is held (a cache filled inside the window looks like that); the two
+ * leaks are growth suspects and so not held suspects as well; ranked by
+ * in use.
+ */
+Test(leaks, held_suspects_are_not_growth_suspects)
+{
+	struct collector *c = synthetic_run();
+	struct hb_profile *p;
+	struct hb_analysis *a = analyse(c, 4, NULL, &p);
+
+	cr_assert_eq(a->nsuspects, 2);
+	cr_assert_eq(a->nheld, 1);
+	cr_assert_eq(a->held[0], 2);
+	cr_assert_eq(a->s[2].held, 64);
+	cr_assert_eq(label(&p->samples[2], "held_rank"), 1);
+	cr_assert_eq(label(&p->samples[2], "leak_rank"), -1);
+	cr_assert_eq(label(&p->samples[0], "held_rank"), -1, "a growth suspect");
+	cr_assert_eq(label(&p->samples[1], "held_rank"), -1, "a growth suspect");
+	cr_assert_eq(a->s[0].held, 0, "not judged");
+	hb_analysis__free(a);
+	hb_profile__free(p);
+	collector__free(c);
+}
+
+/* Nothing freed in the window: no lifetime to hold the live objects against. */
+Test(leaks, held_needs_frees_to_compare_with)
+{
+	struct collector *c = new_collector();
+	struct hb_profile *p;
+	struct hb_analysis *a;
+
+	for (int i = 0; i < 32; i++)
+		alloc_ev(c, 0, 0x100, 0x1000 * (i + 1), 4096, 1000 * MS + i * MS);
+	for (int i = 0; i < 7; i++) {
+		alloc_ev(c, 1, 0x200, 0x900000, 64, 1100 * MS + i * 400 * MS);
+		free_ev(c, 0x200, 0x900000, 64, coarse(1100 * MS + i * 400 * MS),
+			1100 * MS + i * 400 * MS + 10);
+	}
+	a = analyse(c, 2, NULL, &p);
+	cr_assert_geq(a->axes[0].n, HB_SUSPECT_MIN_POINTS);
+	cr_assert_eq(a->axes[0].lt.n, 7);
+	cr_assert_eq(a->nheld, 0);
+	cr_assert_eq(a->s[0].held_base, HB_HELD_NONE);
+	cr_assert_eq(label(&p->samples[0], "held_rank"), -1);
+	hb_analysis__free(a);
+	hb_profile__free(p);
+	collector__free(c);
+}
+
+/* The live samples allocated before a per-stack instant, whichever index frees use. */
+static void count_live_before(bool by_ptr)
+{
+	struct collector *c = new_collector();
+	uint64_t before[2];
+	uint32_t n[2];
+
+	for (int i = 0; i < 6; i++)
+		alloc_ev(c, 0, 0x100, by_ptr ? 0x1000 * (i + 1) : 0, 64, 1000 * MS + i * 10 * MS);
+	alloc_ev(c, 1, 0x200, by_ptr ? 0x90000 : 0, 64, 1005 * MS);
+	/* before any free: both indexes */
+	before[0] = 1030 * MS;
+	before[1] = 1005 * MS;
+	collector__count_live_before(c, before, n);
+	cr_assert_eq(n[0], 3);
+	cr_assert_eq(n[1], 0, "allocated at, not before");
+	/* the second one freed: not counted */
+	free_ev(c, 0x100, by_ptr ? 0x2000 : 0, 64, coarse(1010 * MS), 1100 * MS);
+	before[1] = 1006 * MS;
+	collector__count_live_before(c, before, n);
+	cr_assert_eq(n[0], 2);
+	cr_assert_eq(n[1], 1);
+	before[0] = 0;
+	collector__count_live_before(c, before, n);
+	cr_assert_eq(n[0], 0, "0: none counted");
+	collector__free(c);
+}
+
+Test(leaks, count_live_before_by_tctx)
+{
+	count_live_before(false);
+}
+
+Test(leaks, count_live_before_by_pointer)
+{
+	count_live_before(true);
+}
+
 /* Samples with numeric labels as pprof writes them: key, number and unit. */
 Test(leaks, labels_reach_pprof_with_units)
 {
@@ -1049,4 +1351,144 @@ Test(leaks, flame_graph_draws_the_timeline)
 	cr_assert_null(strstr(page, "hb-timeline"));
 	free(page);
 	hb_profile__free(p);
+}
+
+/* ---- --follow-forks: the sum over processes, and the timeline's peak ---- */
+
+/* An allocation into c, and its change into the sum, as the session feeds them. */
+static void sum_alloc(struct procsum *sum, struct collector *c, uint32_t stack, uint64_t ptr,
+		      uint64_t usize, uint64_t ts)
+{
+	struct collector_totals before = *collector__totals(c);
+
+	alloc_ev(c, stack, 0, ptr, usize, ts);
+	procsum__add(sum, &before, collector__totals(c));
+}
+
+static void sum_free(struct procsum *sum, struct collector *c, uint64_t ptr, uint64_t usize,
+		     uint64_t ts)
+{
+	struct collector_totals before = *collector__totals(c);
+
+	free_ev(c, 0, ptr, usize, 0, ts);
+	procsum__add(sum, &before, collector__totals(c));
+}
+
+/* One process alone: the sum's checkpoints and peak are its collector's own. */
+Test(leaks, sum_of_one_process_is_its_collector)
+{
+	struct collector *c = new_collector();
+	struct procsum *sum;
+	const struct collector_checkpoint *ck;
+	const struct collector_totals *sk;
+	const uint64_t t0 = 5000000000ULL;
+	size_t n, m;
+
+	cr_assert_eq(procsum__new(&sum), 0);
+	/* 20 s of growth and shrinking, by pointer: every free matched */
+	for (uint64_t i = 0; i < 2000; i++) {
+		sum_alloc(sum, c, (uint32_t)(i % 7), 0x10000 + 16 * i, 512 + 64 * (i % 5),
+			  t0 + i * 10 * MS);
+		if (i % 3 == 2 && (i / 300) % 2)
+			sum_free(sum, c, 0x10000 + 16 * (i - 2), 512 + 64 * ((i - 2) % 5),
+				 t0 + i * 10 * MS + 1);
+	}
+	ck = collector__checkpoints(c, &n);
+	sk = procsum__checkpoints(sum, &m);
+	cr_assert_eq(m, n);
+	cr_assert_gt(n, COLLECTOR_MAX_CHECKPOINTS / 2 - 1, "the test did not make them halve");
+	for (size_t k = 0; k < n; k++) {
+		cr_assert_eq(sk[k].ts, ck[k].ts, "checkpoint %zu", k);
+		cr_assert_float_eq(sk[k].inuse_space, ck[k].inuse_space,
+				   1e-6 * ck[k].inuse_space + 1);
+		cr_assert_float_eq(sk[k].alloc_space, ck[k].alloc_space,
+				   1e-6 * ck[k].alloc_space + 1);
+	}
+	cr_assert_eq(procsum__peak(sum)->ts, collector__peak(c)->ts);
+	cr_assert_eq(procsum__peak(sum)->inuse_bytes, collector__peak(c)->inuse_bytes);
+	cr_assert_eq(procsum__totals(sum)->inuse_bytes, collector__totals(c)->inuse_bytes);
+	cr_assert_eq(procsum__totals(sum)->ts, collector__totals(c)->ts);
+	procsum__free(sum);
+	collector__free(c);
+}
+
+static int64_t wall_same(uint64_t ts, const void *arg)
+{
+	(void)arg;
+	return (int64_t)ts;
+}
+
+/*
+ * A parent that holds 4 KiB and a child that holds 4 MiB for 30 ms,
+ * between two checkpoints: the sum's peak is both together, its
+ * checkpoints each the sum then, and the timeline built from them holds the
+ * peak at its own time, so the summary's sparkline max is the peak's.
+ */
+Test(leaks, sum_over_processes_and_its_peak_between_checkpoints)
+{
+	struct collector *parent = new_collector(), *child = new_collector();
+	struct hb_profile *p = calloc(1, sizeof(*p));
+	const uint64_t t0 = 1000000000ULL, big = 64 << 10;
+	const double w = hb_unbias_bytes(4096, PERIOD), wb = hb_unbias_bytes(big, PERIOD);
+	const struct collector_totals *ck, *pk;
+	struct procsum *sum;
+	char *out = NULL, text[160], want[200], b[32];
+	size_t n, len = 0;
+	FILE *f;
+
+	cr_assert_not_null(p);
+	cr_assert_eq(procsum__new(&sum), 0);
+	sum_alloc(sum, parent, 0, 0x1000, 4096, t0);
+	for (uint64_t i = 0; i < 64; i++)
+		sum_alloc(sum, child, 1, 0x100000 + i * big, big, t0 + 150 * MS + i);
+	for (uint64_t i = 0; i < 64; i++)
+		sum_free(sum, child, 0x100000 + i * big, big, t0 + 180 * MS + i);
+	sum_alloc(sum, parent, 0, 0x2000, 4096, t0 + 250 * MS);
+
+	pk = procsum__peak(sum);
+	cr_assert_eq(pk->inuse_bytes, 4096 + 64 * (int64_t)big);
+	cr_assert_eq(pk->ts, t0 + 150 * MS + 63);
+	cr_assert_float_eq(pk->inuse_space, w + 64 * wb, 1e-6 * pk->inuse_space);
+	/* each process's own peak is its own, not the sum's */
+	cr_assert_eq(collector__peak(parent)->inuse_bytes, 8192);
+	cr_assert_eq(collector__peak(child)->inuse_bytes, 64 * (int64_t)big);
+	ck = procsum__checkpoints(sum, &n);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(ck[0].ts, t0);
+	cr_assert_float_eq(ck[0].inuse_space, 0, 1e-9);
+	cr_assert_eq(ck[1].ts, t0 + 100 * MS);
+	cr_assert_float_eq(ck[1].inuse_space, w, 1e-6 * w);
+	cr_assert_eq(ck[2].ts, t0 + 200 * MS);
+	cr_assert_float_eq(ck[2].inuse_space, w, 1e-6 * w, "the child's frees are in the sum");
+	cr_assert_float_eq(ck[2].alloc_space, w + 64 * wb, 1e-6 * (w + 64 * wb));
+	cr_assert_eq(procsum__totals(sum)->ts, t0 + 250 * MS);
+
+	/* the timeline: checkpoints, the peak between the second and the third, now */
+	cr_assert_eq(report_timeline(p, ck, n, procsum__totals(sum), pk, wall_same, NULL), 0);
+	cr_assert_eq(p->ntimeline, 5);
+	cr_assert_eq(p->timeline[2].time_nanos, (int64_t)pk->ts);
+	cr_assert_float_eq(p->timeline[2].inuse_space, pk->inuse_space, 1e-9);
+	cr_assert_eq(p->timeline[4].time_nanos, (int64_t)(t0 + 250 * MS));
+	for (size_t i = 1; i < p->ntimeline; i++)
+		cr_assert_gt(p->timeline[i].time_nanos, p->timeline[i - 1].time_nanos);
+	/* the peak's point takes its interval's rate: no spike from a few ns after a checkpoint */
+	cr_assert_float_eq(p->timeline[2].alloc_rate, p->timeline[3].alloc_rate, 1e-6);
+	cr_assert_float_eq(p->timeline[3].alloc_rate, (64 * wb) / 0.1, 1e-6 * 64 * wb / 0.1);
+	cr_assert_eq(p->peak_time_nanos, (int64_t)pk->ts);
+
+	f = open_memstream(&out, &len);
+	cr_assert_not_null(f);
+	summary_timeline(f, p, NULL, "");
+	fclose(f);
+	cr_assert_eq(summary_peak_text(text, sizeof(text), p), 0);
+	summary_bytes(b, sizeof(b), pk->inuse_space);
+	snprintf(want, sizeof(want), "  max %s (estimated)\n", b);
+	cr_assert(strstr(out, want), "no \"%s\" in:\n%s", want, out);
+	cr_assert(strstr(out, text), "%s", out);
+	cr_assert(strstr(out, "heapbpf: in use over 250.0 ms "), "%s", out);
+	free(out);
+	hb_profile__free(p);
+	procsum__free(sum);
+	collector__free(parent);
+	collector__free(child);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The live process as a memory image (user/memsrc_proc.c), read from the
+ * The live process as a memory image (user/heap/memsrc_proc.c), read from the
  * test's own process: reads equal the memory, across the cache's runs and
  * past them; what a read kept is served until fresh(), and after it the
  * memory as it is now; a read past the end of a mapping fails as

@@ -199,29 +199,150 @@ Test(output, target_is_a_directory)
 }
 
 /*
- * -o /dev/null, a pipe: written in place; renaming over it would put a
- * regular file where the device or the pipe was (it did, to /dev/null).
+ * A pipe planted where the profile goes: refused at once, never written
+ * (a reader would get the profile) and never waited on (with no reader,
+ * open() blocked heapbpf forever, signals ignored, its lock held).
  */
-Test(output, pipe_is_written_in_place_not_replaced)
+Test(output, pipe_is_refused_without_blocking)
 {
 	char *path = path_in_dir("fifo");
-	char got[16] = "";
+	char got[16];
 	struct stat st;
 	int rfd;
 
 	cr_assert_eq(mkfifo(path, 0644), 0);
-	/* a reader first, so that opening the writing end does not wait */
+	/* no reader: the open that blocked forever */
+	cr_assert_eq(output_write_atomic(path, write_text, "through\n"), -OUTPUT_ESPECIAL);
+	/* a reader: still nothing reaches it */
 	rfd = open(path, O_RDONLY | O_NONBLOCK);
 	cr_assert_geq(rfd, 0);
-	cr_assert_eq(output_write_atomic(path, write_text, "through\n"), 0);
-	cr_assert_eq(read(rfd, got, sizeof(got) - 1), 8);
-	cr_assert_str_eq(got, "through\n");
+	cr_assert_eq(output_write_atomic(path, write_text, "through\n"), -OUTPUT_ESPECIAL);
+	cr_assert_eq(read(rfd, got, sizeof(got)), 0, "the pipe got data");
 	close(rfd);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert(S_ISFIFO(st.st_mode), "the pipe was replaced");
 	cr_assert_eq(st.st_mode & 07777, 0644, "its mode was changed");
+	cr_assert(strstr(output_strerror(-OUTPUT_ESPECIAL), "not a regular file"));
 	assert_listing("fifo");
 	free(path);
+}
+
+/* A link planted where the profile goes: neither followed nor replaced; its target untouched. */
+Test(output, symlink_is_refused_and_its_target_untouched)
+{
+	char *target = path_in_dir("victim"), *link = path_in_dir("heap.pb.gz");
+	struct stat st;
+	int fd;
+
+	fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "precious\n", 9), 9);
+	close(fd);
+	cr_assert_eq(symlink(target, link), 0);
+	cr_assert_eq(output_write_buffer(link, "profile", 7), -OUTPUT_ESYMLINK);
+	assert_content(target, "precious\n");
+	cr_assert_eq(stat(target, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0644);
+	cr_assert_eq(lstat(link, &st), 0);
+	cr_assert(S_ISLNK(st.st_mode), "the link was replaced");
+	/* a dangling link (to a file the link would create) is refused the same */
+	cr_assert_eq(unlink(target), 0);
+	cr_assert_eq(output_write_buffer(link, "profile", 7), -OUTPUT_ESYMLINK);
+	cr_assert_eq(stat(target, &st), -1, "the link's target was created");
+	assert_listing("heap.pb.gz");
+	free(target);
+	free(link);
+}
+
+/* A device (a link to one is refused as a link): refused; /dev/null alone is written. */
+Test(output, devices_are_refused_but_dev_null)
+{
+	cr_assert_eq(output_write_buffer("/dev/zero", "x", 1), -OUTPUT_ESPECIAL);
+	cr_assert_eq(output_write_buffer("/dev/null", "x", 1), 0);
+	cr_assert_eq(output_write_atomic("/dev/null", write_text, "gone\n"), 0);
+}
+
+/* -o into a directory others can write: refused unless sticky, or unless insisted on. */
+Test(output, shared_directory_is_refused_unless_sticky_or_allowed)
+{
+	char *path = path_in_dir("heap.pb.gz");
+
+	cr_assert_eq(chmod(dir, 0777), 0);
+	cr_assert_eq(output_write_buffer(path, "x", 1), -OUTPUT_ESHARED);
+	assert_listing("");
+	cr_assert(strstr(output_strerror(-OUTPUT_ESHARED), "--allow-shared-dir"));
+	/* group-writable by a group not root's is other users too */
+	cr_assert_eq(chown(dir, 0, 65534), 0);
+	cr_assert_eq(chmod(dir, 0770), 0);
+	cr_assert_eq(output_write_buffer(path, "x", 1), -OUTPUT_ESHARED);
+	/* root's group: root's */
+	cr_assert_eq(chown(dir, 0, 0), 0);
+	cr_assert_eq(output_write_buffer(path, "x", 1), 0);
+	/* sticky, as /tmp: others can no longer rename or remove heapbpf's files */
+	cr_assert_eq(chmod(dir, 01777), 0);
+	cr_assert_eq(output_write_buffer(path, "y", 1), 0);
+	assert_content(path, "y");
+	/* the operator insists */
+	cr_assert_eq(chmod(dir, 0777), 0);
+	output_allow_shared_dir(true);
+	cr_assert_eq(output_write_buffer(path, "z", 1), 0);
+	output_allow_shared_dir(false);
+	assert_content(path, "z");
+	cr_assert_eq(chmod(dir, 0700), 0);
+	free(path);
+}
+
+/* heapbpf's own directories (spool, state): another user's is refused, sticky or not. */
+Test(output, private_directory_must_be_ours_and_closed)
+{
+	int fd;
+
+	fd = output_open_dir(dir, OUTPUT_DIR_PRIVATE);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(chmod(dir, 01777), 0);
+	cr_assert_eq(output_open_dir(dir, OUTPUT_DIR_PRIVATE), -OUTPUT_ESHARED);
+	cr_assert_eq(chmod(dir, 0700), 0);
+	cr_assert_eq(chown(dir, 65534, 65534), 0);
+	cr_assert_eq(output_open_dir(dir, OUTPUT_DIR_PRIVATE), -OUTPUT_EOWNER);
+	/* files (a profile) may still go into another user's closed directory */
+	fd = output_open_dir(dir, OUTPUT_DIR_FILES);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(chown(dir, 0, 0), 0);
+	cr_assert_eq(output_open_dir("/dev/null", OUTPUT_DIR_FILES), -OUTPUT_ENOTDIR);
+}
+
+/* A recording's file: a new one of ours renamed in at once, never another's truncated. */
+Test(output, create_replacing_makes_a_new_file_of_ours)
+{
+	char *path = path_in_dir("rec.hbr"), *target = path_in_dir("victim");
+	struct stat before, after;
+	int fd;
+
+	/* another user's file there, which they could read if it were reused */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "old", 3), 3);
+	cr_assert_eq(fchown(fd, 65534, 65534), 0);
+	close(fd);
+	cr_assert_eq(stat(path, &before), 0);
+	cr_assert_eq(output_create_replacing(path, 0600, &fd), 0);
+	cr_assert_eq(write(fd, "new", 3), 3);
+	close(fd);
+	cr_assert_eq(stat(path, &after), 0);
+	cr_assert_neq(after.st_ino, before.st_ino, "the old file was reused");
+	cr_assert_eq(after.st_uid, geteuid());
+	cr_assert_eq(after.st_mode & 07777, 0600);
+	assert_content(path, "new");
+	assert_listing("rec.hbr");
+	/* a link: refused, its target not created */
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(symlink(target, path), 0);
+	cr_assert_eq(output_create_replacing(path, 0600, &fd), -OUTPUT_ESYMLINK);
+	cr_assert_eq(stat(target, &after), -1);
+	free(path);
+	free(target);
 }
 
 Test(output, write_error_from_the_file)

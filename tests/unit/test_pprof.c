@@ -14,27 +14,9 @@
 #include <zlib.h>
 
 #include "pprof.h"
+#include "harness.h"
 
 #define PROTO_DIR "/usr/share/gocode/src/github.com/google/pprof/proto"
-
-static char *xstrdup(const char *s)
-{
-	char *r;
-
-	if (!s)
-		return NULL;
-	r = strdup(s);
-	cr_assert_not_null(r);
-	return r;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-	void *r = calloc(n, size);
-
-	cr_assert_not_null(r);
-	return r;
-}
 
 /* The expected content of each location's lines, callee first. */
 struct exp_line {
@@ -87,16 +69,16 @@ static const struct exp_sample exp_samples[] = {
 
 static struct hb_profile *make_profile(bool raw)
 {
-	struct hb_profile *p = xcalloc(1, sizeof(*p));
+	struct hb_profile *p = hb_xcalloc(1, sizeof(*p));
 
 	p->nmappings = 2;
-	p->mappings = xcalloc(2, sizeof(*p->mappings));
+	p->mappings = hb_xcalloc(2, sizeof(*p->mappings));
 	p->mappings[0] = (struct hb_mapping){
 		.start = 0x400000,
 		.limit = 0x500000,
 		.file_offset = 0,
-		.path = xstrdup("/usr/bin/app"),
-		.build_id = xstrdup("0123456789abcdef0123456789abcdef01234567"),
+		.path = hb_xstrdup("/usr/bin/app"),
+		.build_id = hb_xstrdup("0123456789abcdef0123456789abcdef01234567"),
 		.has_functions = true,
 		.has_filenames = true,
 		.has_line_numbers = true,
@@ -106,37 +88,37 @@ static struct hb_profile *make_profile(bool raw)
 		.start = 0x7f0000000000,
 		.limit = 0x7f0000100000,
 		.file_offset = 0x1000,
-		.path = xstrdup("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"),
-		.build_id = xstrdup("fedcba9876543210"),
+		.path = hb_xstrdup("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"),
+		.build_id = hb_xstrdup("fedcba9876543210"),
 		.has_functions = true,
 	};
 
 	p->nlocations = NLOCS;
-	p->locations = xcalloc(NLOCS, sizeof(*p->locations));
+	p->locations = hb_xcalloc(NLOCS, sizeof(*p->locations));
 	for (size_t i = 0; i < NLOCS; i++) {
 		struct hb_location *l = &p->locations[i];
 
 		l->address = exp_locs[i].address;
 		l->mapping = exp_locs[i].mapping;
 		l->nlines = exp_locs[i].nlines;
-		l->lines = xcalloc(l->nlines + 1, sizeof(*l->lines));
+		l->lines = hb_xcalloc(l->nlines + 1, sizeof(*l->lines));
 		for (uint32_t j = 0; j < l->nlines; j++) {
 			const struct exp_line *e = &exp_locs[i].lines[j];
 
-			l->lines[j].function = xstrdup(e->function);
-			l->lines[j].system_name = xstrdup(e->system_name);
-			l->lines[j].file = xstrdup(e->file);
+			l->lines[j].function = hb_xstrdup(e->function);
+			l->lines[j].system_name = hb_xstrdup(e->system_name);
+			l->lines[j].file = hb_xstrdup(e->file);
 			l->lines[j].line = e->line;
 		}
 	}
 
 	p->nsamples = NSAMPLES;
-	p->samples = xcalloc(NSAMPLES, sizeof(*p->samples));
+	p->samples = hb_xcalloc(NSAMPLES, sizeof(*p->samples));
 	for (size_t i = 0; i < NSAMPLES; i++) {
 		struct hb_sample *s = &p->samples[i];
 
 		s->nlocs = exp_samples[i].nlocs;
-		s->locs = xcalloc(s->nlocs, sizeof(*s->locs));
+		s->locs = hb_xcalloc(s->nlocs, sizeof(*s->locs));
 		memcpy(s->locs, exp_samples[i].locs, s->nlocs * sizeof(*s->locs));
 		memcpy(s->v, exp_samples[i].v, sizeof(s->v));
 	}
@@ -146,9 +128,9 @@ static struct hb_profile *make_profile(bool raw)
 	p->duration_nanos = 30000000000LL;
 	p->raw = raw;
 	p->ncomments = 2;
-	p->comments = xcalloc(2, sizeof(*p->comments));
-	p->comments[0] = xstrdup("heapbpf 0.1 pid=1234");
-	p->comments[1] = xstrdup("jemalloc 5.3.0");
+	p->comments = hb_xcalloc(2, sizeof(*p->comments));
+	p->comments[0] = hb_xstrdup("heapbpf 0.1 pid=1234");
+	p->comments[1] = hb_xstrdup("jemalloc 5.3.0");
 	return p;
 }
 
@@ -398,7 +380,7 @@ Test(pprof, samples)
 
 Test(pprof, empty_profile)
 {
-	struct hb_profile *p = xcalloc(1, sizeof(*p));
+	struct hb_profile *p = hb_xcalloc(1, sizeof(*p));
 	Perftools__Profiles__Profile *prof = roundtrip(p);
 
 	cr_assert_eq(prof->n_sample_type, 4);
@@ -447,7 +429,7 @@ static char *read_file(const char *path)
 	n = ftell(f);
 	cr_assert_geq(n, 0);
 	rewind(f);
-	buf = xcalloc(n + 1, 1);
+	buf = hb_xcalloc(n + 1, 1);
 	cr_assert_eq(fread(buf, 1, n, f), (size_t)n);
 	fclose(f);
 	return buf;
@@ -513,35 +495,35 @@ static int cmp_strp(const void *a, const void *b)
 Test(pprof, many_strings)
 {
 	enum { N = 30000, NFILES = 1000 };
-	struct hb_profile *p = xcalloc(1, sizeof(*p));
+	struct hb_profile *p = hb_xcalloc(1, sizeof(*p));
 	Perftools__Profiles__Profile *prof;
 	char buf[64];
 	char **sorted;
 
 	p->nmappings = 1;
-	p->mappings = xcalloc(1, sizeof(*p->mappings));
-	p->mappings[0].path = xstrdup("/bin/big");
-	p->mappings[0].build_id = xstrdup("aa");
+	p->mappings = hb_xcalloc(1, sizeof(*p->mappings));
+	p->mappings[0].path = hb_xstrdup("/bin/big");
+	p->mappings[0].build_id = hb_xstrdup("aa");
 	p->nlocations = N;
-	p->locations = xcalloc(N, sizeof(*p->locations));
+	p->locations = hb_xcalloc(N, sizeof(*p->locations));
 	for (int i = 0; i < N; i++) {
 		struct hb_location *l = &p->locations[i];
 
 		l->address = 0x1000 + i;
 		l->mapping = 1;
 		l->nlines = 1;
-		l->lines = xcalloc(1, sizeof(*l->lines));
+		l->lines = hb_xcalloc(1, sizeof(*l->lines));
 		snprintf(buf, sizeof(buf), "fn_%d", i);
-		l->lines[0].function = xstrdup(buf);
+		l->lines[0].function = hb_xstrdup(buf);
 		snprintf(buf, sizeof(buf), "src_%d.c", i % NFILES);
-		l->lines[0].file = xstrdup(buf);
+		l->lines[0].file = hb_xstrdup(buf);
 		l->lines[0].line = i;
 	}
 	p->nsamples = N;
-	p->samples = xcalloc(N, sizeof(*p->samples));
+	p->samples = hb_xcalloc(N, sizeof(*p->samples));
 	for (int i = 0; i < N; i++) {
 		p->samples[i].nlocs = 2;
-		p->samples[i].locs = xcalloc(2, sizeof(uint32_t));
+		p->samples[i].locs = hb_xcalloc(2, sizeof(uint32_t));
 		p->samples[i].locs[0] = i;
 		p->samples[i].locs[1] = (i + 1) % N;
 		p->samples[i].v[HB_ALLOC_SPACE] = i;
@@ -551,7 +533,7 @@ Test(pprof, many_strings)
 	/* "", 4 type names, count, bytes, space, path, build id, functions, files */
 	cr_assert_eq(prof->n_string_table, 10 + N + NFILES);
 	cr_assert_eq(prof->n_function, N);
-	sorted = xcalloc(prof->n_string_table, sizeof(*sorted));
+	sorted = hb_xcalloc(prof->n_string_table, sizeof(*sorted));
 	memcpy(sorted, prof->string_table, prof->n_string_table * sizeof(*sorted));
 	qsort(sorted, prof->n_string_table, sizeof(*sorted), cmp_strp);
 	for (size_t i = 1; i < prof->n_string_table; i++)
@@ -628,7 +610,7 @@ Test(pprof, decode_limit_is_on_output)
 {
 	size_t big = 2 << 20, cap = 64 << 10, n;
 	Perftools__Profiles__Profile *prof = NULL;
-	uint8_t *zeros = xcalloc(big, 1), *gz = xcalloc(cap, 1);
+	uint8_t *zeros = hb_xcalloc(big, 1), *gz = hb_xcalloc(cap, 1);
 
 	n = gzip_into(zeros, big, gz, cap);
 	cr_assert_lt(n, 16 << 10);
@@ -645,7 +627,7 @@ Test(pprof, decode_multi_member_gzip)
 	struct hb_profile *p = make_profile(true);
 	Perftools__Profiles__Profile *ref = roundtrip(p), *prof = NULL;
 	size_t packed_len = perftools__profiles__profile__get_packed_size(ref), n;
-	uint8_t *packed = xcalloc(packed_len, 1), *gz = xcalloc(2 * packed_len + 256, 1);
+	uint8_t *packed = hb_xcalloc(packed_len, 1), *gz = hb_xcalloc(2 * packed_len + 256, 1);
 
 	perftools__profiles__profile__pack(ref, packed);
 	/* two gzip members, as `cat a.gz b.gz` would make */
@@ -690,7 +672,7 @@ Test(pprof, streamed_samples_pack_like_the_whole_message)
 		s->pid = i % 2 ? 4242 : 0;
 		s->diff_base = i == 1;
 		s->nlabels = (uint32_t)(i % 3);
-		s->labels = xcalloc(2, sizeof(*s->labels));
+		s->labels = hb_xcalloc(2, sizeof(*s->labels));
 		s->labels[0] = (struct hb_label){ "lifetime_p50", "nanoseconds", -7 - (int64_t)i };
 		s->labels[1] = (struct hb_label){ "freed", NULL, 1LL << 40 };
 	}
@@ -698,9 +680,9 @@ Test(pprof, streamed_samples_pack_like_the_whole_message)
 	cr_assert_eq(pprof_encode(p, &gz, &len), 0);
 	cr_assert_eq(pprof_decode(gz, len, &prof), 0);
 	plen = perftools__profiles__profile__get_packed_size(prof);
-	packed = xcalloc(plen + 1, 1);
+	packed = hb_xcalloc(plen + 1, 1);
 	perftools__profiles__profile__pack(prof, packed);
-	raw = xcalloc(plen + 1, 1);
+	raw = hb_xcalloc(plen + 1, 1);
 	cr_assert_eq(inflateInit2(&zs, 15 + 16), Z_OK);
 	zs.next_in = gz;
 	zs.avail_in = (uInt)len;
@@ -717,5 +699,66 @@ Test(pprof, streamed_samples_pack_like_the_whole_message)
 	free(gz);
 	free(raw);
 	free(packed);
+	hb_profile__free(p);
+}
+
+/* n empty samples: field 2 (sample), length-delimited, of length 0; gzipped into *gz. */
+static size_t empty_samples(size_t n, uint8_t **gz)
+{
+	uint8_t *raw = hb_xcalloc(2 * n, 1);
+	size_t cap = 2 * n / 100 + 4096, len;
+
+	for (size_t i = 0; i < n; i++)
+		raw[2 * i] = 0x12;
+	*gz = hb_xcalloc(cap, 1);
+	len = gzip_into(raw, 2 * n, *gz, cap);
+	free(raw);
+	return len;
+}
+
+/*
+ * 16 MB of empty samples (a 16 KiB gzip) is some 1 GB once protobuf-c has
+ * unpacked it: refused within the budget, not after. 100k of them fit.
+ */
+Test(pprof, decode_memory_is_bounded_by_the_message)
+{
+	Perftools__Profiles__Profile *prof = NULL;
+	uint8_t *gz;
+	size_t n = empty_samples(8 << 20, &gz);
+
+	cr_assert_lt(n, 64 << 10);
+	cr_assert_eq(pprof_decode(gz, n, &prof), -E2BIG);
+	cr_assert_null(prof);
+	free(gz);
+
+	n = empty_samples(100000, &gz);
+	cr_assert_eq(pprof_decode(gz, n, &prof), 0);
+	cr_assert_eq(prof->n_sample, 100000);
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+	free(gz);
+}
+
+/* A budget run out anywhere in the message frees what was unpacked (ASan checks the leaks). */
+Test(pprof, decode_budget_fails_cleanly_at_every_size)
+{
+	struct hb_profile *p = make_profile(true);
+	Perftools__Profiles__Profile *prof = NULL;
+	size_t len, need = 0;
+	uint8_t *gz;
+
+	cr_assert_eq(pprof_encode(p, &gz, &len), 0);
+	for (size_t budget = 0; !need; budget += 16) {
+		int rc = pprof_decode_mem(gz, len, PPROF_DECODE_MAX, budget, &prof);
+
+		if (rc == 0) {
+			need = budget;
+			break;
+		}
+		cr_assert_eq(rc, -E2BIG, "budget %zu: %d", budget, rc);
+		cr_assert_null(prof);
+	}
+	cr_assert_eq(prof->n_sample, p->nsamples);
+	perftools__profiles__profile__free_unpacked(prof, NULL);
+	free(gz);
 	hb_profile__free(p);
 }

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 #include "pyro_auth.h"
@@ -73,9 +75,9 @@ Test(pyroscope, credentials_from_environment_and_files)
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", "t\r\nX-Evil: 1", 1);
 	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
 	cr_assert_null(strstr(err, "Evil"), "%s", err);
-	/* a token over plain http to another host */
+	/* a token over plain http to another host (an address: nothing is resolved or sent) */
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", "tok", 1);
-	po.url = "http://p.example";
+	po.url = "http://192.0.2.1";
 	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
 	po.url = "http://127.0.0.1:4040";
 	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
@@ -90,12 +92,148 @@ Test(pyroscope, secrets_are_redacted_from_messages)
 
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", "tok-s3cret", 1);
 	setenv("HEAPBPF_PYROSCOPE_TENANT", "ab", 1);
-	cr_assert_eq(pyro_auth__new("http://localhost:4040/ingest", &a, err, sizeof(err)), 0, "%s",
-		     err);
+	cr_assert_eq(pyro_auth__new("http://localhost:4040/ingest", NULL, &a, err, sizeof(err)), 0,
+		     "%s", err);
 	snprintf(msg, sizeof(msg), "HTTP 401: bad token tok-s3cret (tok-s3cret) for ab");
 	pyro_auth__redact(a, msg);
 	/* a two-character secret would redact half of every message: kept */
 	cr_assert_str_eq(msg, "HTTP 401: bad token *** (***) for ab");
+	pyro_auth__free(a);
+}
+
+/* The Authorization header's value, echoed by a server: the base64 of user:password. */
+Test(pyroscope, basic_auth_header_value_is_redacted)
+{
+	struct pyro_auth *a = NULL;
+	char err[512], msg[512];
+
+	/* "12345:pw-b0a710ad" in base64; the user alone occurs in the base64 too ("MTIz") */
+	setenv("HEAPBPF_PYROSCOPE_USER", "12345", 1);
+	setenv("HEAPBPF_PYROSCOPE_PASSWORD", "pw-b0a710ad", 1);
+	cr_assert_eq(pyro_auth__new("https://p.example/ingest", NULL, &a, err, sizeof(err)), 0,
+		     "%s", err);
+	snprintf(msg, sizeof(msg),
+		 "HTTP 400: echo Authorization: Basic MTIzNDU6cHctYjBhNzEwYWQ= "
+		 "user 12345");
+	pyro_auth__redact(a, msg);
+	cr_assert_str_eq(msg, "HTTP 400: echo Authorization: Basic *** user ***");
+	pyro_auth__free(a);
+	unsetenv("HEAPBPF_PYROSCOPE_USER");
+	unsetenv("HEAPBPF_PYROSCOPE_PASSWORD");
+	/* a secret that reads like the mark itself: redacted once, not forever */
+	setenv("HEAPBPF_PYROSCOPE_TOKEN", "***", 1);
+	cr_assert_eq(pyro_auth__new("https://p.example/ingest", NULL, &a, err, sizeof(err)), 0,
+		     "%s", err);
+	snprintf(msg, sizeof(msg), "a *** b");
+	pyro_auth__redact(a, msg);
+	cr_assert_str_eq(msg, "a *** b");
+	pyro_auth__free(a);
+	unsetenv("HEAPBPF_PYROSCOPE_TOKEN");
+}
+
+/* Refused, with one sentence naming why and not repeating a password. */
+static void refused(const char *url, const char *why)
+{
+	char pin[512] = "x", err[512] = "";
+
+	cr_assert_eq(pyro_auth_transport(url, pin, sizeof(pin), err, sizeof(err)), -EINVAL,
+		     "%s passed", url);
+	cr_assert(strstr(err, why), "%s: %s", url, err);
+	cr_assert_null(strchr(err, '\n'), "%s", err);
+	cr_assert_null(strstr(err, "hunter2"), "%s", err);
+	cr_assert_str_eq(pin, "");
+}
+
+/* Allowed; pin is what the request is pinned to. */
+static void allowed(const char *url, const char *want_pin)
+{
+	char pin[512], err[512] = "";
+
+	cr_assert_eq(pyro_auth_transport(url, pin, sizeof(pin), err, sizeof(err)), 0, "%s: %s", url,
+		     err);
+	cr_assert_str_eq(pin, want_pin, "%s", url);
+}
+
+Test(pyroscope, credentials_go_to_loopback_addresses_or_over_https)
+{
+	/*
+	 * Names that only start like the loopback's are refused by what they
+	 * resolve to: tests/integration/test_pyro_creds.c, in a network namespace
+	 * of its own with its own /etc/hosts (a unit test here would ask the
+	 * machine's resolver, off the host).
+	 */
+	allowed("https://p.example:4040/ingest", "");
+	allowed("HTTPS://P.example/ingest", "");
+	allowed("http://127.0.0.1:4040/ingest", "");
+	allowed("HTTP://127.0.0.1:4040/ingest", "");
+	allowed("http://127.1.2.3:4040/ingest", "");
+	allowed("http://[::1]:4040/ingest", "");
+	/* libcurl's reading of an address: 0x7f000001 is 127.0.0.1 */
+	allowed("http://0x7f000001:4040/ingest", "");
+	refused("http://0x0a000001:4040/ingest", "10.0.0.1 is not a loopback address");
+	refused("http://10.1.2.3:4040/ingest", "10.1.2.3 is not a loopback address");
+	refused("http://0.0.0.0:4040/ingest", "0.0.0.0 is not a loopback address");
+	refused("http://128.0.0.1/ingest", "not a loopback address");
+	refused("http://[::2]:4040/ingest", "::2 is not a loopback address");
+	refused("http://[::ffff:127.0.0.1]:4040/ingest", "not a loopback address");
+	refused("http://[fe80::1%25lo]:4040/ingest", "not a loopback address");
+	/* userinfo: libcurl's host is after the @ */
+	refused("http://127.0.0.1@10.1.2.3/ingest", "credentials in the URL");
+	refused("http://u:hunter2@127.0.0.1/ingest", "credentials in the URL");
+	refused("ftp://127.0.0.1/ingest", "http:// or https://");
+}
+
+/* localhost resolves to loopback addresses only: allowed, and pinned to what it resolved to. */
+Test(pyroscope, a_loopback_name_is_pinned_to_its_addresses)
+{
+	char pin[512], err[512] = "", *addr, *save = NULL;
+
+	cr_assert_eq(pyro_auth_transport("http://localhost:4040/ingest", pin, sizeof(pin), err,
+					 sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(strncmp(pin, "localhost:4040:", 15), 0, "%s", pin);
+	cr_assert_neq(pin[15], '\0', "%s", pin);
+	for (addr = strtok_r(pin + 15, ",", &save); addr; addr = strtok_r(NULL, ",", &save))
+		cr_assert(strncmp(addr, "127.", 4) == 0 || strcmp(addr, "[::1]") == 0, "%s", addr);
+	/* the scheme's port when the URL has none */
+	cr_assert_eq(pyro_auth_transport("http://LOCALHOST/ingest", pin, sizeof(pin), err,
+					 sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(strncasecmp(pin, "localhost:80:", 13), 0, "%s", pin);
+}
+
+Test(pyroscope, a_credential_takes_no_proxy_but_the_named_one)
+{
+	struct pyro_opts po = { .url = "http://127.0.0.1:4040", .spool_dir = "/tmp", .timeout = 1 };
+	struct pyro_auth *a = NULL;
+	struct pyro *p = NULL;
+	char err[512];
+
+	/* a token over http through a proxy: the proxy would read it */
+	setenv("HEAPBPF_PYROSCOPE_TOKEN", "tok-s3cret", 1);
+	po.proxy = "http://127.0.0.1:3128";
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "--pyroscope-proxy would see the credentials"), "%s", err);
+	po.url = "https://p.example";
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	pyro__free(p);
+	/* no secret on the command line, and a proxy libcurl knows */
+	po.proxy = "http://u:hunter2@127.0.0.1:3128";
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_null(strstr(err, "hunter2"), "%s", err);
+	po.proxy = "ftp://127.0.0.1:21";
+	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "--pyroscope-proxy needs a URL"), "%s", err);
+	/* a token to localhost: pinned to the addresses checked */
+	cr_assert_eq(pyro_auth__new("http://localhost:4040/ingest", NULL, &a, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(strncmp(pyro_auth__pin(a), "localhost:4040:", 15), 0, "%s", pyro_auth__pin(a));
+	pyro_auth__free(a);
+	unsetenv("HEAPBPF_PYROSCOPE_TOKEN");
+	/* without a credential nothing is resolved, nor pinned */
+	cr_assert_eq(pyro_auth__new("http://localhost:4040/ingest", NULL, &a, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_str_eq(pyro_auth__pin(a), "");
 	pyro_auth__free(a);
 }
 
@@ -139,14 +277,22 @@ Test(pyroscope, an_unreachable_server_keeps_the_spool)
 	f = fopen(path, "w");
 	fputs("not a spool file", f);
 	fclose(f);
+	cr_assert_eq(chmod(path, 0600), 0);
+	/* another file heapbpf did not write (its mode): left alone, never pushed */
+	snprintf(path, sizeof(path), "%s/00000000T000000Z-000000000-2.spool", hb_tmpdir());
+	f = fopen(path, "w");
+	fputs("HBSPOOL1\nname=forged{}\nfrom=1\nuntil=2\n\nbody", f);
+	fclose(f);
+	cr_assert_eq(chmod(path, 0644), 0);
 	/* retries 0: the first attempt fails and delivery stops there, keeping the rest */
 	pyro__flush(p, true, 0, &r);
 	cr_assert_eq(r.rejected, 1);
+	cr_assert_eq(r.foreign, 1);
 	cr_assert_eq(r.sent, 0);
 	cr_assert_eq(r.pending, 2);
 	cr_assert_not(r.auth_failed);
 	cr_assert_not(r.busy);
-	cr_assert_eq(spool_files(), 2);
+	cr_assert_eq(spool_files(), 3);
 	pyro__free(p);
 }
 

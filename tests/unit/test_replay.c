@@ -4,6 +4,7 @@
  * between the flag going on and the recorded start instant belongs to the
  * window (a live run counts it), and --from/--to still cut by time.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,4 +101,93 @@ Test(replay, from_and_to_cut_by_time)
 	cr_assert_eq(allocs_between(path, 1, -1), 1);
 	cr_assert_eq(allocs_between(path, 2, 3), 1);
 	cr_assert_eq(allocs_between(path, 0.6, 2), 0);
+}
+
+/*
+ * A recording of one allocation at event_ts, with one header value
+ * overridden (key=value, or NULL) and a STOP record of duration_ns; what
+ * replay__load returns for it, its message in err.
+ */
+static int load_crafted(const char *meta, uint64_t event_ts, uint64_t duration_ns, char *err,
+			size_t errlen)
+{
+	struct rec_stop st = { .stop_mono_ns = START_NS + 1000, .duration_ns = duration_ns };
+	struct replay_opts o = { .to = -1, .no_symbols = true };
+	struct heapbpf_alloc_event a;
+	struct replay *r = NULL;
+	char path[PATH_MAX], key[32];
+	struct recorder *rec;
+	const char *eq = meta ? strchr(meta, '=') : NULL;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/crafted.hbr", dir);
+	cr_assert_eq(recorder__open(path, &rec), 0);
+	cr_assert_eq(recorder__meta(rec, "lg_prof_sample", "19"), 0);
+	cr_assert_eq(recorder__meta(rec, "jemalloc_path", "/usr/bin/service"), 0);
+	cr_assert_eq(recorder__meta(rec, "start_mono_ns", "5000000000"), 0);
+	cr_assert_eq(recorder__meta(rec, "start_wall_ns", "1700000000000000000"), 0);
+	if (eq) {
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - meta), meta);
+		cr_assert_eq(recorder__meta(rec, key, eq + 1), 0);
+	}
+	memset(&a, 0, sizeof(a));
+	a.type = HEAPBPF_EV_ALLOC;
+	a.pid = a.tid = 42;
+	a.nframes = 1;
+	a.frames[0] = 0x400000;
+	a.usize = 64;
+	a.tctx = 0x7000;
+	a.ts = event_ts;
+	cr_assert_eq(recorder__event(rec, &a, sizeof(a)), 0);
+	cr_assert_eq(recorder__stop(rec, &st), 0);
+	cr_assert_eq(recorder__close(rec), 0);
+	rc = replay__load(path, &o, &r, err, errlen);
+	cr_assert_eq(!r, rc != 0);
+	replay__free(r);
+	return rc;
+}
+
+Test(replay, a_plausible_crafted_recording_loads)
+{
+	char err[512] = "";
+
+	cr_assert_eq(load_crafted("lg_prof_sample=62", START_NS + 10, 1000000000, err, sizeof(err)),
+		     0, "%s", err);
+}
+
+/* 2^63 bytes does not fit the signed byte figures: it once printed "-9223372036854775808 B". */
+Test(replay, lg_prof_sample_63_is_refused)
+{
+	char err[512] = "";
+
+	cr_assert_eq(load_crafted("lg_prof_sample=63", START_NS, 1000, err, sizeof(err)), -ERANGE,
+		     "%s", err);
+	cr_assert(strstr(err, "its lg_prof_sample, 63, is beyond the sampling periods heapbpf can "
+			      "scale (2^0 to 2^62 bytes)"),
+		  "%s", err);
+}
+
+/* Times whose sums and differences overflowed (main.c, window.c): refused, each in a sentence. */
+Test(replay, absurd_times_are_refused)
+{
+	char err[512] = "";
+
+	cr_assert_eq(load_crafted("start_wall_ns=9223372036854775807", START_NS, 1000, err,
+				  sizeof(err)),
+		     -ERANGE);
+	cr_assert(strstr(err, "its wall-clock start time, 9223372036854775807, is out of range"),
+		  "%s", err);
+	cr_assert_eq(load_crafted("start_wall_ns=18446744073709551615", START_NS, 1000, err,
+				  sizeof(err)),
+		     -ERANGE);
+	cr_assert_eq(load_crafted(NULL, START_NS, INT64_MAX, err, sizeof(err)), -ERANGE);
+	cr_assert(strstr(err, "its duration, 9223372036854775807, is out of range"), "%s", err);
+	cr_assert_eq(load_crafted(NULL, UINT64_MAX, 1000, err, sizeof(err)), -ERANGE);
+	cr_assert(strstr(err, "its event time, 18446744073709551615, is out of range"), "%s", err);
+	cr_assert_eq(load_crafted("start_mono_ns=18446744073709551615", START_NS, 1000, err,
+				  sizeof(err)),
+		     -ERANGE);
+	cr_assert_eq(load_crafted("stop_mono_ns=9223372036854775808", START_NS, 1000, err,
+				  sizeof(err)),
+		     -ERANGE);
 }

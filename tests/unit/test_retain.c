@@ -179,3 +179,58 @@ Test(retain, the_spool_counts_files_one_by_one)
 	cr_assert(exists(".deliver.lock"));
 	spool__free(sp);
 }
+
+Test(retain, snapshots_dated_in_the_future_are_left_alone_and_named)
+{
+	char now[SNAPSHOT_STAMP_LEN + 1], soon[SNAPSHOT_STAMP_LEN + 1], n[3][128], err[256];
+	struct retain_result r;
+
+	/* planted (or a clock that was wrong): they would sort newest of all */
+	touch("heap-29991231T235959Z-1-evil.pb.gz", 100);
+	touch("heap-29991231T235958Z-1-evil.html", 100);
+	for (int i = 0; i < 3; i++) {
+		snapshot_stamp(time(NULL) - 300 + i * 60, now);
+		snprintf(n[i], sizeof(n[i]), "heap-%s-7-app.pb.gz", now);
+		touch(n[i], 100);
+	}
+	/* a little ahead of the clock still counts: a step back of the clock */
+	snapshot_stamp(time(NULL) + RETAIN_FUTURE_SLACK_S / 2, soon);
+	cr_assert_eq(snapshot_stamp_time(soon) / 60, (time(NULL) + RETAIN_FUTURE_SLACK_S / 2) / 60);
+	cr_assert_eq(snapshot_stamp_time("29991231T235959Z"), 32503679999LL);
+	cr_assert_eq(snapshot_stamp_time("2999123xT235959Z"), -1);
+	cr_assert_eq(snapshot_prune(hb_tmpdir(), 2, 0, &r, err, sizeof(err)), 0, "%s", err);
+	/* the two newest real ones stay, the oldest goes; the future ones are not touched */
+	cr_assert_not(exists(n[0]));
+	cr_assert(exists(n[1]));
+	cr_assert(exists(n[2]));
+	cr_assert(exists("heap-29991231T235959Z-1-evil.pb.gz"));
+	cr_assert(exists("heap-29991231T235958Z-1-evil.html"));
+	cr_assert_eq(r.deleted_files, 1);
+	cr_assert_eq(r.groups, 2);
+	cr_assert_eq(r.future_files, 2);
+	cr_assert(strstr(r.future, "heap-29991231T235959Z-1-evil.pb.gz"), "%s", r.future);
+	cr_assert(strstr(r.future, "heap-29991231T235958Z-1-evil.html"), "%s", r.future);
+	/* nor counted by size */
+	cr_assert_eq(r.bytes, 200);
+}
+
+Test(retain, a_long_list_of_future_names_is_cut)
+{
+	struct retain_result r;
+	char err[256];
+
+	for (int i = 0; i < 20; i++) {
+		char n[128];
+
+		snprintf(n, sizeof(n), "heap-299912%02dT000000Z-1-some-long-name.pb.gz",
+			 1 + i % 12);
+		touch(n, 1);
+		snprintf(n, sizeof(n), "heap-2999%02d01T000000Z-%d-x.pb.gz", 1 + i % 12, i);
+		touch(n, 1);
+	}
+	cr_assert_eq(snapshot_prune(hb_tmpdir(), 1, 0, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.deleted_files, 0);
+	cr_assert_geq(r.future_files, 20);
+	cr_assert_lt(strlen(r.future), sizeof(r.future));
+	cr_assert(strstr(r.future, "..."), "%s", r.future);
+}

@@ -45,6 +45,8 @@ static void write_text(const char *name, const char *text)
 	cr_assert_not_null(f, "%s", path);
 	fputs(text, f);
 	fclose(f);
+	/* as heapbpf writes its spool files: any other mode is not heapbpf's */
+	cr_assert_eq(chmod(path, 0600), 0);
 }
 
 Test(spool, put_then_read_back_in_order)
@@ -132,13 +134,34 @@ Test(spool, bad_files_and_names_are_refused)
 	write_text("c.spool", "HBSPOOL1\nname=a{}\nfrom=x\nuntil=2\n\nBODY");
 	cr_assert_eq(spool__read(sp, "c.spool", &p, &data), -EBADMSG);
 	free(data);
+	/* files heapbpf did not write: another mode, another owner, a link: -EPERM, left there */
+	write_text("d.spool", "HBSPOOL1\nname=a{}\nfrom=1\nuntil=2\n\nBODY");
+	cr_assert_eq(spool__read(sp, "d.spool", &p, &data), 0);
+	free(data);
+	{
+		char path[PATH_MAX + 16], link[PATH_MAX + 16];
+
+		snprintf(path, sizeof(path), "%s/d.spool", hb_tmpdir());
+		snprintf(link, sizeof(link), "%s/e.spool", hb_tmpdir());
+		cr_assert_eq(chmod(path, 0644), 0);
+		cr_assert_eq(spool__read(sp, "d.spool", &p, &data), -EPERM);
+		free(data);
+		cr_assert_eq(chmod(path, 0600), 0);
+		cr_assert_eq(chown(path, 65534, 65534), 0);
+		cr_assert_eq(spool__read(sp, "d.spool", &p, &data), -EPERM);
+		free(data);
+		cr_assert_eq(symlink(path, link), 0);
+		cr_assert_eq(spool__read(sp, "e.spool", &p, &data), -EPERM);
+		free(data);
+		cr_assert_eq(access(path, F_OK), 0, "the file was removed");
+	}
 	spool__free(sp);
 	/* a spool whose files could not be written says which */
 	cr_assert_eq(spool__new("/proc/self/nonexistent", 0, 0, &sp), 0);
 	cr_assert_lt(spool__put(sp, &(struct spool_profile){ .name = "a{}", .body = "x", .len = 1 },
 				err, sizeof(err)),
 		     0);
-	cr_assert(strstr(err, "cannot write /proc/self/nonexistent/"), "%s", err);
+	cr_assert(strstr(err, "cannot use the spool directory /proc/self/nonexistent"), "%s", err);
 	spool__free(sp);
 }
 

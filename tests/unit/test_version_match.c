@@ -14,6 +14,7 @@
 #include "elfobj.h"
 #include "layout.h"
 #include "layout_dwarf.h"
+#include "jedwarf.h"
 #include "selfcheck.h"
 #include "target.h"
 
@@ -44,8 +45,11 @@ Test(version_match, each_shape)
 		  "5.3.0" },
 		{ "5.3.0-1-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c", JEMALLOC_MATCH_NUMBER,
 		  "5.3.0" },
-		/* 5.3.1 has no release string in the table: never exact */
-		{ "5.3.1-0-g81034ce1f1373e37dc865038e1bc8eeecf559ce8", JEMALLOC_MATCH_NUMBER,
+		/* 5.3.1's release string (tested on its real build) */
+		{ "5.3.1-0-g81034ce1f1373e37dc865038e1bc8eeecf559ce8", JEMALLOC_MATCH_EXACT,
+		  "5.3.1" },
+		/* another commit's whole id: only the number */
+		{ "5.3.1-0-g81034ce1f1373e37dc865038e1bc8eeecf559ce9", JEMALLOC_MATCH_NUMBER,
 		  "5.3.1" },
 		/* numbers without an entry: only DWARF can tell their layout */
 		{ "5.3.7-12-gdeadbee", JEMALLOC_MATCH_NONE, NULL },
@@ -128,30 +132,6 @@ Test(version_match, scan_new_shapes)
 /* ---- a layout from DWARF alone ------------------------------------------------ */
 
 /* What the DWARF of each shape describes (the facts of docs/jemalloc.md). */
-static struct jemalloc_dwarf dwarf_530(void)
-{
-	return (struct jemalloc_dwarf){
-		.tctx_gctx = 96,
-		.gctx_bt = 104,
-		.bt_vec = 0,
-		.bt_len = 8,
-		.info_time = 0,
-		.info_tctx = 8,
-		.info_size = 16,
-		.alloc_ptr = 1,
-		.alloc_size = 2,
-		.alloc_usize = 3,
-		.alloc_tctx = 4,
-		.free_ptr = -1,
-		.free_usize = 1,
-		.free_info = 2,
-		.free_tctx = -1,
-		.have_alloc_fn = true,
-		.have_free_fn = true,
-		.have_nstime = true,
-	};
-}
-
 static struct jemalloc_dwarf dwarf_521(void)
 {
 	return (struct jemalloc_dwarf){
@@ -189,7 +169,7 @@ static void from_dwarf_ok(const struct jemalloc_dwarf *d, const char *sym,
 
 Test(layout_from_dwarf, each_shape_equals_the_table)
 {
-	struct jemalloc_dwarf d = dwarf_530();
+	struct jemalloc_dwarf d = hb_dwarf_530();
 	struct jemalloc_layout l, dbg;
 
 	from_dwarf_ok(&d, "prof_active_state", &l);
@@ -205,7 +185,7 @@ Test(layout_from_dwarf, each_shape_equals_the_table)
 	cr_assert_eq(memcmp(&l.bpf, &jemalloc_layout_by_name("5.3.1")->bpf, sizeof(l.bpf)), 0);
 
 	/* a debug build's DWARF already has the shifted prof_info_t */
-	d = dwarf_530();
+	d = hb_dwarf_530();
 	d.info_tctx = 16;
 	d.info_size = 24;
 	d.nstime_magic = true;
@@ -227,25 +207,25 @@ Test(layout_from_dwarf, refuses_what_it_cannot_read)
 	struct jemalloc_layout l;
 	char why[256];
 
-	d = dwarf_530();
+	d = hb_dwarf_530();
 	d.have_free_fn = false;
 	cr_assert_eq(jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)),
 		     -EPROTO);
 	cr_assert(strstr(why, "prof_free_sampled_object"), "%s", why);
 
-	d = dwarf_530();
+	d = hb_dwarf_530();
 	d.tctx_gctx = -1; /* types not described (-g1) */
 	cr_assert_eq(jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)),
 		     -EPROTO);
 	cr_assert(strstr(why, "prof_tctx_t.gctx"), "%s", why);
 
-	d = dwarf_530();
+	d = hb_dwarf_530();
 	d.info_size = -1;
 	cr_assert_eq(jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)),
 		     -EPROTO);
 	cr_assert(strstr(why, "prof_info_t"), "%s", why);
 
-	d = dwarf_530();
+	d = hb_dwarf_530();
 	d.alloc_tctx = 7; /* on the stack: not a register the probe reads */
 	cr_assert_eq(jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)),
 		     -EPROTO);
@@ -420,6 +400,32 @@ Test(selfcheck, backtrace_longer_than_jemalloc_keeps)
 		a.frames[i] = CODE + 0x10;
 	cr_assert_eq(feed_alloc(&f, &a), -EPROTO);
 	cr_assert(strstr(selfcheck__why(f.sc), "4096 frames long"));
+	selfcheck__free(f.sc);
+}
+
+/* 5.3.1's prof_bt_max: 300 frames, of which BPF kept the innermost 128, fit; absurd ones not */
+Test(selfcheck, backtrace_above_128_fits_531_prof_bt_max)
+{
+	struct heapbpf_alloc_event a = alloc_ev(0);
+	struct fake f;
+
+	fake_init(&f, "5.3.1", 0);
+	a.bt_len = 300;
+	a.nframes = HEAPBPF_MAX_FRAMES;
+	a.flags |= HEAPBPF_F_TRUNCATED;
+	for (int i = 0; i < HEAPBPF_MAX_FRAMES; i++)
+		a.frames[i] = CODE + 0x10;
+	cr_assert_eq(feed_alloc(&f, &a), 0, "%s", selfcheck__why(f.sc));
+	/* fewer frames than the length says would be a misread */
+	a.nframes = 100;
+	cr_assert_eq(feed_alloc(&f, &a), -EPROTO);
+	cr_assert(strstr(selfcheck__why(f.sc), "300 frames long"));
+	selfcheck__free(f.sc);
+
+	fake_init(&f, "5.3.1", 0);
+	a.bt_len = 1U << 21;
+	a.nframes = HEAPBPF_MAX_FRAMES;
+	cr_assert_eq(feed_alloc(&f, &a), -EPROTO);
 	selfcheck__free(f.sc);
 }
 

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""The stage folders of user/ form a strict stack (docs/architecture.md).
+
+    scripts/layers.py [--root DIR] LAYER...
+
+LAYER... are user/'s folders, lowest first (the Makefile's USER_LAYERS);
+the files at user/ itself, the commands, sit on top of them. Every
+#include "x.h" of a file under user/ must name a header of the file's own
+folder or of a lower one (bpf/'s headers and generated ones are below
+everything), and no module (x.c with x.h) may reach itself through
+includes: no cycle, even inside one folder. Exit 1, naming every
+violation, when one is found; 0 with one line otherwise.
+"""
+import argparse
+import os
+import re
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def scan(root, layers):
+    """{path: (level, module, [included header names])} for user/'s files, and header -> path."""
+    files, headers = {}, {}
+    folders = [(len(layers), "")] + [(i, name) for i, name in enumerate(layers)]
+    for level, folder in folders:
+        d = os.path.join(root, "user", folder)
+        if not os.path.isdir(d):
+            raise SystemExit(f"layers: user/{folder} is not a folder")
+        for name in sorted(os.listdir(d)):
+            if not name.endswith((".c", ".h")):
+                continue
+            path = os.path.join("user", folder, name) if folder else os.path.join("user", name)
+            with open(os.path.join(root, path), encoding="utf-8") as f:
+                incs = INCLUDE.findall(f.read())
+            files[path] = (level, os.path.splitext(name)[0], incs)
+            if name.endswith(".h"):
+                if name in headers:
+                    raise SystemExit(f"layers: {name} is both {headers[name]} and {path}")
+                headers[name] = path
+    for d in sorted(os.listdir(os.path.join(root, "user"))):
+        if os.path.isdir(os.path.join(root, "user", d)) and d not in layers:
+            raise SystemExit(f"layers: user/{d} is in no layer (add it to USER_LAYERS)")
+    return files, headers
+
+
+def level_name(layers, level):
+    return "user/ (the commands)" if level == len(layers) else f"user/{layers[level]}/"
+
+
+def check(root, layers):
+    files, headers = scan(root, layers)
+    problems = []
+    graph = {}  # module path stem -> set of module path stems it includes
+    for path, (level, module, incs) in files.items():
+        me = os.path.splitext(path)[0]
+        for inc in incs:
+            target = headers.get(os.path.basename(inc))
+            if target is None:
+                continue  # bpf/ or generated: below every layer
+            tlevel = files[target][0]
+            if tlevel > level:
+                problems.append(
+                    f"{path} includes {inc}, which is in {level_name(layers, tlevel)}, "
+                    f"above {level_name(layers, level)}"
+                )
+            other = os.path.splitext(target)[0]
+            if other != me:
+                graph.setdefault(me, set()).add(other)
+    # cycles between modules (a .c and its .h are one module)
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == 1:
+                cyc = stack[stack.index(n):] + [n]
+                problems.append("include cycle: " + " -> ".join(cyc))
+            elif n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    return problems, len(files)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=".")
+    ap.add_argument("layers", nargs="+")
+    a = ap.parse_args()
+    problems, n = check(a.root, a.layers)
+    for p in problems:
+        print(f"layers: {p}", file=sys.stderr)
+    if problems:
+        print(f"layers: {len(problems)} violation(s)", file=sys.stderr)
+        return 1
+    print(f"layers: {n} files in {len(a.layers)} folders and user/, no upward include, no cycle")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * heapbpf runs as root and writes into directories an operator names. Here
+ * an unprivileged user (nobody, by setpriv) plants links, pipes and files
+ * where heapbpf will write, in a directory of theirs, and the test checks
+ * that heapbpf neither follows nor blocks, says why in one sentence, and
+ * that nothing outside the intended file changes. Also: --reset restores
+ * every child a killed run listed (there was a cap of 256), and refuses to
+ * forget one it could not restore; spool and state directories and spool
+ * entries that are not heapbpf's own are refused.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "standin.h"
+
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define IDLE_CONF   "prof:true,prof_active:false"
+#define NOBODY	    65534
+#define PUSH_SERVER "tests/pyroscope/pyroscope_push_server.py"
+#define NKIDS	    300
+
+/* Children of the target a test forked: killed when the test ends, however it ends. */
+static pid_t kids[NKIDS];
+static pid_t server;
+
+static void safety_fini(void)
+{
+	for (int i = 0; i < NKIDS; i++) {
+		if (kids[i] > 0)
+			kill(kids[i], SIGKILL);
+	}
+	if (server > 0)
+		hb_standin_stop(&server);
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(host_safety, .fini = safety_fini, .timeout = 240);
+
+static struct svc svc;
+static char pid[16];
+static uint64_t flag_addr;
+
+static void start(void)
+{
+	const char *bin = hb_path("examples/alloc-service-static");
+	const char *args[] = { "--threads", "1", NULL };
+
+	hb_require_bpf();
+	cr_assert_eq(svc_start(&svc, bin, IDLE_CONF, args), 0);
+	cr_assert_eq(hb_sym_addr(svc.pid, bin, "je_prof_active_state", &flag_addr), 0);
+	snprintf(pid, sizeof(pid), "%d", svc.pid);
+}
+
+static uint8_t flag_of(pid_t p)
+{
+	uint8_t b = 0xff;
+
+	cr_assert_eq(hb_peek(p, flag_addr, &b, 1), 0, "cannot read pid %d", p);
+	return b;
+}
+
+/* The unprivileged user's own directory, <test dir>/attacker, 0755, reachable by nobody. */
+static const char *attacker_dir(void)
+{
+	const char *d = hb_tmp("attacker");
+
+	cr_assert_eq(chmod(hb_tmpdir(), 0711), 0);
+	cr_assert_eq(mkdir(d, 0755), 0);
+	cr_assert_eq(chown(d, NOBODY, NOBODY), 0);
+	return d;
+}
+
+/* Runs a shell command (fmt with two strings) as nobody, with no groups: an unprivileged user. */
+static void as_nobody(const char *fmt, const char *a, const char *b)
+{
+	char inner[2 * PATH_MAX + 64], cmd[3 * PATH_MAX];
+
+	snprintf(inner, sizeof(inner), fmt, a, b);
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=%d --regid=%d --clear-groups /bin/sh -c '%s'",
+		 NOBODY, NOBODY, inner);
+	cr_assert_eq(system(cmd), 0, "as nobody: %s", cmd);
+}
+
+/* A root-owned 0644 file outside the attacker's reach, with known content. */
+static const char *precious(void)
+{
+	const char *p = hb_tmp("precious.conf");
+	FILE *f = fopen(p, "we");
+
+	cr_assert_not_null(f);
+	fputs("root's own text\n", f);
+	fclose(f);
+	cr_assert_eq(chmod(p, 0644), 0);
+	return p;
+}
+
+static void assert_precious(const char *p)
+{
+	char *text = NULL;
+	struct stat st;
+
+	cr_assert_eq(hb_read_file(p, &text), 16);
+	cr_assert_str_eq(text, "root's own text\n", "the file behind the link changed");
+	free(text);
+	cr_assert_eq(stat(p, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0644, "its mode changed");
+	cr_assert_eq(st.st_uid, 0);
+}
+
+/* heapbpf's message: one line, saying want. */
+static void one_sentence(const char *err, const char *want)
+{
+	const char *line = strstr(err, want);
+
+	cr_assert(line, "expected \"%s\" in: %s", want, err);
+}
+
+static bool is_link(const char *p)
+{
+	struct stat st;
+
+	return lstat(p, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+/* ---- -o ---- */
+
+/* A link to a pipe root reads: before, the profile went through it to whoever reads it. */
+Test(host_safety, output_link_to_a_pipe_is_not_followed)
+{
+	const char *dir = attacker_dir(), *fifo = hb_tmp("root.fifo");
+	char out[PATH_MAX], err[8192], buf[64];
+	int rfd;
+
+	start();
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	/* a reader, so that the old open() would not block but write */
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	cr_assert_geq(rfd, 0);
+	snprintf(out, sizeof(out), "%s/heap.pb.gz", dir);
+	as_nobody("ln -s %s %s", fifo, out);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "-o", out, NULL }, err,
+			    sizeof(err), 60000),
+		     1, "%s", err);
+	one_sentence(err, "symbolic link");
+	cr_assert_eq(read(rfd, buf, sizeof(buf)), 0, "the profile reached the pipe");
+	close(rfd);
+	cr_assert(is_link(out), "the link was replaced");
+	cr_assert_eq(flag_of(svc.pid), 0);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/*
+ * A pipe with no reader planted as the output: open() blocked heapbpf
+ * forever (SIGTERM ignored, its lock held); now refused at once, before the
+ * window, and the next run on the pid is not refused.
+ */
+Test(host_safety, output_pipe_does_not_block_or_keep_the_lock)
+{
+	const char *dir = attacker_dir();
+	char out[PATH_MAX], good[PATH_MAX], err[8192];
+	struct stat st;
+
+	start();
+	snprintf(out, sizeof(out), "%s/heap.pb.gz", dir);
+	as_nobody("mkfifo -m 0666 %s%s", out, "");
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "-o", out, NULL }, err,
+			    sizeof(err), 60000),
+		     1, "%s", err);
+	one_sentence(err, "not a regular file");
+	cr_assert_eq(lstat(out, &st), 0);
+	cr_assert(S_ISFIFO(st.st_mode));
+	cr_assert_eq(flag_of(svc.pid), 0);
+	snprintf(good, sizeof(good), "%s", hb_tmp("good.pb.gz"));
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "-o", good, NULL }, err,
+			    sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/* A link to a device: refused, the device not opened for writing. */
+Test(host_safety, output_link_to_a_device_is_refused)
+{
+	const char *dir = attacker_dir();
+	char out[PATH_MAX], err[8192];
+
+	start();
+	snprintf(out, sizeof(out), "%s/heap.pb.gz", dir);
+	/* /dev/full: a write that got through would fail with ENOSPC, not with our refusal */
+	as_nobody("ln -s /dev/full %s%s", out, "");
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "-o", out, NULL }, err,
+			    sizeof(err), 60000),
+		     1, "%s", err);
+	one_sentence(err, "symbolic link");
+	cr_assert_null(strstr(err, "No space"), "it wrote to the device: %s", err);
+	cr_assert(is_link(out));
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/*
+ * The default name in a working directory everyone can write (no sticky
+ * bit): refused before the window; with the sticky bit or
+ * --allow-shared-dir, written, root's and 0600.
+ */
+Test(host_safety, default_name_in_a_shared_directory)
+{
+	const char *dir = hb_tmp("shared");
+	char cmd[3 * PATH_MAX], errpath[PATH_MAX], bin[PATH_MAX], *err = NULL;
+	struct dirent **names;
+	int n, rc;
+	pid_t hp;
+
+	start();
+	cr_assert_not_null(realpath(hb_path("heapbpf"), bin));
+	cr_assert_eq(mkdir(dir, 0777), 0);
+	cr_assert_eq(chmod(dir, 0777), 0);
+	snprintf(errpath, sizeof(errpath), "%s", hb_tmp("shared.err"));
+	snprintf(cmd, sizeof(cmd), "cd '%s' && exec '%s' --pid %s -d 1", dir, bin, pid);
+	hp = hb_spawn((const char *[]){ "/bin/sh", "-c", cmd, NULL }, errpath);
+	rc = hb_wait(hp, 60000);
+	cr_assert_geq(hb_read_file(errpath, &err), 0);
+	cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
+	one_sentence(err, "other users can write into the directory");
+	cr_assert_null(strstr(err, "sampling every"), "it profiled first: %s", err);
+	free(err);
+	n = scandir(dir, &names, NULL, alphasort);
+	cr_assert_eq(n, 2, "it wrote into the shared directory");
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+
+	/* the operator insists */
+	snprintf(cmd, sizeof(cmd), "cd '%s' && exec '%s' --pid %s -d 1 --allow-shared-dir", dir,
+		 bin, pid);
+	hp = hb_spawn((const char *[]){ "/bin/sh", "-c", cmd, NULL }, errpath);
+	rc = hb_wait(hp, 60000);
+	cr_assert(rc == 0 || rc == 3, "exit %d", rc);
+
+	/* sticky, as /tmp is */
+	cr_assert_eq(chmod(dir, 01777), 0);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && exec '%s' --pid %s -d 1", dir, bin, pid);
+	hp = hb_spawn((const char *[]){ "/bin/sh", "-c", cmd, NULL }, errpath);
+	rc = hb_wait(hp, 60000);
+	cr_assert(rc == 0 || rc == 3, "exit %d", rc);
+	n = scandir(dir, &names, NULL, alphasort);
+	cr_assert_eq(n, 4, "two profiles expected");
+	for (int i = 0; i < n; i++) {
+		char p[2 * PATH_MAX];
+		struct stat st;
+
+		snprintf(p, sizeof(p), "%s/%s", dir, names[i]->d_name);
+		if (names[i]->d_name[0] != '.') {
+			cr_assert_eq(lstat(p, &st), 0);
+			cr_assert(S_ISREG(st.st_mode));
+			cr_assert_eq(st.st_uid, 0);
+			cr_assert_eq(st.st_mode & 07777, 0600);
+		}
+		free(names[i]);
+	}
+	free(names);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/* ---- --record ---- */
+
+/* A link to root's 0644 file: it was truncated, filled and made 0600. */
+Test(host_safety, record_link_is_not_followed)
+{
+	const char *dir = attacker_dir(), *victim = precious();
+	char rec[PATH_MAX], err[8192];
+
+	start();
+	snprintf(rec, sizeof(rec), "%s/heap.hbr", dir);
+	as_nobody("ln -s %s %s", victim, rec);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--record", rec, NULL }, err,
+			    sizeof(err), 60000),
+		     1, "%s", err);
+	one_sentence(err, "symbolic link");
+	assert_precious(victim);
+	cr_assert(is_link(rec));
+	cr_assert_eq(flag_of(svc.pid), 0);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/*
+ * A file the attacker made first, 0666: it stayed theirs (readable by
+ * them, whatever mode heapbpf set) with the recording in it. Now a new
+ * file of root's, 0600, takes its name; the planted inode keeps its bytes.
+ */
+Test(host_safety, record_over_a_planted_file_is_a_new_file_of_roots)
+{
+	const char *dir = attacker_dir();
+	char rec[PATH_MAX], err[8192], buf[32] = "";
+	struct stat planted, now;
+	int fd;
+
+	start();
+	snprintf(rec, sizeof(rec), "%s/heap.hbr", dir);
+	as_nobody("printf planted > %s && chmod 0666 %s", rec, rec);
+	/* the attacker's own handle on their file, kept across the run */
+	fd = open(rec, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(fstat(fd, &planted), 0);
+	cr_assert_eq(planted.st_uid, NOBODY);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--record", rec, NULL }, err,
+			    sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(pread(fd, buf, sizeof(buf) - 1, 0), 7, "the planted file was written to");
+	cr_assert_str_eq(buf, "planted");
+	close(fd);
+	cr_assert_eq(lstat(rec, &now), 0);
+	cr_assert(S_ISREG(now.st_mode));
+	cr_assert_neq(now.st_ino, planted.st_ino, "the attacker's file holds the recording");
+	cr_assert_eq(now.st_uid, 0);
+	cr_assert_eq(now.st_mode & 07777, 0600);
+	/* and it is a recording heapbpf reports */
+	cr_assert_eq(hb_run((const char *[]){ "report", rec, "-f", "folded", "-o",
+					      hb_tmp("rec.folded"), NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/* ---- --reset ---- */
+
+/* The state file's text, or NULL when there is none. */
+static char *state_text(void)
+{
+	char path[128], *text = NULL;
+
+	snprintf(path, sizeof(path), "/run/heapbpf/%d.state", svc.pid);
+	return hb_read_file(path, &text) >= 0 ? text : NULL;
+}
+
+static size_t count_children(const char *text)
+{
+	size_t n = 0;
+
+	for (const char *p = text; p && (p = strstr(p, "child=")); p++)
+		n++;
+	return n;
+}
+
+/* heapbpf -d 0 sampling; NKIDS children forked meanwhile, all in its state file; then kill -9. */
+static void killed_run_with_children(void)
+{
+	char out[PATH_MAX], reply[128], *text = NULL;
+	pid_t hp;
+	size_t listed = 0;
+
+	snprintf(out, sizeof(out), "%s", hb_tmp("killed.pb.gz"));
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "-o", out,
+					NULL },
+		      hb_tmp("killed.err"));
+	cr_assert(hb_wait_byte(svc.pid, flag_addr, 1, 30000, hp), "heapbpf did not start sampling");
+	for (int i = 0; i < NKIDS; i++) {
+		cr_assert_eq(svc_cmd(&svc, "fork 120", reply, sizeof(reply), 10000), 0);
+		cr_assert_eq(sscanf(reply, "forked %d", &kids[i]), 1, "%s", reply);
+	}
+	/* heapbpf lists each child as it hears of its fork: wait for all of them */
+	for (int tries = 0; tries < 600 && listed < NKIDS; tries++) {
+		free(text);
+		text = state_text();
+		listed = count_children(text);
+		if (listed < NKIDS)
+			hb_sleep_ms(100);
+	}
+	free(text);
+	cr_assert_eq(listed, NKIDS, "the state file lists %zu children", listed);
+	kill(hp, SIGKILL);
+	hb_wait(hp, 10000);
+	for (int i = 0; i < NKIDS; i++)
+		cr_assert_eq(flag_of(kids[i]), 1, "child %d: the test shows nothing", kids[i]);
+}
+
+Test(host_safety, reset_restores_every_child_listed)
+{
+	char err[8192], want[128];
+
+	start();
+	killed_run_with_children();
+	cr_assert_eq(hb_run((const char *[]){ "--reset", "--pid", pid, NULL }, err, sizeof(err),
+			    60000),
+		     0, "%s", err);
+	snprintf(want, sizeof(want), "restored prof_active in %d process(es) forked from pid",
+		 NKIDS);
+	one_sentence(err, want);
+	cr_assert_eq(flag_of(svc.pid), 0);
+	for (int i = 0; i < NKIDS; i++)
+		cr_assert_eq(flag_of(kids[i]), 0, "child %d (#%d) was left sampling", kids[i], i);
+	cr_assert_null(state_text());
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/* One child whose flag holds what no heapbpf wrote: --reset says so, fails, and keeps the state. */
+Test(host_safety, reset_keeps_the_state_of_a_child_it_cannot_restore)
+{
+	char err[8192], *text;
+	uint8_t odd = 7, one = 1;
+	int fdm;
+	char mem[64];
+
+	start();
+	killed_run_with_children();
+	snprintf(mem, sizeof(mem), "/proc/%d/mem", kids[NKIDS - 1]);
+	fdm = open(mem, O_RDWR);
+	cr_assert_geq(fdm, 0);
+	cr_assert_eq(pwrite(fdm, &odd, 1, (off_t)flag_addr), 1);
+	cr_assert_eq(hb_run((const char *[]){ "--reset", "--pid", pid, NULL }, err, sizeof(err),
+			    60000),
+		     1, "%s", err);
+	one_sentence(err, "cannot restore prof_active in 1 process(es)");
+	one_sentence(err, "is kept");
+	text = state_text();
+	cr_assert_not_null(text, "the state file was deleted");
+	free(text);
+	for (int i = 0; i < NKIDS - 1; i++)
+		cr_assert_eq(flag_of(kids[i]), 0);
+	/* the cause gone, another --reset finishes the job */
+	cr_assert_eq(pwrite(fdm, &one, 1, (off_t)flag_addr), 1);
+	close(fdm);
+	cr_assert_eq(hb_run((const char *[]){ "--reset", "--pid", pid, NULL }, err, sizeof(err),
+			    60000),
+		     0, "%s", err);
+	cr_assert_eq(flag_of(kids[NKIDS - 1]), 0);
+	cr_assert_null(state_text());
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/* A state directory another user owns: refused, nothing written there, the target untouched. */
+Test(host_safety, state_directory_of_another_user_is_refused)
+{
+	const char *dir = attacker_dir();
+	char err[8192], env[PATH_MAX + 32];
+
+	start();
+	snprintf(env, sizeof(env), "%s", dir);
+	setenv("HEAPBPF_STATE_DIR", env, 1);
+	cr_assert_eq(
+		hb_run((const char *[]){ "--pid", pid, "-d", "1", "-o", hb_tmp("s.pb.gz"), NULL },
+		       err, sizeof(err), 60000),
+		1, "%s", err);
+	unsetenv("HEAPBPF_STATE_DIR");
+	one_sentence(err, "belongs to another user");
+	cr_assert_eq(flag_of(svc.pid), 0);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/* ---- the Pyroscope spool ---- */
+
+static int server_port;
+
+static void start_server(void)
+{
+	const char *cmd[] = { "/usr/bin/python3", PUSH_SERVER, NULL };
+
+	server = hb_standin_start(cmd, 0, NULL, NULL, &server_port);
+}
+
+static int accepted(void)
+{
+	static char lines[8][8192];
+
+	return hb_standin_log(&lines[0][0], 8192, 8);
+}
+
+/* A spool directory another user owns, or one everyone can write: refused before the window. */
+Test(host_safety, spool_directory_not_ours_is_refused)
+{
+	const char *dir = attacker_dir(), *shared = hb_tmp("shared-spool");
+	static char err[1 << 20]; /* -v: libbpf says much before heapbpf does */
+
+	start();
+	start_server();
+	hb_standin_deliver("http", server_port, pid, dir, NULL, NULL, 1, err, sizeof(err));
+	one_sentence(err, "belongs to another user");
+	cr_assert_null(strstr(err, "sampling every"), "it profiled first: %s", err);
+	cr_assert_eq(mkdir(shared, 0777), 0);
+	cr_assert_eq(chmod(shared, 01777), 0);
+	hb_standin_deliver("http", server_port, pid, shared, NULL, NULL, 1, err, sizeof(err));
+	one_sentence(err, "other users can write into the directory");
+	cr_assert_eq(accepted(), 0);
+	cr_assert_eq(flag_of(svc.pid), 0);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/*
+ * A file in the spool that heapbpf did not write (another owner, as one
+ * left from when the directory was someone else's), with forged labels:
+ * left in place and never pushed; heapbpf's own profile is.
+ */
+Test(host_safety, spool_entry_not_ours_is_never_pushed)
+{
+	const char *spool = hb_tmp("spool"),
+		   *forged = hb_tmp("spool/2026-01-01T00:00:00Z-000000000-1.spool");
+	static char err[1 << 20]; /* -v: libbpf says much before heapbpf does */
+	struct stat st;
+	FILE *f;
+
+	start();
+	start_server();
+	cr_assert_eq(mkdir(spool, 0700), 0);
+	f = fopen(forged, "we");
+	cr_assert_not_null(f);
+	fputs("HBSPOOL1\nname=forged{service_name=\"victim\"}\nfrom=1\nuntil=2\n\nbody", f);
+	fclose(f);
+	cr_assert_eq(chown(forged, NOBODY, NOBODY), 0);
+	cr_assert_eq(chmod(forged, 0600), 0);
+	hb_standin_deliver("http", server_port, pid, spool, NULL, NULL, 0, err, sizeof(err));
+	one_sentence(err, "was not written by heapbpf");
+	cr_assert_eq(accepted(), 1, "the forged file was pushed: %s", err);
+	cr_assert_eq(stat(forged, &st), 0, "the planted file was removed");
+	cr_assert_eq(st.st_uid, NOBODY);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/* A link planted as the delivery lock: root created the file it named. */
+Test(host_safety, spool_lock_link_is_not_followed)
+{
+	const char *spool = hb_tmp("spool"), *lock = hb_tmp("spool/.deliver.lock");
+	const char *target = hb_tmp("created-by-root");
+	static char err[1 << 20]; /* -v: libbpf says much before heapbpf does */
+	struct stat st;
+
+	start();
+	start_server();
+	cr_assert_eq(mkdir(spool, 0700), 0);
+	cr_assert_eq(symlink(target, lock), 0);
+	hb_standin_deliver("http", server_port, pid, spool, NULL, NULL, 5, err, sizeof(err));
+	one_sentence(err, "symbolic link");
+	cr_assert_eq(stat(target, &st), -1, "root created the file the link names");
+	cr_assert(is_link(lock));
+	cr_assert_eq(accepted(), 0);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/* The spool directories heapbpf makes, through --spool-dir or --output-dir: 0700, as said. */
+Test(host_safety, spool_directories_heapbpf_makes_are_0700)
+{
+	const char *spool = hb_tmp("made/spool"), *outdir = hb_tmp("snapshots");
+	static char err[1 << 20]; /* -v: libbpf says much before heapbpf does */
+	char url[64], sub[PATH_MAX];
+	struct stat st;
+	mode_t old;
+
+	start();
+	start_server();
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", server_port);
+	/* whatever the umask */
+	old = umask(0);
+	hb_standin_deliver("http", server_port, pid, spool, NULL, NULL, 0, err, sizeof(err));
+	cr_assert_eq(stat(spool, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0700, "--spool-dir made %04o", st.st_mode & 07777);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--output-dir", outdir,
+					      "--pyroscope", url, "-q", NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	umask(old);
+	snprintf(sub, sizeof(sub), "%s/spool", outdir);
+	cr_assert_eq(stat(sub, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0700, "--output-dir's spool is %04o", st.st_mode & 07777);
+	cr_assert_eq(stat(outdir, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0750);
+	cr_assert_eq(accepted(), 2);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
+/* A pipe named as the file to read (report's recording, diff's profiles): refused, not waited on. */
+Test(host_safety, pipes_named_as_inputs_are_refused)
+{
+	const char *fifo = hb_tmp("input.fifo");
+	char err[8192];
+
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_eq(hb_run((const char *[]){ "report", fifo, "-o", hb_tmp("r.pb.gz"), NULL }, err,
+			    sizeof(err), 60000),
+		     1, "%s", err);
+	one_sentence(err, "not a regular file");
+	cr_assert_eq(hb_run((const char *[]){ "diff", fifo, fifo, "-o", hb_tmp("d.pb.gz"), NULL },
+			    err, sizeof(err), 60000),
+		     1, "%s", err);
+	one_sentence(err, "not a regular file");
+}
+
+/* ---- debug files ---- */
+
+/*
+ * The target's binary in its owner's directory, stripped of DWARF with a
+ * .gnu_debuglink to app.debug, and FIFOs planted where the debug file is
+ * looked for: app.debug beside it, .debug/app.debug, and the build-id tree of
+ * a --debug-dir of the owner's. libdwfl's search opened each with a blocking
+ * open(): heapbpf hung on the first; now each is passed over, and the
+ * functions come from the binary's own symbol table.
+ */
+Test(host_safety, debug_file_pipes_do_not_block)
+{
+	const char *dir = attacker_dir();
+	char app[PATH_MAX], dbg[PATH_MAX], out[PATH_MAX], cmd[PATH_MAX + 64], id[64], *text;
+	static char err[1 << 20];
+	struct svc s;
+
+	hb_require_bpf();
+	snprintf(app, sizeof(app), "%s/app", dir);
+	snprintf(dbg, sizeof(dbg), "%s/dbg", dir);
+	hb_sh("cp '%s' '%s/app' && cd '%s' && objcopy --only-keep-debug app app.debug && "
+	      "strip --strip-debug app && objcopy --add-gnu-debuglink=app.debug app && "
+	      "rm app.debug && chown -R %d:%d .",
+	      hb_path("examples/alloc-service-static"), dir, dir, NOBODY, NOBODY);
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s' | awk '/Build ID/{print $3}'", app);
+	hb_sh_line(id, sizeof(id), cmd);
+	cr_assert_eq(strlen(id), 40, "build-id: \"%s\"", id);
+	as_nobody("cd %s && mkfifo app.debug && mkdir .debug && mkfifo .debug/app.debug%s", dir,
+		  "");
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s/.build-id/%.2s && mkfifo %s/.build-id/%.2s/%s.debug", dbg, id, dbg,
+		 id, id + 2);
+	as_nobody("%s%s", cmd, "");
+
+	cr_assert_eq(svc_start(&s, app, IDLE_CONF, (const char *[]){ "--threads", "1", NULL }), 0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	snprintf(out, sizeof(out), "%s", hb_tmp("app.folded"));
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "-q", "-f", "folded", "-o",
+					      out, "--debug-dir", dbg, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_gt(hb_read_file(out, &text), 0);
+	cr_assert(strstr(text, ";worker_main;run_one;"), "%.2000s", text);
+	free(text);
+}

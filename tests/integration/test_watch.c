@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * heapbpf watch against the example service: an OOM kill in a memory
+ * cgroup of the test's own (only the example in it, removed pass or fail),
+ * pressure at a cgroup's limit with a cooldown, growth in steps, and
+ * SIGUSR1 against jemalloc's own dump. Each profile is named after its
+ * trigger and says so in its comments.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "oracle.h"
+#include "pprof.h"
+#include "standin.h"
+
+#define IDLE_CONF   "prof:true,prof_active:false"
+#define PUSH_SERVER "tests/pyroscope/pyroscope_push_server.py"
+
+static char cg[PATH_MAX];
+static pid_t server, watcher;
+static struct svc svc;
+
+static void watch_fini(void)
+{
+	if (watcher > 0)
+		kill(watcher, SIGKILL);
+	if (svc.pid > 0)
+		kill(svc.pid, SIGKILL);
+	hb_cgroup_drain(cg);
+	if (server > 0)
+		hb_standin_kill(&server);
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(watch, .fini = watch_fini, .timeout = 240);
+
+/* ---- the test's memory cgroup (v1 here; v2 where that is what the machine has) ---- */
+
+static bool cgroup_v1(void)
+{
+	struct stat st;
+
+	return stat("/sys/fs/cgroup/memory/memory.limit_in_bytes", &st) == 0;
+}
+
+static void cg_write(const char *file, const char *value)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", cg, file);
+	f = fopen(path, "we");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(value, f);
+	cr_assert_eq(fclose(f), 0, "%s = %s: %s", path, value, strerror(errno));
+}
+
+/* A child memory cgroup of the test's with a hard limit of mib MiB, the example alone in it. */
+static void cg_enter(pid_t pid, unsigned int mib)
+{
+	char v[32];
+
+	snprintf(cg, sizeof(cg), "%s/heapbpf-test-%d",
+		 cgroup_v1() ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup", (int)getpid());
+	cr_assert_eq(mkdir(cg, 0755), 0, "mkdir %s: %s", cg, strerror(errno));
+	snprintf(v, sizeof(v), "%u", mib << 20);
+	cg_write(cgroup_v1() ? "memory.limit_in_bytes" : "memory.max", v);
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	cg_write("cgroup.procs", v);
+}
+
+/* ---- heapbpf watch ---- */
+
+static uint64_t flag;
+
+static void start_service(const char *conf)
+{
+	const char *bin = hb_path("examples/alloc-service-static");
+	const char *args[] = { "--threads", "1", NULL };
+
+	hb_require_bpf();
+	cr_assert_eq(svc_start(&svc, bin, conf, args), 0);
+	cr_assert_eq(hb_sym_addr(svc.pid, bin, "je_prof_active_state", &flag), 0);
+}
+
+/* heapbpf watch's stderr (into one file per test), "" before it said anything. */
+static const char *err_path(void)
+{
+	static char path[PATH_MAX];
+
+	if (!path[0])
+		snprintf(path, sizeof(path), "%s", hb_tmp("watch.err"));
+	return path;
+}
+
+/* heapbpf watch --pid (the service) --output-dir out, plus args; once it samples. */
+static void start_watch(const char *out, const char *const *more)
+{
+	const char *argv[32];
+	char pid[16];
+	int n = 0;
+
+	snprintf(pid, sizeof(pid), "%d", svc.pid);
+	argv[n++] = hb_path("heapbpf");
+	argv[n++] = "watch";
+	argv[n++] = "--pid";
+	argv[n++] = pid;
+	argv[n++] = "--output-dir";
+	argv[n++] = out;
+	for (; more && *more && n < 30; more++)
+		argv[n++] = *more;
+	argv[n] = NULL;
+	watcher = hb_spawn(argv, err_path());
+	cr_assert(hb_wait_byte(svc.pid, flag, 1, 30000, watcher), "heapbpf did not start sampling");
+}
+
+static char *watch_err(void)
+{
+	char *text = NULL;
+
+	if (hb_read_file(err_path(), &text) < 0)
+		text = strdup("");
+	cr_assert_not_null(text);
+	return text;
+}
+
+/* Waits (bounded) until out holds want files ending in suffix; their names. */
+static int wait_files(const char *out, const char *suffix, int want, char names[][256])
+{
+	int n = 0;
+
+	for (int i = 0; i < 1200 && (n = hb_count_files(out, suffix, names, 16)) < want; i++)
+		hb_sleep_ms(100);
+	return n;
+}
+
+/* Waits (bounded) until heapbpf's stderr holds what. */
+static void wait_said(const char *what)
+{
+	char *text = NULL;
+	bool found = false;
+
+	for (int i = 0; i < 1200 && !found; i++) {
+		free(text);
+		text = watch_err();
+		found = strstr(text, what) != NULL;
+		if (!found)
+			hb_sleep_ms(100);
+	}
+	cr_assert(found, "heapbpf never said \"%s\":\n%s", what, text);
+	free(text);
+}
+
+static Perftools__Profiles__Profile *load(const char *dir, const char *name)
+{
+	Perftools__Profiles__Profile *p = NULL;
+	char path[PATH_MAX + 256], *buf = NULL;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	n = hb_read_file(path, &buf);
+	cr_assert_gt(n, 0, "%s", path);
+	cr_assert_eq(pprof_decode((uint8_t *)buf, n, &p), 0, "%s", path);
+	free(buf);
+	return p;
+}
+
+static bool has_comment(const Perftools__Profiles__Profile *p, const char *what)
+{
+	for (size_t i = 0; i < p->n_comment; i++) {
+		if (strstr(p->string_table[p->comment[i]], what))
+			return true;
+	}
+	return false;
+}
+
+static size_t value_index(const Perftools__Profiles__Profile *p, const char *type)
+{
+	for (size_t i = 0; i < p->n_sample_type; i++) {
+		if (!strcmp(p->string_table[p->sample_type[i]->type], type))
+			return i;
+	}
+	cr_assert_fail("no sample type %s", type);
+	return 0;
+}
+
+/* The function that called malloc: the outermost line of the leaf location. */
+static const char *leaf_of(const Perftools__Profiles__Profile *p,
+			   const Perftools__Profiles__Sample *s)
+{
+	const Perftools__Profiles__Location *l = p->location[s->location_id[0] - 1];
+
+	return p->string_table[p->function[l->line[l->n_line - 1]->function_id - 1]->name];
+}
+
+/* The in-use bytes of the stacks whose leaf is fn, and of all stacks. */
+static void inuse_of(const Perftools__Profiles__Profile *p, const char *fn, int64_t *site,
+		     int64_t *all)
+{
+	size_t v = value_index(p, "inuse_space");
+
+	*site = *all = 0;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		*all += p->sample[i]->value[v];
+		if (p->sample[i]->n_location_id && !strcmp(leaf_of(p, p->sample[i]), fn))
+			*site += p->sample[i]->value[v];
+	}
+}
+
+/*
+ * A leak at a known site (fill_buffers) in a 128 MiB cgroup until the kernel
+ * kills the example: the oom profile is on disk, and at the Pyroscope
+ * stand-in, after the process is gone, and the site holds most of it.
+ */
+Test(watch, oom_kill_profile_names_the_leak)
+{
+	const char *out = hb_tmp("out"), *spool = hb_tmp("spool");
+	const char *cmd[] = { "/usr/bin/python3", PUSH_SERVER, NULL };
+	char names[16][256], url[64], reply[128], lines[4][8192];
+	Perftools__Profiles__Profile *p;
+	int64_t site, all;
+	int port, rc;
+	char *err;
+
+	start_service(IDLE_CONF);
+	server = hb_standin_start(cmd, 0, NULL, NULL, &port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	cg_enter(svc.pid, 128);
+	start_watch(out, (const char *[]){ "--pyroscope", url, "--spool-dir", spool,
+					   "--pyroscope-retries", "1", NULL });
+	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
+	/* more than the cgroup holds: the kernel kills it while it fills */
+	svc_cmd(&svc, "fill 400", reply, sizeof(reply), 60000);
+	rc = hb_wait(watcher, 120000);
+	watcher = 0;
+	err = watch_err();
+	cr_assert_eq(rc, 0, "heapbpf exited %d:\n%s", rc, err);
+	cr_assert(strstr(err, "oom: chosen as the OOM killer's victim"), "%s", err);
+	free(err);
+	cr_assert_eq(hb_wait(svc.pid, 10000), 128 + SIGKILL, "the example was not killed");
+	svc.pid = 0;
+	/* one profile, the oom one: nothing after it */
+	cr_assert_eq(hb_count_files(out, ".pb.gz", names, 16), 1);
+	cr_assert(strstr(names[0], "-oom.pb.gz"), "%s", names[0]);
+	p = load(out, names[0]);
+	cr_assert(has_comment(p, "heapbpf: trigger: oom: chosen as the OOM killer's victim"));
+	cr_assert(has_comment(p, "anon-rss"));
+	inuse_of(p, "fill_buffers", &site, &all);
+	cr_assert_geq(site * 10, all * 8, "fill_buffers holds %ld of %ld bytes in use", (long)site,
+		      (long)all);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	/* delivered, labelled with its trigger */
+	cr_assert_eq(hb_standin_log(&lines[0][0], sizeof(lines[0]), 4), 1);
+	cr_assert(strstr(lines[0], "oom"), "%s", lines[0]);
+	cr_assert_eq(hb_count_files(spool, ".spool", names, 16), 0);
+}
+
+/*
+ * Page cache past the cgroup's limit (reclaimed: no OOM kill) hits the
+ * limit again and again: one pressure profile, then heapbpf says it sees
+ * more within the cooldown and writes none.
+ */
+Test(watch, pressure_gives_one_profile_per_cooldown)
+{
+	const char *out = hb_tmp("out");
+	char names[16][256], reply[128];
+	int n;
+
+	start_service(IDLE_CONF);
+	cg_enter(svc.pid, 96);
+	start_watch(out, (const char *[]){ "--on-pressure", "--cooldown", "3600", NULL });
+	cr_assert_eq(svc_cmd(&svc, "pagecache 300", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(wait_files(out, "-pressure.pb.gz", 1, names), 1);
+	/* a second storm, seen and held back */
+	cr_assert_eq(svc_cmd(&svc, "pagecache 300", reply, sizeof(reply), 120000), 0);
+	wait_said("within the cooldown");
+	kill(watcher, SIGINT);
+	cr_assert_eq(hb_wait(watcher, 60000), 0);
+	watcher = 0;
+	n = hb_count_files(out, "-pressure.pb.gz", names, 16);
+	cr_assert_eq(n, 1, "%d pressure profiles", n);
+	cr_assert_eq(svc_stop(&svc), 0);
+	svc.pid = 0;
+}
+
+/*
+ * The in-use estimate in steps of 48 MiB with --on-growth 32M: a profile
+ * per step, and heapbpf diff of the two names the growing site.
+ */
+Test(watch, growth_in_steps_gives_one_profile_each)
+{
+	const char *out = hb_tmp("out");
+	char names[16][256], reply[128], a[PATH_MAX + 256], b[PATH_MAX + 256], err[16384];
+
+	start_service(IDLE_CONF);
+	start_watch(out, (const char *[]){ "--on-growth", "32M", NULL });
+	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(svc_cmd(&svc, "hold 48", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(wait_files(out, "-growth.pb.gz", 1, names), 1);
+	cr_assert_eq(svc_cmd(&svc, "hold 48", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(wait_files(out, "-growth.pb.gz", 2, names), 2);
+	kill(watcher, SIGINT);
+	cr_assert_eq(hb_wait(watcher, 60000), 0);
+	watcher = 0;
+	/* paused between steps: nothing more grew */
+	cr_assert_eq(hb_count_files(out, "-growth.pb.gz", names, 16), 2);
+	/* the names sort by time */
+	snprintf(a, sizeof(a), "%s/%s", out, strcmp(names[0], names[1]) < 0 ? names[0] : names[1]);
+	snprintf(b, sizeof(b), "%s/%s", out, strcmp(names[0], names[1]) < 0 ? names[1] : names[0]);
+	cr_assert_eq(hb_run((const char *[]){ "diff", a, b, "-o", hb_tmp("d.pb.gz"), NULL }, err,
+			    sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert(strstr(err, "held_buffers"), "%s", err);
+	cr_assert_eq(svc_stop(&svc), 0);
+	svc.pid = 0;
+}
+
+/* SIGUSR1 while attached: one profile now, exactly jemalloc's own counts. */
+Test(watch, sigusr1_profile_matches_jemalloc_dump)
+{
+	const char *out = hb_tmp("out"), *dump = hb_tmp("je.heap");
+	char names[16][256], reply[PATH_MAX + 64], cmd[PATH_MAX + 16], path[PATH_MAX + 256];
+
+	start_service(HB_ORACLE_CONF);
+	start_watch(out, (const char *[]){ "--raw", NULL });
+	hb_sleep_ms(1000);
+	/* no malloc, no free from here on */
+	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
+	kill(watcher, SIGUSR1);
+	cr_assert_eq(wait_files(out, "-demand.pb.gz", 1, names), 1);
+	cr_assert_eq(kill(watcher, 0), 0, "heapbpf detached");
+	cr_assert_eq(hb_wait_byte(svc.pid, flag, 1, 1000, watcher), true, "prof_active went off");
+	snprintf(cmd, sizeof(cmd), "dump %s", dump);
+	cr_assert_eq(svc_cmd(&svc, cmd, reply, sizeof(reply), 30000), 0);
+	cr_assert(strncmp(reply, "dumped", 6) == 0, "%s", reply);
+	snprintf(path, sizeof(path), "%s/%s", out, names[0]);
+	cr_assert_gt(hb_oracle_compare_all(path, svc.pid, dump, NULL), 0);
+	kill(watcher, SIGINT);
+	cr_assert_eq(hb_wait(watcher, 60000), 0);
+	watcher = 0;
+	cr_assert_eq(hb_wait_byte(svc.pid, flag, 0, 10000, 0), true, "prof_active left on");
+	cr_assert_eq(svc_stop(&svc), 0);
+	svc.pid = 0;
+}
+
+static void write_pidfile(const char *path, pid_t pid)
+{
+	FILE *f = fopen(path, "we");
+
+	cr_assert_not_null(f);
+	fprintf(f, "%d\n", (int)pid);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/*
+ * The process a pid file names is killed and started again under a new
+ * pid: its exit profile is written, the watch goes on with the new one
+ * (SIGUSR1 then profiles it), and neither is left with prof_active on.
+ */
+Test(watch, restart_under_a_new_pid_is_watched)
+{
+	const char *out = hb_tmp("out"), *pidfile = hb_tmp("svc.pid");
+	const char *bin = hb_path("examples/alloc-service-static");
+	const char *idle_args[] = { "--threads", "0", NULL };
+	char names[16][256], want[32], reply[64];
+	struct svc second;
+	uint64_t flag2;
+	int n, rc;
+
+	start_service(IDLE_CONF);
+	write_pidfile(pidfile, svc.pid);
+	{
+		const char *argv[] = { hb_path("heapbpf"), "watch", "--pidfile", pidfile,
+				       "--output-dir",	   out,	    NULL };
+
+		watcher = hb_spawn(argv, err_path());
+	}
+	cr_assert(hb_wait_byte(svc.pid, flag, 1, 30000, watcher), "heapbpf did not start sampling");
+	/* 64 MiB allocated while sampling is on: the first process is sampled, however slow the run */
+	cr_assert_eq(svc_cmd(&svc, "hold 64", reply, sizeof(reply), 20000), 0);
+	cr_assert_str_eq(reply, "held 64");
+	/* the service dies, its manager starts it again under a new pid */
+	kill(svc.pid, SIGKILL);
+	cr_assert_eq(hb_wait(svc.pid, 10000), 128 + SIGKILL);
+	svc.pid = 0;
+	cr_assert_eq(wait_files(out, "-exit.pb.gz", 1, names), 1);
+	/*
+	 * The new process allocates nothing (no workers): whether it is sampled
+	 * before the stop does not depend on the machine's load, and a watch whose
+	 * earlier process was sampled still exits 0 (it exited 3 when the newest
+	 * process had no samples yet)
+	 */
+	cr_assert_eq(svc_start(&second, bin, IDLE_CONF, idle_args), 0);
+	cr_assert_eq(hb_sym_addr(second.pid, bin, "je_prof_active_state", &flag2), 0);
+	write_pidfile(pidfile, second.pid);
+	cr_assert(hb_wait_byte(second.pid, flag2, 1, 30000, watcher),
+		  "heapbpf did not watch the new process");
+	kill(watcher, SIGUSR1);
+	cr_assert_eq(wait_files(out, "-demand.pb.gz", 1, names), 1);
+	snprintf(want, sizeof(want), "-%d-", second.pid);
+	cr_assert(strstr(names[0], want), "%s is not of pid %d", names[0], second.pid);
+	kill(watcher, SIGINT);
+	rc = hb_wait(watcher, 60000);
+	watcher = 0;
+	cr_assert_eq(rc, 0, "heapbpf exited %d", rc);
+	cr_assert(hb_wait_byte(second.pid, flag2, 0, 10000, 0), "prof_active left on");
+	n = hb_count_files(out, "-stop.pb.gz", names, 16);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(svc_stop(&second), 0);
+}
+
+/* Started before the service (no pid file yet): it waits, then watches what the file names. */
+Test(watch, started_before_the_service_waits_for_it)
+{
+	const char *out = hb_tmp("out"), *pidfile = hb_tmp("svc.pid");
+	const char *argv[] = { hb_path("heapbpf"), "watch", "--pidfile", pidfile,
+			       "--output-dir",	   out,	    NULL };
+	int rc;
+
+	watcher = hb_spawn(argv, err_path());
+	wait_said("waiting for the next one");
+	start_service(IDLE_CONF);
+	write_pidfile(pidfile, svc.pid);
+	cr_assert(hb_wait_byte(svc.pid, flag, 1, 30000, watcher), "heapbpf did not start sampling");
+	kill(watcher, SIGINT);
+	rc = hb_wait(watcher, 60000);
+	watcher = 0;
+	/* 3: stopped at once, its stop profile may hold no sample */
+	cr_assert(rc == 0 || rc == 3, "heapbpf exited %d", rc);
+	cr_assert(hb_wait_byte(svc.pid, flag, 0, 10000, 0), "prof_active left on");
+	cr_assert_eq(svc_stop(&svc), 0);
+	svc.pid = 0;
+}

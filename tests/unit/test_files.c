@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * What reaches a terminal and what is read from a path others name: the one
+ * sanitiser of names (hb_clean) and open_regular_ro, which neither blocks on
+ * a FIFO nor reads a device or a directory.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "errmsg.h"
+#include "files.h"
+#include "harness.h"
+
+TestSuite(clean);
+TestSuite(files, .fini = hb_tmpdir_cleanup, .timeout = 30);
+
+static void no_controls(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		cr_assert(*p >= 0x20 && *p < 0x7f, "byte 0x%02x in %s", (unsigned char)*p, s);
+}
+
+Test(clean, escapes_are_shown_never_obeyed)
+{
+	char buf[256];
+
+	cr_assert_str_eq(hb_clean(buf, sizeof(buf), "\x1b]0;pwned\x07\x1b[2J"),
+			 "\\x1b]0;pwned\\x07\\x1b[2J");
+	/* CSI as one C1 byte, other C0 and C1 controls, DEL, newlines */
+	cr_assert_str_eq(hb_clean(buf, sizeof(buf),
+				  "a\x9b"
+				  "2Jb\x01\x7f\x85\n\r\tc"),
+			 "a\\x9b2Jb\\x01\\x7f\\x85\\x0a\\x0d\\x09c");
+	/* bytes of UTF-8 too: top never kept them, and widths stay one column a byte */
+	cr_assert_str_eq(hb_clean(buf, sizeof(buf), "caf\xc3\xa9"), "caf\\xc3\\xa9");
+	no_controls(buf);
+	/* what is printable passes as it is */
+	cr_assert_str_eq(hb_clean(buf, sizeof(buf), "ns::f<int>(char const*) [clone .cold] a\\b"),
+			 "ns::f<int>(char const*) [clone .cold] a\\b");
+	cr_assert_str_eq(hb_clean(buf, sizeof(buf), NULL), "");
+	cr_assert_str_eq(hb_clean(buf, sizeof(buf), ""), "");
+}
+
+Test(clean, a_cut_ends_in_dots_never_inside_an_escape)
+{
+	char buf[12];
+
+	/* fits exactly: no dots */
+	cr_assert_str_eq(hb_clean(buf, sizeof(buf), "abcdefghijk"), "abcdefghijk");
+	cr_assert_str_eq(hb_clean(buf, sizeof(buf), "abcdefghijkl"), "abcdefgh...");
+	/* "ab" then \x1b would reach past the 8 bytes before the dots: it goes whole */
+	cr_assert_str_eq(hb_clean(buf, sizeof(buf), "abcde\x1b\x1b\x1b"), "abcde...");
+	no_controls(buf);
+	cr_assert_str_eq(hb_clean(buf, 3, "abcdef"), "ab");
+	cr_assert_str_eq(hb_clean(buf, 1, "abcdef"), "");
+	cr_assert_str_eq(hb_clean(buf, HB_CLEAN_SIZE(2), "\x1b\x1b"), "\\x1b\\x1b");
+}
+
+static void refused(const char *path)
+{
+	int fd = open_regular_ro(path);
+
+	cr_assert_eq(fd, -HB_ENOTREG, "%s: %d", path, fd);
+	cr_assert_str_eq(open_regular_strerror(fd), "not a regular file");
+}
+
+Test(files, a_fifo_a_directory_and_a_device_are_refused_without_blocking)
+{
+	char fifo[PATH_MAX], link[PATH_MAX];
+
+	snprintf(fifo, sizeof(fifo), "%s/fifo", hb_tmpdir());
+	cr_assert_eq(mkfifo(fifo, 0666), 0);
+	/* nobody writes to it: a blocking open would wait forever (the suite's timeout) */
+	refused(fifo);
+	/* and through a symbolic link to it */
+	snprintf(link, sizeof(link), "%s/link", hb_tmpdir());
+	cr_assert_eq(symlink(fifo, link), 0);
+	refused(link);
+	refused(hb_tmpdir());
+	refused("/dev/null");
+	refused("/dev/zero");
+	cr_assert_eq(open_regular_ro("/nonexistent/file"), -ENOENT);
+}
+
+Test(files, a_regular_file_opens_blocking_and_close_on_exec)
+{
+	char path[PATH_MAX], buf[8] = "";
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/regular", hb_tmpdir());
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("content", f);
+	fclose(f);
+	fd = open_regular_ro(path);
+	cr_assert_geq(fd, 0, "%d", fd);
+	cr_assert_eq(fcntl(fd, F_GETFL) & (O_NONBLOCK | O_ACCMODE), O_RDONLY);
+	cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	cr_assert_eq(read(fd, buf, sizeof(buf) - 1), 7);
+	cr_assert_str_eq(buf, "content");
+	close(fd);
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * scripts/layers.py, the check make lint runs on user/'s stage folders: the
+ * real tree passes; a made-up tree with an upward include, an include cycle
+ * inside one folder, or a folder in no layer fails, naming the culprit.
+ */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+
+TestSuite(layers, .fini = hb_tmpdir_cleanup);
+
+/* Writes root/rel with text, making its folders. */
+static void put(const char *rel, const char *text)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), rel);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
+	cr_assert_eq(system(cmd), 0);
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Runs the check on root (NULL: the repository) with the layers; its exit code, its output in out. */
+static int run_check(const char *root, const char *layers, char *out, size_t len)
+{
+	char cmd[PATH_MAX * 2], path[PATH_MAX];
+	FILE *p;
+	size_t n;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/layers.out", hb_tmpdir());
+	snprintf(cmd, sizeof(cmd), "python3 scripts/layers.py --root '%s' %s > '%s' 2>&1",
+		 root ? root : ".", layers, path);
+	st = system(cmd);
+	p = fopen(path, "r");
+	cr_assert_not_null(p);
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	fclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* util/ at the bottom, a/ above it, the command on top. */
+static void small_tree(void)
+{
+	put("user/util/base.h", "#include <stdio.h>\n#include \"heapbpf.h\"\n");
+	put("user/util/base.c", "#include \"base.h\"\n");
+	put("user/a/mid.h", "#include \"base.h\"\n");
+	put("user/a/mid.c", "#include \"mid.h\"\n#include \"base.h\"\n");
+	put("user/main.c", "#include \"mid.h\"\n");
+}
+
+Test(layers, the_repository_passes)
+{
+	char out[8192];
+
+	cr_assert_eq(run_check(NULL, "util symbols jemalloc collect profile heap export sampling",
+			       out, sizeof(out)),
+		     0, "%s", out);
+	cr_assert(strstr(out, "no upward include, no cycle"), "%s", out);
+}
+
+Test(layers, a_sound_tree_passes)
+{
+	char out[4096];
+
+	small_tree();
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 0, "%s", out);
+}
+
+Test(layers, an_upward_include_fails)
+{
+	char out[4096];
+
+	small_tree();
+	/* the bottom reaching up into a/ */
+	put("user/util/base.c", "#include \"base.h\"\n#include \"mid.h\"\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "user/util/base.c includes mid.h, which is in user/a/, above "
+			      "user/util/"),
+		  "%s", out);
+	/* and into the commands */
+	put("user/util/base.c", "#include \"base.h\"\n");
+	put("user/main.h", "\n");
+	put("user/a/mid.c", "#include \"mid.h\"\n#include \"main.h\"\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "user/a/mid.c includes main.h, which is in user/ (the commands)"),
+		  "%s", out);
+}
+
+Test(layers, a_cycle_inside_a_folder_fails)
+{
+	char out[4096];
+
+	small_tree();
+	put("user/a/other.h", "#include \"mid.h\"\n");
+	put("user/a/mid.c", "#include \"mid.h\"\n#include \"other.h\"\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "include cycle: user/a/mid -> user/a/other -> user/a/mid"), "%s",
+		  out);
+}
+
+Test(layers, a_folder_in_no_layer_fails)
+{
+	char out[4096];
+
+	small_tree();
+	put("user/stray/x.c", "\n");
+	cr_assert_neq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "user/stray is in no layer"), "%s", out);
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The collector: consumes ring-buffer events, deduplicates raw stacks
+ * (jemalloc's backtraces, untrimmed) and keeps per stack the sampled and
+ * unbiased allocation totals and what is still in use. Frees are matched to
+ * stacks by pointer where jemalloc passes one, else through jemalloc's tctx,
+ * as jemalloc itself counts them. Beyond totals (docs/analysis.md): each
+ * sampled object's lifetime, the in-use of every stack at checkpoints driven
+ * by the events' own timestamps, and every stack's in-use at the instant the
+ * sampled in-use bytes peaked.
+ */
+#ifndef __HEAPBPF_COLLECTOR_H
+#define __HEAPBPF_COLLECTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lifetimes.h"
+
+/*
+ * 88 bytes: what every event touches. What only some stacks have is beside
+ * it, in the collector (collector__stack_peak, collector__stack_lifetimes).
+ */
+struct hb_stack {
+	uint32_t *frames;     /* leaf first: ids of raw return addresses (collector__frame) */
+	uint16_t nframes;     /* at most HEAPBPF_MAX_FRAMES */
+	uint8_t peak_dirty;   /* the collector's: changed since the peak was copied */
+	uint32_t flags;	      /* HEAPBPF_F_* seen on any sample of this stack */
+	uint64_t samples;     /* sampled allocations */
+	uint64_t bytes;	      /* their usable bytes */
+	double alloc_objects; /* unbiased estimates */
+	double alloc_space;
+	int64_t inuse_samples; /* sampled, not freed yet */
+	int64_t inuse_bytes;
+	double inuse_objects;
+	double inuse_space;
+	/* the collector's: 1 + where its peak copy and its lifetimes are, 0: none */
+	uint32_t peak_at, lt_at;
+};
+
+/* A stack's in use at the collector's peak (collector__peak). */
+struct hb_stack_peak {
+	int64_t samples, bytes;
+	double objects, space;
+};
+
+struct collector_stats {
+	uint64_t allocs, frees;
+	uint64_t alloc_bytes;	  /* sampled usable bytes */
+	uint64_t frees_matched;	  /* frees of samples heapbpf saw allocated */
+	uint64_t frees_unmatched; /* frees of objects sampled before heapbpf attached */
+	uint64_t frees_unmatched_bytes;
+	uint64_t frees_after_stop; /* frees after sampling was switched off: not subtracted */
+	uint64_t read_faults, truncated, malformed;
+	uint64_t first_ts, last_ts; /* CLOCK_MONOTONIC ns of first and last event */
+};
+
+/* Totals of every stack at one instant. */
+struct collector_totals {
+	uint64_t ts; /* CLOCK_MONOTONIC of the last event applied; 0: none */
+	int64_t inuse_samples, inuse_bytes;
+	double inuse_space; /* estimated bytes in use */
+	double alloc_space; /* estimated bytes allocated since the first event (never reset) */
+};
+
+/*
+ * In use at one instant, every CHECKPOINT_FIRST_NS from the first event on;
+ * when COLLECTOR_MAX_CHECKPOINTS are taken every other one is dropped and
+ * the spacing doubles, so any run keeps between half and all of them.
+ */
+#define COLLECTOR_MAX_CHECKPOINTS 64
+#define CHECKPOINT_FIRST_NS	  100000000ULL
+
+struct collector_checkpoint {
+	uint64_t ts;	    /* CLOCK_MONOTONIC */
+	double inuse_space; /* estimated bytes in use, all stacks */
+	double alloc_space; /* estimated bytes allocated since the first event */
+	size_t nstacks;	    /* stacks known then: later ones had nothing in use */
+	/*
+	 * Per stack, estimated bytes in use (read with collector_ckpt_inuse):
+	 * only the nids stacks whose value changed since the checkpoint before
+	 * (since zero for the first), ascending in ids, their new values in
+	 * inuse. A stack's value at checkpoint k is its last change at or
+	 * before k.
+	 */
+	float *inuse;
+	uint32_t *ids;
+	size_t nids;
+};
+
+/* Stack i's estimated bytes in use at checkpoint k of ck (collector__checkpoints). */
+float collector_ckpt_inuse(const struct collector_checkpoint *ck, size_t k, size_t i);
+/* Adds stack i's estimated bytes in use at each of the n checkpoints of ck to y[0..n). */
+void collector_ckpt_add_series(const struct collector_checkpoint *ck, size_t n, size_t i, float *y);
+
+struct collector;
+
+/* period: jemalloc's R in bytes. */
+int collector__new(uint64_t period, struct collector **out);
+void collector__free(struct collector *c);
+/*
+ * Objects whose jemalloc alloc_time (CLOCK_MONOTONIC_COARSE) is older than
+ * this were sampled before heapbpf attached; their frees are not subtracted.
+ */
+void collector__set_attach_time(struct collector *c, uint64_t coarse_ns);
+/*
+ * The CLOCK_MONOTONIC instant sampling was switched off. In-use is the state
+ * at that instant: frees after it are not subtracted, while allocations
+ * sampled just before it and delivered after it still count.
+ */
+void collector__set_stop_time(struct collector *c, uint64_t mono_ns);
+uint64_t collector__stop_time(const struct collector *c);
+/* Lifetimes shorter than this count as temporary (default 1 ms); set before any event. */
+void collector__set_temporary_threshold(struct collector *c, uint64_t ns);
+uint64_t collector__temporary_threshold(const struct collector *c);
+/* Ring-buffer callback: ctx is the collector, data one event. Returns 0 or -ENOMEM. */
+int collector__event(void *ctx, void *data, size_t len);
+
+/*
+ * Adds aggregate totals for one raw stack, as jemalloc's own dump reports
+ * them (raw sampled counts): used to read a jemalloc heap dump into the same
+ * pipeline. Unbiased values are estimated from the mean object size.
+ */
+int collector__add_totals(struct collector *c, const uint64_t *frames, uint32_t nframes,
+			  uint64_t samples, uint64_t bytes, uint64_t inuse_samples,
+			  uint64_t inuse_bytes);
+
+/* One stack's totals from jemalloc's own tables (heapbpf --live-heap): raw and estimated. */
+struct collector_counts {
+	uint64_t samples, bytes;	     /* sampled allocations (accumulated) */
+	uint64_t inuse_samples, inuse_bytes; /* sampled, still live */
+	double alloc_objects, alloc_space;   /* estimates of all allocations */
+	double inuse_objects, inuse_space;   /* estimates of all live objects */
+};
+
+/*
+ * Adds one raw stack's totals as given, raw and estimated alike (so --raw
+ * and unbiased outputs both carry what the source computed).
+ */
+int collector__add_counts(struct collector *c, const uint64_t *frames, uint32_t nframes,
+			  const struct collector_counts *n);
+
+/*
+ * Starts a new allocation window without detaching (heapbpf --interval):
+ * zeroes every stack's allocation totals (samples, bytes, alloc_objects,
+ * alloc_space) and keeps what is in use, so the next profile carries the
+ * window's allocations as deltas and in-use as the state at its end.
+ */
+void collector__reset_alloc(struct collector *c);
+
+/*
+ * No event comes any more (the session or the replay is over): releases
+ * what only events use (the indexes of stacks, frame addresses, tctxs and
+ * live pointers: 8 MiB at 100k stacks), before the last profile is built.
+ * Later events are counted as malformed and not applied.
+ */
+void collector__end(struct collector *c);
+/*
+ * The last profile built from c reads its stacks in order: the frames of
+ * stacks below upto are not read again, and the slabs holding only those
+ * are freed. Reading them afterwards is a bug.
+ */
+void collector__release_frames(struct collector *c, size_t upto);
+
+uint64_t collector__period(const struct collector *c);
+size_t collector__nstacks(const struct collector *c);
+const struct hb_stack *collector__stack(const struct collector *c, size_t i);
+/*
+ * The raw return address of frame k of s (k < s->nframes): frames are kept
+ * as 4-byte ids of the collector's distinct addresses, each address once.
+ */
+uint64_t collector__frame(const struct collector *c, const struct hb_stack *s, size_t k);
+/* All of s's frames as addresses, into buf (HEAPBPF_MAX_FRAMES entries); returns buf. */
+const uint64_t *collector__frames(const struct collector *c, const struct hb_stack *s,
+				  uint64_t *buf);
+/* The distinct frame addresses, by id: what collector__frame reads. */
+const uint64_t *collector__addrs(const struct collector *c, size_t *n);
+/* Stack i's in use at the peak: all zero when it had nothing in use then. */
+const struct hb_stack_peak *collector__stack_peak(const struct collector *c, size_t i);
+/* The lifetimes of stack i's sampled objects freed so far: empty when none. */
+const struct hb_lifetimes *collector__stack_lifetimes(const struct collector *c, size_t i);
+const struct collector_stats *collector__stats(const struct collector *c);
+
+/* Now: the totals after the last event applied. */
+const struct collector_totals *collector__totals(const struct collector *c);
+/*
+ * The instant the sampled in-use bytes were highest (the first event that
+ * reached it; ts 0: nothing was ever in use), its totals; each stack's
+ * collector__stack_peak holds what it had in use then.
+ */
+const struct collector_totals *collector__peak(const struct collector *c);
+/* The checkpoints so far, oldest first. */
+const struct collector_checkpoint *collector__checkpoints(const struct collector *c, size_t *n);
+/*
+ * For each stack (out has collector__nstacks() entries): the
+ * CLOCK_MONOTONIC allocation time of its oldest sampled object still live,
+ * 0 when none is known.
+ */
+void collector__oldest_live(const struct collector *c, uint64_t *out);
+/*
+ * For each stack (out has collector__nstacks() entries): how many of its
+ * sampled objects still live were allocated (CLOCK_MONOTONIC) before
+ * before[stack]; a stack whose before[] is 0 counts none.
+ */
+void collector__count_live_before(const struct collector *c, const uint64_t *before, uint32_t *out);
+
+#endif /* __HEAPBPF_COLLECTOR_H */

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * heapbpf report FILE: a recording, replayed into the windows a live run
+ * writes, or a core file, whose jemalloc tables are walked (heap/coreheap.c),
+ * or a pprof profile, converted to folded stacks or a flame graph page.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coreheap.h"
+#include "diff.h"
+#include "errmsg.h"
+#include "files.h"
+#include "replay.h"
+#include "report.h"
+#include "report_cmd.h"
+#include "sink.h"
+#include "summary.h"
+#include "version.h"
+#include "window.h"
+#include "wrappers.h"
+
+/* What the profile is of, as pprof comments. */
+static int core_describe(struct hb_profile *p, const struct core_heap *h,
+			 const struct heapwalk_stats *st)
+{
+	const struct jemalloc_target *t = h->t;
+	const char *active = !st->active_known ? "unknown" : st->prof_active ? "on" : "off";
+	const char *values = p->raw ? "raw sampled counts (prof.dump with prof_unbias:false)"
+			     : st->unbiased ? "estimates, exact for a stack of one object size, "
+					      "jemalloc's own unbiased sums (rounded per size "
+					      "class) for the others"
+					    : "estimated from each stack's mean object size";
+	char trunc[256];
+	int rc;
+
+	rc = hb_profile_add_comment(p,
+				    "heapbpf %s: live heap from core file %s of pid %d (%s) at the "
+				    "time of the dump, jemalloc %s in %s",
+				    HEAPBPF_VERSION, h->core->path, h->core->pid, h->core->comm,
+				    t->version, t->path);
+	rc = rc
+		     ?: hb_profile_add_comment(
+				p,
+				"heapbpf: read from jemalloc's own profiling tables in the "
+				"core: %" PRIu64 " sampled objects (%" PRIu64
+				" bytes) live in %" PRIu64
+				" stacks; prof_active was %s, sampling every %llu bytes",
+				st->curobjs, st->curbytes, st->stacks, active,
+				1ULL << st->lg_prof_sample);
+	rc = rc
+		     ?: hb_profile_add_comment(
+				p, "heapbpf: %s",
+				st->prof_accum ? "alloc_* are everything jemalloc sampled since "
+						 "it started (prof_accum:true)"
+					       : "alloc_* are zero: jemalloc keeps no allocated "
+						 "totals without prof_accum:true");
+	rc = rc ?: hb_profile_add_comment(p, "heapbpf: values are %s", values);
+	heapwalk_truncated_text(trunc, sizeof(trunc), st);
+	if (!rc && trunc[0])
+		rc = hb_profile_add_comment(p, "heapbpf: %s", trunc);
+	return rc;
+}
+
+/* The file's modification time: when the dump was written. */
+static int64_t core_time(const char *path)
+{
+	struct stat sb;
+
+	if (stat(path, &sb))
+		return 0;
+	return (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+}
+
+/* The top sites and the file, as a live run's summary says them. */
+static void core_say(const struct hb_profile *p, const char *where)
+{
+	struct hb_site top[5];
+	size_t n = summary_top_sites(p, top, 5);
+	char b[32], a[32], name[HB_CLEAN_SIZE(1024)];
+
+	for (size_t i = 0; i < n; i++) {
+		summary_bytes(b, sizeof(b), (double)top[i].v[HB_INUSE_SPACE]);
+		summary_bytes(a, sizeof(a), (double)top[i].v[HB_ALLOC_SPACE]);
+		hb_note_more("  %10s in use  %10s allocated  %s", b, a,
+			     hb_clean(name, sizeof(name), top[i].function));
+	}
+	if (!wrappers_text(name, sizeof(name), p))
+		hb_note("%s", name);
+	if (strcmp(where, "-") != 0)
+		hb_note("wrote %s", hb_clean(name, sizeof(name), where));
+}
+
+static int core_write(const struct cli *o, const struct core_heap *h, struct collector *c,
+		      const struct heapwalk_stats *st, const char *output, char *err, size_t errlen)
+{
+	struct report_opts ro = {
+		.raw = o->raw,
+		.time_nanos = core_time(h->core->path),
+		.wrappers = o->wrappers,
+		.nwrappers = o->nwrappers,
+	};
+	struct sink s = {
+		.kind = SINK_FILE,
+		.format = o->format,
+		.sample_type = o->sample_type,
+		.zstd = o->zstd,
+		.path = output,
+	};
+	struct symbolizer *sym = NULL;
+	struct hb_profile *p = NULL;
+	int rc = core_heap__symbolizer(h, o->binary_dirs, &sym);
+
+	rc = rc ?: report__build(c, sym, h->t, &ro, &p);
+	rc = rc ?: core_describe(p, h, st);
+	if (rc)
+		rc = hb_fail(err, errlen, rc, "cannot build the profile: %s", strerror(-rc));
+	else
+		rc = sink_write(p, &s, err, errlen);
+	if (!rc)
+		core_say(p, output);
+	hb_profile__free(p);
+	symbolizer__free(sym);
+	return rc;
+}
+
+/* What the core holds, and whose it was. */
+static void say_core(const struct core_heap *h, const struct heapwalk_stats *st)
+{
+	char b[32], comm[HB_CLEAN_SIZE(sizeof(h->core->comm))], core[HB_CLEAN_SIZE(PATH_MAX)];
+	char version[HB_CLEAN_SIZE(sizeof(h->t->version))], path[HB_CLEAN_SIZE(PATH_MAX)];
+
+	summary_bytes(b, sizeof(b), st->inuse_space);
+	hb_note("live heap of pid %d (%s) at the time of the dump, from core file %s: "
+		"%" PRIu64 " sampled objects, %s in use (estimated), %" PRIu64
+		" stacks; jemalloc %s in %s",
+		h->core->pid, hb_clean(comm, sizeof(comm), h->core->comm),
+		hb_clean(core, sizeof(core), h->core->path), st->curobjs, b, st->stacks,
+		hb_clean(version, sizeof(version), h->t->version),
+		hb_clean(path, sizeof(path), h->t->path));
+	heapwalk_truncated_text(path, sizeof(path), st);
+	if (path[0])
+		hb_warn("%s", path);
+}
+
+static int core_report(struct run *r, char *err, size_t errlen)
+{
+	const struct cli *o = r->opts;
+	struct core_heap_opts co = {
+		.path = o->recording,
+		.exe = o->exe,
+		.layout = o->layout,
+		.dirs = o->binary_dirs,
+	};
+	struct heapwalk_stats st = { 0 };
+	struct collector *c = NULL;
+	struct core_heap *h;
+	char outbuf[256];
+	const char *output = o->output;
+	int rc;
+
+	if (o->from || o->to >= 0 || o->leaks || o->at_peak)
+		return hb_fail(err, errlen, -EINVAL,
+			       "%s is a core file, a single instant: --from, --to, --leaks and "
+			       "--at-peak apply to recordings",
+			       o->recording);
+	rc = core_heap__open(&co, &h, err, errlen);
+	if (rc)
+		return rc;
+	rc = core_heap__walk(h, &c, &st, err, errlen);
+	if (!output) {
+		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-core", o->format);
+		output = outbuf;
+	}
+	if (!rc)
+		say_core(h, &st);
+	rc = rc ?: core_write(o, h, c, &st, output, err, errlen);
+	if (!rc && !st.stacks) {
+		char path[HB_CLEAN_SIZE(PATH_MAX)];
+
+		hb_say("core file %s: jemalloc held no sampled live object (prof_active "
+		       "%s at the time of the dump)",
+		       hb_clean(path, sizeof(path), h->core->path),
+		       st.prof_active ? "was on" : "was off or unknown");
+		r->outcome |= RUN_NO_SAMPLES;
+	}
+	collector__free(c);
+	core_heap__free(h);
+	return rc;
+}
+
+/* The report's header: what the recording says it recorded. */
+static void say_recording(const struct replay *rp)
+{
+	char pid[HB_CLEAN_SIZE(sizeof(rp->pid))], comm[HB_CLEAN_SIZE(sizeof(rp->comm))];
+	char version[HB_CLEAN_SIZE(sizeof(rp->version))], path[HB_CLEAN_SIZE(PATH_MAX)];
+
+	hb_note("recording of pid %s (%s), jemalloc %s in %s", hb_clean(pid, sizeof(pid), rp->pid),
+		hb_clean(comm, sizeof(comm), rp->comm),
+		hb_clean(version, sizeof(version), rp->version),
+		hb_clean(path, sizeof(path), rp->ident.path));
+}
+
+/* heapbpf report FILE: the same outputs, offline, from a recording: one window. */
+static int report_recording(struct run *r, char *err, size_t errlen)
+{
+	const struct cli *o = r->opts;
+	struct replay_opts ro = {
+		.from = o->from,
+		.to = o->to,
+		.dirs = o->binary_dirs,
+		.temporary_ns = o->temporary_ns,
+	};
+	struct target_run tr = { .run = r, .output = o->output };
+	char outbuf[256];
+	struct heap_data d;
+	struct replay *rp;
+	int rc;
+
+	rc = replay__load(o->recording, &ro, &rp, err, errlen);
+	if (rc)
+		return rc;
+	if (rp->truncated) {
+		char note[HB_CLEAN_SIZE(sizeof(rp->note))];
+
+		hb_warn("%s; reporting the %llu events before that",
+			hb_clean(note, sizeof(note), rp->note), (unsigned long long)rp->events);
+	}
+	say_recording(rp);
+	if (!tr.output) {
+		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-report", o->format);
+		tr.output = outbuf;
+	}
+	tr.pid = atoi(rp->pid);
+	tr.t = &rp->ident;
+	tr.start_ns = rp->start_wall_ns;
+	snprintf(tr.source, sizeof(tr.source), "pid %s (%s), jemalloc %s in %s", rp->pid, rp->comm,
+		 rp->version, rp->ident.path);
+	d = (struct heap_data){
+		.collector = rp->collector,
+		.symbolizer = rp->symbolizer,
+		.counters = &rp->counters,
+	};
+	rc = window_last(&tr, &d, rp->start_wall_ns + rp->duration_ns, err, errlen);
+	r->outcome |= tr.outcome;
+	replay__free(rp);
+	return rc;
+}
+
+/* Whether path starts as gzip does (a pprof profile); false when it cannot be read. */
+static bool is_gzip(const char *path)
+{
+	int fd = open_regular_ro(path);
+	unsigned char magic[2];
+	bool gz;
+
+	if (fd < 0)
+		return false;
+	gz = read(fd, magic, sizeof(magic)) == sizeof(magic) && magic[0] == 0x1f &&
+	     magic[1] == 0x8b;
+	close(fd);
+	return gz;
+}
+
+/*
+ * heapbpf report X.pb.gz: a pprof heap profile (heapbpf's, or another tool's
+ * with Go's heap sample types), read as diff reads it (bounded by its decoded
+ * size), as folded stacks or a flame graph page.
+ */
+static int report_pprof(const struct cli *o, char *err, size_t errlen)
+{
+	struct sink s = {
+		.kind = SINK_FILE,
+		.format = o->format,
+		.sample_type = o->sample_type,
+		.path = o->output,
+	};
+	char outbuf[256], path[HB_CLEAN_SIZE(PATH_MAX)];
+	struct hb_profile *p = NULL;
+	int rc;
+
+	if (o->format == FMT_PPROF)
+		return hb_fail(err, errlen, -EINVAL,
+			       "%s is a pprof profile already: give -f folded or -f html to "
+			       "convert it",
+			       o->recording);
+	if (o->from || o->to >= 0 || o->raw || o->leaks || o->at_peak || o->nbinary_dirs)
+		return hb_fail(err, errlen, -EINVAL,
+			       "%s is a pprof profile: --from, --to, --raw, --leaks, --at-peak "
+			       "and --binary-path apply to recordings",
+			       o->recording);
+	rc = diff_load(o->recording, NULL, &p, err, errlen);
+	if (rc)
+		return rc;
+	if (!s.path) {
+		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-report", o->format);
+		s.path = outbuf;
+	}
+	rc = sink_write(p, &s, err, errlen);
+	if (!rc && strcmp(s.path, "-") != 0)
+		hb_note("wrote %s", hb_clean(path, sizeof(path), s.path));
+	hb_profile__free(p);
+	return rc;
+}
+
+/* heapbpf report FILE: a core file (ET_CORE, or --core), a pprof profile or a recording. */
+int report_file(struct run *r, char *err, size_t errlen)
+{
+	const struct cli *o = r->opts;
+	int is_core = o->core ? 1 : core_file_is_core(o->recording);
+
+	if (is_core == 1)
+		return core_report(r, err, errlen);
+	if (is_gzip(o->recording))
+		return report_pprof(o, err, errlen);
+	if (o->exe || o->layout)
+		return hb_fail(err, errlen, -EINVAL,
+			       "%s is not a core file: --exe and --jemalloc-layout apply to core "
+			       "files (heapbpf report --core)",
+			       o->recording);
+	return report_recording(r, err, errlen);
+}

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "errmsg.h"
+#include "forks.h"
+#include "guard.h"
+#include "output.h"
+#include "procmaps.h"
+#include "toggle.h"
+
+struct guard {
+	pid_t pid;
+	int dfd; /* guard_dir(), checked */
+	int lock_fd;
+	char state[32];	 /* "PID.state", in dfd */
+	char lock[32];	 /* "PID.lock", in dfd: removed at release */
+	char path[4096]; /* the jemalloc object, as the target's maps name it */
+};
+
+/* 0 when fd is a regular file owned by heapbpf's user (root), else -OUTPUT_ESPECIAL. */
+static int regular_of_ours(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	return S_ISREG(st.st_mode) && st.st_uid == geteuid() ? 0 : -OUTPUT_ESPECIAL;
+}
+
+const char *guard_dir(void)
+{
+	const char *d = getenv("HEAPBPF_STATE_DIR");
+
+	return d && d[0] ? d : "/run/heapbpf";
+}
+
+/* dfd/name is, still, the file open as fd (not removed or replaced since). */
+static bool named_file(int dfd, const char *name, int fd)
+{
+	struct stat held, named;
+
+	return !fstat(fd, &held) && !fstatat(dfd, name, &named, AT_SYMLINK_NOFOLLOW) &&
+	       held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+}
+
+/*
+ * Locks dfd/name (created if missing) into *fd: 0, -EBUSY (*fd open: another
+ * run holds it), or another negative errno. Lock files are removed by their
+ * holder at the end: the lock taken is kept only if name still leads to the
+ * locked file, else it is tried again.
+ */
+static int lock_at(int dfd, const char *name, int *fd)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		int n;
+
+		*fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			     0600);
+		n = *fd < 0 ? -errno : regular_of_ours(*fd);
+		if (n) {
+			if (*fd >= 0)
+				close(*fd);
+			*fd = -1;
+			return n;
+		}
+		if (flock(*fd, LOCK_EX | LOCK_NB))
+			return -EBUSY;
+		if (named_file(dfd, name, *fd))
+			return 0;
+		/* removed (or replaced) by the run that held it: over again */
+		close(*fd);
+	}
+	*fd = -1;
+	return -EAGAIN;
+}
+
+/*
+ * Lock files no run holds (a heapbpf killed with -9 leaves its own; earlier
+ * versions left every one): removed, each under its own lock so that none a
+ * run holds or is taking goes.
+ */
+static void sweep_stale_locks(int dfd)
+{
+	int d = dup(dfd);
+	DIR *dir = d >= 0 ? fdopendir(d) : NULL;
+	struct dirent *e;
+
+	if (!dir) {
+		if (d >= 0)
+			close(d);
+		return;
+	}
+	while ((e = readdir(dir))) {
+		size_t len = strlen(e->d_name);
+		int fd;
+
+		if (len < 6 || strcmp(e->d_name + len - 5, ".lock") != 0 ||
+		    strspn(e->d_name, "0123456789") != len - 5)
+			continue;
+		fd = openat(dfd, e->d_name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (!regular_of_ours(fd) && !flock(fd, LOCK_EX | LOCK_NB) &&
+		    named_file(dfd, e->d_name, fd))
+			unlinkat(dfd, e->d_name, 0);
+		close(fd);
+	}
+	closedir(dir);
+}
+
+int guard__acquire(const struct jemalloc_target *t, struct guard **out, char *err, size_t errlen)
+{
+	struct guard *g = calloc(1, sizeof(*g));
+	char path[4096], holder[32] = "?";
+	pid_t pid = t->pid;
+	int n;
+
+	if (!g)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	g->pid = pid;
+	snprintf(g->path, sizeof(g->path), "%s", t->path);
+	if (mkdir(guard_dir(), 0700) && errno != EEXIST) {
+		n = -errno;
+		free(g);
+		return hb_fail(err, errlen, n, "cannot create %s: %s", guard_dir(), strerror(-n));
+	}
+	snprintf(g->state, sizeof(g->state), "%d.state", pid);
+	/* root's own: a lock or a state file planted by another user is never used */
+	g->dfd = output_open_dir(guard_dir(), OUTPUT_DIR_PRIVATE);
+	if (g->dfd < 0) {
+		n = g->dfd;
+		free(g);
+		return hb_fail(err, errlen, n, "cannot use %s: %s", guard_dir(),
+			       output_strerror(n));
+	}
+	snprintf(path, sizeof(path), "%d.lock", pid);
+	sweep_stale_locks(g->dfd);
+	n = lock_at(g->dfd, path, &g->lock_fd);
+	if (n == -EBUSY) {
+		n = pread(g->lock_fd, holder, sizeof(holder) - 1, 0);
+		holder[n > 0 ? n : 0] = '\0';
+		holder[strcspn(holder, "\n")] = '\0';
+		close(g->lock_fd);
+		close(g->dfd);
+		free(g);
+		return hb_fail(
+			err, errlen, -EBUSY,
+			"another heapbpf (pid %s) is already profiling pid %d; wait for it to "
+			"finish or stop it",
+			holder[0] ? holder : "?", pid);
+	}
+	if (n) {
+		close(g->dfd);
+		free(g);
+		return hb_fail(err, errlen, n, "cannot open %s/%s: %s", guard_dir(), path,
+			       n == -ELOOP ? output_strerror(-OUTPUT_ESYMLINK)
+					   : output_strerror(n));
+	}
+	snprintf(g->lock, sizeof(g->lock), "%d.lock", pid);
+	/* who holds it, for the message above */
+	n = snprintf(holder, sizeof(holder), "%d\n", getpid());
+	if (ftruncate(g->lock_fd, 0) == 0 && pwrite(g->lock_fd, holder, n, 0) != n) {
+		/* only the message would lack the holder's pid */
+	}
+	*out = g;
+	return 0;
+}
+
+void guard__release(struct guard *g)
+{
+	if (!g)
+		return;
+	/*
+	 * Removed while still locked: a run that opened it before sees, once it
+	 * holds the lock, that the name no longer leads to it, and starts over
+	 * (lock_at).
+	 */
+	unlinkat(g->dfd, g->lock, 0);
+	close(g->lock_fd);
+	close(g->dfd);
+	free(g);
+}
+
+/* The state file's text: the target, its flag, and each child forked while it was on. */
+static char *state_text(const struct guard *g, uint64_t addr, uint8_t orig,
+			const struct forks *children, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "pid=%d\nstarttime=%" PRIu64 "\naddr=0x%" PRIx64 "\norig=%u\npath=%s\n", g->pid,
+		proc_start_time(g->pid), addr, orig, g->path);
+	for (size_t i = 0; children && i < children->n; i++) {
+		if (!children->v[i].execed)
+			fprintf(f, "child=%d %" PRIu64 "\n", children->v[i].pid,
+				children->v[i].start);
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+struct text {
+	const char *buf;
+	size_t len;
+};
+
+static int write_text(FILE *f, void *arg)
+{
+	const struct text *t = arg;
+
+	return fwrite(t->buf, 1, t->len, f) == t->len ? 0 : -EIO;
+}
+
+int guard__save(struct guard *g, uint64_t addr, uint8_t orig, const struct forks *children)
+{
+	struct text t = { 0 };
+	char *buf = state_text(g, addr, orig, children, &t.len);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	t.buf = buf;
+	/* a new file renamed into place: a kill -9 leaves the old state or the new */
+	err = output_write_atomic_in(g->dfd, g->state, 0600, write_text, &t);
+	free(buf);
+	return err;
+}
+
+int guard__clear(struct guard *g)
+{
+	if (unlinkat(g->dfd, g->state, 0) && errno != ENOENT)
+		return -errno;
+	fsync(g->dfd);
+	return 0;
+}
+
+struct state {
+	int pid;
+	unsigned long long start, addr;
+	unsigned int orig;
+	char path[4096];
+	pid_t *child; /* every child the file lists: no cap */
+	uint64_t *child_start;
+	size_t nchildren, cap;
+};
+
+static void free_state(struct state *st)
+{
+	free(st->child);
+	free(st->child_start);
+	st->child = NULL;
+	st->child_start = NULL;
+}
+
+static int add_child(struct state *st, pid_t pid, uint64_t start)
+{
+	if (st->nchildren == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 64;
+		pid_t *c = realloc(st->child, cap * sizeof(*c));
+		uint64_t *s;
+
+		if (!c)
+			return -ENOMEM;
+		st->child = c;
+		s = realloc(st->child_start, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		st->child_start = s;
+		st->cap = cap;
+	}
+	st->child[st->nchildren] = pid;
+	st->child_start[st->nchildren++] = start;
+	return 0;
+}
+
+static int read_state(int dfd, const char *file, struct state *st)
+{
+	char line[4200];
+	int fd, rc = 0;
+	FILE *f;
+
+	memset(st, 0, sizeof(*st));
+	st->orig = 2;
+	fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = regular_of_ours(fd);
+	f = rc ? NULL : fdopen(fd, "re");
+	if (!f) {
+		rc = rc ?: -errno;
+		close(fd);
+		return rc;
+	}
+	while (!rc && fgets(line, sizeof(line), f)) {
+		unsigned long long cs;
+		int cp;
+
+		line[strcspn(line, "\n")] = '\0';
+		sscanf(line, "pid=%d", &st->pid);
+		sscanf(line, "starttime=%llu", &st->start);
+		sscanf(line, "addr=%llx", &st->addr);
+		sscanf(line, "orig=%u", &st->orig);
+		if (strncmp(line, "path=", 5) == 0)
+			snprintf(st->path, sizeof(st->path), "%.4000s", line + 5);
+		if (sscanf(line, "child=%d %llu", &cp, &cs) == 2)
+			rc = add_child(st, cp, cs);
+	}
+	fclose(f);
+	if (rc)
+		free_state(st);
+	return rc;
+}
+
+/*
+ * Children a killed run left sampling: each checked to be the same process
+ * with our jemalloc. Those that still run it with the flag on and could not
+ * be restored are counted in r->failed, the first of them in r->failed_pid.
+ */
+static void recover_children(const struct state *st, struct guard_recovery *r)
+{
+	if (st->orig > 1 || !st->path[0])
+		return;
+	for (size_t i = 0; i < st->nchildren; i++) {
+		int rc = forks_restore_one(st->child[i], st->child_start[i], st->addr,
+					   (uint8_t)st->orig, st->path);
+
+		if (!rc) {
+			r->children++;
+		} else if (rc != -ESRCH) {
+			if (!r->failed++) {
+				r->failed_pid = st->child[i];
+				r->failed_rc = rc;
+			}
+		}
+	}
+}
+
+/* Any child left on: the state file stays, for another --reset, and the run stops. */
+static int children_left_on(struct guard *g, pid_t pid, const struct guard_recovery *r, char *err,
+			    size_t errlen)
+{
+	return hb_fail(err, errlen, r->failed_rc,
+		       "cannot restore prof_active in %zu process(es) forked from pid %d (pid %d: "
+		       "%s); %s/%s is kept: run --reset again once the cause is fixed",
+		       r->failed, pid, r->failed_pid, strerror(-r->failed_rc), guard_dir(),
+		       g->state);
+}
+
+int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guard_recovery *r,
+		   char *err, size_t errlen)
+{
+	struct prof_toggle tg = { .pid = t->pid };
+	struct state st;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = read_state(g->dfd, g->state, &st);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot read %s/%s: %s", guard_dir(), g->state,
+			       rc == -ELOOP ? output_strerror(-OUTPUT_ESYMLINK)
+					    : output_strerror(rc));
+	/* another process that had this pid before: only its children may still be ours */
+	if (st.pid != t->pid || st.start != proc_start_time(t->pid)) {
+		recover_children(&st, r);
+		free_state(&st);
+		if (r->failed)
+			return children_left_on(g, t->pid, r, err, errlen);
+		guard__clear(g);
+		return 0;
+	}
+	if (st.orig > 1 || st.addr != t->active_addr || prof_toggle_validate(t, st.addr)) {
+		free_state(&st);
+		return hb_fail(err, errlen, -EINVAL,
+			       "%s/%s does not match jemalloc in pid %d; remove it if no heapbpf "
+			       "is running",
+			       guard_dir(), g->state, t->pid);
+	}
+	tg.addr = st.addr;
+	tg.orig = (uint8_t)st.orig;
+	tg.changed = true;
+	rc = prof_toggle__restore(&tg);
+	if (rc) {
+		free_state(&st);
+		return hb_fail(err, errlen, rc, "cannot restore prof_active in pid %d: %s", t->pid,
+			       strerror(-rc));
+	}
+	r->parent = true;
+	recover_children(&st, r);
+	free_state(&st);
+	if (r->failed)
+		return children_left_on(g, t->pid, r, err, errlen);
+	return guard__clear(g);
+}

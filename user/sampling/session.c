@@ -1,0 +1,1270 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "errmsg.h"
+#include "forks.h"
+#include "guard.h"
+#include "hashmap.h"
+#include "oom.h"
+#include "privs.h"
+#include "probes.h"
+#include "recording.h"
+#include "selfcheck.h"
+#include "session.h"
+#include "summary.h"
+#include "toggle.h"
+#include "version.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* After switching sampling off, threads already past jemalloc's check may still sample. */
+#define DRAIN_MS 50
+
+/* EV_WATCH + i: session_opts.watch[i] */
+enum { EV_RING = 1, EV_SIGNAL, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE, EV_WATCH };
+/* EV_MEMBER + i: the pidfd of the session's target i */
+#define EV_MEMBER 0x10000u
+/* EV_PROC + i: the pidfd of process i, a child followed (--follow-forks) */
+#define EV_PROC 0x20000u
+
+/*
+ * jemalloc 5.2.1's late-activation bug: a thread that allocated while
+ * prof_active was off never samples again once it is switched on. Seen from
+ * outside: the allocation slow path (layout activity_fn) keeps running, but
+ * no sample comes. LATE_PERIODS sampling periods' worth of bytes through the
+ * slow path with no sample has a probability below e^-16 on a working
+ * jemalloc. The check runs every LATE_CHECK_S and gives up (detaching the
+ * extra probe) after LATE_MAX_S or at the first sample.
+ */
+#define LATE_PERIODS 16
+#define LATE_CHECK_S 0.25
+#define LATE_MAX_S   10.0
+
+static int64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sigset_stop(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+}
+
+int session_block_signals(void)
+{
+	sigset_t set;
+
+	sigset_stop(&set);
+	signal(SIGPIPE, SIG_IGN);
+	return sigprocmask(SIG_BLOCK, &set, NULL) ? -errno : 0;
+}
+
+static int add_fd(int ep, int fd, uint32_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static int make_timer(double first_s, double interval_s)
+{
+	struct itimerspec its = {};
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	its.it_value.tv_sec = (time_t)first_s;
+	its.it_value.tv_nsec = (long)((first_s - (double)(time_t)first_s) * 1e9);
+	if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
+		its.it_value.tv_nsec = 1;
+	its.it_interval.tv_sec = (time_t)interval_s;
+	if (timerfd_settime(fd, 0, &its, NULL)) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+/* The state file a later run restores from, should this one be killed -9. */
+static int save_state(void *arg, uint64_t addr, uint8_t orig)
+{
+	return guard__save(arg, addr, orig, NULL) ? -EROFS : 0;
+}
+
+static int record_meta_u64(struct recorder *r, const char *key, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return recorder__meta(r, key, buf);
+}
+
+/* What a report needs before the first event: who, which jemalloc, the mappings. */
+static int record_header(struct session *s, const struct jemalloc_target *t)
+{
+	struct recorder *r = s->recorder;
+	char pid[16];
+	int err = 0;
+
+	snprintf(pid, sizeof(pid), "%d", t->pid);
+	err = err ?: recorder__meta(r, "heapbpf_version", HEAPBPF_VERSION);
+	err = err ?: recorder__meta(r, "pid", pid);
+	err = err ?: recorder__meta(r, "comm", t->comm);
+	err = err ?: recorder__meta(r, "jemalloc_version", t->version);
+	err = err ?: recorder__meta(r, "jemalloc_path", t->path);
+	err = err ?: recorder__meta(r, "is_main_exe", t->is_main_exe ? "1" : "0");
+	err = err ?: recorder__meta(r, "ns_prefix", t->ns_prefix);
+	err = err ?: recorder__meta(r, "pub_prefix", t->pub_prefix);
+	err = err ?: record_meta_u64(r, "lg_prof_sample", t->lg_prof_sample);
+	for (size_t i = 0; !err && i < symbolizer__nobjects(s->symbolizer); i++) {
+		const struct sym_object *so = symbolizer__object(s->symbolizer, i);
+		struct rec_map m = { .start = so->start,
+				     .end = so->limit,
+				     .offset = so->file_offset };
+
+		memcpy(m.perms, "r-xp", 5);
+		snprintf(m.build_id, sizeof(m.build_id), "%s", so->build_id ? so->build_id : "");
+		snprintf(m.path, sizeof(m.path), "%s", so->path);
+		err = recorder__map(r, &m);
+	}
+	return err ?: recorder__flush(r);
+}
+
+static void record_start(struct session *s, int64_t t0, uint64_t attach_coarse)
+{
+	struct recorder *r = s->recorder;
+	int err = 0;
+
+	err = err ?: record_meta_u64(r, "attach_coarse_ns", attach_coarse);
+	err = err ?: record_meta_u64(r, "start_mono_ns", (uint64_t)t0);
+	err = err ?: record_meta_u64(r, "start_wall_ns", (uint64_t)s->start_wall_ns);
+	if (err && !s->record_err)
+		s->record_err = err;
+}
+
+static void record_stop(struct session *s, int64_t stop_mono, uint64_t attach_coarse)
+{
+	struct rec_stop st = {
+		.stop_mono_ns = (uint64_t)stop_mono,
+		.attach_coarse_ns = attach_coarse,
+		.duration_ns = (uint64_t)s->duration_ns,
+		.alloc_hits = s->counters.alloc_hits,
+		.free_hits = s->counters.free_hits,
+		.alloc_drops = s->counters.alloc_drops,
+		.free_drops = s->counters.free_drops,
+		.read_faults = s->counters.read_faults,
+		.reason = s->reason,
+	};
+	int err = recorder__stop(s->recorder, &st);
+
+	if (err && !s->record_err)
+		s->record_err = err;
+}
+
+/*
+ * HEAPBPF_FAULT_INJECT=collect makes collection fail after the first batch of
+ * events: the tests use it to check that an internal error restores the flag.
+ */
+static bool fault_collect(void)
+{
+	const char *f = getenv("HEAPBPF_FAULT_INJECT");
+
+	return f && strcmp(f, "collect") == 0;
+}
+
+/* One target of a session: its flag, its guard, its pidfd. */
+struct member {
+	struct session *s; /* its collection */
+	const struct jemalloc_target *t;
+	struct guard *guard; /* state for recovery after kill -9, or NULL */
+	struct prof_toggle tg;
+	bool ours;    /* heapbpf switched its prof_active on: forked copies are ours to restore */
+	bool running; /* started and not exited: its pidfd is on the loop */
+	bool late_settled; /* sampled, or failed, since its late-activation check began */
+	int pfd;
+	int restore_rc; /* of its flag, at the end */
+	/* an unconfirmed layout's check of the first samples, or NULL */
+	struct selfcheck *sc;
+	/* samples with a backtrace / with none, until NOBT_SAMPLES settle it (nobt_check) */
+	unsigned int bt_full, bt_empty;
+	char nobt[768]; /* the sentence once its jemalloc took no backtraces */
+};
+
+/* A process whose events the session takes: a target, or a child forked from one. */
+struct proc {
+	pid_t pid;
+	uint32_t member;
+	uint64_t start;	     /* its start time (proc_start_time), 0 if unknown */
+	struct collector *c; /* NULL: its events are not collected (a child not followed) */
+	int pfd;	     /* a followed child's pidfd until it exits, else -1 */
+	bool left_sum;	     /* its in-use has left its tree's sum (it exited or exec'd) */
+};
+
+/* Everything one session holds open; stop() releases it whatever was reached. */
+struct loop {
+	const struct session_opts *o;
+	struct session *s; /* the first target's: the session's reason, counters and times */
+	struct member *m;
+	size_t n;
+	size_t running; /* targets started and not exited */
+	struct proc *procs;
+	size_t nprocs, cap;
+	struct hashmap by_pid; /* pid -> index in procs */
+	struct probes *p;
+	struct ring_buffer *rb;
+	int ep, sfd, dfd, tfd, ifd, lfd;
+	int64_t t0; /* CLOCK_MONOTONIC when sampling was switched on; 0 before */
+	uint64_t attach_coarse;
+	bool oom_pending; /* a target's OOM event waits for its callback (run_oom) */
+	char *err;
+	size_t errlen;
+};
+
+/* Of one target: the session's error; of several: said, and that target left out. */
+__attribute__((format(printf, 4, 5))) static int member_fail(struct loop *l, struct member *m,
+							     int rc, const char *fmt, ...)
+{
+	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (l->n == 1)
+		return hb_fail(l->err, l->errlen, rc, "%s", msg);
+	hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
+	m->s->failed = rc;
+	return 0;
+}
+
+static struct proc *proc_of(const struct loop *l, __u32 pid)
+{
+	uint32_t i;
+
+	return hashmap__get(&l->by_pid, hashmap_hash_u64(pid), &i) ? NULL : &l->procs[i];
+}
+
+/* A process joins the session (a pid reused by a new one replaces the old entry). */
+static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c, uint64_t start)
+{
+	if (l->nprocs == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct proc *v = realloc(l->procs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->procs = v;
+		l->cap = cap;
+	}
+	l->procs[l->nprocs] =
+		(struct proc){ .pid = pid, .member = member, .start = start, .c = c, .pfd = -1 };
+	if (hashmap__put(&l->by_pid, hashmap_hash_u64((__u32)pid), (uint32_t)l->nprocs))
+		return -ENOMEM;
+	l->nprocs++;
+	return 0;
+}
+
+static int consume(struct ring_buffer *rb)
+{
+	int err = ring_buffer__consume(rb);
+
+	if (err < 0)
+		return err;
+	return err > 0 && fault_collect() ? -EIO : 0;
+}
+
+static int asked(struct session *s, int rc);
+static void read_counters(struct loop *l);
+
+/* heapbpf watch: each target chosen as an OOM victim, now that its events are all in. */
+static int run_oom(struct loop *l)
+{
+	const struct session_opts *o = l->o;
+
+	if (!l->oom_pending)
+		return 0;
+	l->oom_pending = false;
+	read_counters(l);
+	for (size_t i = 0; i < l->n; i++) {
+		struct session *s = l->m[i].s;
+		int rc;
+
+		if (!s->oom_pending)
+			continue;
+		s->oom_pending = false;
+		rc = o->on_oom ? asked(l->s, o->on_oom(s, &s->oom, o->oom_arg)) : 0;
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* A followed process is gone (exit, exec): its in-use leaves its tree's sum, once. */
+static void leave_sum(struct session *s, struct proc *p)
+{
+	if (!p->c || !s->sum || p->left_sum)
+		return;
+	p->left_sum = true;
+	procsum__leave(s->sum, collector__totals(p->c), (uint64_t)now_ns(CLOCK_MONOTONIC));
+}
+
+/*
+ * A followed child exited: what it sampled is in the ring buffer, taken now;
+ * then its pid leaves the BPF maps, for a process that gets it next is none
+ * of ours (with several targets, the uprobes serve every process mapping the
+ * object, and only the maps tell ours apart).
+ */
+static int followed_exit(struct loop *l, size_t i, bool drain)
+{
+	struct proc *p = &l->procs[i];
+	pid_t pid = p->pid;
+	struct collector *c;
+	int err = 0;
+
+	if (p->pfd >= 0) {
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, p->pfd, NULL);
+		close(p->pfd);
+		p->pfd = -1;
+	}
+	/*
+	 * Out of the maps first (unless another process of the tree has its pid
+	 * by now): what it committed to the ring buffer stays there.
+	 */
+	if (proc_of(l, pid) == p)
+		probes__untrack(l->p, pid);
+	if (drain)
+		err = consume(l->rb);
+	/* the drain may have moved l->procs (a fork in it): by index from here */
+	c = l->procs[i].c;
+	if (c && !collector__stop_time(c))
+		collector__set_stop_time(c, (uint64_t)now_ns(CLOCK_MONOTONIC));
+	leave_sum(l->m[l->procs[i].member].s, &l->procs[i]);
+	hb_note("followed pid %d exited; its profile holds what was collected until then", pid);
+	return err;
+}
+
+/*
+ * A followed child's exit, watched on the event loop. One gone already ends
+ * now; its events still in the ring buffer come after this one (called while
+ * the ring buffer is consumed) and are collected all the same. One whose exit
+ * cannot be watched stays followed until the end, said.
+ */
+static int watch_followed(struct loop *l, size_t i)
+{
+	pid_t pid = l->procs[i].pid;
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), err;
+
+	if (pfd < 0 && errno == ESRCH)
+		return followed_exit(l, i, false);
+	err = pfd < 0 ? -errno : add_fd(l->ep, pfd, EV_PROC + (uint32_t)i);
+	if (!err) {
+		l->procs[i].pfd = pfd;
+		return 0;
+	}
+	if (pfd >= 0)
+		close(pfd);
+	hb_error("cannot watch followed pid %d's exit (%s): it stays followed until the end", pid,
+		 strerror(-err));
+	return 0;
+}
+
+/*
+ * --follow-forks: a child gets a collector and uprobes of its own. What it
+ * samples between its fork and the attach is not seen: it is said at once.
+ */
+static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
+{
+	struct session *s = m->s;
+	struct report_proc *v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
+	int err;
+
+	if (!v)
+		return -ENOMEM;
+	s->procs = v;
+	err = collector__new(collector__period(s->collector), &v[s->nprocs].c);
+	if (err)
+		return err;
+	if (l->o->temporary_ns)
+		collector__set_temporary_threshold(v[s->nprocs].c, l->o->temporary_ns);
+	v[s->nprocs].pid = child;
+	collector__set_attach_time(v[s->nprocs].c, now_ns(CLOCK_MONOTONIC_COARSE));
+	proc_of(l, child)->c = v[s->nprocs].c;
+	s->nprocs++;
+	err = probes__attach_pid(l->p, m->t, child);
+	if (err) {
+		/* it exited already, or cannot be probed: its flag is restored all the same */
+		hb_error("cannot follow pid %d (forked from %d): %s", child, parent,
+			 strerror(-err));
+		return 0;
+	}
+	hb_note("following pid %d (forked from %d)", child, parent);
+	return watch_followed(l, (size_t)(proc_of(l, child) - l->procs));
+}
+
+/*
+ * A fork in a target's tree while its prof_active is on: the child's copy of
+ * the flag is ours to restore, and the state file a killed run leaves says so.
+ */
+static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
+{
+	struct proc *parent = proc_of(l, e->pid);
+	struct member *m = parent ? &l->m[parent->member] : NULL;
+	uint64_t start;
+	int rc;
+
+	/*
+	 * A process of ours that exited left its pid free; one that has it now
+	 * (forked by another: an exec would have untracked it) is none of ours,
+	 * nor are its children. One gone already cannot be told: taken as ours.
+	 */
+	start = parent && parent->start ? proc_start_time((pid_t)e->pid) : 0;
+	if (start && start != parent->start) {
+		probes__untrack(l->p, (pid_t)e->pid);
+		if (e->type == HEAPBPF_EV_FORK)
+			probes__untrack(l->p, (pid_t)e->child);
+		return 0;
+	}
+
+	if (e->type == HEAPBPF_EV_EXEC) {
+		if (m) {
+			forks__exec(&m->s->forks, (pid_t)e->pid);
+			/* its heap is gone with its image */
+			leave_sum(m->s, parent);
+		}
+		probes__untrack(l->p, (pid_t)e->pid);
+		return 0;
+	}
+	rc = m && m->ours ? forks__add(&m->s->forks, (pid_t)e->child) : 0;
+	if (rc <= 0) {
+		/* a thread, a task already gone, or a flag we did not switch on */
+		if (!rc)
+			probes__untrack(l->p, (pid_t)e->child);
+		return rc;
+	}
+	rc = add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL,
+		      m->s->forks.v[m->s->forks.n - 1].start);
+	if (rc)
+		return rc;
+	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
+		m->s->fork_state_err = true;
+	return l->o->follow_forks ? follow(l, m, (pid_t)e->child, (pid_t)e->pid) : 0;
+}
+
+/*
+ * A layout neither a release string nor DWARF confirms (selfcheck.h):
+ * -EPROTO once an event of its target does not fit; such an event is
+ * neither recorded nor counted.
+ */
+static int layout_unfit(const struct loop *l, const struct proc *pr, const void *data, size_t len)
+{
+	const struct member *m = pr ? &l->m[pr->member] : NULL;
+
+	if (!m || !m->sc)
+		return 0;
+	if (selfcheck__event(m->sc, data, len) == 1)
+		hb_note("pid %d: its first %d samples and %d frees fit the %s layout", m->t->pid,
+			SELFCHECK_ALLOCS, SELFCHECK_FREES, m->t->layout->name);
+	return selfcheck__why(m->sc) ? -EPROTO : 0;
+}
+
+/*
+ * The kernel chose a process of the session as an OOM victim: a target's
+ * callback runs once the ring buffer is drained up to here (run_oom);
+ * a followed child's end is its pidfd's business.
+ */
+static int on_oom_event(struct loop *l, const struct heapbpf_oom_event *e)
+{
+	const struct proc *pr = proc_of(l, e->pid);
+	struct member *m;
+
+	if (!pr || pr->member >= l->n)
+		return 0;
+	m = &l->m[pr->member];
+	if (m->t->pid != (pid_t)e->pid)
+		return 0;
+	m->s->oom = *e;
+	m->s->oom_victim = true;
+	m->s->oom_pending = true;
+	l->oom_pending = true;
+	return 0;
+}
+
+/* One event into a process's collector, and into its tree's sum (--follow-forks). */
+static int collect_event(struct session *s, struct collector *c, void *data, size_t len)
+{
+	struct collector_totals before;
+	int err;
+
+	if (!s->sum)
+		return collector__event(c, data, len);
+	before = *collector__totals(c);
+	err = collector__event(c, data, len);
+	if (!err)
+		procsum__add(s->sum, &before, collector__totals(c));
+	return err;
+}
+
+/*
+ * A process whose jemalloc takes no backtraces: a prof_backtrace hook of its
+ * own (experimental.hooks.prof_backtrace, jemalloc 5.3.0 and later), as a
+ * bridge that takes its stacks itself installs, leaves every sample's
+ * prof_bt_t empty. After NOBT_SAMPLES such samples (jemalloc's own unwinder
+ * always takes at least the caller's frame) the target stops with one
+ * sentence, before its profile could hold a single empty stack; its flag is
+ * restored (left on when the process had switched it on itself). -EPROTO
+ * for it once said; its events after that are dropped.
+ */
+#define NOBT_SAMPLES 4
+
+static int nobt_check(struct loop *l, const struct proc *pr, const void *data, size_t len)
+{
+	const struct heapbpf_alloc_event *e = data;
+	char comm[HB_CLEAN_SIZE(sizeof(((struct jemalloc_target *)0)->comm))];
+	struct member *m = pr ? &l->m[pr->member] : NULL;
+
+	if (!m)
+		return 0;
+	if (m->nobt[0])
+		return -EPROTO;
+	if (m->bt_full || len < HEAPBPF_ALLOC_EVENT_SIZE(0) || e->type != HEAPBPF_EV_ALLOC ||
+	    (e->flags & HEAPBPF_F_READ_FAULT))
+		return 0;
+	if (e->bt_len) {
+		m->bt_full++;
+		return 0;
+	}
+	if (++m->bt_empty < NOBT_SAMPLES)
+		return 0;
+	hb_fail(m->nobt, sizeof(m->nobt), -EPROTO,
+		"pid %d (%s): its jemalloc takes no backtraces: its first %d sampled allocations "
+		"came with empty stacks, so the process installed a prof_backtrace hook of its "
+		"own (experimental.hooks.prof_backtrace) and its stacks come from that hook, not "
+		"from jemalloc's tables; heapbpf stopped and wrote no profile, and %s",
+		m->t->pid, hb_clean(comm, sizeof(comm), m->t->comm), NOBT_SAMPLES,
+		m->tg.changed ? "switched prof.active back off"
+			      : "left prof.active on, as the process had switched it on itself");
+	if (l->n > 1) {
+		hb_error("%s; profiling the other targets", m->nobt);
+		m->s->failed = -EPROTO;
+	}
+	return -EPROTO;
+}
+
+/* The first target whose jemalloc took no backtraces: its sentence, else NULL. */
+static const char *nobt_why(const struct loop *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->m[i].nobt[0])
+			return l->m[i].nobt;
+	}
+	return NULL;
+}
+
+/* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct loop *l = ctx;
+	struct session *s = l->s;
+	const __u32 *type = data;
+	const struct proc *pr;
+
+	if (len >= sizeof(struct heapbpf_proc_event) &&
+	    (*type == HEAPBPF_EV_FORK || *type == HEAPBPF_EV_EXEC))
+		return on_proc_event(l, data);
+	if (len >= sizeof(struct heapbpf_oom_event) && *type == HEAPBPF_EV_OOM)
+		return on_oom_event(l, data);
+	/* both records carry the process in their second field */
+	pr = len >= 2 * sizeof(__u32) ? proc_of(l, type[1]) : NULL;
+	/* with several targets, one that takes no backtraces is left out, the others go on */
+	if (nobt_check(l, pr, data, len))
+		return l->n > 1 ? 0 : -EPROTO;
+	if (layout_unfit(l, pr, data, len))
+		return -EPROTO;
+	if (s->recorder && !s->record_err)
+		s->record_err = recorder__event(s->recorder, data, len);
+	if (pr)
+		return pr->c ? collect_event(l->m[pr->member].s, pr->c, data, len) : 0;
+	/* one target: a short record is the collector's to count */
+	return l->n == 1 ? collect_event(s, s->collector, data, len) : 0;
+}
+
+static int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
+			     size_t errlen);
+
+/*
+ * Each target on its own: settled once it samples, hit by the bug once its
+ * slow path allocated LATE_PERIODS sampling periods' worth with no sample.
+ * With one target that ends the session (-ENODATA); with several, that one
+ * fails with the reason and the others go on. 1 when every target is
+ * settled or the time is up (the probes go), 0 to keep checking.
+ */
+static int late_active_check(struct loop *l)
+{
+	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
+	bool open = false;
+	size_t alive = 0;
+	int err = consume(l->rb); /* the samples so far, in each target's collector */
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < l->n; i++)
+		alive += l->m[i].running && !l->m[i].s->failed;
+	for (size_t i = 0; i < l->n; i++) {
+		struct member *m = &l->m[i];
+		uint64_t bytes = 0;
+
+		if (m->late_settled || m->s->failed || !m->running)
+			continue;
+		if (collector__stats(m->s->collector)->allocs) {
+			m->late_settled = true;
+			continue;
+		}
+		err = probes__activity_bytes(l->p, m->t->pid, &bytes);
+		if (err)
+			return err;
+		if (bytes < ((uint64_t)LATE_PERIODS << m->t->lg_prof_sample)) {
+			open = true;
+			continue;
+		}
+		m->s->late_active_bytes = bytes;
+		m->late_settled = true;
+		if (l->n == 1)
+			return -ENODATA;
+		late_active_error(m->s, m->t, msg, sizeof(msg));
+		hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
+		m->s->failed = -ENODATA;
+		/* nothing to profile there: its flag back off now, its events no longer taken */
+		err = prof_toggle__restore(&m->tg);
+		if (err && err != -ESRCH)
+			hb_error("cannot switch jemalloc's prof_active back off in pid %d: %s",
+				 m->t->pid, strerror(-err));
+		probes__untrack(l->p, m->t->pid);
+		alive--;
+	}
+	/* every target failed so: the session has nothing left to do */
+	if (!alive)
+		return -ENODATA;
+	return !open || now_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
+}
+
+/* A callback's return: 1 ends the session as asked. */
+static int asked(struct session *s, int rc)
+{
+	if (rc > 0)
+		s->reason = STOP_USER;
+	return rc;
+}
+
+/* The BPF side's counters, for every target (one BPF object serves them all). */
+static void read_counters(struct loop *l)
+{
+	probes__counters(l->p, &l->s->counters);
+	for (size_t i = 1; i < l->n; i++)
+		l->m[i].s->counters = l->s->counters;
+}
+
+/*
+ * A target exited: with one, the session ends; with several, its collection
+ * stops at this instant (its flag went with it: nothing is ever written to a
+ * new process under its pid) and the others go on, until the last one exits.
+ */
+static int member_exit(struct loop *l, struct member *m)
+{
+	int64_t now = now_ns(CLOCK_MONOTONIC);
+	char comm[HB_CLEAN_SIZE(sizeof(m->t->comm))];
+	int rc;
+
+	epoll_ctl(l->ep, EPOLL_CTL_DEL, m->pfd, NULL);
+	/* one refused at the start (member_fail) was never counted among those running */
+	if (!m->running)
+		return 0;
+	m->running = false;
+	l->running--;
+	/* what it sampled until it exited is in the ring buffer: its collector takes it all */
+	consume(l->rb);
+	/* killed for memory: its OOM profile first (heapbpf watch) */
+	rc = run_oom(l);
+	if (rc)
+		return rc;
+	if (l->n == 1) {
+		l->s->reason = STOP_TARGET_EXIT;
+		return 1;
+	}
+	m->tg.changed = false;
+	/* a new process under its pid is not ours */
+	probes__untrack(l->p, m->t->pid);
+	m->s->exited = true;
+	m->s->duration_ns = now - l->t0;
+	collector__set_stop_time(m->s->collector, (uint64_t)now);
+	hb_note("pid %d (%s) exited; its profile holds what was collected until then; "
+		"%zu other target(s) go on",
+		m->t->pid, hb_clean(comm, sizeof(comm), m->t->comm), l->running);
+	if (l->running)
+		return 0;
+	l->s->reason = STOP_TARGET_EXIT;
+	return 1;
+}
+
+/* The counts of every target so far, for the status line. */
+static void status_line(const struct loop *l)
+{
+	struct collector_stats all = {};
+	struct heapbpf_counters bc;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct collector_stats *c;
+
+		if (!l->m[i].s->collector)
+			continue;
+		c = collector__stats(l->m[i].s->collector);
+		all.allocs += c->allocs;
+		all.frees += c->frees;
+		all.alloc_bytes += c->alloc_bytes;
+	}
+	probes__counters(l->p, &bc);
+	summary_status_line(stderr, (now_ns(CLOCK_MONOTONIC) - l->t0) / 1e9, &all, &bc);
+}
+
+/* A timer's tick; its expirations are not needed (EAGAIN only: the timer was readable). */
+static bool ticked(int fd)
+{
+	uint64_t ticks;
+
+	return read(fd, &ticks, sizeof(ticks)) > 0;
+}
+
+/* One ready event; 1 when the session ends, 0 to go on, or a negative errno. */
+static int on_ready(struct loop *l, uint32_t tag)
+{
+	const struct session_opts *o = l->o;
+	struct session *s = l->s;
+	struct signalfd_siginfo si;
+	int err;
+
+	if (tag >= EV_PROC && tag - EV_PROC < l->nprocs)
+		return followed_exit(l, tag - EV_PROC, true);
+	if (tag >= EV_MEMBER && tag - EV_MEMBER < l->n)
+		return member_exit(l, &l->m[tag - EV_MEMBER]);
+	if (tag >= EV_WATCH && tag - EV_WATCH < o->nwatch) {
+		/* what was sampled up to now is in the collectors first (heapbpf watch's demand) */
+		err = consume(l->rb);
+		if (err)
+			return err;
+		read_counters(l);
+		return asked(s, o->watch[tag - EV_WATCH].on_ready(s, o->watch[tag - EV_WATCH].arg));
+	}
+	switch (tag) {
+	case EV_RING:
+		return consume(l->rb);
+	case EV_SIGNAL:
+		if (read(l->sfd, &si, sizeof(si)) == sizeof(si))
+			s->stop_signal = (int)si.ssi_signo;
+		s->reason = STOP_SIGNAL;
+		return 1;
+	case EV_DEADLINE:
+		s->reason = STOP_DURATION;
+		return 1;
+	case EV_LATE:
+		if (!ticked(l->lfd))
+			return 0;
+		err = late_active_check(l);
+		if (err > 0) {
+			probes__detach_activity(l->p);
+			epoll_ctl(l->ep, EPOLL_CTL_DEL, l->lfd, NULL);
+		}
+		return err < 0 ? err : 0;
+	case EV_INTERVAL:
+		/* a window ends: everything sampled so far is in the collectors */
+		if (!ticked(l->ifd))
+			return 0;
+		err = ring_buffer__consume(l->rb);
+		if (err < 0)
+			return err;
+		read_counters(l);
+		return o->on_interval ? asked(s, o->on_interval(s, o->interval_arg)) : 0;
+	case EV_TICK:
+		if (ticked(l->tfd))
+			status_line(l);
+		return 0;
+	}
+	return 0;
+}
+
+/* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
+static int collect(struct loop *l)
+{
+	struct epoll_event evs[16];
+
+	for (;;) {
+		int n = epoll_wait(l->ep, evs, 16, PROBES_POLL_MS);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		/* n == 0: records below the wake-up threshold: consume them on time */
+		if (n == 0) {
+			int err = consume(l->rb);
+
+			if (err)
+				return err;
+		}
+		for (int i = 0; i < n; i++) {
+			int rc = on_ready(l, evs[i].data.u32);
+
+			if (rc)
+				return rc < 0 ? rc : 0;
+		}
+		/* a target chosen as an OOM victim: its events are in, its callback now */
+		n = run_oom(l);
+		if (n)
+			return n < 0 ? n : 0;
+	}
+}
+
+/* A target's collector, symbolizer and pidfd; a target that is gone already is left out. */
+static int open_member(struct loop *l, struct member *m)
+{
+	struct session *s = m->s;
+	const struct jemalloc_target *t = m->t;
+	int rc;
+
+	rc = collector__new(1ULL << t->lg_prof_sample, &s->collector);
+	rc = rc ?: (l->o->follow_forks ? procsum__new(&s->sum) : 0);
+	rc = rc ?: symbolizer__new(t->pid, &s->symbolizer);
+	if (!rc && l->s->pool)
+		symbolizer__share(s->symbolizer, l->s->pool);
+	if (rc)
+		return member_fail(l, m, rc, "cannot set up the collector of pid %d: %s", t->pid,
+				   strerror(-rc));
+	if (l->o->temporary_ns)
+		collector__set_temporary_threshold(s->collector, l->o->temporary_ns);
+	rc = add_proc(l, t->pid, (uint32_t)(m - l->m), s->collector, proc_start_time(t->pid));
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc, "out of memory");
+	m->pfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	if (m->pfd < 0)
+		return member_fail(l, m, -errno, "pid %d: %s: %s", t->pid,
+				   errno == ESRCH ? "the target process exited"
+						  : "cannot set up the event loop",
+				   strerror(errno));
+	rc = add_fd(l->ep, m->pfd, EV_MEMBER + (uint32_t)(m - l->m));
+	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
+			    strerror(-rc))
+		  : 0;
+}
+
+/* Probes loaded, collectors, symbolizers and recording header ready, the event loop set up. */
+static int open_session(struct loop *l)
+{
+	const struct session_opts *o = l->o;
+	struct session *s = l->s;
+	struct heapbpf_oom_offsets oom_off;
+	uint32_t fork_off;
+	sigset_t set;
+	int rc;
+
+	rc = forks_child_pid_offset(&fork_off, l->err, l->errlen);
+	if (rc)
+		return rc;
+	/*
+	 * Several targets, or children followed: the uprobes once per object file,
+	 * the pids in a BPF map (a child joins without uprobes of its own, whose
+	 * detach at the end would cost a kernel grace period each).
+	 */
+	if (o->oom) {
+		rc = oom_victim_offsets(&oom_off, l->err, l->errlen);
+		if (rc)
+			return rc;
+	}
+	rc = probes__load(&l->m[0].t->layout->bpf, o->ringbuf_bytes, fork_off,
+			  o->oom ? &oom_off : NULL, l->n > 1 || o->follow_forks, &l->p);
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc,
+			       "cannot load the BPF program (heapbpf needs root, and a kernel with "
+			       "BPF ring buffers; run with -v for libbpf's reasons): %s",
+			       strerror(-rc));
+	l->ep = epoll_create1(EPOLL_CLOEXEC);
+	sigset_stop(&set);
+	l->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (l->ep < 0 || l->sfd < 0)
+		return hb_fail(l->err, l->errlen, -errno, "cannot set up the event loop: %s",
+			       strerror(errno));
+	for (size_t i = 0; i < l->n; i++) {
+		rc = open_member(l, &l->m[i]);
+		if (rc)
+			return rc;
+	}
+	s->recorder = o->recorder;
+	rc = s->recorder ? record_header(s, l->m[0].t) : 0;
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc, "cannot write the recording: %s",
+			       strerror(-rc));
+	rc = probes__ring_buffer(l->p, on_event, l, &l->rb);
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc, "cannot open the BPF ring buffer: %s",
+			       strerror(-rc));
+	rc = add_fd(l->ep, ring_buffer__epoll_fd(l->rb), EV_RING);
+	rc = rc ?: add_fd(l->ep, l->sfd, EV_SIGNAL);
+	for (size_t i = 0; !rc && i < o->nwatch; i++)
+		rc = add_fd(l->ep, o->watch[i].fd, EV_WATCH + (uint32_t)i);
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
+			       strerror(-rc));
+	return 0;
+}
+
+/* Why the flag could not be switched on, in words. */
+static const char *toggle_error(int rc)
+{
+	return rc == -EFAULT   ? "the flag's address is not in jemalloc's writable data"
+	       : rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)"
+	       : rc == -ESRCH  ? "the process exited"
+			       : strerror(-rc);
+}
+
+/* One target: its probes attached first, then its prof_active on: no sample is missed. */
+static int start_member(struct loop *l, struct member *m)
+{
+	const struct jemalloc_target *t = m->t;
+	int rc;
+
+	collector__set_attach_time(m->s->collector, l->attach_coarse);
+	rc = t->needs_selfcheck ? selfcheck__new(t, l->attach_coarse, &m->sc) : 0;
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc, "out of memory");
+	rc = probes__attach(l->p, t);
+	if (rc)
+		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
+				   t->pid, strerror(-rc));
+	rc = prof_toggle__on(&m->tg, t, m->guard ? save_state : NULL, m->guard);
+	if (rc == -EROFS)
+		return member_fail(l, m, rc,
+				   "cannot write heapbpf's state file under %s, so prof_active "
+				   "was not switched on in pid %d",
+				   guard_dir(), t->pid);
+	if (rc)
+		return member_fail(l, m, rc,
+				   "cannot switch jemalloc's prof_active on in pid %d: %s", t->pid,
+				   toggle_error(rc));
+	m->s->was_active = !m->tg.changed;
+	m->ours = m->tg.changed;
+	m->running = true;
+	l->running++;
+	return 0;
+}
+
+static int start_sampling(struct loop *l)
+{
+	const struct session_opts *o = l->o;
+	int64_t wall;
+	int rc;
+
+	/* objects sampled before this instant are not ours (jemalloc's clock, 5.3) */
+	l->attach_coarse = now_ns(CLOCK_MONOTONIC_COARSE);
+	for (size_t i = 0; i < l->n; i++) {
+		rc = l->m[i].s->failed ? 0 : start_member(l, &l->m[i]);
+		if (rc)
+			return rc;
+	}
+	if (!l->running)
+		return hb_fail(l->err, l->errlen, -ESRCH,
+			       "none of the %zu target processes could be profiled", l->n);
+	/*
+	 * Loaded and attached: from here on heapbpf needs ptrace and file access
+	 * only; --follow-forks attaches to each new child, and a watch of a unit
+	 * or pid file to its next process: they keep what that takes.
+	 */
+	rc = o->follow_forks || o->keep_privs ? 0 : privs_drop_after_attach();
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc,
+			       "cannot drop capabilities after attaching: %s", strerror(-rc));
+	wall = now_ns(CLOCK_REALTIME);
+	for (size_t i = 0; i < l->n; i++)
+		l->m[i].s->start_wall_ns = wall;
+	l->t0 = now_ns(CLOCK_MONOTONIC);
+	if (l->s->recorder)
+		record_start(l->s, l->t0, l->attach_coarse);
+	return 0;
+}
+
+/* A timer on the loop; *fd stays -1 when first_s is 0. */
+static int add_timer(struct loop *l, int *fd, double first_s, double interval_s, uint32_t tag)
+{
+	if (first_s <= 0)
+		return 0;
+	*fd = make_timer(first_s, interval_s);
+	return *fd < 0 ? *fd : add_fd(l->ep, *fd, tag);
+}
+
+static int add_timers(struct loop *l)
+{
+	const struct session_opts *o = l->o;
+	int rc;
+
+	rc = add_timer(l, &l->dfd, o->duration, 0, EV_DEADLINE);
+	/* the status line is a nicety: without its timer the session goes on */
+	if (o->status_line)
+		add_timer(l, &l->tfd, 1, 1, EV_TICK);
+	rc = rc
+		     ?: add_timer(l, &l->ifd, o->on_interval ? o->interval : 0, o->interval,
+				  EV_INTERVAL);
+	rc = rc
+		     ?: add_timer(l, &l->lfd, l->m[0].t->activity_off ? LATE_CHECK_S : 0,
+				  LATE_CHECK_S, EV_LATE);
+	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the timer: %s", strerror(-rc))
+		  : 0;
+}
+
+static int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
+			     size_t errlen)
+{
+	return hb_fail(
+		err, errlen, -ENODATA,
+		"jemalloc %s in pid %d allocated %.1f MiB through its slow path while prof_active "
+		"was on but took no sample: jemalloc 5.2.1 never samples again in a thread that "
+		"allocated while prof_active was off (fixed after 5.2.1 by jemalloc commit "
+		"9e031c1d); start the service with %s=prof:true,prof_active:true so that sampling "
+		"is on from the start (heapbpf then leaves it on), or use a jemalloc with the fix "
+		"(5.3.0 or later)",
+		t->version, t->pid, s->late_active_bytes / 1048576.0, t->conf_env);
+}
+
+/* Every target's flag back to what it was; 1 when one was switched on (a drain is due). */
+static int restore_flags(struct loop *l, int *rc)
+{
+	int on = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		struct member *m = &l->m[i];
+		int r2 = prof_toggle__restore(&m->tg), r3;
+
+		m->restore_rc = r2;
+		on |= m->tg.addr != 0;
+		if (!r2 || r2 == -ESRCH || (l->n == 1 && *rc))
+			continue;
+		r3 = member_fail(l, m, r2,
+				 "cannot switch jemalloc's prof_active back off in pid %d: %s",
+				 m->t->pid, strerror(-r2));
+		if (!*rc)
+			*rc = r3;
+	}
+	return on;
+}
+
+/* Children forked while a flag was on get it back off; a guard whose flags are all back forgets. */
+static void restore_children(struct loop *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		struct member *m = &l->m[i];
+		struct session *s = m->s;
+
+		if (!m->ours)
+			continue;
+		forks__restore(&s->forks, m->tg.addr, m->tg.orig, m->t->path, &s->fork_result);
+		/* only a restored flag may forget its state: else the next run restores it */
+		if ((!m->restore_rc || m->restore_rc == -ESRCH) && !s->fork_result.failed &&
+		    m->guard)
+			guard__clear(m->guard);
+	}
+}
+
+/* The session's reason, counters and times on every target's collection. */
+static void share_results(struct loop *l, int64_t stop_mono)
+{
+	read_counters(l);
+	for (size_t i = 0; i < l->n; i++) {
+		struct session *s = l->m[i].s;
+
+		s->reason = l->s->reason;
+		s->stop_signal = l->s->stop_signal;
+		if (l->t0 && !s->exited)
+			s->duration_ns = stop_mono - l->t0;
+	}
+}
+
+/* The first target's layout that did not fit its samples: why, else NULL. */
+static const char *unfit_why(const struct loop *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->m[i].sc && selfcheck__why(l->m[i].sc))
+			return selfcheck__why(l->m[i].sc);
+	}
+	return NULL;
+}
+
+static void *free_probes(void *p)
+{
+	probes__free(p);
+	return NULL;
+}
+
+/*
+ * The probes detached and freed on a thread of their own: each uprobe's
+ * detach waits for the kernel's grace periods (about 70 ms each here),
+ * which writing the profiles need not wait for; session_cleanup joins it.
+ * Sampling is off and drained by then: what the probes still see (frees
+ * after the stop) changes no total.
+ */
+static void release_probes(struct session *s, struct probes *p)
+{
+	if (p && !pthread_create(&s->detacher, NULL, free_probes, p)) {
+		s->detaching = true;
+		return;
+	}
+	probes__free(p);
+}
+
+/* Every path: sampling off first, then drain what is in flight, then close; detach meanwhile. */
+static int stop(struct loop *l, int rc)
+{
+	struct session *s = l->s;
+	int64_t stop_mono = now_ns(CLOCK_MONOTONIC);
+	int fds[] = { l->ep, l->sfd, l->dfd, l->tfd, l->ifd, l->lfd };
+	int on;
+
+	for (size_t i = 0; i < l->nprocs; i++) {
+		if (l->procs[i].c && !collector__stop_time(l->procs[i].c))
+			collector__set_stop_time(l->procs[i].c, (uint64_t)stop_mono);
+	}
+	/* in the stream where the collector learns it, so a replay matches this run */
+	if (s->recorder && l->t0 && !s->record_err)
+		s->record_err = record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
+	on = restore_flags(l, &rc);
+	/* the drain also brings the forks that copied a flag just before it went off */
+	if (l->rb) {
+		if (on)
+			ring_buffer__poll(l->rb, DRAIN_MS);
+		ring_buffer__consume(l->rb);
+		probes__close_ring_buffer(l->p);
+		l->rb = NULL;
+	}
+	restore_children(l);
+	if (l->p)
+		share_results(l, now_ns(CLOCK_MONOTONIC));
+	if (s->recorder && l->t0)
+		record_stop(s, stop_mono, l->attach_coarse);
+	if (l->o->status_line && l->t0)
+		fputc('\n', stderr);
+	if (l->o->verbose && l->p)
+		probes__print_run_time(l->p, stderr);
+	release_probes(s, l->p);
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->m[i].pfd >= 0)
+			close(l->m[i].pfd);
+		selfcheck__free(l->m[i].sc);
+	}
+	for (size_t i = 0; i < l->nprocs; i++) {
+		if (l->procs[i].pfd >= 0)
+			close(l->procs[i].pfd);
+	}
+	hashmap__clear(&l->by_pid);
+	free(l->procs);
+	free(l->m);
+	return rc;
+}
+
+int session_run_many(const struct jemalloc_target *const *t, struct guard *const *guards, size_t n,
+		     const struct session_opts *o, struct session *s, char *err, size_t errlen)
+{
+	struct loop l = { .o = o,
+			  .s = s,
+			  .n = n,
+			  .ep = -1,
+			  .sfd = -1,
+			  .dfd = -1,
+			  .tfd = -1,
+			  .ifd = -1,
+			  .lfd = -1,
+			  .err = err,
+			  .errlen = errlen };
+	int rc;
+
+	if (!n || (n > 1 && o->recorder))
+		return hb_fail(err, errlen, -EINVAL, "a recording holds one target process");
+	memset(s, 0, n * sizeof(*s));
+	l.m = calloc(n, sizeof(*l.m));
+	if (!l.m)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	/* the targets' symbolizers parse each object of one build-id once */
+	if (n > 1 && sym_pool__new(&s->pool)) {
+		free(l.m);
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		s[i].reason = STOP_ERROR;
+		l.m[i] = (struct member){ .s = &s[i], .t = t[i], .guard = guards[i], .pfd = -1 };
+	}
+	rc = open_session(&l);
+	rc = rc ?: start_sampling(&l);
+	rc = rc ?: add_timers(&l);
+	if (!rc) {
+		rc = collect(&l);
+		const char *unfit = unfit_why(&l), *nobt = nobt_why(&l);
+
+		if (rc == -ENODATA && s->late_active_bytes)
+			late_active_error(s, t[0], err, errlen);
+		else if (nobt && rc)
+			hb_fail(err, errlen, rc, "%s", nobt);
+		else if (unfit)
+			hb_fail(err, errlen, rc, "%s", unfit);
+		else if (rc)
+			hb_fail(err, errlen, rc, "collecting events failed: %s", strerror(-rc));
+	}
+	return stop(&l, rc);
+}
+
+int session_run(const struct jemalloc_target *t, const struct session_opts *o, struct session *s,
+		char *err, size_t errlen)
+{
+	return session_run_many(&t, &o->guard, 1, o, s, err, errlen);
+}
+
+void session_cleanup(struct session *s)
+{
+	if (s->detaching)
+		pthread_join(s->detacher, NULL);
+	s->detaching = false;
+	collector__free(s->collector);
+	procsum__free(s->sum);
+	s->sum = NULL;
+	symbolizer__free(s->symbolizer);
+	/* the first target's: after the others' symbolizers (live.c frees it last) */
+	sym_pool__free(s->pool);
+	s->pool = NULL;
+	forks__free(&s->forks);
+	for (size_t i = 0; i < s->nprocs; i++)
+		collector__free(s->procs[i].c);
+	free(s->procs);
+	s->procs = NULL;
+	s->nprocs = 0;
+	s->collector = NULL;
+	s->symbolizer = NULL;
+}

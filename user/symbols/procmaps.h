@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* /proc/PID/maps snapshots and reads/writes of another process's memory. */
+#ifndef __HEAPBPF_PROCMAPS_H
+#define __HEAPBPF_PROCMAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_map {
+	uint64_t start, end, offset, inode;
+	unsigned int dev_major, dev_minor;
+	char perms[5]; /* "r-xp" */
+	char *path;    /* NULL for anonymous mappings; "[heap]" etc. kept as is */
+	bool deleted;  /* the path ended in " (deleted)" (stripped from path) */
+};
+
+struct proc_maps {
+	pid_t pid;
+	struct proc_map *v;
+	size_t n;
+};
+
+/* Parses one line of /proc/PID/maps into *m (m->path allocated); -EINVAL if malformed. */
+int proc_map_parse_line(const char *line, struct proc_map *m);
+
+/* Reads /proc/PID/maps; -ESRCH when the process does not exist. */
+int proc_maps__read(pid_t pid, struct proc_maps **out);
+void proc_maps__free(struct proc_maps *m);
+
+/* The mapping containing addr, or NULL. */
+const struct proc_map *proc_maps__find(const struct proc_maps *m, uint64_t addr);
+
+/*
+ * True when addr lies in a writable mapping of the object at path, or in the
+ * anonymous mapping right after one (.bss past the object's last file page).
+ */
+bool proc_maps__writable_in(const struct proc_maps *m, uint64_t addr, const char *path);
+
+/* Path to open the object of a mapping from our mount namespace: /proc/PID/root/<path>. */
+int proc_map_open_path(pid_t pid, const char *path, char *buf, size_t len);
+
+/* process_vm_readv/process_vm_writev of exactly len bytes; negative errno otherwise. */
+int proc_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
+int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
+
+/* True when pid exists (kill(pid, 0) semantics, ESRCH = gone). */
+bool proc_alive(pid_t pid);
+
+/* The command name of pid (from /proc/PID/comm) into buf; "?" when unknown. */
+void proc_comm(pid_t pid, char *buf, size_t len);
+
+/* The start time of pid (clock ticks after boot, /proc/PID/stat field 22); 0 if unknown. */
+uint64_t proc_start_time(pid_t pid);
+
+#endif /* __HEAPBPF_PROCMAPS_H */

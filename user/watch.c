@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * heapbpf watch: a session that stays attached and writes a profile when
+ * memory goes wrong, not on a clock. Its triggers, checked every second and
+ * on each event: the kernel choosing a target as an OOM victim (oom), its
+ * memory cgroup reporting pressure (pressure, once per cooldown), its
+ * sampled in-use estimate or its RSS rising a given amount above the level
+ * of the last growth profile (growth), and SIGUSR1 (demand). Each profile
+ * is an in-use profile as of that instant, named after its trigger.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "errmsg.h"
+#include "summary.h"
+#include "watch.h"
+#include "window.h"
+
+/* The memory cgroup counters a target's pressure is read from. */
+enum cg_kind {
+	CG_NONE,
+	CG_V2, /* memory.events: high, max */
+	CG_V1, /* memory.failcnt */
+};
+
+struct watched {
+	struct target_run *tr;
+	struct session *s;
+	double inuse_mark; /* sampled in-use estimate at the last growth profile (0 at the start) */
+	uint64_t rss_mark; /* RSS at the last RSS growth profile (or the start) */
+	enum cg_kind cg;
+	char cg_file[4096];
+	uint64_t cg_last[2]; /* the counters at the last look (the first: at the start) */
+	int64_t pressure_at; /* CLOCK_MONOTONIC ns of the last pressure profile; 0: none */
+	bool held_back;	     /* pressure seen since, within the cooldown (said once) */
+	bool oom_written;
+};
+
+struct watch {
+	const struct cli *o;
+	struct watched *w;
+	size_t n;
+	int sfd; /* SIGUSR1 */
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Resident bytes of pid (/proc/PID/statm), 0 when gone. */
+static uint64_t rss_of(pid_t pid)
+{
+	char path[64];
+	unsigned long long size, resident;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/statm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fscanf(f, "%llu %llu", &size, &resident);
+	fclose(f);
+	return n == 2 ? resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+/*
+ * The memory cgroup of pid, from /proc/PID/cgroup: on v2 ("0::/path") its
+ * memory.events, on v1 ("N:memory:/path") its memory.failcnt.
+ */
+static void find_cgroup(struct watched *w, pid_t pid)
+{
+	char path[64], line[4096];
+	FILE *f;
+
+	w->cg = CG_NONE;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		const char *ctrl, *cg;
+
+		if (!c2)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		*c2 = '\0';
+		ctrl = c1 + 1;
+		cg = c2 + 1;
+		if (!strcmp(ctrl, "memory") || (!ctrl[0] && !strncmp(line, "0", 1))) {
+			bool v1 = ctrl[0] != '\0';
+			int k = snprintf(w->cg_file, sizeof(w->cg_file), "%s%s/%s",
+					 v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup",
+					 strcmp(cg, "/") ? cg : "",
+					 v1 ? "memory.failcnt" : "memory.events");
+
+			if (k > 0 && (size_t)k < sizeof(w->cg_file) &&
+			    access(w->cg_file, R_OK) == 0) {
+				w->cg = v1 ? CG_V1 : CG_V2;
+				/* v1's memory line wins over a v2 line of a hybrid machine */
+				if (v1)
+					break;
+			}
+		}
+	}
+	fclose(f);
+}
+
+/* The cgroup's pressure counters now: v2 high and max, v1 failcnt; false when unreadable. */
+static bool read_pressure(const struct watched *w, uint64_t v[2])
+{
+	char line[256];
+	FILE *f = fopen(w->cg_file, "re");
+	bool ok = false;
+
+	v[0] = v[1] = 0;
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long x;
+
+		/* v1: failcnt alone; v2: high first, then max */
+		if (sscanf(line, w->cg == CG_V1 ? "%llu" : "high %llu", &x) == 1) {
+			v[0] = x;
+			ok = true;
+		} else if (w->cg == CG_V2 && sscanf(line, "max %llu", &x) == 1) {
+			v[1] = x;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+/* One profile of target w now, for trigger; a failure is said and the watch goes on. */
+static void write_now(struct watched *w, const char *trigger, const char *note)
+{
+	struct heap_data d = {
+		.collector = w->s->collector,
+		.symbolizer = w->s->symbolizer,
+		.counters = &w->s->counters,
+		.procs = w->s->procs,
+		.nprocs = w->s->nprocs,
+		.sum = w->s->sum,
+	};
+	char err[1024], clean[HB_CLEAN_SIZE(sizeof(err))];
+	int64_t now = wall_ns();
+
+	if (!w->tr->k)
+		w->tr->start_ns = w->s->start_wall_ns;
+	w->tr->trigger = trigger;
+	snprintf(w->tr->trigger_note, sizeof(w->tr->trigger_note), "%s", note);
+	hb_say("watch: pid %d: %s: %s", w->tr->pid, trigger, note);
+	if (window_emit(w->tr, &d, now, err, sizeof(err))) {
+		hb_error("%s", hb_clean(clean, sizeof(clean), err));
+		w->tr->outcome |= RUN_FAILED;
+	}
+	w->tr->trigger = NULL;
+	w->tr->trigger_note[0] = '\0';
+	if (w->tr->run->window_done)
+		w->tr->run->window_done(w->tr->run);
+}
+
+static void check_growth(struct watch *wt, struct watched *w)
+{
+	const struct cli *o = wt->o;
+	const struct collector_totals *t = collector__totals(w->s->collector);
+	uint64_t rss = o->watch_rss_growth ? rss_of(w->tr->pid) : 0;
+	char note[256], a[32], b[32], c[32];
+
+	if (o->watch_growth && t->inuse_space >= w->inuse_mark + (double)o->watch_growth) {
+		summary_bytes(a, sizeof(a), t->inuse_space);
+		summary_bytes(b, sizeof(b), t->inuse_space - w->inuse_mark);
+		summary_bytes(c, sizeof(c), w->inuse_mark);
+		snprintf(note, sizeof(note),
+			 "sampled in-use estimate %s, %s above %s at the last growth mark", a, b,
+			 c);
+		w->inuse_mark = t->inuse_space;
+		write_now(w, "growth", note);
+	}
+	if (o->watch_rss_growth && rss && rss >= w->rss_mark + o->watch_rss_growth) {
+		summary_bytes(a, sizeof(a), (double)rss);
+		summary_bytes(b, sizeof(b), (double)(rss - w->rss_mark));
+		summary_bytes(c, sizeof(c), (double)w->rss_mark);
+		snprintf(note, sizeof(note), "RSS %s, %s above %s at the last growth mark", a, b,
+			 c);
+		w->rss_mark = rss;
+		write_now(w, "growth", note);
+	}
+}
+
+static void check_pressure(struct watch *wt, struct watched *w)
+{
+	uint64_t v[2];
+	int64_t now = mono_ns();
+	char note[4200];
+
+	if (w->cg == CG_NONE || !read_pressure(w, v))
+		return;
+	if (v[0] <= w->cg_last[0] && v[1] <= w->cg_last[1])
+		return;
+	/* a storm: one profile per cooldown, the counters followed all along */
+	if (w->pressure_at && now - w->pressure_at < (int64_t)(wt->o->watch_cooldown * 1e9)) {
+		if (!w->held_back)
+			hb_note("watch: pid %d: pressure again within the cooldown (%g s): no "
+				"profile until it ends",
+				w->tr->pid, wt->o->watch_cooldown);
+		w->held_back = true;
+		memcpy(w->cg_last, v, sizeof(v));
+		return;
+	}
+	w->held_back = false;
+	if (w->cg == CG_V2)
+		snprintf(note, sizeof(note), "%s: high +%" PRIu64 ", max +%" PRIu64, w->cg_file,
+			 v[0] - w->cg_last[0], v[1] - w->cg_last[1]);
+	else
+		snprintf(note, sizeof(note), "%s +%" PRIu64 " (the limit was hit)", w->cg_file,
+			 v[0] - w->cg_last[0]);
+	memcpy(w->cg_last, v, sizeof(v));
+	w->pressure_at = now;
+	write_now(w, "pressure", note);
+}
+
+/* Every second, with the ring buffer drained: growth and pressure of each target. */
+static int on_tick(struct session *s0, void *arg)
+{
+	struct watch *wt = arg;
+
+	(void)s0;
+	for (size_t i = 0; i < wt->n; i++) {
+		struct watched *w = &wt->w[i];
+
+		if (w->s->failed || w->s->exited)
+			continue;
+		check_growth(wt, w);
+		if (wt->o->watch_pressure)
+			check_pressure(wt, w);
+	}
+	return 0;
+}
+
+static struct watched *watched_of(struct watch *wt, const struct session *s)
+{
+	for (size_t i = 0; i < wt->n; i++) {
+		if (wt->w[i].s == s)
+			return &wt->w[i];
+	}
+	return NULL;
+}
+
+static void oom_note(const struct heapbpf_oom_event *e, char *note, size_t len)
+{
+	if (!e->has_figures) {
+		snprintf(note, len, "chosen as the OOM killer's victim");
+		return;
+	}
+	snprintf(note, len,
+		 "chosen as the OOM killer's victim: total-vm %" PRIu64 " kB, anon-rss %" PRIu64
+		 " kB, file-rss %" PRIu64 " kB, shmem-rss %" PRIu64 " kB, pgtables %" PRIu64
+		 " kB, oom_score_adj %d",
+		 (uint64_t)e->total_vm_kb, (uint64_t)e->anon_rss_kb, (uint64_t)e->file_rss_kb,
+		 (uint64_t)e->shmem_rss_kb, (uint64_t)e->pgtables_kb, e->oom_score_adj);
+}
+
+/* The kernel chose a target as an OOM victim: its in-use profile now, before it is gone. */
+static int on_oom(struct session *s, const struct heapbpf_oom_event *e, void *arg)
+{
+	struct watch *wt = arg;
+	struct watched *w = watched_of(wt, s);
+	char note[512];
+
+	if (!w || w->oom_written)
+		return 0;
+	oom_note(e, note, sizeof(note));
+	w->oom_written = true;
+	write_now(w, "oom", note);
+	return 0;
+}
+
+/* SIGUSR1: one profile of every target now, without detaching. */
+static int on_demand(struct session *s0, void *arg)
+{
+	struct watch *wt = arg;
+	struct signalfd_siginfo si;
+
+	(void)s0;
+	while (read(wt->sfd, &si, sizeof(si)) == sizeof(si)) {
+		for (size_t i = 0; i < wt->n; i++) {
+			struct watched *w = &wt->w[i];
+
+			if (!w->s->failed && !w->s->exited)
+				write_now(w, "demand", "asked for with SIGUSR1");
+		}
+	}
+	return 0;
+}
+
+int watch__new(const struct cli *o, struct target_run **trs, struct session *ss, size_t n,
+	       struct watch **out, char *err, size_t errlen)
+{
+	struct watch *wt = calloc(1, sizeof(*wt));
+	sigset_t usr1;
+
+	if (!wt || !(wt->w = calloc(n, sizeof(*wt->w)))) {
+		free(wt);
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	wt->o = o;
+	wt->n = n;
+	for (size_t i = 0; i < n; i++) {
+		wt->w[i].tr = trs[i];
+		wt->w[i].s = &ss[i];
+		/* the marks growth and pressure are measured from: now, as sampling starts */
+		wt->w[i].rss_mark = rss_of(trs[i]->pid);
+		if (o->watch_pressure)
+			find_cgroup(&wt->w[i], trs[i]->pid);
+		if (wt->w[i].cg != CG_NONE)
+			read_pressure(&wt->w[i], wt->w[i].cg_last);
+		if (o->watch_pressure && wt->w[i].cg == CG_NONE)
+			hb_warn("pid %d is in no memory cgroup heapbpf can read; no pressure "
+				"trigger for it",
+				trs[i]->pid);
+	}
+	/* SIGUSR1 through the event loop: blocked, so it neither kills nor interrupts */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &usr1, NULL) ||
+	    (wt->sfd = signalfd(-1, &usr1, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		int rc = -errno;
+
+		watch__free(wt);
+		return hb_fail(err, errlen, rc, "cannot take SIGUSR1: %s", strerror(-rc));
+	}
+	*out = wt;
+	return 0;
+}
+
+void watch__session_opts(struct watch *wt, struct session_opts *so)
+{
+	so->oom = !wt->o->watch_no_oom;
+	so->on_oom = on_oom;
+	so->oom_arg = wt;
+	so->interval = 1;
+	so->on_interval = on_tick;
+	so->interval_arg = wt;
+	if (so->nwatch < SESSION_MAX_WATCH) {
+		so->watch[so->nwatch].fd = wt->sfd;
+		so->watch[so->nwatch].on_ready = on_demand;
+		so->watch[so->nwatch].arg = wt;
+		so->nwatch++;
+	}
+}
+
+const char *watch__last_trigger(struct watch *wt, const struct session *s, char *note, size_t len)
+{
+	struct watched *w = watched_of(wt, s);
+
+	note[0] = '\0';
+	if (!w)
+		return NULL;
+	/* killed for memory, its OOM event drained only at the stop: its profile now */
+	if (s->oom_victim && !w->oom_written) {
+		oom_note(&s->oom, note, len);
+		return "oom";
+	}
+	/* the OOM profile holds what there was; nothing came after it */
+	if (w->oom_written)
+		return "";
+	if (s->reason == STOP_TARGET_EXIT || s->exited) {
+		snprintf(note, len, "the process exited");
+		return "exit";
+	}
+	snprintf(note, len, "the watch stopped");
+	return "stop";
+}
+
+void watch__free(struct watch *wt)
+{
+	if (!wt)
+		return;
+	if (wt->sfd > 0)
+		close(wt->sfd);
+	free(wt->w);
+	free(wt);
+}
