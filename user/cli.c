@@ -18,6 +18,7 @@ static const char usage[] =
 	"       heapbpf top --pid PID [options]\n"
 	"       heapbpf diff BASE NEW [options]\n"
 	"       heapbpf watch --pid PID --output-dir DIR [options]\n"
+	"       heapbpf agent [--select RULE] --pyroscope URL|--output-dir DIR [options]\n"
 	"\n"
 	"Profiles the heap of a running process that uses jemalloc, from outside: attaches\n"
 	"uprobes to jemalloc's sampling path, switches jemalloc's prof_active on for the\n"
@@ -216,6 +217,27 @@ static const char usage[] =
 	"  sudo heapbpf watch --unit redis --output-dir /var/lib/heapbpf/redis --on-growth 256M\n"
 	"  sudo kill -USR1 $(pidof heapbpf)                    # one profile now\n"
 	"\n"
+	"heapbpf agent: every process of the node whose jemalloc runs with prof:true, found at\n"
+	"the start and as processes exec, watched as by heapbpf watch, with a window every\n"
+	"--interval (default 60), until SIGINT or SIGTERM; each profile labelled service_name=\n"
+	"and namespace, pod, container, container_id as Grafana Alloy labels the process\n"
+	"(docs/agent.md). --reset: only restore what killed heapbpf runs left on.\n"
+	"  --output-dir, --interval, --pyroscope and its options, --label, -f, --keep,\n"
+	"  --max-bytes, the triggers of heapbpf watch  as above\n"
+	"      --select RULE          profile only processes matching RULE, KEY=VALUE[,...]:\n"
+	"                             unit=, cgroup= (a path prefix), container= (an id\n"
+	"                             prefix), namespace=, pod=, exe= (comm or executable's\n"
+	"                             name), and service_name= to name them; repeatable\n"
+	"                             (default: every process)\n"
+	"      --exclude RULE         never these (the same keys); repeatable\n"
+	"      --max-targets N        processes sampled at once (default 16); more are rotated\n"
+	"      --rotate SECONDS       between rotations (default 3 intervals)\n"
+	"      --max-rss SIZE         heapbpf's own RSS (default 512M); --max-cpu PERCENT of\n"
+	"                             one core (default 50): over it, a target is let go and\n"
+	"                             the number sampled at once lowered by one\n"
+	"      --test-root DIR        for tests only: read /var/log/pods under DIR\n"
+	"  sudo heapbpf agent --pyroscope http://pyroscope:4040 --select namespace=shop\n"
+	"\n"
 	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
 	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
 	"to Pyroscope (kept in the spool for the next run).\n";
@@ -268,6 +290,13 @@ enum {
 	OPT_COOLDOWN,
 	OPT_NO_OOM,
 	OPT_WRAPPER,
+	OPT_SELECT,
+	OPT_EXCLUDE,
+	OPT_MAX_TARGETS,
+	OPT_MAX_RSS,
+	OPT_MAX_CPU,
+	OPT_ROTATE,
+	OPT_TEST_ROOT,
 };
 
 static const struct option options[] = {
@@ -322,6 +351,13 @@ static const struct option options[] = {
 	{ "cooldown", required_argument, NULL, OPT_COOLDOWN },
 	{ "no-oom", no_argument, NULL, OPT_NO_OOM },
 	{ "wrapper", required_argument, NULL, OPT_WRAPPER },
+	{ "select", required_argument, NULL, OPT_SELECT },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+	{ "max-targets", required_argument, NULL, OPT_MAX_TARGETS },
+	{ "max-rss", required_argument, NULL, OPT_MAX_RSS },
+	{ "max-cpu", required_argument, NULL, OPT_MAX_CPU },
+	{ "rotate", required_argument, NULL, OPT_ROTATE },
+	{ "test-root", required_argument, NULL, OPT_TEST_ROOT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -539,6 +575,7 @@ struct given {
 	bool type;     /* --sample-type */
 	bool top;      /* --sort or --by */
 	bool watch;    /* a trigger option of heapbpf watch */
+	bool agent;    /* an option of heapbpf agent's */
 };
 
 /*
@@ -872,6 +909,58 @@ static int watch_option(struct cli *c, struct given *g, int opt, const char *arg
 	return 0;
 }
 
+/* heapbpf agent's selection and budget. */
+static int agent_option(struct cli *c, struct given *g, int opt, const char *arg)
+{
+	long v;
+
+	switch (opt) {
+	case OPT_SELECT:
+	case OPT_EXCLUDE:
+		if (!arg[0] || !strchr(arg, '='))
+			return bad("%s needs KEY=VALUE[,KEY=VALUE...], not \"%s\"",
+				   opt == OPT_SELECT ? "--select" : "--exclude", arg);
+		if ((opt == OPT_SELECT ? c->nselect : c->nexclude) == CLI_MAX_RULES)
+			return bad("at most %d --select and %d --exclude rules", CLI_MAX_RULES,
+				   CLI_MAX_RULES);
+		if (opt == OPT_SELECT)
+			c->select_rules[c->nselect++] = arg;
+		else
+			c->exclude_rules[c->nexclude++] = arg;
+		break;
+	case OPT_MAX_TARGETS:
+		if (parse_long(arg, 1, 1024, &v))
+			return bad("--max-targets needs a count from 1 to 1024, not \"%s\"", arg);
+		c->max_targets = (unsigned long)v;
+		break;
+	case OPT_MAX_RSS:
+		if (parse_bytes(arg, &c->max_rss) || c->max_rss < (32ULL << 20))
+			return bad("--max-rss needs a size of 32M or more, like 512M, not \"%s\"",
+				   arg);
+		break;
+	case OPT_MAX_CPU:
+		if (parse_seconds(arg, &c->max_cpu) || c->max_cpu < 1 || c->max_cpu > 100)
+			return bad("--max-cpu needs a percentage of one core from 1 to 100, not "
+				   "\"%s\"",
+				   arg);
+		break;
+	case OPT_ROTATE:
+		if (parse_long(arg, 1, 31 * 24 * 3600, &v))
+			return bad("--rotate needs whole seconds from 1 to 2678400, not \"%s\"", arg);
+		c->rotate = (double)v;
+		break;
+	case OPT_TEST_ROOT:
+		if (arg[0] != '/')
+			return bad("--test-root needs an absolute directory, not \"%s\"", arg);
+		c->test_root = arg;
+		break;
+	default:
+		return NOT_MINE;
+	}
+	g->agent = true;
+	return 0;
+}
+
 static int parse_option(int opt, char **argv, struct cli *c, struct given *g)
 {
 	char name[3];
@@ -888,6 +977,8 @@ static int parse_option(int opt, char **argv, struct cli *c, struct given *g)
 		rc = pyroscope_option(c, opt, optarg);
 	if (rc == NOT_MINE)
 		rc = watch_option(c, g, opt, optarg);
+	if (rc == NOT_MINE)
+		rc = agent_option(c, g, opt, optarg);
 	if (rc != NOT_MINE)
 		return rc;
 	switch (opt) {
@@ -1236,7 +1327,48 @@ static int parse_watch(struct cli *c, const struct given *g, int n, char **opera
 	return check_combinations(c, g->type, g->duration);
 }
 
-/* "heapbpf report|top|diff|watch ...": the command, taken off argv; else a live run. */
+/*
+ * heapbpf agent: every selected jemalloc process of the node, watched, in
+ * windows; or, with --reset, the flags every killed heapbpf left on.
+ */
+static int parse_agent(struct cli *c, const struct given *g, int n, char **operands)
+{
+	int rc = refuse_input_options(c) ?: check_no_operand(n, operands) ?: refuse_live_heap(c)
+			 ?: refuse_top_keys(g);
+
+	if (rc)
+		return rc;
+	if (g->pid || c->unit || c->pidfile || c->children)
+		return bad("heapbpf agent finds its processes itself: --pid, --unit, --pidfile and "
+			   "--children do not apply (use --select)");
+	if (c->reset)
+		return 0;
+	if (c->output || c->record || c->at_peak || c->follow_forks || c->leaks)
+		return bad("heapbpf agent writes windows into --output-dir or to --pyroscope: "
+			   "--output, --record, --at-peak, --follow-forks and --leaks do not apply");
+	if (c->service_name)
+		return bad("heapbpf agent names each process's service: give service_name= in a "
+			   "--select rule instead of --service-name");
+	if (!c->output_dir && !c->pyroscope)
+		return bad("heapbpf agent needs --output-dir or --pyroscope, where its profiles "
+			   "go");
+	if (!c->interval)
+		c->interval = 60;
+	if (!c->max_targets)
+		c->max_targets = 16;
+	if (!c->max_rss)
+		c->max_rss = 512ULL << 20;
+	if (!c->max_cpu)
+		c->max_cpu = 50;
+	if (!c->rotate)
+		c->rotate = 3 * c->interval;
+	if (!g->duration)
+		c->duration = 0;
+	c->watch = true;
+	return check_combinations(c, g->type, true);
+}
+
+/* "heapbpf report|top|diff|watch|agent ...": the command, taken off argv; else a live run. */
 static enum cli_mode take_command(int *argc, char ***argv)
 {
 	static const char *const names[] = {
@@ -1244,11 +1376,12 @@ static enum cli_mode take_command(int *argc, char ***argv)
 		[MODE_TOP] = "top",
 		[MODE_DIFF] = "diff",
 		[MODE_WATCH] = "watch",
+		[MODE_AGENT] = "agent",
 	};
 
 	if (*argc < 2)
 		return MODE_LIVE;
-	for (enum cli_mode m = MODE_REPORT; m <= MODE_WATCH; m++) {
+	for (enum cli_mode m = MODE_REPORT; m <= MODE_AGENT; m++) {
 		if (strcmp((*argv)[1], names[m]) == 0) {
 			(*argc)--;
 			(*argv)++;
@@ -1278,7 +1411,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 {
 	static int (*const parse_command[])(struct cli *, const struct given *, int, char **) = {
 		[MODE_LIVE] = parse_live, [MODE_REPORT] = parse_report, [MODE_TOP] = parse_top,
-		[MODE_DIFF] = parse_diff, [MODE_WATCH] = parse_watch,
+		[MODE_DIFF] = parse_diff, [MODE_WATCH] = parse_watch, [MODE_AGENT] = parse_agent,
 	};
 	struct given g = { 0 };
 	int rc;
@@ -1286,9 +1419,15 @@ int cli_parse(int argc, char **argv, struct cli *c)
 	set_defaults(c);
 	c->mode = take_command(&argc, &argv);
 	rc = parse_options(argc, argv, c, &g);
-	if (!rc && g.watch && c->mode != MODE_WATCH)
+	if (!rc && g.watch && c->mode != MODE_WATCH && c->mode != MODE_AGENT)
 		rc = bad("--on-growth, --on-rss-growth, --on-pressure, --cooldown and --no-oom "
-			 "apply to heapbpf watch");
+			 "apply to heapbpf watch and agent");
+	if (!rc && g.agent && c->mode != MODE_AGENT)
+		rc = bad("--select, --exclude, --max-targets, --max-rss, --max-cpu, --rotate and "
+			 "--test-root apply to heapbpf agent");
+	/* heapbpf --reset with no target: every flag a killed heapbpf left on (agent.c) */
+	if (!rc && c->mode == MODE_LIVE && c->reset && !g.pid && !c->unit && !c->pidfile)
+		c->mode = MODE_AGENT;
 	if (!rc) /* the operands: what getopt_long left at the end of argv */
 		rc = parse_command[c->mode](c, &g, argc - optind, argv + optind);
 	if (rc)

@@ -19,12 +19,14 @@ enum cli_mode {
 	MODE_TOP,    /* heapbpf top --pid N */
 	MODE_DIFF,   /* heapbpf diff BASE NEW */
 	MODE_WATCH,  /* heapbpf watch --pid N: parsed, then run as MODE_LIVE with watch set */
+	MODE_AGENT,  /* heapbpf agent: every selected jemalloc process of the node (user/agent.c) */
 };
 
 #define CLI_MAX_DIRS	 16
 #define CLI_MAX_LABELS	 16
 #define CLI_MAX_WRAPPERS 64   /* --wrapper */
 #define CLI_MAX_PIDS	 1024 /* --pid N,N,...: one session (user/fleet.c) */
+#define CLI_MAX_RULES	 32   /* heapbpf agent: --select and --exclude */
 /* --ringbuf-size's default; with --interval, whose windows pause the reading */
 #define RINGBUF_DEFAULT (8u << 20)
 #define RINGBUF_DAEMON	(16u << 20)
@@ -61,6 +63,15 @@ struct cli {
 	const char *pyro_ca;
 	const char *pyro_proxy;		    /* --pyroscope-proxy URL */
 	const char *diff_paths[2];	    /* diff: BASE and NEW */
+	/* heapbpf agent (user/agent.c) */
+	const char *select_rules[CLI_MAX_RULES];  /* --select RULE, as typed */
+	const char *exclude_rules[CLI_MAX_RULES]; /* --exclude RULE, as typed */
+	size_t nselect, nexclude;
+	unsigned long max_targets; /* --max-targets: processes sampled at once */
+	uint64_t max_rss;	   /* --max-rss: heapbpf's own RSS */
+	double max_cpu;		   /* --max-cpu: heapbpf's own CPU, percent of one core */
+	double rotate;		   /* --rotate SECONDS between the budget's rotations */
+	const char *test_root;	   /* --test-root DIR: /var/log/pods under DIR (tests only) */
 	const char *labels[CLI_MAX_LABELS]; /* --label K=V, as typed */
 	/* --wrapper NAME: more allocator wrappers that sites are named past (profile/wrappers.h) */
 	const char *wrappers[CLI_MAX_WRAPPERS];

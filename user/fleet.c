@@ -142,7 +142,7 @@ static void retention(const struct run *r)
 }
 
 /* After each --interval window: retention, and a delivery attempt that does not wait. */
-static void window_done(struct run *r)
+void fleet_window_done(struct run *r)
 {
 	struct pyro_flush_result fr;
 
@@ -628,7 +628,7 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	char name[300];
 	int n, rc = 0;
 
-	r->window_done = window_done;
+	r->window_done = fleet_window_done;
 	n = resolve_targets(r, pids, ts, err, errlen);
 	/* a watch of a unit or pid file may start before the service: it waits for it */
 	if (n < 0 && o->watch && (o->unit || o->pidfile)) {
@@ -645,25 +645,7 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	if ((o->unit || o->npids > 1 || o->children) && n > 1)
 		hb_note("%s: %d processes, one profile each", targets_name(r, name, sizeof(name)),
 			n);
-	if (o->output_dir) {
-		rc = snapshot_mkdir(o->output_dir);
-		if (rc)
-			hb_fail(err, errlen, rc, "cannot create the output directory %s: %s",
-				o->output_dir, strerror(-rc));
-		if (!rc) {
-			/* said now, not after the first window */
-			int dfd = output_open_dir(o->output_dir, OUTPUT_DIR_FILES);
-
-			if (dfd < 0)
-				rc = hb_fail(err, errlen, dfd,
-					     "cannot write into the output directory %s: %s",
-					     o->output_dir, output_strerror(dfd));
-			else
-				close(dfd);
-		}
-	}
-	if (!rc && o->pyroscope)
-		rc = pyro_setup(r, err, errlen);
+	rc = fleet_outputs_setup(r, err, errlen);
 	if (rc) {
 		/* nothing was touched yet: the targets found are only freed */
 		free_targets(ts, n);
@@ -686,11 +668,43 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	 */
 	if ((o->watch || o->children) && r->sampled)
 		r->outcome &= ~RUN_NO_SAMPLES;
+	fleet_outputs_finish(r);
+	return 0;
+}
+
+int fleet_outputs_setup(struct run *r, char *err, size_t errlen)
+{
+	const struct cli *o = r->opts;
+	int rc = 0;
+
+	if (o->output_dir) {
+		rc = snapshot_mkdir(o->output_dir);
+		if (rc)
+			hb_fail(err, errlen, rc, "cannot create the output directory %s: %s",
+				o->output_dir, strerror(-rc));
+		if (!rc) {
+			/* said now, not after the first window */
+			int dfd = output_open_dir(o->output_dir, OUTPUT_DIR_FILES);
+
+			if (dfd < 0)
+				rc = hb_fail(err, errlen, dfd,
+					     "cannot write into the output directory %s: %s",
+					     o->output_dir, output_strerror(dfd));
+			else
+				close(dfd);
+		}
+	}
+	if (!rc && o->pyroscope)
+		rc = pyro_setup(r, err, errlen);
+	return rc;
+}
+
+void fleet_outputs_finish(struct run *r)
+{
 	retention(r);
 	if (r->pyro) {
 		deliver(r);
 		pyro__free(r->pyro);
 		r->pyro = NULL;
 	}
-	return 0;
 }

@@ -18,4 +18,15 @@
  */
 int fleet_run(struct run *r, char *err, size_t errlen);
 
+/*
+ * The run's destinations, said wrong before anything is profiled:
+ * --output-dir created and checked, --pyroscope's naming, spool and
+ * connection. 0 or a negative errno with a sentence in err.
+ */
+int fleet_outputs_setup(struct run *r, char *err, size_t errlen);
+/* After each window of the run's targets: retention, a delivery attempt that does not wait. */
+void fleet_window_done(struct run *r);
+/* At the end: retention, the last delivery (its outcome in r), Pyroscope closed. */
+void fleet_outputs_finish(struct run *r);
+
 #endif /* __HEAPBPF_FLEET_H */

@@ -89,6 +89,8 @@ struct target_run {
 	 */
 	const char *trigger;
 	char trigger_note[512];
+	/* heapbpf agent: this target's own service name and labels, or NULL: the run's */
+	const struct pyro_naming *naming;
 	unsigned int outcome; /* RUN_* of this target */
 };
 

@@ -46,7 +46,7 @@ struct watched {
 struct watch {
 	const struct cli *o;
 	struct watched *w;
-	size_t n;
+	size_t n, cap;
 	int sfd; /* SIGUSR1 */
 };
 
@@ -240,12 +240,8 @@ static void check_pressure(struct watch *wt, struct watched *w)
 	write_now(w, "pressure", note);
 }
 
-/* Every second, with the ring buffer drained: growth and pressure of each target. */
-static int on_tick(struct session *s0, void *arg)
+void watch__tick(struct watch *wt)
 {
-	struct watch *wt = arg;
-
-	(void)s0;
 	for (size_t i = 0; i < wt->n; i++) {
 		struct watched *w = &wt->w[i];
 
@@ -255,6 +251,13 @@ static int on_tick(struct session *s0, void *arg)
 		if (wt->o->watch_pressure)
 			check_pressure(wt, w);
 	}
+}
+
+/* Every second, with the ring buffer drained: growth and pressure of each target. */
+static int on_tick(struct session *s0, void *arg)
+{
+	(void)s0;
+	watch__tick(arg);
 	return 0;
 }
 
@@ -320,25 +323,15 @@ int watch__new(const struct cli *o, struct target_run **trs, struct session *ss,
 	struct watch *wt = calloc(1, sizeof(*wt));
 	sigset_t usr1;
 
-	if (!wt || !(wt->w = calloc(n, sizeof(*wt->w)))) {
-		free(wt);
+	if (!wt)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
-	}
 	wt->o = o;
-	wt->n = n;
+	wt->sfd = -1;
 	for (size_t i = 0; i < n; i++) {
-		wt->w[i].tr = trs[i];
-		wt->w[i].s = &ss[i];
-		/* the marks growth and pressure are measured from: now, as sampling starts */
-		wt->w[i].rss_mark = rss_of(trs[i]->pid);
-		if (o->watch_pressure)
-			find_cgroup(&wt->w[i], trs[i]->pid);
-		if (wt->w[i].cg != CG_NONE)
-			read_pressure(&wt->w[i], wt->w[i].cg_last);
-		if (o->watch_pressure && wt->w[i].cg == CG_NONE)
-			hb_warn("pid %d is in no memory cgroup heapbpf can read; no pressure "
-				"trigger for it",
-				trs[i]->pid);
+		if (watch__add(wt, trs[i], &ss[i])) {
+			watch__free(wt);
+			return hb_fail(err, errlen, -ENOMEM, "out of memory");
+		}
 	}
 	/* SIGUSR1 through the event loop: blocked, so it neither kills nor interrupts */
 	sigemptyset(&usr1);
@@ -352,6 +345,41 @@ int watch__new(const struct cli *o, struct target_run **trs, struct session *ss,
 	}
 	*out = wt;
 	return 0;
+}
+
+int watch__add(struct watch *wt, struct target_run *tr, struct session *s)
+{
+	struct watched *w;
+
+	if (wt->n == wt->cap) {
+		size_t cap = wt->cap ? 2 * wt->cap : 16;
+
+		w = realloc(wt->w, cap * sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		wt->w = w;
+		wt->cap = cap;
+	}
+	w = &wt->w[wt->n++];
+	*w = (struct watched){ .tr = tr, .s = s };
+	/* the marks growth and pressure are measured from: now, as sampling starts */
+	w->rss_mark = rss_of(tr->pid);
+	if (wt->o->watch_pressure)
+		find_cgroup(w, tr->pid);
+	if (w->cg != CG_NONE)
+		read_pressure(w, w->cg_last);
+	if (wt->o->watch_pressure && w->cg == CG_NONE)
+		hb_warn("pid %d is in no memory cgroup heapbpf can read; no pressure trigger for it",
+			tr->pid);
+	return 0;
+}
+
+void watch__remove(struct watch *wt, const struct session *s)
+{
+	struct watched *w = watched_of(wt, s);
+
+	if (w)
+		*w = wt->w[--wt->n];
 }
 
 void watch__session_opts(struct watch *wt, struct session_opts *so)
@@ -397,7 +425,7 @@ void watch__free(struct watch *wt)
 {
 	if (!wt)
 		return;
-	if (wt->sfd > 0)
+	if (wt->sfd >= 0)
 		close(wt->sfd);
 	free(wt->w);
 	free(wt);

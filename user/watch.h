@@ -25,6 +25,11 @@ void watch__session_opts(struct watch *wt, struct session_opts *so);
  * with its note; "" when none is needed (the OOM profile was its last).
  */
 const char *watch__last_trigger(struct watch *wt, const struct session *s, char *note, size_t len);
+/* heapbpf agent: one more target, or one fewer (its session's collection is s). */
+int watch__add(struct watch *wt, struct target_run *tr, struct session *s);
+void watch__remove(struct watch *wt, const struct session *s);
+/* Growth and pressure of every target now (the session's tick, or the agent's). */
+void watch__tick(struct watch *wt);
 void watch__free(struct watch *wt);
 
 #endif /* __HEAPBPF_WATCH_H */

@@ -194,7 +194,7 @@ static int write_spool(const struct target_run *tr, const struct hb_profile *p, 
 		.until_s = (end_ns + 999999999LL) / 1000000000LL,
 	};
 
-	struct pyro_naming nm = tr->run->naming;
+	struct pyro_naming nm = tr->naming ? *tr->naming : tr->run->naming;
 	const char *labels[PYRO_MAX_LABELS];
 	char kv[64];
 

@@ -210,6 +210,7 @@ struct member {
 	/* samples with a backtrace / with none, until NOBT_SAMPLES settle it (nobt_check) */
 	unsigned int bt_full, bt_empty;
 	char nobt[768]; /* the sentence once its jemalloc took no backtraces */
+	bool gone; /* a node session's target that left (session_remove): its slot is free */
 };
 
 /* A process whose events the session takes: a target, or a child forked from one. */
@@ -220,6 +221,7 @@ struct proc {
 	struct collector *c; /* NULL: its events are not collected (a child not followed) */
 	int pfd;	     /* a followed child's pidfd until it exits, else -1 */
 	bool left_sum;	     /* its in-use has left its tree's sum (it exited or exec'd) */
+	bool gone;	     /* its target left a node session: its events are not taken */
 };
 
 /* Everything one session holds open; stop() releases it whatever was reached. */
@@ -227,8 +229,11 @@ struct loop {
 	const struct session_opts *o;
 	struct session *s; /* the first target's: the session's reason, counters and times */
 	struct member *m;
-	size_t n;
+	size_t n, mcap;
 	size_t running; /* targets started and not exited */
+	/* heapbpf agent: targets come and go, none at times (session_run_node) */
+	bool node;
+	const struct jemalloc_target *lt; /* whose layout the BPF object is loaded with */
 	struct proc *procs;
 	size_t nprocs, cap;
 	struct hashmap by_pid; /* pid -> index in procs */
@@ -242,7 +247,16 @@ struct loop {
 	size_t errlen;
 };
 
-/* Of one target: the session's error; of several: said, and that target left out. */
+/* One target whose failure is the session's: a session of one, not a node session's. */
+static bool single(const struct loop *l)
+{
+	return l->n == 1 && !l->node;
+}
+
+/*
+ * Of one target: the session's error; of several: said, and that target left
+ * out; of a node session: that target's error, returned to session_add.
+ */
 __attribute__((format(printf, 4, 5))) static int member_fail(struct loop *l, struct member *m,
 							     int rc, const char *fmt, ...)
 {
@@ -252,7 +266,9 @@ __attribute__((format(printf, 4, 5))) static int member_fail(struct loop *l, str
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (l->n == 1)
+	if (l->node)
+		m->s->failed = rc;
+	if (l->n == 1 || l->node)
 		return hb_fail(l->err, l->errlen, rc, "%s", msg);
 	hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
 	m->s->failed = rc;
@@ -263,12 +279,20 @@ static struct proc *proc_of(const struct loop *l, __u32 pid)
 {
 	uint32_t i;
 
-	return hashmap__get(&l->by_pid, hashmap_hash_u64(pid), &i) ? NULL : &l->procs[i];
+	return hashmap__get(&l->by_pid, hashmap_hash_u64(pid), &i) || l->procs[i].gone
+		       ? NULL
+		       : &l->procs[i];
 }
 
-/* A process joins the session (a pid reused by a new one replaces the old entry). */
-static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c, uint64_t start)
+/* A slot of l->procs to fill: one a node session's target left, else a new one at the end. */
+static int proc_slot(struct loop *l, size_t *at)
 {
+	for (size_t i = 0; l->node && i < l->nprocs; i++) {
+		if (l->procs[i].gone && l->procs[i].pfd < 0) {
+			*at = i;
+			return 0;
+		}
+	}
 	if (l->nprocs == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 16;
 		struct proc *v = realloc(l->procs, cap * sizeof(*v));
@@ -278,11 +302,23 @@ static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector
 		l->procs = v;
 		l->cap = cap;
 	}
-	l->procs[l->nprocs] =
-		(struct proc){ .pid = pid, .member = member, .start = start, .c = c, .pfd = -1 };
-	if (hashmap__put(&l->by_pid, hashmap_hash_u64((__u32)pid), (uint32_t)l->nprocs))
+	*at = l->nprocs++;
+	return 0;
+}
+
+/* A process joins the session (a pid reused by a new one replaces the old entry). */
+static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c, uint64_t start)
+{
+	size_t at;
+
+	if (proc_slot(l, &at))
 		return -ENOMEM;
-	l->nprocs++;
+	l->procs[at] =
+		(struct proc){ .pid = pid, .member = member, .start = start, .c = c, .pfd = -1 };
+	if (hashmap__put(&l->by_pid, hashmap_hash_u64((__u32)pid), (uint32_t)at)) {
+		l->procs[at].gone = true;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -311,7 +347,7 @@ static int run_oom(struct loop *l)
 		struct session *s = l->m[i].s;
 		int rc;
 
-		if (!s->oom_pending)
+		if (l->m[i].gone || !s->oom_pending)
 			continue;
 		s->oom_pending = false;
 		rc = o->on_oom ? asked(l->s, o->on_oom(s, &s->oom, o->oom_arg)) : 0;
@@ -565,7 +601,7 @@ static int nobt_check(struct loop *l, const struct proc *pr, const void *data, s
 		m->t->pid, hb_clean(comm, sizeof(comm), m->t->comm), NOBT_SAMPLES,
 		m->tg.changed ? "switched prof.active back off"
 			      : "left prof.active on, as the process had switched it on itself");
-	if (l->n > 1) {
+	if (!single(l)) {
 		hb_error("%s; profiling the other targets", m->nobt);
 		m->s->failed = -EPROTO;
 	}
@@ -576,7 +612,7 @@ static int nobt_check(struct loop *l, const struct proc *pr, const void *data, s
 static const char *nobt_why(const struct loop *l)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		if (l->m[i].nobt[0])
+		if (!l->m[i].gone && l->m[i].nobt[0])
 			return l->m[i].nobt;
 	}
 	return NULL;
@@ -599,7 +635,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	pr = len >= 2 * sizeof(__u32) ? proc_of(l, type[1]) : NULL;
 	/* with several targets, one that takes no backtraces is left out, the others go on */
 	if (nobt_check(l, pr, data, len))
-		return l->n > 1 ? 0 : -EPROTO;
+		return single(l) ? -EPROTO : 0;
 	if (layout_unfit(l, pr, data, len))
 		return -EPROTO;
 	if (s->recorder && !s->record_err)
@@ -607,7 +643,7 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (pr)
 		return pr->c ? collect_event(l->m[pr->member].s, pr->c, data, len) : 0;
 	/* one target: a short record is the collector's to count */
-	return l->n == 1 ? collect_event(s, s->collector, data, len) : 0;
+	return single(l) ? collect_event(s, s->collector, data, len) : 0;
 }
 
 static int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
@@ -681,8 +717,10 @@ static int asked(struct session *s, int rc)
 static void read_counters(struct loop *l)
 {
 	probes__counters(l->p, &l->s->counters);
-	for (size_t i = 1; i < l->n; i++)
-		l->m[i].s->counters = l->s->counters;
+	for (size_t i = 0; i < l->n; i++) {
+		if (!l->m[i].gone && l->m[i].s != l->s)
+			l->m[i].s->counters = l->s->counters;
+	}
 }
 
 /*
@@ -708,7 +746,7 @@ static int member_exit(struct loop *l, struct member *m)
 	rc = run_oom(l);
 	if (rc)
 		return rc;
-	if (l->n == 1) {
+	if (single(l)) {
 		l->s->reason = STOP_TARGET_EXIT;
 		return 1;
 	}
@@ -721,7 +759,7 @@ static int member_exit(struct loop *l, struct member *m)
 	hb_note("pid %d (%s) exited; its profile holds what was collected until then; "
 		"%zu other target(s) go on",
 		m->t->pid, hb_clean(comm, sizeof(comm), m->t->comm), l->running);
-	if (l->running)
+	if (l->running || l->node)
 		return 0;
 	l->s->reason = STOP_TARGET_EXIT;
 	return 1;
@@ -736,7 +774,7 @@ static void status_line(const struct loop *l)
 	for (size_t i = 0; i < l->n; i++) {
 		const struct collector_stats *c;
 
-		if (!l->m[i].s->collector)
+		if (l->m[i].gone || !l->m[i].s->collector)
 			continue;
 		c = collector__stats(l->m[i].s->collector);
 		all.allocs += c->allocs;
@@ -900,8 +938,8 @@ static int open_session(struct loop *l)
 		if (rc)
 			return rc;
 	}
-	rc = probes__load(&l->m[0].t->layout->bpf, o->ringbuf_bytes, fork_off,
-			  o->oom ? &oom_off : NULL, l->n > 1 || o->follow_forks, &l->p);
+	rc = probes__load(&l->lt->layout->bpf, o->ringbuf_bytes, fork_off, o->oom ? &oom_off : NULL,
+			  !single(l) || o->follow_forks, &l->p);
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc,
 			       "cannot load the BPF program (heapbpf needs root, and a kernel with "
@@ -990,7 +1028,7 @@ static int start_sampling(struct loop *l)
 		if (rc)
 			return rc;
 	}
-	if (!l->running)
+	if (!l->running && !l->node)
 		return hb_fail(l->err, l->errlen, -ESRCH,
 			       "none of the %zu target processes could be profiled", l->n);
 	/*
@@ -1033,7 +1071,7 @@ static int add_timers(struct loop *l)
 		     ?: add_timer(l, &l->ifd, o->on_interval ? o->interval : 0, o->interval,
 				  EV_INTERVAL);
 	rc = rc
-		     ?: add_timer(l, &l->lfd, l->m[0].t->activity_off ? LATE_CHECK_S : 0,
+		     ?: add_timer(l, &l->lfd, !l->node && l->lt->activity_off ? LATE_CHECK_S : 0,
 				  LATE_CHECK_S, EV_LATE);
 	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the timer: %s", strerror(-rc))
 		  : 0;
@@ -1060,11 +1098,14 @@ static int restore_flags(struct loop *l, int *rc)
 
 	for (size_t i = 0; i < l->n; i++) {
 		struct member *m = &l->m[i];
-		int r2 = prof_toggle__restore(&m->tg), r3;
+		int r2, r3;
 
+		if (m->gone)
+			continue;
+		r2 = prof_toggle__restore(&m->tg);
 		m->restore_rc = r2;
 		on |= m->tg.addr != 0;
-		if (!r2 || r2 == -ESRCH || (l->n == 1 && *rc))
+		if (!r2 || r2 == -ESRCH || (single(l) && *rc))
 			continue;
 		r3 = member_fail(l, m, r2,
 				 "cannot switch jemalloc's prof_active back off in pid %d: %s",
@@ -1082,7 +1123,7 @@ static void restore_children(struct loop *l)
 		struct member *m = &l->m[i];
 		struct session *s = m->s;
 
-		if (!m->ours)
+		if (!m->ours || m->gone)
 			continue;
 		forks__restore(&s->forks, m->tg.addr, m->tg.orig, m->t->path, &s->fork_result);
 		/* only a restored flag may forget its state: else the next run restores it */
@@ -1099,6 +1140,8 @@ static void share_results(struct loop *l, int64_t stop_mono)
 	for (size_t i = 0; i < l->n; i++) {
 		struct session *s = l->m[i].s;
 
+		if (l->m[i].gone)
+			continue;
 		s->reason = l->s->reason;
 		s->stop_signal = l->s->stop_signal;
 		if (l->t0 && !s->exited)
@@ -1110,7 +1153,7 @@ static void share_results(struct loop *l, int64_t stop_mono)
 static const char *unfit_why(const struct loop *l)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		if (l->m[i].sc && selfcheck__why(l->m[i].sc))
+		if (!l->m[i].gone && l->m[i].sc && selfcheck__why(l->m[i].sc))
 			return selfcheck__why(l->m[i].sc);
 	}
 	return NULL;
@@ -1147,7 +1190,7 @@ static int stop(struct loop *l, int rc)
 	int on;
 
 	for (size_t i = 0; i < l->nprocs; i++) {
-		if (l->procs[i].c && !collector__stop_time(l->procs[i].c))
+		if (!l->procs[i].gone && l->procs[i].c && !collector__stop_time(l->procs[i].c))
 			collector__set_stop_time(l->procs[i].c, (uint64_t)stop_mono);
 	}
 	/* in the stream where the collector learns it, so a replay matches this run */
@@ -1203,6 +1246,7 @@ int session_run_many(const struct jemalloc_target *const *t, struct guard *const
 			  .tfd = -1,
 			  .ifd = -1,
 			  .lfd = -1,
+			  .lt = n ? t[0] : NULL,
 			  .err = err,
 			  .errlen = errlen };
 	int rc;
@@ -1239,6 +1283,169 @@ int session_run_many(const struct jemalloc_target *const *t, struct guard *const
 			hb_fail(err, errlen, rc, "collecting events failed: %s", strerror(-rc));
 	}
 	return stop(&l, rc);
+}
+
+int session_run_node(const struct jemalloc_target *layout_of, const struct session_opts *o,
+		     struct session *node, char *err, size_t errlen)
+{
+	struct loop l = { .o = o,
+			  .s = node,
+			  .node = true,
+			  .lt = layout_of,
+			  .ep = -1,
+			  .sfd = -1,
+			  .dfd = -1,
+			  .tfd = -1,
+			  .ifd = -1,
+			  .lfd = -1,
+			  .err = err,
+			  .errlen = errlen };
+	int rc;
+
+	if (o->recorder || o->follow_forks)
+		return hb_fail(err, errlen, -EINVAL,
+			       "a node session neither records nor follows forks");
+	memset(node, 0, sizeof(*node));
+	node->reason = STOP_ERROR;
+	if (sym_pool__new(&node->pool))
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	rc = open_session(&l);
+	rc = rc ?: start_sampling(&l);
+	rc = rc ?: add_timers(&l);
+	node->loop = &l;
+	if (!rc) {
+		rc = collect(&l);
+		if (rc)
+			hb_fail(err, errlen, rc, "collecting events failed: %s", strerror(-rc));
+	}
+	node->loop = NULL;
+	return stop(&l, rc);
+}
+
+/* A free member slot of a node session (one a target left), else a new one. */
+static struct member *member_slot(struct loop *l)
+{
+	struct member *v;
+
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->m[i].gone)
+			return &l->m[i];
+	}
+	if (l->n == l->mcap) {
+		size_t cap = l->mcap ? 2 * l->mcap : 16;
+
+		v = realloc(l->m, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		l->m = v;
+		l->mcap = cap;
+	}
+	return &l->m[l->n++];
+}
+
+/* A node session's target leaves the loop: its pidfd, its pids, its processes' slots. */
+static void drop_member(struct loop *l, struct member *m)
+{
+	uint32_t idx = (uint32_t)(m - l->m), v;
+
+	if (m->pfd >= 0) {
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, m->pfd, NULL);
+		close(m->pfd);
+		m->pfd = -1;
+	}
+	for (size_t i = 0; i < l->nprocs; i++) {
+		struct proc *p = &l->procs[i];
+
+		if (p->gone || p->member != idx)
+			continue;
+		if (!hashmap__get(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &v) && v == i) {
+			probes__untrack(l->p, p->pid);
+			hashmap__del(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &v);
+		}
+		p->gone = true;
+		p->c = NULL;
+	}
+	if (m->running && l->running)
+		l->running--;
+	m->running = false;
+	selfcheck__free(m->sc);
+	m->sc = NULL;
+	m->gone = true;
+}
+
+int session_add(struct session *node, const struct jemalloc_target *t, struct guard *g,
+		struct session *s, char *err, size_t errlen)
+{
+	struct loop *l = node->loop;
+	struct member *m;
+	char *serr;
+	size_t serrlen;
+	int rc;
+
+	if (!l)
+		return hb_fail(err, errlen, -EINVAL, "the session is not running");
+	m = member_slot(l);
+	if (!m)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	memset(s, 0, sizeof(*s));
+	s->reason = STOP_ERROR;
+	*m = (struct member){ .s = s, .t = t, .guard = g, .pfd = -1 };
+	/* this target's failure is said to the caller, not ended the session with */
+	serr = l->err;
+	serrlen = l->errlen;
+	l->err = err;
+	l->errlen = errlen;
+	l->attach_coarse = now_ns(CLOCK_MONOTONIC_COARSE);
+	rc = open_member(l, m);
+	rc = rc ?: start_member(l, m);
+	l->err = serr;
+	l->errlen = serrlen;
+	if (rc) {
+		prof_toggle__restore(&m->tg);
+		drop_member(l, m);
+		return rc;
+	}
+	s->start_wall_ns = now_ns(CLOCK_REALTIME);
+	s->counters = node->counters;
+	return 0;
+}
+
+/* The member of a node session whose collection is s, or NULL. */
+static struct member *member_of(struct loop *l, const struct session *s)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (!l->m[i].gone && l->m[i].s == s)
+			return &l->m[i];
+	}
+	return NULL;
+}
+
+int session_remove(struct session *node, struct session *s)
+{
+	struct loop *l = node->loop;
+	struct member *m = l ? member_of(l, s) : NULL;
+	int64_t now = now_ns(CLOCK_REALTIME);
+	int rc;
+
+	if (!m)
+		return 0;
+	/* what it sampled so far is in its collector, then its flag goes back */
+	consume(l->rb);
+	rc = prof_toggle__restore(&m->tg);
+	if (rc == -ESRCH)
+		rc = 0;
+	if (m->ours) {
+		forks__restore(&s->forks, m->tg.addr, m->tg.orig, m->t->path, &s->fork_result);
+		if (!rc && !s->fork_result.failed && m->guard)
+			guard__clear(m->guard);
+	}
+	if (!s->exited) {
+		s->duration_ns = now - s->start_wall_ns;
+		collector__set_stop_time(s->collector, (uint64_t)now_ns(CLOCK_MONOTONIC));
+	}
+	probes__counters(l->p, &s->counters);
+	drop_member(l, m);
+	return rc;
 }
 
 int session_run(const struct jemalloc_target *t, const struct session_opts *o, struct session *s,

@@ -122,6 +122,8 @@ struct session {
 	/* the first target's: the probes' detach, running while the report is built */
 	pthread_t detacher;
 	bool detaching;
+	/* a node session's, while it runs: what session_add and session_remove reach */
+	void *loop;
 };
 
 /* Blocks the signals the session stops on; call first thing in main. */
@@ -143,5 +145,32 @@ int session_run(const struct jemalloc_target *t, const struct session_opts *o, s
 int session_run_many(const struct jemalloc_target *const *t, struct guard *const *guards, size_t n,
 		     const struct session_opts *o, struct session *s, char *err, size_t errlen);
 void session_cleanup(struct session *s);
+
+/*
+ * heapbpf agent: a node session, whose targets come and go while it runs.
+ * The BPF object is loaded with layout_of's jemalloc layout (a target of
+ * another layout cannot join), its uprobes attached per object file with
+ * the pid filter; it runs with no target at all until a signal, the
+ * duration or a callback ends it. node holds the session-wide fields
+ * (reason, counters, the symbolizers' shared pool) and no collector;
+ * session_cleanup(node) after every target's.
+ */
+int session_run_node(const struct jemalloc_target *layout_of, const struct session_opts *o,
+		     struct session *node, char *err, size_t errlen);
+/*
+ * From a callback of a running node session: t joins (its probes attached,
+ * its prof_active switched on, state saved through g), collected into s.
+ * 0, or a negative errno with a sentence in err (s to session_cleanup).
+ * A target that exits is marked s->exited, and stays until removed.
+ */
+int session_add(struct session *node, const struct jemalloc_target *t, struct guard *g,
+		struct session *s, char *err, size_t errlen);
+/*
+ * From a callback: s's target leaves (its samples so far drained into s,
+ * its flag and its forked children's switched back, its guard's state
+ * cleared once they are); s then holds its whole collection until
+ * session_cleanup(s). 0, or the flag's restore error (negative errno).
+ */
+int session_remove(struct session *node, struct session *s);
 
 #endif /* __HEAPBPF_SESSION_H */
