@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * What a process is, from /proc/PID/cgroup text as systemd, Docker,
+ * containerd, CRI-O and the kubelet write it, and from a scratch copy of the
+ * kubelet's /var/log tree.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "workload.h"
+
+#define ID   "4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c38428142970"
+#define ID2  "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d"
+#define UID  "2f1a6e1c-9b7e-4c47-8d0a-1f1e8c2f7b3a"
+#define UID_ "2f1a6e1c_9b7e_4c47_8d0a_1f1e8c2f7b3a"
+
+TestSuite(workload, .fini = hb_tmpdir_cleanup);
+
+static struct workload w;
+
+static void from(const char *text, const char *root)
+{
+	cr_assert_eq(workload_from_cgroup_text(text, root, &w), 0, "cgroup text: %s", text);
+}
+
+/* ---- Alloy's rule for the id, line by line ---- */
+
+static const char *id_of(const char *line)
+{
+	static char id[WORKLOAD_ID_LEN + 1];
+
+	return workload_container_id(line, strlen(line), id) ? id : "";
+}
+
+Test(workload, id_rule_matches_runtime_names)
+{
+	cr_assert_str_eq(id_of("0::/system.slice/docker-" ID ".scope"), ID);
+	cr_assert_str_eq(id_of("12:memory:/docker/" ID), ID);
+	cr_assert_str_eq(
+		id_of("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+		      ".slice/cri-containerd-" ID ".scope"),
+		ID);
+	cr_assert_str_eq(id_of("0::/kubepods.slice/kubepods-pod" UID_ ".slice/crio-" ID ".scope"),
+			 ID);
+	cr_assert_str_eq(id_of("0::/kubepods/burstable/pod" UID "/" ID), ID);
+	cr_assert_str_eq(id_of("0::/machine.slice/libpod-" ID ".scope/container"), ID);
+	/* trailing white space, as \s*$ allows */
+	cr_assert_str_eq(id_of("0::/docker/" ID " \t\r"), ID);
+}
+
+Test(workload, id_rule_refuses_near_misses)
+{
+	cr_assert_str_eq(id_of("0::/system.slice/redis-server.service"), "");
+	cr_assert_str_eq(id_of("0::/"), "");
+	cr_assert_str_eq(id_of(""), "");
+	/* upper case, 63 digits, 65 digits, no '/' before it, a suffix other than '.' */
+	cr_assert_str_eq(
+		id_of("0::/docker/4F797C539E6C745DE61A93CA3FF892358ECBCACCD8414D5DB545C38428142970"),
+		"");
+	cr_assert_str_eq(id_of("0::/docker/" ID "0"), "");
+	cr_assert_str_eq(id_of("0::/docker/" ID "_x"), "");
+	cr_assert_str_eq(id_of(ID), "");
+	cr_assert_str_eq(id_of("0::docker-" ID ".scope"), "");
+	char short_id[] = "0::/docker/" ID;
+
+	short_id[strlen(short_id) - 1] = '\0';
+	cr_assert_str_eq(id_of(short_id), "");
+}
+
+Test(workload, id_rule_prefers_what_a_backtracking_match_would)
+{
+	/* the last '/' with an id after it wins, then the last '-' after that '/' */
+	cr_assert_str_eq(id_of("0::/docker/" ID "/sub/" ID2), ID2);
+	cr_assert_str_eq(id_of("0::/docker/" ID "/not-an-id"), ""); /* no "." or end after it */
+	cr_assert_str_eq(id_of("0::/x/a-" ID "-" ID2 ".scope"), ID2);
+	/* "-ID2x" cannot end the match, so the '-' before ID does */
+	cr_assert_str_eq(id_of("0::/x/a-" ID ".b-" ID2 "x"), ID);
+	/* after a '/' no '-' fits: the id right after the '/' */
+	cr_assert_str_eq(id_of("0::/" ID ".scope-x"), ID);
+	/* the id of an earlier segment is reached by the '.*-' across a '/' */
+	cr_assert_str_eq(id_of("0::/a-" ID ".scope/b"), ID);
+}
+
+/* ---- whole files ---- */
+
+Test(workload, systemd_service)
+{
+	from("0::/system.slice/redis-server.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/redis-server.service");
+	cr_assert_str_eq(w.unit, "redis-server.service");
+	cr_assert_str_eq(w.container_id, "");
+	cr_assert_str_eq(w.runtime, "");
+	cr_assert_str_eq(w.pod_uid, "");
+	cr_assert_str_eq(w.service_name, "redis-server");
+}
+
+Test(workload, delegated_subgroup_and_user_units)
+{
+	from("0::/system.slice/postgresql@15-main.service/worker\n", NULL);
+	cr_assert_str_eq(w.unit, "postgresql@15-main.service");
+	cr_assert_str_eq(w.service_name, "postgresql_15-main");
+	from("0::/user.slice/user-1000.slice/user@1000.service/app.slice/cache.service\n", NULL);
+	cr_assert_str_eq(w.unit, "cache.service");
+	from("0::/user.slice/user-1000.slice/session-3.scope\n", NULL);
+	cr_assert_str_eq(w.unit, "session-3.scope");
+	cr_assert_str_eq(w.service_name, "session-3.scope");
+}
+
+Test(workload, docker_systemd_driver)
+{
+	from("0::/system.slice/docker-" ID ".scope\n", NULL);
+	cr_assert_str_eq(w.container_id, ID);
+	cr_assert_str_eq(w.runtime, "docker");
+	cr_assert_str_eq(w.unit, "docker-" ID ".scope");
+	cr_assert_str_eq(w.pod_uid, "");
+	cr_assert_str_eq(w.service_name, "docker/4f797c539e6c");
+}
+
+Test(workload, docker_cgroupfs_driver_v1)
+{
+	from("12:pids:/docker/" ID "\n"
+	     "11:memory:/docker/" ID "\n"
+	     "10:cpu,cpuacct:/docker/" ID "\n"
+	     "1:name=systemd:/docker/" ID "\n"
+	     "0::/system.slice/containerd.service\n",
+	     NULL);
+	cr_assert_str_eq(w.container_id, ID);
+	cr_assert_str_eq(w.runtime, "docker");
+	/* cgroup2's line is the path even on a hybrid machine, when it is not "/" */
+	cr_assert_str_eq(w.cgroup, "/system.slice/containerd.service");
+	cr_assert_str_eq(w.service_name, "docker/4f797c539e6c");
+}
+
+Test(workload, v1_picks_name_systemd_over_other_lines)
+{
+	from("11:memory:/some/other\n"
+	     "1:name=systemd:/system.slice/nginx.service\n"
+	     "0::/\n",
+	     NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/nginx.service");
+	cr_assert_str_eq(w.unit, "nginx.service");
+	cr_assert_str_eq(w.service_name, "nginx");
+	/* several controllers around name=systemd */
+	from("3:cpu,name=systemd,memory:/system.slice/a.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/a.service");
+	/* a v1 line that is not name=systemd is a last resort */
+	from("4:memory:/system.slice/b.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/b.service");
+}
+
+Test(workload, containerd_kubepods_systemd_driver)
+{
+	from("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+	     ".slice/cri-containerd-" ID ".scope\n",
+	     NULL);
+	cr_assert_str_eq(w.container_id, ID);
+	cr_assert_str_eq(w.runtime, "containerd");
+	cr_assert_str_eq(w.pod_uid, UID);
+	/* no /var/log tree under the root given: namespace and container unknown */
+	cr_assert_str_eq(w.k8s_namespace, "");
+	cr_assert_str_eq(w.service_name, "containerd/4f797c539e6c");
+}
+
+Test(workload, guaranteed_pod_and_crio)
+{
+	from("0::/kubepods.slice/kubepods-pod" UID_ ".slice/crio-" ID ".scope\n", NULL);
+	cr_assert_str_eq(w.pod_uid, UID);
+	cr_assert_str_eq(w.runtime, "cri-o");
+	cr_assert_str_eq(w.container_id, ID);
+}
+
+Test(workload, kubepods_cgroupfs_driver)
+{
+	from("0::/kubepods/besteffort/pod" UID "/" ID "\n", NULL);
+	cr_assert_str_eq(w.pod_uid, UID);
+	cr_assert_str_eq(w.container_id, ID);
+	cr_assert_str_eq(w.runtime, ""); /* the path does not say which */
+	cr_assert_str_eq(w.service_name, "container/4f797c539e6c");
+	/* a static pod's uid is a hash without dashes */
+	from("0::/kubepods/pod6f0e9c6c3b8bd6e0d0f6b3a2c1d4e5f6/" ID "\n", NULL);
+	cr_assert_str_eq(w.pod_uid, "6f0e9c6c3b8bd6e0d0f6b3a2c1d4e5f6");
+}
+
+Test(workload, pod_id_from_a_v1_line_other_than_systemd)
+{
+	from("5:memory:/kubepods/burstable/pod" UID "/" ID "\n"
+	     "1:name=systemd:/\n",
+	     NULL);
+	cr_assert_str_eq(w.container_id, ID);
+	cr_assert_str_eq(w.pod_uid, UID);
+	cr_assert_str_eq(w.unit, "");
+}
+
+Test(workload, malformed_input)
+{
+	cr_assert_eq(workload_from_cgroup_text("", NULL, &w), -EINVAL);
+	cr_assert_eq(workload_from_cgroup_text("garbage\nno colons here\n", NULL, &w), -EINVAL);
+	cr_assert_str_eq(w.cgroup, "");
+	cr_assert_str_eq(w.service_name, "unspecified");
+	cr_assert_eq(workload_from_cgroup_text(NULL, NULL, &w), -EINVAL);
+	/* one good line among bad ones is enough */
+	from("junk\n0::/system.slice/x.service\n::\n:::/\n", NULL);
+	cr_assert_str_eq(w.unit, "x.service");
+	/* a pod segment that is no uid, a kubepods slice cut short */
+	from("0::/kubepods/burstable/podXYZ/abc\n", NULL);
+	cr_assert_str_eq(w.pod_uid, "");
+	from("0::/kubepods.slice/kubepods-pod.slice\n", NULL);
+	cr_assert_str_eq(w.pod_uid, "");
+	/* no newline at the end, a very long line */
+	from("0::/system.slice/y.service", NULL);
+	cr_assert_str_eq(w.unit, "y.service");
+	char big[9000] = "0::/";
+
+	memset(big + 4, 'a', sizeof(big) - 5);
+	big[sizeof(big) - 1] = '\0';
+	from(big, NULL);
+	cr_assert_eq(strlen(w.cgroup), sizeof(w.cgroup) - 1);
+	cr_assert_str_eq(w.container_id, "");
+}
+
+/* ---- the kubelet's /var/log ---- */
+
+static const char *kubelet_root(void)
+{
+	const char *root = hb_tmpdir();
+
+	hb_sh("mkdir -p %s/var/log/pods/shop_cart-7d9f_" UID
+	      "/cart %s/var/log/pods/shop_cart-7d9f_" UID "/istio-proxy %s/var/log/containers",
+	      root, root, root);
+	hb_sh("touch %s/var/log/pods/shop_cart-7d9f_" UID "/cart/0.log", root);
+	hb_sh("ln -s /var/log/pods/shop_cart-7d9f_" UID "/cart/0.log "
+	      "%s/var/log/containers/cart-7d9f_shop_cart-" ID ".log",
+	      root);
+	hb_sh("ln -s /var/log/pods/shop_cart-7d9f_" UID "/istio-proxy/0.log "
+	      "%s/var/log/containers/cart-7d9f_shop_istio-proxy-" ID2 ".log",
+	      root);
+	return root;
+}
+
+Test(workload, pod_names_from_var_log)
+{
+	const char *root = kubelet_root();
+	struct pyro_label l[PYRO_MAX_LABELS];
+	size_t n;
+
+	from("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+	     ".slice/cri-containerd-" ID ".scope\n",
+	     root);
+	cr_assert_str_eq(w.k8s_namespace, "shop");
+	cr_assert_str_eq(w.pod, "cart-7d9f");
+	cr_assert_str_eq(w.container, "cart");
+	cr_assert_str_eq(w.service_name, "shop/cart");
+	n = workload_labels(&w, l, PYRO_MAX_LABELS);
+	cr_assert_eq(n, 4);
+	cr_assert_str_eq(l[0].key, "namespace");
+	cr_assert_str_eq(l[0].value, "shop");
+	cr_assert_str_eq(l[1].key, "pod");
+	cr_assert_str_eq(l[1].value, "cart-7d9f");
+	cr_assert_str_eq(l[2].key, "container");
+	cr_assert_str_eq(l[2].value, "cart");
+	cr_assert_str_eq(l[3].key, "container_id");
+	cr_assert_str_eq(l[3].value, ID);
+	/* the sidecar of the same pod, by its own id */
+	from("0::/kubepods/burstable/pod" UID "/" ID2 "\n", root);
+	cr_assert_str_eq(w.container, "istio-proxy");
+	cr_assert_str_eq(w.service_name, "shop/istio-proxy");
+	/* max is kept to */
+	cr_assert_eq(workload_labels(&w, l, 2), 2);
+	cr_assert_eq(workload_labels(&w, l, 0), 0);
+}
+
+Test(workload, pod_without_container_log_link)
+{
+	const char *root = kubelet_root();
+	char other[] = "0::/kubepods/burstable/pod" UID "/"
+		       "1111111111111111111111111111111111111111111111111111111111111111\n";
+
+	/* the pause container, or one the kubelet has no log link for: pod known, container not */
+	from(other, root);
+	cr_assert_str_eq(w.k8s_namespace, "shop");
+	cr_assert_str_eq(w.pod, "cart-7d9f");
+	cr_assert_str_eq(w.container, "");
+	cr_assert_str_eq(w.service_name, "container/111111111111");
+}
+
+Test(workload, single_container_dir_without_var_log_containers)
+{
+	const char *root = hb_tmpdir();
+
+	hb_sh("mkdir -p %s/var/log/pods/web_api-0_" UID "/api", root);
+	hb_sh("touch %s/var/log/pods/web_api-0_" UID "/api/0.log", root);
+	from("0::/kubepods/pod" UID "/" ID "\n", root);
+	cr_assert_str_eq(w.k8s_namespace, "web");
+	cr_assert_str_eq(w.pod, "api-0");
+	cr_assert_str_eq(w.container, "api");
+	cr_assert_str_eq(w.service_name, "web/api");
+	/* with a second container directory the tree cannot tell which */
+	hb_sh("mkdir -p %s/var/log/pods/web_api-0_" UID "/sidecar", root);
+	from("0::/kubepods/pod" UID "/" ID "\n", root);
+	cr_assert_str_eq(w.pod, "api-0");
+	cr_assert_str_eq(w.container, "");
+}
+
+Test(workload, other_pods_and_odd_names_are_ignored)
+{
+	const char *root = hb_tmpdir();
+
+	hb_sh("mkdir -p %s/var/log/pods/a_b_00000000-0000-0000-0000-000000000000/c "
+	      "%s/var/log/pods/too_many_parts_" UID " %s/var/log/containers",
+	      root, root, root);
+	hb_sh("touch %s/var/log/containers/bad-" ID ".log %s/var/log/containers/x_y_z-" ID2 ".txt",
+	      root, root);
+	from("0::/kubepods/pod" UID "/" ID "\n", root);
+	cr_assert_str_eq(w.k8s_namespace, "");
+	cr_assert_str_eq(w.pod, "");
+	cr_assert_str_eq(w.container, "");
+	cr_assert_eq(
+		workload_labels(&w, (struct pyro_label[PYRO_MAX_LABELS]){ 0 }, PYRO_MAX_LABELS), 1);
+}
+
+/* ---- names ---- */
+
+Test(workload, service_name_order)
+{
+	struct workload x = { 0 };
+	char out[256];
+
+	workload_service_name(&x, "redis-server", out, sizeof(out));
+	cr_assert_str_eq(out, "redis-server");
+	workload_service_name(&x, NULL, out, sizeof(out));
+	cr_assert_str_eq(out, "unspecified");
+	workload_service_name(&x, "a b{c}", out, sizeof(out));
+	cr_assert_str_eq(out, "a_b_c_");
+	snprintf(x.unit, sizeof(x.unit), "memcached.service");
+	workload_service_name(&x, "memcached", out, sizeof(out));
+	cr_assert_str_eq(out, "memcached");
+	snprintf(x.container_id, sizeof(x.container_id), ID);
+	snprintf(x.runtime, sizeof(x.runtime), "docker");
+	workload_service_name(&x, "memcached", out, sizeof(out));
+	cr_assert_str_eq(out, "docker/4f797c539e6c");
+	snprintf(x.k8s_namespace, sizeof(x.k8s_namespace), "cache");
+	workload_service_name(&x, "memcached", out, sizeof(out));
+	cr_assert_str_eq(out, "docker/4f797c539e6c"); /* a namespace alone is not enough */
+	snprintf(x.container, sizeof(x.container), "memcached");
+	workload_service_name(&x, "memcached", out, sizeof(out));
+	cr_assert_str_eq(out, "cache/memcached");
+	/* valid by Pyroscope's rule, whatever went in */
+	cr_assert(pyro_valid_service(out));
+	workload_service_name(&x, NULL, out, 6);
+	cr_assert_str_eq(out, "cache");
+}
+
+Test(workload, labels_are_valid_for_pyroscope)
+{
+	const char *root = kubelet_root();
+	struct pyro_label l[PYRO_MAX_LABELS];
+	char name[PYRO_NAME_MAX];
+	size_t n;
+
+	from("0::/kubepods/burstable/pod" UID "/" ID "\n", root);
+	n = workload_labels(&w, l, PYRO_MAX_LABELS);
+	cr_assert_eq(n, 4);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(pyro_valid_label_key(l[i].key), "%s", l[i].key);
+		cr_assert(pyro_valid_label_value(l[i].value), "%s", l[i].value);
+	}
+	cr_assert_eq(pyro_build_name(name, sizeof(name), w.service_name, l, n), 0);
+	cr_assert_str_eq(name, "shop/cart{container=cart,container_id=" ID
+			       ",namespace=shop,pod=cart-7d9f}");
+}
+
+/* ---- a live process ---- */
+
+Test(workload, of_this_process)
+{
+	char *text = NULL;
+	struct workload fromfile;
+
+	cr_assert_eq(workload_of(getpid(), NULL, &w), 0);
+	cr_assert_eq(w.cgroup[0], '/');
+	cr_assert_gt(hb_read_file("/proc/self/cgroup", &text), 0);
+	cr_assert_eq(workload_from_cgroup_text(text, NULL, &fromfile), 0);
+	free(text);
+	cr_assert_str_eq(w.cgroup, fromfile.cgroup);
+	cr_assert_str_eq(w.container_id, fromfile.container_id);
+	cr_assert(pyro_valid_service(w.service_name));
+	/* a pid that is not there */
+	cr_assert_eq(workload_of(-5, NULL, &w), -ESRCH);
+}

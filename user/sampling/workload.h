@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What a process is, as a fleet labels it: its systemd unit, its container,
+ * its pod, found without asking systemd, a container runtime or the
+ * Kubernetes API server: from /proc/PID/cgroup and, for a pod, the kubelet's
+ * log directories (/var/log/pods, /var/log/containers). docs/fleet.md ("One
+ * agent per node") gives the rules and where they come from (Grafana Alloy's
+ * discovery.process and pyroscope.ebpf).
+ */
+#ifndef __HEAPBPF_WORKLOAD_H
+#define __HEAPBPF_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "pyro_labels.h"
+
+#define WORKLOAD_ID_LEN 64 /* a container id: 64 lower-case hex digits */
+
+/* What a process is, as a fleet labels it: its systemd unit, its container, its pod. */
+struct workload {
+	char unit[256]; /* "redis-server.service" (or .scope) the cgroup names; "" */
+	char container_id[WORKLOAD_ID_LEN + 1]; /* Alloy's rule on /proc/PID/cgroup; "" */
+	char runtime[16]; /* "docker", "containerd", "cri-o", "podman" or "" */
+	char pod_uid[40]; /* from a kubepods cgroup, with dashes; "" */
+	char k8s_namespace[254], pod[254], container[254]; /* from ROOT/var/log; "" */
+	char cgroup[4096];	/* the cgroup path (cgroup2 "0::", else name=systemd) */
+	char service_name[256]; /* inferred as Alloy would; see workload_service_name */
+};
+
+/*
+ * Reads /proc/PID/cgroup (real /proc always) and, for a pod, ROOT/var/log/pods
+ * (root "" or NULL is "/"; tests pass a scratch root). Returns 0, -ESRCH (gone),
+ * or another negative errno. Fields not found are "". service_name is set
+ * from comm as workload_service_name() does.
+ */
+int workload_of(pid_t pid, const char *root, struct workload *w);
+/* The same from the text of a /proc/PID/cgroup file (unit tests, no process needed). */
+int workload_from_cgroup_text(const char *text, const char *root, struct workload *w);
+
+/*
+ * Alloy's discovery.process rule for one line of /proc/PID/cgroup: the
+ * 64-hex-digit id that ^.*\/(?:.*-)?([0-9a-f]{64})(?:\.|\s*$) captures, with
+ * the same choice among several as Go's leftmost-first matching makes.
+ * Returns true and fills id (WORKLOAD_ID_LEN + 1 bytes) when the line has one.
+ */
+bool workload_container_id(const char *line, size_t len, char *id);
+
+/*
+ * service_name: the pod's annotation is unavailable without an API server,
+ * so for a pod "NAMESPACE/CONTAINER"; else for a container outside
+ * Kubernetes its Docker name where known, else "RUNTIME/ID12" (the first 12
+ * digits of its id, as "docker ps" shows it; "container/ID12" when the
+ * runtime is unknown); else the unit without ".service"; else comm.
+ * Sanitized with pyro_sanitize.
+ */
+void workload_service_name(const struct workload *w, const char *comm, char *out, size_t len);
+
+/*
+ * The labels Alloy would give the process, beside service_name: namespace, pod,
+ * container, container_id (only those known); at most PYRO_MAX_LABELS in all.
+ * Returns how many were written to out (pointers into w).
+ */
+size_t workload_labels(const struct workload *w, struct pyro_label *out, size_t max);
+
+#endif /* __HEAPBPF_WORKLOAD_H */
