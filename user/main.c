@@ -17,6 +17,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "agent.h"
 #include "cli.h"
 #include "debuginfo.h"
 #include "diff.h"
@@ -76,6 +77,9 @@ int main(int argc, char **argv)
 		break;
 	case MODE_DIFF:
 		rc = diff_command(&opts, err, sizeof(err));
+		break;
+	case MODE_AGENT:
+		rc = agent_run(&r, err, sizeof(err));
 		break;
 	default:
 		rc = opts.live_heap ? liveheap_run(&r, err, sizeof(err))

@@ -1,0 +1,820 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * heapbpf agent: the node's jemalloc processes, found as they appear and
+ * watched in one node session. Everything happens on the session's tick
+ * (once a second, the ring buffer drained): the processes discovery names
+ * are checked against the rules and for a usable jemalloc, exited targets
+ * get their last profile, windows are written, the watch's triggers run,
+ * heapbpf's own RSS and CPU are held to their caps and, when more
+ * processes match than --max-targets, the budget rotates.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "discover.h"
+#include "errmsg.h"
+#include "fleet.h"
+#include "guard.h"
+#include "privs.h"
+#include "procmaps.h"
+#include "selection.h"
+#include "session.h"
+#include "watch.h"
+#include "window.h"
+#include "workload.h"
+
+/* Processes named by discovery checked per tick, at most (the rest wait for the next). */
+#define DUE_PER_TICK 64
+/* A process this young without jemalloc, or with profiling off, is checked again later. */
+#define YOUNG_NOJE_S   3.0
+#define YOUNG_NOPROF_S 15.0
+/* heapbpf's CPU share is measured over this many seconds. */
+#define CPU_SPAN_S 10.0
+
+struct agent_target;
+
+/* A process the rules take, with a usable jemalloc: sampled now, or waiting its turn. */
+struct agent_proc {
+	pid_t pid;
+	uint64_t start;
+	char comm[32];
+	char svc[256];
+	char kv[PYRO_MAX_LABELS][320];
+	const char *labels[PYRO_MAX_LABELS];
+	struct pyro_naming naming;
+	struct jemalloc_target *t; /* found at discovery, until it is first sampled */
+	int64_t idle_since;	   /* CLOCK_MONOTONIC ns it left the budget; 0: never sampled */
+	int64_t active_since;
+	struct agent_target *on; /* sampled now, or NULL */
+};
+
+/* A process sampled now: its jemalloc, guard, collection and windows. */
+struct agent_target {
+	struct agent_proc *p;
+	struct jemalloc_target *t;
+	struct guard *g;
+	struct session s;
+	struct target_run tr;
+	int64_t next_window; /* CLOCK_REALTIME ns its current window ends */
+};
+
+struct agent {
+	struct run *r;
+	const struct cli *o;
+	struct select_rule sel[CLI_MAX_RULES], exc[CLI_MAX_RULES];
+	struct discover *d;
+	struct watch *wt;
+	struct session node;
+	bool running;			 /* the node session runs: targets join and leave it */
+	struct jemalloc_target *layout_t; /* whose layout the node's BPF object has */
+	struct agent_proc **procs;
+	size_t nprocs, cap;
+	size_t active, budget; /* sampled now; at most (--max-targets, lowered by the caps) */
+	int64_t next_rotate;
+	uint64_t cpu_ticks;
+	int64_t cpu_at;
+};
+
+static int64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Seconds since the process (its start time in clock ticks after boot) started. */
+static double age_s(uint64_t start)
+{
+	return (double)clock_ns(CLOCK_BOOTTIME) / 1e9 - (double)start / sysconf(_SC_CLK_TCK);
+}
+
+static struct heap_data data_of(struct session *s)
+{
+	return (struct heap_data){
+		.collector = s->collector,
+		.symbolizer = s->symbolizer,
+		.counters = &s->counters,
+	};
+}
+
+static void say_err(const char *err)
+{
+	char clean[HB_CLEAN_SIZE(1024)];
+
+	hb_error("%s", hb_clean(clean, sizeof(clean), err));
+}
+
+/* The process's comm and its executable's file name ("" when unreadable). */
+static void names_of(pid_t pid, char *comm, size_t clen, char *exe, size_t elen)
+{
+	char path[64], buf[PATH_MAX];
+	const char *slash;
+	ssize_t n;
+	FILE *f;
+
+	comm[0] = exe[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, (int)clen, f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
+	n = (ssize_t)strnlen(slash, elen - 1);
+	memcpy(exe, slash, (size_t)n);
+	exe[n] = '\0';
+}
+
+/* The first --select rule w satisfies (none given: an empty one), unless an --exclude does. */
+static const struct select_rule *selected(const struct agent *a, const struct workload *w,
+					  const char *comm, const char *exe)
+{
+	static const struct select_rule all;
+
+	for (size_t i = 0; i < a->o->nexclude; i++) {
+		if (select_rule_match(&a->exc[i], w, comm, exe))
+			return NULL;
+	}
+	if (!a->o->nselect)
+		return &all;
+	for (size_t i = 0; i < a->o->nselect; i++) {
+		if (select_rule_match(&a->sel[i], w, comm, exe))
+			return &a->sel[i];
+	}
+	return NULL;
+}
+
+/* Its service_name and labels as Alloy would give them, the user's --label after them. */
+static void name_proc(const struct agent *a, struct agent_proc *p, const struct workload *w,
+		      const struct select_rule *rule)
+{
+	struct pyro_label wl[PYRO_MAX_LABELS];
+	/* room for the defaults (hostname, pid, comm), the user's labels and trigger= */
+	size_t room = PYRO_MAX_LABELS - 4 - (size_t)a->o->nlabels, n, k = 0;
+
+	if (rule->service_name[0])
+		snprintf(p->svc, sizeof(p->svc), "%s", rule->service_name);
+	else
+		workload_service_name(w, p->comm, p->svc, sizeof(p->svc));
+	n = workload_labels(w, wl, room);
+	for (size_t i = 0; i < n; i++) {
+		char v[256];
+
+		pyro_sanitize(wl[i].value, false, v, sizeof(v));
+		snprintf(p->kv[k], sizeof(p->kv[k]), "%s=%s", wl[i].key, v);
+		p->labels[k] = p->kv[k];
+		k++;
+	}
+	for (int i = 0; i < a->o->nlabels; i++)
+		p->labels[k++] = a->o->labels[i];
+	p->naming = (struct pyro_naming){ .service_name = p->svc,
+					  .labels = p->labels,
+					  .nlabels = (int)k };
+}
+
+static int add_proc(struct agent *a, struct agent_proc *p)
+{
+	if (a->nprocs == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 64;
+		struct agent_proc **v = realloc(a->procs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->procs = v;
+		a->cap = cap;
+	}
+	a->procs[a->nprocs++] = p;
+	return 0;
+}
+
+static struct agent_proc *proc_of(const struct agent *a, pid_t pid)
+{
+	for (size_t i = 0; i < a->nprocs; i++) {
+		if (a->procs[i]->pid == pid)
+			return a->procs[i];
+	}
+	return NULL;
+}
+
+/* Its jemalloc, judged: usable, not yet (a young process), or never (said why). */
+static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t start,
+					    struct jemalloc_target **t)
+{
+	char why[2048], clean[HB_CLEAN_SIZE(sizeof(why))];
+	int rc = jemalloc_target__find(pid, a->o->layout, t, why, sizeof(why));
+	const struct jemalloc_target *lt = a->layout_t;
+
+	if (rc == JEMALLOC_ENOTFOUND || rc == -ESRCH)
+		return rc != -ESRCH && age_s(start) < YOUNG_NOJE_S ? DISCOVER_LATER
+								  : DISCOVER_NEVER;
+	if (rc == -ENOTSUP && age_s(start) < YOUNG_NOPROF_S)
+		return DISCOVER_LATER;
+	if (!rc && (*t)->needs_selfcheck)
+		rc = hb_fail(why, sizeof(why), -ENOTSUP,
+			     "pid %d (%s): jemalloc %s has a layout neither its version string nor "
+			     "DWARF confirms; the agent leaves it to heapbpf --pid",
+			     pid, (*t)->comm, (*t)->version);
+	else if (!rc && lt && memcmp(&lt->layout->bpf, &(*t)->layout->bpf, sizeof(lt->layout->bpf)))
+		rc = hb_fail(why, sizeof(why), -ENOTSUP,
+			     "pid %d (%s): jemalloc %s has another layout than the node's BPF "
+			     "object (jemalloc %s); the agent leaves it to heapbpf --pid",
+			     pid, (*t)->comm, (*t)->version, lt->version);
+	if (!rc)
+		return DISCOVER_TAKEN;
+	jemalloc_target__free(*t);
+	*t = NULL;
+	hb_note("agent: skipped: %s", hb_clean(clean, sizeof(clean), why));
+	return DISCOVER_NEVER;
+}
+
+static void retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note);
+
+/* A process discovery named: the rules, its jemalloc; a new waiting proc when it fits. */
+static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start)
+{
+	struct agent_proc *old = proc_of(a, pid), *p;
+	const struct select_rule *rule;
+	struct jemalloc_target *t = NULL;
+	enum discover_verdict v;
+	struct workload w;
+	char comm[32], exe[256];
+
+	/* named again: it exec'ed, and its jemalloc is a new one */
+	if (old && old->on)
+		retire(a, old->on, "exit", "the process exec'ed");
+	if (old) {
+		jemalloc_target__free(old->t);
+		old->t = NULL;
+		old->pid = 0; /* pruned at the next tick */
+	}
+	names_of(pid, comm, sizeof(comm), exe, sizeof(exe));
+	if (workload_of(pid, a->o->test_root, &w))
+		return DISCOVER_NEVER;
+	rule = selected(a, &w, comm, exe);
+	if (!rule)
+		return DISCOVER_NEVER;
+	v = judge_jemalloc(a, pid, start, &t);
+	if (v != DISCOVER_TAKEN)
+		return v;
+	p = calloc(1, sizeof(*p));
+	if (!p || add_proc(a, p)) {
+		free(p);
+		jemalloc_target__free(t);
+		return DISCOVER_NEVER;
+	}
+	p->pid = pid;
+	p->start = start;
+	p->t = t;
+	snprintf(p->comm, sizeof(p->comm), "%s", t->comm);
+	name_proc(a, p, &w, rule);
+	hb_note("agent: pid %d (%s): jemalloc %s with prof:true, service_name %s", pid, comm,
+		t->version, p->svc);
+	return DISCOVER_TAKEN;
+}
+
+/* The processes discovery names now, judged. */
+static void discover_now(struct agent *a)
+{
+	pid_t pids[DUE_PER_TICK];
+	uint64_t starts[DUE_PER_TICK];
+	size_t n = discover__due(a->d, pids, starts, DUE_PER_TICK);
+
+	for (size_t i = 0; i < n; i++)
+		discover__verdict(a->d, pids[i], starts[i], consider(a, pids[i], starts[i]));
+}
+
+/* Its guard taken and what a killed run left restored; false when it cannot be sampled. */
+static bool guard_target(struct agent_target *at, char *err, size_t errlen)
+{
+	struct guard_recovery rec;
+
+	if (guard__acquire(at->t, &at->g, err, errlen) ||
+	    guard__recover(at->g, at->t, &rec, err, errlen))
+		return false;
+	if (rec.parent || rec.children)
+		hb_say("restored prof_active in pid %d (and %zu process(es) it forked), left on "
+		       "by a heapbpf run that was killed",
+		       at->t->pid, rec.children);
+	return true;
+}
+
+static void free_target(struct agent_target *at)
+{
+	session_cleanup(&at->s);
+	guard__release(at->g);
+	jemalloc_target__free(at->t);
+	free(at);
+}
+
+/* p joins the node session: its flag on, its windows and triggers from now. */
+static int admit(struct agent *a, struct agent_proc *p)
+{
+	struct agent_target *at = calloc(1, sizeof(*at));
+	char err[2048];
+	int rc;
+
+	if (!at)
+		return -ENOMEM;
+	at->p = p;
+	at->t = p->t;
+	p->t = NULL;
+	rc = at->t ? 0 : jemalloc_target__find(p->pid, a->o->layout, &at->t, err, sizeof(err));
+	if (!rc && at->t->pid == p->pid && proc_start_time(p->pid) != p->start)
+		rc = hb_fail(err, sizeof(err), -ESRCH, "pid %d exited", p->pid);
+	rc = rc ?: guard_target(at, err, sizeof(err)) ? 0 : -EBUSY;
+	at->tr = (struct target_run){ .run = a->r, .pid = p->pid, .t = at->t, .naming = &p->naming };
+	rc = rc ?: session_add(&a->node, at->t, at->g, &at->s, err, sizeof(err));
+	rc = rc ?: watch__add(a->wt, &at->tr, &at->s);
+	if (rc) {
+		say_err(err);
+		free_target(at);
+		return rc;
+	}
+	snprintf(at->tr.source, sizeof(at->tr.source), "pid %d (%s), jemalloc %s in %s", p->pid,
+		 at->t->comm, at->t->version, at->t->path);
+	at->tr.start_ns = at->s.start_wall_ns;
+	at->next_window = at->s.start_wall_ns + (int64_t)(a->o->interval * 1e9);
+	p->on = at;
+	p->active_since = clock_ns(CLOCK_MONOTONIC);
+	a->active++;
+	hb_note("agent: sampling pid %d (%s) as service_name %s", p->pid, p->comm, p->svc);
+	return 0;
+}
+
+/*
+ * at's last profile (trigger NULL: a plain window; "" the OOM profile was
+ * its last), and it leaves: its flag back off, freed; its proc waits.
+ */
+static void retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note)
+{
+	struct heap_data d = data_of(&at->s);
+	int64_t end;
+	char err[1024];
+
+	if (a->running && session_remove(&a->node, &at->s))
+		at->tr.outcome |= RUN_FAILED;
+	end = at->s.exited ? at->s.start_wall_ns + at->s.duration_ns : clock_ns(CLOCK_REALTIME);
+	at->tr.trigger = trigger && trigger[0] ? trigger : NULL;
+	snprintf(at->tr.trigger_note, sizeof(at->tr.trigger_note), "%s", note ? note : "");
+	if ((!trigger || trigger[0]) && window_last(&at->tr, &d, end, err, sizeof(err))) {
+		say_err(err);
+		at->tr.outcome |= RUN_FAILED;
+	}
+	/* a service's quiet spell is no failure of the agent's */
+	a->r->outcome |= at->tr.outcome & ~RUN_NO_SAMPLES;
+	watch__remove(a->wt, &at->s);
+	at->p->on = NULL;
+	at->p->idle_since = clock_ns(CLOCK_MONOTONIC);
+	a->active--;
+	free_target(at);
+}
+
+/* Its window, if it ended; true when one was written. */
+static bool window_due(struct agent *a, struct agent_target *at, int64_t now)
+{
+	struct heap_data d = data_of(&at->s);
+	char err[1024];
+
+	if (now < at->next_window)
+		return false;
+	if (window_emit(&at->tr, &d, now, err, sizeof(err))) {
+		say_err(err);
+		at->tr.outcome |= RUN_FAILED;
+	}
+	while (at->next_window <= now)
+		at->next_window += (int64_t)(a->o->interval * 1e9);
+	return true;
+}
+
+/* Exited targets' last profiles, ended windows; processes gone while waiting forgotten. */
+static void targets_now(struct agent *a)
+{
+	int64_t now = clock_ns(CLOCK_REALTIME);
+	char note[512];
+	bool wrote = false;
+
+	for (size_t i = 0; i < a->nprocs;) {
+		struct agent_proc *p = a->procs[i];
+		struct agent_target *at = p->on;
+
+		if (at && at->s.exited) {
+			const char *trig = watch__last_trigger(a->wt, &at->s, note, sizeof(note));
+
+			retire(a, at, trig ? trig : "exit", note);
+			p->pid = 0; /* gone: forgotten below */
+			wrote = true;
+		} else if (at) {
+			wrote |= window_due(a, at, now);
+		}
+		if (!p->on && (!p->pid || proc_start_time(p->pid) != p->start)) {
+			jemalloc_target__free(p->t);
+			free(p);
+			a->procs[i] = a->procs[--a->nprocs];
+			continue;
+		}
+		i++;
+	}
+	if (wrote && a->r->window_done)
+		a->r->window_done(a->r);
+}
+
+/* heapbpf's own resident bytes. */
+static uint64_t self_rss(void)
+{
+	unsigned long long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &size, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* heapbpf's user and system time so far, in clock ticks. */
+static uint64_t self_ticks(void)
+{
+	char buf[1024], *p = NULL;
+	unsigned long long ut = 0, st = 0;
+	FILE *f = fopen("/proc/self/stat", "re");
+
+	if (f) {
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+	}
+	/* after ") " come fields 3..; utime and stime are fields 14 and 15 */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			 &st) != 2)
+		return 0;
+	return ut + st;
+}
+
+/* heapbpf's CPU share of one core over the last CPU_SPAN_S, in percent; -1 until measured. */
+static double cpu_share(struct agent *a)
+{
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	uint64_t ticks = self_ticks();
+	double pct;
+
+	if (!a->cpu_at || now - a->cpu_at < (int64_t)(CPU_SPAN_S * 1e9)) {
+		if (!a->cpu_at) {
+			a->cpu_at = now;
+			a->cpu_ticks = ticks;
+		}
+		return -1;
+	}
+	pct = 100.0 * (double)(ticks - a->cpu_ticks) / sysconf(_SC_CLK_TCK) /
+	      ((double)(now - a->cpu_at) / 1e9);
+	a->cpu_at = now;
+	a->cpu_ticks = ticks;
+	return pct;
+}
+
+/* The sampled target holding most in use: what a cap lets go first. */
+static struct agent_target *largest(const struct agent *a)
+{
+	struct agent_target *best = NULL;
+	double most = -1;
+
+	for (size_t i = 0; i < a->nprocs; i++) {
+		struct agent_target *at = a->procs[i]->on;
+		double v = at ? collector__totals(at->s.collector)->inuse_space : 0;
+
+		if (at && v > most) {
+			most = v;
+			best = at;
+		}
+	}
+	return best;
+}
+
+/* Over --max-rss or --max-cpu: one target let go and one fewer sampled at once. */
+static void hold_caps(struct agent *a)
+{
+	uint64_t rss = self_rss();
+	double cpu = cpu_share(a);
+	struct agent_target *at;
+	char what[128];
+
+	if (rss > a->o->max_rss)
+		snprintf(what, sizeof(what), "heapbpf's RSS of %llu MiB is over --max-rss %llu MiB",
+			 (unsigned long long)(rss >> 20), (unsigned long long)(a->o->max_rss >> 20));
+	else if (cpu > a->o->max_cpu)
+		snprintf(what, sizeof(what), "heapbpf's CPU of %.0f%% is over --max-cpu %.0f%%", cpu,
+			 a->o->max_cpu);
+	else
+		return;
+	at = largest(a);
+	if (a->budget > 1)
+		a->budget--;
+	hb_warn("agent: %s: %s%d sampled at once from now on", what,
+		at ? "letting pid " : "", (int)a->budget);
+	if (at) {
+		hb_say("agent: pid %d (%s) let go for the cap; its last window written", at->p->pid,
+		       at->p->comm);
+		retire(a, at, NULL, NULL);
+	}
+}
+
+/* How many processes wait their turn. */
+static size_t waiting(const struct agent *a)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->nprocs; i++)
+		n += a->procs[i]->pid && !a->procs[i]->on;
+	return n;
+}
+
+/* The sampled target in the budget longest. */
+static struct agent_target *oldest_active(const struct agent *a)
+{
+	struct agent_target *best = NULL;
+
+	for (size_t i = 0; i < a->nprocs; i++) {
+		struct agent_proc *p = a->procs[i];
+
+		if (p->on && (!best || p->active_since < best->p->active_since))
+			best = p->on;
+	}
+	return best;
+}
+
+/* More processes match than the budget: those sampled longest make room for those waiting. */
+static void rotate(struct agent *a)
+{
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	size_t out = waiting(a), n = 0;
+	char pids[512] = "";
+
+	if (now < a->next_rotate)
+		return;
+	a->next_rotate = now + (int64_t)(a->o->rotate * 1e9);
+	if (!out || a->active < a->budget)
+		return;
+	if (out > a->active)
+		out = a->active;
+	for (; n < out; n++) {
+		struct agent_target *at = oldest_active(a);
+		size_t len = strlen(pids);
+
+		if (!at)
+			break;
+		snprintf(pids + len, sizeof(pids) - len, "%s%d", n ? "," : "", at->p->pid);
+		retire(a, at, NULL, NULL);
+	}
+	hb_say("agent: rotation: %zu processes match, %zu sampled at once: pid %s out, the %zu "
+	       "waiting longest in",
+	       a->nprocs, a->budget, pids, n);
+}
+
+/* The waiting process whose turn it is: never sampled first, then the longest idle. */
+static struct agent_proc *next_in(const struct agent *a)
+{
+	struct agent_proc *best = NULL;
+
+	for (size_t i = 0; i < a->nprocs; i++) {
+		struct agent_proc *p = a->procs[i];
+
+		if (!p->pid || p->on)
+			continue;
+		if (!best || p->idle_since < best->idle_since)
+			best = p;
+	}
+	return best;
+}
+
+/* Waiting processes into the budget while it has room. */
+static void fill(struct agent *a)
+{
+	struct agent_proc *p;
+
+	while (a->active < a->budget && (p = next_in(a))) {
+		if (admit(a, p))
+			p->pid = 0; /* cannot be sampled: forgotten at the next tick */
+	}
+}
+
+/* The node session's tick: everything the agent does, once a second. */
+static int on_tick(struct session *node, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)node;
+	discover_now(a);
+	targets_now(a);
+	watch__tick(a->wt);
+	hold_caps(a);
+	rotate(a);
+	fill(a);
+	return 0;
+}
+
+static int on_connector(struct session *node, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)node;
+	discover__read(a->d);
+	return 0;
+}
+
+/*
+ * Before the node session: the first process that fits, whose jemalloc
+ * layout the BPF object is loaded with. 1 when a signal (or -d) came first.
+ */
+static int first_target(struct agent *a)
+{
+	const struct timespec poll = { .tv_nsec = 250 * 1000000L };
+	int64_t until = a->o->duration > 0 ? clock_ns(CLOCK_MONOTONIC) +
+						     (int64_t)(a->o->duration * 1e9)
+					   : 0;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	for (;;) {
+		if (discover__has_connector(a->d))
+			discover__read(a->d);
+		discover_now(a);
+		for (size_t i = 0; i < a->nprocs; i++) {
+			struct agent_proc *p = a->procs[i];
+
+			char err[2048];
+
+			if (p->pid && p->t &&
+			    !jemalloc_target__find(p->pid, a->o->layout, &a->layout_t, err,
+						   sizeof(err)))
+				return 0;
+		}
+		if (sigtimedwait(&set, NULL, &poll) > 0 ||
+		    (until && clock_ns(CLOCK_MONOTONIC) > until))
+			return 1;
+	}
+}
+
+/* The rules as typed, parsed: a wrong one refused before anything runs. */
+static int parse_rules(struct agent *a, char *err, size_t errlen)
+{
+	const struct cli *o = a->o;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < o->nselect; i++)
+		rc = select_rule_parse(o->select_rules[i], false, &a->sel[i], err, errlen);
+	for (size_t i = 0; !rc && i < o->nexclude; i++)
+		rc = select_rule_parse(o->exclude_rules[i], true, &a->exc[i], err, errlen);
+	return rc;
+}
+
+/* The node session, until a signal or -d; the agent's work runs on its tick. */
+static int run_node(struct agent *a, char *err, size_t errlen)
+{
+	const struct cli *o = a->o;
+	struct session_opts so = {
+		.duration = o->duration,
+		.ringbuf_bytes = o->ringbuf_bytes,
+		.keep_privs = true,
+		.verbose = o->verbose,
+		.temporary_ns = o->temporary_ns,
+	};
+	int rc;
+
+	watch__session_opts(a->wt, &so);
+	so.interval = 1;
+	so.on_interval = on_tick;
+	so.interval_arg = a;
+	if (discover__has_connector(a->d) && so.nwatch < SESSION_MAX_WATCH) {
+		so.watch[so.nwatch].fd = discover__fd(a->d);
+		so.watch[so.nwatch].on_ready = on_connector;
+		so.watch[so.nwatch].arg = a;
+		so.nwatch++;
+	}
+	a->running = true;
+	rc = session_run_node(a->layout_t, &so, &a->node, err, errlen);
+	a->running = false;
+	return rc;
+}
+
+/* After the session: every sampled target's last profile ("stop"), everything freed. */
+static void finish(struct agent *a)
+{
+	char note[512];
+
+	for (size_t i = 0; i < a->nprocs; i++) {
+		struct agent_target *at = a->procs[i]->on;
+		const char *trig;
+
+		if (!at)
+			continue;
+		trig = watch__last_trigger(a->wt, &at->s, note, sizeof(note));
+		retire(a, at, trig ? trig : "stop", note);
+	}
+	for (size_t i = 0; i < a->nprocs; i++) {
+		jemalloc_target__free(a->procs[i]->t);
+		free(a->procs[i]);
+	}
+	free(a->procs);
+	/* after every target's: its pool holds objects their symbolizers shared */
+	session_cleanup(&a->node);
+	jemalloc_target__free(a->layout_t);
+	watch__free(a->wt);
+	discover__free(a->d);
+}
+
+int agent_run(struct run *r, char *err, size_t errlen)
+{
+	struct agent a = { .r = r, .o = r->opts, .budget = r->opts->max_targets };
+	int rc;
+
+	if (r->opts->reset)
+		return agent_reset(r, err, errlen);
+	r->window_done = fleet_window_done;
+	r->name_targets = true;
+	rc = parse_rules(&a, err, errlen);
+	rc = rc ?: privs_check(err, errlen);
+	rc = rc ?: fleet_outputs_setup(r, err, errlen);
+	rc = rc ?: discover__new(30, &a.d, err, errlen);
+	rc = rc ?: watch__new(a.o, NULL, NULL, 0, &a.wt, err, errlen);
+	if (rc) {
+		finish(&a);
+		return rc;
+	}
+	if (!discover__has_connector(a.d))
+		hb_warn("agent: the kernel's process connector cannot be read here (it needs "
+			"CAP_NET_ADMIN and the host's network namespace): new processes are found "
+			"by a scan of /proc every 2 s");
+	hb_note("agent: watching the node's jemalloc processes, %lu at once", a.o->max_targets);
+	if (!first_target(&a))
+		rc = run_node(&a, err, errlen);
+	finish(&a);
+	fleet_outputs_finish(r);
+	return rc;
+}
+
+/* One state file's process: its flags restored if a killed run left them on. */
+static void reset_one(pid_t pid, size_t *restored)
+{
+	struct jemalloc_target *t = NULL;
+	struct guard *g = NULL;
+	struct guard_recovery rec;
+	char err[2048];
+
+	if (jemalloc_target__find(pid, NULL, &t, err, sizeof(err)) ||
+	    guard__acquire(t, &g, err, sizeof(err)) || guard__recover(g, t, &rec, err, sizeof(err))) {
+		hb_note("pid %d: %s", pid, err);
+	} else if (rec.parent || rec.children) {
+		hb_say("restored prof_active in pid %d (and %zu process(es) it forked), left on by "
+		       "a heapbpf run that was killed",
+		       pid, rec.children);
+		(*restored)++;
+	}
+	guard__release(g);
+	jemalloc_target__free(t);
+}
+
+int agent_reset(struct run *r, char *err, size_t errlen)
+{
+	DIR *dir = opendir(guard_dir());
+	struct dirent *de;
+	size_t restored = 0;
+	int rc;
+
+	(void)r;
+	if (!dir && errno == ENOENT) {
+		hb_note("nothing to reset: %s does not exist", guard_dir());
+		return 0;
+	}
+	if (!dir)
+		return hb_fail(err, errlen, -errno, "cannot read %s: %s", guard_dir(),
+			       strerror(errno));
+	rc = privs_check(err, errlen);
+	while (!rc && (de = readdir(dir))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (pid > 0 && !strcmp(end, ".state"))
+			reset_one((pid_t)pid, &restored);
+	}
+	closedir(dir);
+	if (!rc && !restored)
+		hb_note("nothing to reset");
+	return rc;
+}
