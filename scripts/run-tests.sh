@@ -39,7 +39,7 @@ group=${2:?usage: $0 BUILD GROUP}
 # forks_pidreuse, multi_pidreuse: they set the kernel's last pid (the machine's) to
 # have a freed pid reused, and a test beside them that cleans up by pid could
 # meet one of those
-SERIAL_SUITES="soak leaks liveheap_load forks_pidreuse multi_pidreuse"
+SERIAL_SUITES="soak leaks liveheap_load forks_pidreuse multi_pidreuse agent_budget"
 # the suites that run on the jemalloc fixtures (make test builds them for this group)
 FIXTURE_SUITES="versions|liveheap|reach|core_versions|wrappers"
 slots=${HEAPBPF_TEST_JOBS:-$(($(nproc) + 1))}

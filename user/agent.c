@@ -73,7 +73,7 @@ struct agent {
 	struct discover *d;
 	struct watch *wt;
 	struct session node;
-	bool running;			 /* the node session runs: targets join and leave it */
+	bool running;			  /* the node session runs: targets join and leave it */
 	struct jemalloc_target *layout_t; /* whose layout the node's BPF object has */
 	struct agent_proc **procs;
 	size_t nprocs, cap;
@@ -221,7 +221,7 @@ static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t
 
 	if (rc == JEMALLOC_ENOTFOUND || rc == -ESRCH)
 		return rc != -ESRCH && age_s(start) < YOUNG_NOJE_S ? DISCOVER_LATER
-								  : DISCOVER_NEVER;
+								   : DISCOVER_NEVER;
 	if (rc == -ENOTSUP && age_s(start) < YOUNG_NOPROF_S)
 		return DISCOVER_LATER;
 	if (!rc && (*t)->needs_selfcheck)
@@ -337,7 +337,8 @@ static int admit(struct agent *a, struct agent_proc *p)
 	if (!rc && at->t->pid == p->pid && proc_start_time(p->pid) != p->start)
 		rc = hb_fail(err, sizeof(err), -ESRCH, "pid %d exited", p->pid);
 	rc = rc ?: guard_target(at, err, sizeof(err)) ? 0 : -EBUSY;
-	at->tr = (struct target_run){ .run = a->r, .pid = p->pid, .t = at->t, .naming = &p->naming };
+	at->tr =
+		(struct target_run){ .run = a->r, .pid = p->pid, .t = at->t, .naming = &p->naming };
 	rc = rc ?: session_add(&a->node, at->t, at->g, &at->s, err, sizeof(err));
 	rc = rc ?: watch__add(a->wt, &at->tr, &at->s);
 	if (rc) {
@@ -459,8 +460,8 @@ static uint64_t self_ticks(void)
 		fclose(f);
 	}
 	/* after ") " come fields 3..; utime and stime are fields 14 and 15 */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			 &st) != 2)
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return 0;
 	return ut + st;
 }
@@ -514,17 +515,18 @@ static void hold_caps(struct agent *a)
 
 	if (rss > a->o->max_rss)
 		snprintf(what, sizeof(what), "heapbpf's RSS of %llu MiB is over --max-rss %llu MiB",
-			 (unsigned long long)(rss >> 20), (unsigned long long)(a->o->max_rss >> 20));
+			 (unsigned long long)(rss >> 20),
+			 (unsigned long long)(a->o->max_rss >> 20));
 	else if (cpu > a->o->max_cpu)
-		snprintf(what, sizeof(what), "heapbpf's CPU of %.0f%% is over --max-cpu %.0f%%", cpu,
-			 a->o->max_cpu);
+		snprintf(what, sizeof(what), "heapbpf's CPU of %.0f%% is over --max-cpu %.0f%%",
+			 cpu, a->o->max_cpu);
 	else
 		return;
 	at = largest(a);
 	if (a->budget > 1)
 		a->budget--;
-	hb_warn("agent: %s: %s%d sampled at once from now on", what,
-		at ? "letting pid " : "", (int)a->budget);
+	hb_warn("agent: %s: %s%d sampled at once from now on", what, at ? "letting pid " : "",
+		(int)a->budget);
 	if (at) {
 		hb_say("agent: pid %d (%s) let go for the cap; its last window written", at->p->pid,
 		       at->p->comm);
@@ -642,9 +644,9 @@ static int on_connector(struct session *node, void *arg)
 static int first_target(struct agent *a)
 {
 	const struct timespec poll = { .tv_nsec = 250 * 1000000L };
-	int64_t until = a->o->duration > 0 ? clock_ns(CLOCK_MONOTONIC) +
-						     (int64_t)(a->o->duration * 1e9)
-					   : 0;
+	int64_t until = a->o->duration > 0
+				? clock_ns(CLOCK_MONOTONIC) + (int64_t)(a->o->duration * 1e9)
+				: 0;
 	sigset_t set;
 
 	sigemptyset(&set);
@@ -778,7 +780,8 @@ static void reset_one(pid_t pid, size_t *restored)
 	char err[2048];
 
 	if (jemalloc_target__find(pid, NULL, &t, err, sizeof(err)) ||
-	    guard__acquire(t, &g, err, sizeof(err)) || guard__recover(g, t, &rec, err, sizeof(err))) {
+	    guard__acquire(t, &g, err, sizeof(err)) ||
+	    guard__recover(g, t, &rec, err, sizeof(err))) {
 		hb_note("pid %d: %s", pid, err);
 	} else if (rec.parent || rec.children) {
 		hb_say("restored prof_active in pid %d (and %zu process(es) it forked), left on by "

@@ -946,7 +946,8 @@ static int agent_option(struct cli *c, struct given *g, int opt, const char *arg
 		break;
 	case OPT_ROTATE:
 		if (parse_long(arg, 1, 31 * 24 * 3600, &v))
-			return bad("--rotate needs whole seconds from 1 to 2678400, not \"%s\"", arg);
+			return bad("--rotate needs whole seconds from 1 to 2678400, not \"%s\"",
+				   arg);
 		c->rotate = (double)v;
 		break;
 	case OPT_TEST_ROOT:
@@ -1344,8 +1345,9 @@ static int parse_agent(struct cli *c, const struct given *g, int n, char **opera
 	if (c->reset)
 		return 0;
 	if (c->output || c->record || c->at_peak || c->follow_forks || c->leaks)
-		return bad("heapbpf agent writes windows into --output-dir or to --pyroscope: "
-			   "--output, --record, --at-peak, --follow-forks and --leaks do not apply");
+		return bad(
+			"heapbpf agent writes windows into --output-dir or to --pyroscope: "
+			"--output, --record, --at-peak, --follow-forks and --leaks do not apply");
 	if (c->service_name)
 		return bad("heapbpf agent names each process's service: give service_name= in a "
 			   "--select rule instead of --service-name");
@@ -1372,11 +1374,8 @@ static int parse_agent(struct cli *c, const struct given *g, int n, char **opera
 static enum cli_mode take_command(int *argc, char ***argv)
 {
 	static const char *const names[] = {
-		[MODE_REPORT] = "report",
-		[MODE_TOP] = "top",
-		[MODE_DIFF] = "diff",
-		[MODE_WATCH] = "watch",
-		[MODE_AGENT] = "agent",
+		[MODE_REPORT] = "report", [MODE_TOP] = "top",	  [MODE_DIFF] = "diff",
+		[MODE_WATCH] = "watch",	  [MODE_AGENT] = "agent",
 	};
 
 	if (*argc < 2)
@@ -1411,7 +1410,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 {
 	static int (*const parse_command[])(struct cli *, const struct given *, int, char **) = {
 		[MODE_LIVE] = parse_live, [MODE_REPORT] = parse_report, [MODE_TOP] = parse_top,
-		[MODE_DIFF] = parse_diff, [MODE_WATCH] = parse_watch, [MODE_AGENT] = parse_agent,
+		[MODE_DIFF] = parse_diff, [MODE_WATCH] = parse_watch,	[MODE_AGENT] = parse_agent,
 	};
 	struct given g = { 0 };
 	int rc;

@@ -61,8 +61,8 @@ struct cli {
 	uint64_t spool_max_bytes;
 	double pyro_timeout;
 	const char *pyro_ca;
-	const char *pyro_proxy;		    /* --pyroscope-proxy URL */
-	const char *diff_paths[2];	    /* diff: BASE and NEW */
+	const char *pyro_proxy;	   /* --pyroscope-proxy URL */
+	const char *diff_paths[2]; /* diff: BASE and NEW */
 	/* heapbpf agent (user/agent.c) */
 	const char *select_rules[CLI_MAX_RULES];  /* --select RULE, as typed */
 	const char *exclude_rules[CLI_MAX_RULES]; /* --exclude RULE, as typed */

@@ -17,8 +17,12 @@ static char *field_of(struct select_rule *r, const char *key, size_t klen, size_
 		size_t off, size;
 	} keys[] = {
 #define KEY(k, f) { k, offsetof(struct select_rule, f), sizeof(((struct select_rule *)0)->f) }
-		KEY("unit", unit),	     KEY("cgroup", cgroup), KEY("container", container),
-		KEY("namespace", k8s_namespace), KEY("pod", pod),	  KEY("exe", exe),
+		KEY("unit", unit),
+		KEY("cgroup", cgroup),
+		KEY("container", container),
+		KEY("namespace", k8s_namespace),
+		KEY("pod", pod),
+		KEY("exe", exe),
 		KEY("service_name", service_name),
 #undef KEY
 	};
@@ -75,9 +79,8 @@ bool select_rule_match(const struct select_rule *r, const struct workload *w, co
 		return false;
 	if (r->cgroup[0] && strncmp(w->cgroup, r->cgroup, strlen(r->cgroup)) != 0)
 		return false;
-	if (r->container[0] &&
-	    (!w->container_id[0] ||
-	     strncmp(w->container_id, r->container, strlen(r->container)) != 0))
+	if (r->container[0] && (!w->container_id[0] ||
+				strncmp(w->container_id, r->container, strlen(r->container)) != 0))
 		return false;
 	if (r->k8s_namespace[0] && strcmp(r->k8s_namespace, w->k8s_namespace) != 0)
 		return false;

@@ -13,13 +13,13 @@
 
 /* One --select or --exclude rule: every key given must hold ("" keys are not given). */
 struct select_rule {
-	char unit[256];		/* unit=: "redis" or "redis.service", as the unit's name */
-	char cgroup[1024];	/* cgroup=: a prefix of the process's cgroup path */
-	char container[65];	/* container=: a prefix of its container id */
+	char unit[256];		 /* unit=: "redis" or "redis.service", as the unit's name */
+	char cgroup[1024];	 /* cgroup=: a prefix of the process's cgroup path */
+	char container[65];	 /* container=: a prefix of its container id */
 	char k8s_namespace[254]; /* namespace= */
-	char pod[254];		/* pod= */
-	char exe[256];		/* exe=: its comm, or its executable's file name */
-	char service_name[256]; /* service_name=: what its profiles are named (--select only) */
+	char pod[254];		 /* pod= */
+	char exe[256];		 /* exe=: its comm, or its executable's file name */
+	char service_name[256];	 /* service_name=: what its profiles are named (--select only) */
 };
 
 /* "unit=redis,exe=redis-server"; 0 or -EINVAL with a sentence in err. */

@@ -210,7 +210,7 @@ struct member {
 	/* samples with a backtrace / with none, until NOBT_SAMPLES settle it (nobt_check) */
 	unsigned int bt_full, bt_empty;
 	char nobt[768]; /* the sentence once its jemalloc took no backtraces */
-	bool gone; /* a node session's target that left (session_remove): its slot is free */
+	bool gone;	/* a node session's target that left (session_remove): its slot is free */
 };
 
 /* A process whose events the session takes: a target, or a child forked from one. */

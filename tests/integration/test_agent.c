@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * heapbpf agent on a simulated node: example services in real cgroups named
+ * as systemd, Docker, containerd and CRI-O name theirs (kubepods slices with
+ * pod uids, 64-hex container ids), under a parent cgroup of the test's own
+ * (name=systemd on a v1 or hybrid machine, else cgroup2), a scratch
+ * /var/log tree for the kubelet's names, processes without jemalloc and with
+ * profiling off beside them; profiles go to the Pyroscope stand-in
+ * (tests/pyroscope/pyroscope_rules_server.py, not Pyroscope). The agent
+ * selects by the parent cgroup only: the other tests' services are never
+ * its business. Everything waits on what the stand-in or the files show.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "standin.h"
+
+#define SERVICE	    "examples/alloc-service-static"
+#define IDLE_CONF   "prof:true,prof_active:false"
+#define PYRO_SERVER "tests/pyroscope/pyroscope_rules_server.py"
+#define WAIT_MS	    60000
+
+static char cg_parent[PATH_MAX]; /* the test's own parent cgroup; "" when none */
+static char cg_name[64];	 /* its path as /proc/PID/cgroup shows it */
+static pid_t server_pid, agent_pid;
+
+/* Every process left in the test's cgroups killed, the cgroups removed, pass or fail. */
+static void agent_fini(void)
+{
+	char cmd[PATH_MAX * 2 + 256];
+
+	if (agent_pid > 0) {
+		kill(agent_pid, SIGKILL);
+		hb_wait(agent_pid, 5000);
+		agent_pid = 0;
+	}
+	hb_standin_kill(&server_pid);
+	if (cg_parent[0]) {
+		snprintf(cmd, sizeof(cmd),
+			 "for i in 1 2 3 4 5 6 7 8 9 10; do "
+			 "cat $(find '%s' -name cgroup.procs) 2>/dev/null | xargs -r kill -9; "
+			 "find '%s' -depth -type d -exec rmdir {} + 2>/dev/null && break; "
+			 "sleep 0.2; done",
+			 cg_parent, cg_parent);
+		if (system(cmd) != 0)
+			fprintf(stderr, "test_agent: could not remove %s\n", cg_parent);
+		cg_parent[0] = '\0';
+	}
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(agent, .fini = agent_fini, .timeout = 240);
+TestSuite(agent_budget, .fini = agent_fini, .timeout = 300);
+
+/* ---- the node's cgroups ---- */
+
+/* The hierarchy systemd keeps: v1 name=systemd where mounted, else the cgroup2 mount. */
+static void cgroup_root(char *out, size_t len)
+{
+	char line[1024], mnt[512], type[64], opts[512];
+	FILE *f = fopen("/proc/self/mounts", "re");
+	bool v2 = false;
+
+	out[0] = '\0';
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %511s %63s %511s", mnt, type, opts) != 3)
+			continue;
+		if (!strcmp(type, "cgroup") && strstr(opts, "name=systemd")) {
+			snprintf(out, len, "%s", mnt);
+			break;
+		}
+		if (!strcmp(type, "cgroup2") && !v2) {
+			snprintf(out, len, "%s", mnt);
+			v2 = true;
+		}
+	}
+	fclose(f);
+	cr_assert(out[0], "no name=systemd or cgroup2 hierarchy is mounted");
+}
+
+/* The test's parent cgroup, made once per test. */
+static void make_parent(void)
+{
+	char root[512];
+
+	cgroup_root(root, sizeof(root));
+	snprintf(cg_name, sizeof(cg_name), "/hbagent-%d", getpid());
+	snprintf(cg_parent, sizeof(cg_parent), "%s%s", root, cg_name);
+	cr_assert(mkdir(cg_parent, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", cg_parent,
+		  strerror(errno));
+}
+
+/* pid moved into the cgroup rel (made with its parents) under the test's parent. */
+static void place(pid_t pid, const char *rel)
+{
+	char dir[PATH_MAX * 2], procs[PATH_MAX * 2 + 16];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/%s", cg_parent, rel);
+	hb_sh("mkdir -p '%s'", dir);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	f = fopen(procs, "we");
+	cr_assert_not_null(f, "%s: %s", procs, strerror(errno));
+	fprintf(f, "%d\n", pid);
+	cr_assert_eq(fclose(f), 0, "cannot move pid %d into %s", pid, dir);
+}
+
+/* A 64-hex container id that differs by seed. */
+static void container_id(char id[65], unsigned int seed)
+{
+	for (int i = 0; i < 64; i++)
+		id[i] = "0123456789abcdef"[(seed * 2654435761u + (unsigned int)i * 40503u) >> 7 &
+					   15];
+	id[64] = '\0';
+}
+
+/* The kubelet's names of a container: /var/log/pods/NS_POD_UID/CTR/ and its containers link. */
+static void kubelet_dirs(const char *root, const char *ns, const char *pod, const char *uid,
+			 const char *ctr, const char *id)
+{
+	hb_sh("mkdir -p '%s/var/log/pods/%s_%s_%s/%s' '%s/var/log/containers'", root, ns, pod, uid,
+	      ctr, root);
+	hb_sh("ln -sf '../pods/%s_%s_%s/%s/0.log' '%s/var/log/containers/%s_%s_%s-%s.log'", ns, pod,
+	      uid, ctr, root, pod, ns, ctr, id);
+}
+
+/* ---- processes ---- */
+
+static void start_service(struct svc *s, const char *conf, const char *rate)
+{
+	const char *args[] = { "--threads", "1", "--rate", rate, NULL };
+
+	cr_assert_eq(svc_start(s, hb_path(SERVICE), conf, args), 0);
+}
+
+/* The byte of prof_active in a service (alloc-service-static). */
+static int flag_of(pid_t pid)
+{
+	uint64_t addr;
+	uint8_t b = 0xff;
+
+	cr_assert_eq(hb_sym_addr(pid, hb_path(SERVICE), "je_prof_active_state", &addr), 0);
+	cr_assert_eq(hb_peek(pid, addr, &b, 1), 0);
+	return b;
+}
+
+/* "<test dir>/name" into buf (any number of times, unlike hb_tmp). */
+static const char *in_tmp(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", hb_tmpdir(), name);
+	return buf;
+}
+
+/* heapbpf agent with args, its stderr into agent.err, its state in the test's directory. */
+static pid_t start_agent(const char *const *args)
+{
+	const char *argv[48] = { hb_path("heapbpf"), "agent" };
+	char state[PATH_MAX], err[PATH_MAX];
+	size_t n = 2;
+
+	for (; *args && n < 47; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	setenv("HEAPBPF_STATE_DIR", in_tmp(state, sizeof(state), "state"), 1);
+	mkdir(state, 0700);
+	agent_pid = hb_spawn(argv, in_tmp(err, sizeof(err), "agent.err"));
+	cr_assert_gt(agent_pid, 0);
+	return agent_pid;
+}
+
+/* SIGTERM to the agent; its exit code. */
+static int stop_agent(void)
+{
+	int rc;
+
+	kill(agent_pid, SIGTERM);
+	rc = hb_wait(agent_pid, 60000);
+	agent_pid = 0;
+	return rc;
+}
+
+static char *agent_err(void)
+{
+	char path[PATH_MAX], *text = NULL;
+
+	hb_read_file(in_tmp(path, sizeof(path), "agent.err"), &text);
+	return text ? text : hb_xstrdup("");
+}
+
+/* ---- what the stand-in received ---- */
+
+/* The stand-in's log: one accepted profile per line (NULL-ended; free the first). */
+static char **received(void)
+{
+	char path[PATH_MAX], *text = NULL, **lines;
+	size_t n = 1;
+
+	snprintf(path, sizeof(path), "%s/server.log", hb_tmpdir());
+	if (hb_read_file(path, &text) < 0)
+		text = hb_xstrdup("");
+	for (const char *p = text; *p; p++)
+		n += *p == '\n';
+	lines = hb_xcalloc(n + 1, sizeof(*lines));
+	n = 0;
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	if (!n)
+		free(text);
+	return lines;
+}
+
+static void free_lines(char **lines)
+{
+	if (lines[0])
+		free(lines[0]);
+	free(lines);
+}
+
+static bool line_has(const char *line, const char *key, const char *value)
+{
+	char want[512];
+
+	snprintf(want, sizeof(want), "\"%s\": \"%s\"", key, value);
+	return strstr(line, want) != NULL;
+}
+
+/* The first profile received of pid, as a copy ("" when none yet). */
+static void profile_of(pid_t pid, char *out, size_t len)
+{
+	char **lines = received(), p[16];
+
+	snprintf(p, sizeof(p), "%d", pid);
+	out[0] = '\0';
+	for (size_t i = 0; lines[i]; i++) {
+		if (line_has(lines[i], "pid", p)) {
+			snprintf(out, len, "%s", lines[i]);
+			break;
+		}
+	}
+	free_lines(lines);
+}
+
+/* Waits (a guard against a hang, not a measure) until a profile of pid arrived. */
+static void wait_profile(pid_t pid, char *out, size_t len)
+{
+	for (int waited = 0; waited < WAIT_MS; waited += 200) {
+		profile_of(pid, out, len);
+		if (out[0])
+			return;
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		hb_sleep_ms(200);
+	}
+	cr_assert_fail("no profile of pid %d reached the stand-in: %s", pid, agent_err());
+}
+
+/* ---- the simulated node ---- */
+
+/* One service of the node: where it runs and what the agent must call it. */
+struct node_svc {
+	const char *cgroup; /* under the parent; %s: its container id, %u: its pod's uid */
+	const char *conf;   /* MALLOC_CONF */
+	const char *service_name, *ns, *pod, *container; /* expected; NULL: not profiled */
+	struct svc s;
+	char id[65];
+};
+
+static const char pod_uid_a[] = "1f2e3d4c-5b6a-4978-8a9b-0c1d2e3f4a5b";
+static const char pod_uid_b[] = "99887766-5544-4332-a110-ffeeddccbbaa";
+
+/* The cgroup path of n, its container id and pod uid filled in. */
+static void cgroup_of(const struct node_svc *n, char *out, size_t len)
+{
+	char uid[64];
+	const char *u = strstr(n->cgroup, "besteffort") ? pod_uid_a : pod_uid_b;
+
+	/* systemd's slice names carry the uid with '_' for '-' */
+	snprintf(uid, sizeof(uid), "%s", u);
+	for (char *c = uid; *c; c++)
+		*c = *c == '-' ? '_' : *c;
+	snprintf(out, len, n->cgroup, uid, n->id);
+}
+
+Test(agent, simulated_node_profiles_exactly_the_selected_processes)
+{
+	struct node_svc node[] = {
+		{ .cgroup = "system.slice/shop-cart.service%.0s%.0s",
+		  .conf = IDLE_CONF,
+		  .service_name = "checkout" },
+		{ .cgroup = "system.slice/docker-%.0s%s.scope",
+		  .conf = IDLE_CONF,
+		  .service_name = "docker/" },
+		{ .cgroup = "kubepods.slice/kubepods-besteffort.slice/"
+			    "kubepods-besteffort-pod%s.slice/cri-containerd-%s.scope",
+		  .conf = IDLE_CONF,
+		  .service_name = "shop/cart",
+		  .ns = "shop",
+		  .pod = "cart-7d9f",
+		  .container = "cart" },
+		{ .cgroup = "kubepods.slice/kubepods-burstable.slice/"
+			    "kubepods-burstable-pod%s.slice/crio-%s.scope",
+		  .conf = IDLE_CONF,
+		  .service_name = "pay/ledger",
+		  .ns = "pay",
+		  .pod = "ledger-0",
+		  .container = "ledger" },
+		{ .cgroup = "system.slice/noprof.service%.0s%.0s", .conf = "prof:false" },
+		{ .cgroup = "system.slice/excluded.service%.0s%.0s", .conf = IDLE_CONF },
+	};
+	const size_t nn = sizeof(node) / sizeof(node[0]);
+	char root[PATH_MAX], sel1[256], sel2[256], url[64], cg[1024], got[65536], want[128];
+	const char *sleep_argv[] = { "/bin/sleep", "600", NULL };
+	pid_t nojem, first;
+	struct svc late, again;
+	int port;
+
+	hb_require_bpf();
+	make_parent();
+	snprintf(root, sizeof(root), "%s/root", hb_tmpdir());
+	server_pid = hb_standin_start((const char *[]){ "/usr/bin/python3", PYRO_SERVER, NULL }, 0,
+				      NULL, NULL, &port);
+	for (size_t i = 0; i < nn; i++) {
+		container_id(node[i].id, (unsigned int)i + 1);
+		start_service(&node[i].s, node[i].conf, "200");
+		cgroup_of(&node[i], cg, sizeof(cg));
+		place(node[i].s.pid, cg);
+		if (node[i].ns)
+			kubelet_dirs(root, node[i].ns, node[i].pod,
+				     strstr(cg, "besteffort") ? pod_uid_a : pod_uid_b,
+				     node[i].container, node[i].id);
+	}
+	nojem = hb_spawn(sleep_argv, "/dev/null");
+	place(nojem, "system.slice/nojemalloc.service");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	snprintf(sel1, sizeof(sel1),
+		 "cgroup=%s/system.slice/shop-cart.service,service_name=checkout", cg_name);
+	snprintf(sel2, sizeof(sel2), "cgroup=%s/", cg_name);
+	start_agent((const char *[]){ "--pyroscope", url, "--spool-dir", hb_tmp("spool"),
+				      "--interval", "2", "--test-root", root, "--select", sel1,
+				      "--select", sel2, "--exclude", "unit=excluded.service",
+				      "--label", "env=test", NULL });
+	for (size_t i = 0; i < nn; i++) {
+		if (!node[i].service_name)
+			continue;
+		wait_profile(node[i].s.pid, got, sizeof(got));
+		cr_assert(strstr(got, node[i].service_name), "pid %d: %s", node[i].s.pid, got);
+		cr_assert(line_has(got, "env", "test"), "%s", got);
+		cr_assert(line_has(got, "comm", "alloc-service-s"), "%s", got);
+		if (node[i].ns) {
+			cr_assert(line_has(got, "service_name", node[i].service_name), "%s", got);
+			cr_assert(line_has(got, "namespace", node[i].ns), "%s", got);
+			cr_assert(line_has(got, "pod", node[i].pod), "%s", got);
+			cr_assert(line_has(got, "container", node[i].container), "%s", got);
+		}
+		if (strstr(node[i].cgroup, "scope"))
+			cr_assert(line_has(got, "container_id", node[i].id), "%s", got);
+	}
+	snprintf(want, sizeof(want), "docker/%.12s", node[1].id);
+	profile_of(node[1].s.pid, got, sizeof(got));
+	cr_assert(line_has(got, "service_name", want), "%s", got);
+	profile_of(node[0].s.pid, got, sizeof(got));
+	cr_assert(line_has(got, "service_name", "checkout"), "%s", got);
+
+	/* a process started after the agent: found through its exec */
+	start_service(&late, IDLE_CONF, "200");
+	place(late.pid, "system.slice/late.service");
+	wait_profile(late.pid, got, sizeof(got));
+	cr_assert(line_has(got, "service_name", "late"), "%s", got);
+
+	/* a restart: the unit's new process, under a new pid, is followed */
+	first = node[0].s.pid;
+	svc_stop(&node[0].s);
+	start_service(&again, IDLE_CONF, "200");
+	cgroup_of(&node[0], cg, sizeof(cg));
+	place(again.pid, cg);
+	wait_profile(again.pid, got, sizeof(got));
+	cr_assert(line_has(got, "service_name", "checkout"), "%s", got);
+
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	/* exactly the selected processes: none of profiling off, no jemalloc, excluded */
+	for (size_t i = 0; i < nn; i++) {
+		if (node[i].service_name)
+			continue;
+		profile_of(node[i].s.pid, got, sizeof(got));
+		cr_assert_eq(got[0], '\0', "pid %d was profiled: %s", node[i].s.pid, got);
+	}
+	profile_of(nojem, got, sizeof(got));
+	cr_assert_eq(got[0], '\0', "%s", got);
+	{
+		char **lines = received();
+		size_t n = 0;
+
+		for (; lines[n]; n++) {
+			bool ours = false;
+			char p[16];
+
+			for (size_t i = 0; i < nn; i++) {
+				snprintf(p, sizeof(p), "%d", node[i].s.pid);
+				ours |= node[i].service_name && line_has(lines[n], "pid", p);
+			}
+			snprintf(p, sizeof(p), "%d", first);
+			ours |= line_has(lines[n], "pid", p);
+			snprintf(p, sizeof(p), "%d", late.pid);
+			ours |= line_has(lines[n], "pid", p);
+			snprintf(p, sizeof(p), "%d", again.pid);
+			ours |= line_has(lines[n], "pid", p);
+			cr_assert(ours, "a profile of a process not selected: %.300s", lines[n]);
+		}
+		free_lines(lines);
+	}
+	/* prof_active is back off everywhere the agent switched it on */
+	for (size_t i = 1; i < nn; i++)
+		cr_assert_eq(flag_of(node[i].s.pid), 0, "prof_active left on in pid %d",
+			     node[i].s.pid);
+	cr_assert_eq(flag_of(late.pid), 0);
+	cr_assert_eq(flag_of(again.pid), 0);
+	for (size_t i = 1; i < nn; i++)
+		svc_stop(&node[i].s);
+	svc_stop(&late);
+	svc_stop(&again);
+	kill(nojem, SIGKILL);
+	hb_wait(nojem, 5000);
+}
+
+/* ---- the budget ---- */
+
+#define NBUDGET 64
+
+static struct svc many[NBUDGET];
+static uint64_t many_flag[NBUDGET]; /* where each one's prof_active is */
+
+/* The 64 light services (a thread at 50 operations a second) in one unit's cgroup. */
+static void start_many(void)
+{
+	for (int i = 0; i < NBUDGET; i++) {
+		start_service(&many[i], IDLE_CONF, "50");
+		place(many[i].pid, "system.slice/many.service");
+		cr_assert_eq(hb_sym_addr(many[i].pid, hb_path(SERVICE), "je_prof_active_state",
+					 &many_flag[i]),
+			     0);
+	}
+}
+
+static void stop_many(void)
+{
+	for (int i = 0; i < NBUDGET; i++)
+		svc_stop(&many[i]);
+}
+
+/* How many of the services have a profile file in dir. */
+static int with_windows(const char *dir)
+{
+	static char names[4096][256];
+	int n = hb_count_files(dir, ".pb.gz", names, 4096), have = 0;
+
+	for (int i = 0; i < NBUDGET; i++) {
+		char mark[32];
+
+		snprintf(mark, sizeof(mark), "-%d-", many[i].pid);
+		for (int j = 0; j < n && j < 4096; j++) {
+			if (strstr(names[j], mark)) {
+				have++;
+				break;
+			}
+		}
+	}
+	return have;
+}
+
+/* heapbpf's peak RSS (VmHWM) in bytes. */
+static uint64_t peak_rss(pid_t pid)
+{
+	char path[64], *text = NULL;
+	const char *p;
+	uint64_t kb = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	cr_assert_gt(hb_read_file(path, &text), 0);
+	p = strstr(text, "VmHWM:");
+	cr_assert_not_null(p);
+	kb = strtoull(p + 6, NULL, 10);
+	free(text);
+	return kb << 10;
+}
+
+static int flags_on(void)
+{
+	int on = 0;
+
+	for (int i = 0; i < NBUDGET; i++) {
+		uint8_t b = 0xff;
+
+		cr_assert_eq(hb_peek(many[i].pid, many_flag[i], &b, 1), 0);
+		on += b == 1;
+	}
+	return on;
+}
+
+Test(agent_budget, sixty_four_processes_rotate_through_a_budget_of_sixteen)
+{
+	char sel[128], out[PATH_MAX];
+	int have = 0;
+	char *err;
+
+	hb_require_bpf();
+	make_parent();
+	start_many();
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent((const char *[]){ "--output-dir", out, "--interval", "1", "--rotate", "2",
+				      "--max-targets", "16", "--max-rss", "256M", "--select", sel,
+				      "-q", NULL });
+	/* every one gets windows over time, however long the rotation takes here */
+	for (int waited = 0; waited < 200000 && have < NBUDGET; waited += 500) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		/* never more than the budget sampling at once */
+		cr_assert_leq(flags_on(), 16);
+		have = with_windows(out);
+		hb_sleep_ms(500);
+	}
+	cr_assert_eq(have, NBUDGET, "only %d of %d processes had a window: %s", have, NBUDGET,
+		     agent_err());
+	cr_assert_leq(peak_rss(agent_pid), 256ULL << 20);
+	cr_assert_eq(stop_agent(), 0, "%s", err = agent_err());
+	err = agent_err();
+	cr_assert(strstr(err, "agent: rotation:"), "%s", err);
+	cr_assert_null(strstr(err, "over --max-rss"), "%s", err);
+	free(err);
+	cr_assert_eq(flags_on(), 0, "prof_active left on after the agent stopped");
+	stop_many();
+}
+
+/* kill -9 of the agent: its state files name every flag it left on; heapbpf --reset restores them. */
+Test(agent_budget, reset_after_kill_restores_every_flag)
+{
+	char sel[128], out[PATH_MAX], errbuf[65536];
+	int on = 0;
+
+	hb_require_bpf();
+	make_parent();
+	start_many();
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent((const char *[]){ "--output-dir", out, "--interval", "60", "--max-targets",
+				      "16", "--select", sel, "-q", NULL });
+	for (int waited = 0; waited < WAIT_MS && on < 16; waited += 200) {
+		on = flags_on();
+		hb_sleep_ms(200);
+	}
+	cr_assert_eq(on, 16, "%s", agent_err());
+	kill(agent_pid, SIGKILL);
+	hb_wait(agent_pid, 10000);
+	agent_pid = 0;
+	cr_assert_eq(flags_on(), 16, "the flags were on when the agent was killed");
+	cr_assert_eq(hb_run((const char *[]){ "--reset", NULL }, errbuf, sizeof(errbuf), 60000), 0,
+		     "%s", errbuf);
+	cr_assert(strstr(errbuf, "restored prof_active in pid"), "%s", errbuf);
+	cr_assert_eq(flags_on(), 0, "prof_active left on after --reset: %s", errbuf);
+	stop_many();
+}
