@@ -211,6 +211,17 @@ static struct agent_proc *proc_of(const struct agent *a, pid_t pid)
 	return NULL;
 }
 
+/*
+ * t's jemalloc layout is the node's BPF object's (or there is none yet): one
+ * BPF object reads one layout's struct offsets and argument positions.
+ */
+static bool same_layout(const struct agent *a, const struct jemalloc_target *t)
+{
+	const struct jemalloc_target *lt = a->layout_t;
+
+	return !lt || memcmp(&lt->layout->bpf, &t->layout->bpf, sizeof(lt->layout->bpf)) == 0;
+}
+
 /* Its jemalloc, judged: usable, not yet (a young process), or never (said why). */
 static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t start,
 					    struct jemalloc_target **t)
@@ -229,7 +240,7 @@ static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t
 			     "pid %d (%s): jemalloc %s has a layout neither its version string nor "
 			     "DWARF confirms; the agent leaves it to heapbpf --pid",
 			     pid, (*t)->comm, (*t)->version);
-	else if (!rc && lt && memcmp(&lt->layout->bpf, &(*t)->layout->bpf, sizeof(lt->layout->bpf)))
+	else if (!rc && !same_layout(a, *t))
 		rc = hb_fail(why, sizeof(why), -ENOTSUP,
 			     "pid %d (%s): jemalloc %s has another layout than the node's BPF "
 			     "object (jemalloc %s); the agent leaves it to heapbpf --pid",
@@ -334,8 +345,14 @@ static int admit(struct agent *a, struct agent_proc *p)
 	at->t = p->t;
 	p->t = NULL;
 	rc = at->t ? 0 : jemalloc_target__find(p->pid, a->o->layout, &at->t, err, sizeof(err));
-	if (!rc && at->t->pid == p->pid && proc_start_time(p->pid) != p->start)
+	if (!rc && proc_start_time(p->pid) != p->start)
 		rc = hb_fail(err, sizeof(err), -ESRCH, "pid %d exited", p->pid);
+	/* found before the node session chose its layout */
+	if (!rc && !same_layout(a, at->t))
+		rc = hb_fail(err, sizeof(err), -ENOTSUP,
+			     "pid %d (%s): jemalloc %s has another layout than the node's BPF "
+			     "object (jemalloc %s); the agent leaves it to heapbpf --pid",
+			     p->pid, at->t->comm, at->t->version, a->layout_t->version);
 	rc = rc ?: guard_target(at, err, sizeof(err)) ? 0 : -EBUSY;
 	at->tr =
 		(struct target_run){ .run = a->r, .pid = p->pid, .t = at->t, .naming = &p->naming };

@@ -802,3 +802,61 @@ Test(cli, watch_refusals)
 		run_free(&r);
 	}
 }
+
+Test(cli, agent_takes_rules_and_a_budget)
+{
+	struct run r = parse("agent", "--pyroscope", "http://127.0.0.1:4040", "--select",
+			     "namespace=shop,service_name=cart", "--exclude", "exe=sidecar",
+			     "--max-targets", "8", "--max-rss", "128M", "--on-growth", "64M");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.mode, MODE_AGENT);
+	cr_assert(r.c.watch, "the agent watches as heapbpf watch does");
+	cr_assert_eq(r.c.nselect, 1);
+	cr_assert_eq(r.c.nexclude, 1);
+	cr_assert_eq(r.c.max_targets, 8);
+	cr_assert_eq(r.c.max_rss, 128u << 20);
+	cr_assert_eq(r.c.interval, 60.0, "a window a minute by default");
+	cr_assert_eq(r.c.rotate, 180.0, "three windows between rotations by default");
+	cr_assert_eq(r.c.duration, 0.0, "the agent runs until stopped");
+	run_free(&r);
+	/* the defaults safe on a 2-CPU node */
+	r = parse("agent", "--output-dir", "/tmp/a");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.max_targets, 16);
+	cr_assert_eq(r.c.max_rss, 512u << 20);
+	cr_assert_eq(r.c.max_cpu, 50.0);
+	run_free(&r);
+}
+
+Test(cli, agent_refusals)
+{
+	static const char *const bad[][8] = {
+		{ "agent" },
+		{ "agent", "--pid", "1", "--output-dir", "d" },
+		{ "agent", "--output-dir", "d", "--service-name", "x" },
+		{ "agent", "--output-dir", "d", "--select", "nokey" },
+		{ "agent", "--output-dir", "d", "--max-targets", "0" },
+		{ "agent", "--output-dir", "d", "--max-rss", "1M" },
+		{ "--pid", "1", "--select", "unit=x" },
+		{ "watch", "--pid", "1", "--output-dir", "d", "--max-targets", "2" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct run r = parse_v(bad[i]);
+
+		cr_assert_eq(r.rc, -EINVAL, "case %zu accepted", i);
+		cr_assert(strstr(r.err, "heapbpf: "), "case %zu: %s", i, r.err);
+		run_free(&r);
+	}
+}
+
+Test(cli, reset_without_a_target_is_the_node_wide_reset)
+{
+	struct run r = parse("--reset");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.mode, MODE_AGENT);
+	cr_assert(r.c.reset);
+	run_free(&r);
+}
