@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -460,6 +461,24 @@ static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
 }
 
 /*
+ * A target exec'ed: its flag went with its old image (nothing is ever written
+ * at that address again); a node session's target counts as exited.
+ */
+static void member_exec(struct loop *l, struct member *m)
+{
+	int64_t now = now_ns(CLOCK_MONOTONIC);
+
+	m->tg.changed = false;
+	if (!l->node || !m->running)
+		return;
+	m->running = false;
+	l->running--;
+	m->s->exited = true;
+	m->s->duration_ns = now_ns(CLOCK_REALTIME) - m->s->start_wall_ns;
+	collector__set_stop_time(m->s->collector, (uint64_t)now);
+}
+
+/*
  * A fork in a target's tree while its prof_active is on: the child's copy of
  * the flag is ours to restore, and the state file a killed run leaves says so.
  */
@@ -490,6 +509,8 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 			leave_sum(m->s, parent);
 		}
 		probes__untrack(l->p, (pid_t)e->pid);
+		if (m && m->t->pid == (pid_t)e->pid)
+			member_exec(l, m);
 		return 0;
 	}
 	rc = m && m->ours ? forks__add(&m->s->forks, (pid_t)e->child) : 0;
@@ -730,10 +751,14 @@ static void read_counters(struct loop *l)
  */
 static int member_exit(struct loop *l, struct member *m)
 {
+	struct pollfd pf = { .fd = m->pfd, .events = POLLIN };
 	int64_t now = now_ns(CLOCK_MONOTONIC);
 	char comm[HB_CLEAN_SIZE(sizeof(m->t->comm))];
 	int rc;
 
+	/* a node session's slot taken by another target since this event was read */
+	if (l->node && poll(&pf, 1, 0) <= 0)
+		return 0;
 	epoll_ctl(l->ep, EPOLL_CTL_DEL, m->pfd, NULL);
 	/* one refused at the start (member_fail) was never counted among those running */
 	if (!m->running)
