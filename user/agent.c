@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,8 @@ struct agent {
 	size_t nprocs, cap;
 	size_t active, budget; /* sampled now; at most (--max-targets, lowered by the caps) */
 	int64_t next_rotate;
+	int64_t shed_at; /* CLOCK_MONOTONIC ns a cap last let a target go */
+	bool cap_said;	 /* over a cap with one target: said once */
 	uint64_t cpu_ticks;
 	int64_t cpu_at;
 };
@@ -522,9 +525,15 @@ static struct agent_target *largest(const struct agent *a)
 	return best;
 }
 
-/* Over --max-rss or --max-cpu: one target let go and one fewer sampled at once. */
+/*
+ * Over --max-rss or --max-cpu: the target holding most let go, and one fewer
+ * sampled at once from then on; then CPU_SPAN_S for the figures to follow
+ * before the next. Down to one target, the cap is said once and that one
+ * stays: an agent that samples nothing serves nobody.
+ */
 static void hold_caps(struct agent *a)
 {
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
 	uint64_t rss = self_rss();
 	double cpu = cpu_share(a);
 	struct agent_target *at;
@@ -539,16 +548,25 @@ static void hold_caps(struct agent *a)
 			 cpu, a->o->max_cpu);
 	else
 		return;
-	at = largest(a);
-	if (a->budget > 1)
-		a->budget--;
-	hb_warn("agent: %s: %s%d sampled at once from now on", what, at ? "letting pid " : "",
-		(int)a->budget);
-	if (at) {
-		hb_say("agent: pid %d (%s) let go for the cap; its last window written", at->p->pid,
-		       at->p->comm);
-		retire(a, at, NULL, NULL);
+	if (now < a->shed_at + (int64_t)(CPU_SPAN_S * 1e9))
+		return;
+	a->shed_at = now;
+	if (a->active <= 1 && a->budget == 1) {
+		if (!a->cap_said)
+			hb_warn("agent: %s with one process sampled; it stays sampled", what);
+		a->cap_said = true;
+		return;
 	}
+	at = largest(a);
+	/* one fewer than are sampled now: the one let go is not taken back at once */
+	a->budget = a->active > 1 ? a->active - 1 : 1;
+	hb_warn("agent: %s: pid %d let go (its last window written), %zu sampled at once from "
+		"now on",
+		what, at ? at->p->pid : 0, a->budget);
+	if (at)
+		retire(a, at, NULL, NULL);
+	/* what its collector held goes back to the system, not to malloc's free lists */
+	malloc_trim(0);
 }
 
 /* How many processes wait their turn. */
@@ -601,6 +619,7 @@ static void rotate(struct agent *a)
 	hb_say("agent: rotation: %zu processes match, %zu sampled at once: pid %s out, the %zu "
 	       "waiting longest in",
 	       a->nprocs, a->budget, pids, n);
+	malloc_trim(0);
 }
 
 /* The waiting process whose turn it is: never sampled first, then the longest idle. */

@@ -324,6 +324,7 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	const char *sleep_argv[] = { "/bin/sleep", "600", NULL };
 	pid_t nojem, first;
 	struct svc late, again;
+	char *err;
 	int port;
 
 	hb_require_bpf();
@@ -373,7 +374,10 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	profile_of(node[0].s.pid, got, sizeof(got));
 	cr_assert(line_has(got, "service_name", "checkout"), "%s", got);
 
-	/* a process started after the agent: found through its exec */
+	/* a process started after the agent: found through its exec (the connector heard it) */
+	err = agent_err();
+	cr_assert_null(strstr(err, "process connector cannot be read"), "%s", err);
+	free(err);
 	start_service(&late, IDLE_CONF, "200");
 	place(late.pid, "system.slice/late.service");
 	wait_profile(late.pid, got, sizeof(got));
@@ -432,6 +436,53 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	svc_stop(&again);
 	kill(nojem, SIGKILL);
 	hb_wait(nojem, 5000);
+}
+
+/* Waits (a guard against a hang) until the agent's stderr holds text. */
+static void wait_said(const char *text)
+{
+	char path[PATH_MAX];
+
+	cr_assert(hb_wait_text(in_tmp(path, sizeof(path), "agent.err"), text, WAIT_MS, agent_pid),
+		  "the agent never said \"%s\": %s", text, agent_err());
+}
+
+/* The RSS cap: targets let go one by one down to one, which stays sampled. */
+Test(agent, rss_cap_lets_targets_go_down_to_one)
+{
+	struct svc s[3];
+	uint64_t flag[3];
+	char sel[128], out[PATH_MAX];
+	int on = 0;
+
+	hb_require_bpf();
+	make_parent();
+	for (int i = 0; i < 3; i++) {
+		start_service(&s[i], IDLE_CONF, "50");
+		place(s[i].pid, "system.slice/capped.service");
+		cr_assert_eq(hb_sym_addr(s[i].pid, hb_path(SERVICE), "je_prof_active_state",
+					 &flag[i]),
+			     0);
+	}
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	/* 32M: below what the ring buffer alone costs, so the cap is always over */
+	start_agent((const char *[]){ "--output-dir", out, "--interval", "1", "--max-rss", "32M",
+				      "--select", sel, NULL });
+	wait_said("is over --max-rss 32 MiB: pid");
+	wait_said("with one process sampled; it stays sampled");
+	for (int i = 0; i < 3; i++) {
+		uint8_t b = 0xff;
+
+		cr_assert_eq(hb_peek(s[i].pid, flag[i], &b, 1), 0);
+		on += b;
+	}
+	cr_assert_eq(on, 1, "one process stays sampled under the cap: %s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(flag_of(s[i].pid), 0);
+		svc_stop(&s[i]);
+	}
 }
 
 /* ---- the budget ---- */
