@@ -22,9 +22,11 @@ TestSuite(workload, .fini = hb_tmpdir_cleanup);
 
 static struct workload w;
 
+/* root NULL: an empty scratch root, so that nothing of this machine's /var is read */
 static void from(const char *text, const char *root)
 {
-	cr_assert_eq(workload_from_cgroup_text(text, root, &w), 0, "cgroup text: %s", text);
+	cr_assert_eq(workload_from_cgroup_text(text, root ? root : hb_tmpdir(), &w), 0,
+		     "cgroup text: %s", text);
 }
 
 /* ---- Alloy's rule for the id, line by line ---- */
@@ -147,6 +149,11 @@ Test(workload, v1_picks_name_systemd_over_other_lines)
 	/* several controllers around name=systemd */
 	from("3:cpu,name=systemd,memory:/system.slice/a.service\n", NULL);
 	cr_assert_str_eq(w.cgroup, "/system.slice/a.service");
+	/* in either order */
+	from("0::/\n1:name=systemd:/system.slice/c.service\n", NULL);
+	cr_assert_str_eq(w.unit, "c.service");
+	from("0::/system.slice/d.service\n1:name=systemd:/system.slice/c.service\n", NULL);
+	cr_assert_str_eq(w.unit, "d.service");
 	/* a v1 line that is not name=systemd is a last resort */
 	from("4:memory:/system.slice/b.service\n", NULL);
 	cr_assert_str_eq(w.cgroup, "/system.slice/b.service");
@@ -320,6 +327,72 @@ Test(workload, other_pods_and_odd_names_are_ignored)
 	cr_assert_str_eq(w.container, "");
 	cr_assert_eq(
 		workload_labels(&w, (struct pyro_label[PYRO_MAX_LABELS]){ 0 }, PYRO_MAX_LABELS), 1);
+}
+
+/* ---- Docker's name ---- */
+
+static void docker_config(const char *root, const char *id, const char *json)
+{
+	char path[4096];
+	FILE *f;
+
+	hb_sh("mkdir -p %s/var/lib/docker/containers/%s", root, id);
+	snprintf(path, sizeof(path), "%s/var/lib/docker/containers/%s/config.v2.json", root, id);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(json, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+Test(workload, docker_name_from_config)
+{
+	const char *root = hb_tmpdir();
+
+	/* as Docker writes it: "Name" keys deeper in (a label, a volume) come first and after */
+	docker_config(root, ID,
+		      "{\"StreamConfig\":{},\"State\":{\"Running\":true,\"Pid\":4242},"
+		      "\"ID\":\"" ID
+		      "\",\"Path\":\"sh\",\"Args\":[\"-c\",\"echo \\\"{\\\"Name\\\":\\\"/x\\\"\"],"
+		      "\"Config\":{\"Hostname\":\"4f797c539e6c\",\"Labels\":{\"Name\":\"decoy\"}},"
+		      "\"Image\":\"sha256:abc\",\"LogPath\":\"/var/lib/docker/x.log\","
+		      "\"Name\" : \"/redis-cache\",\"Driver\":\"overlay2\","
+		      "\"MountPoints\":{\"/data\":{\"Name\":\"vol1\",\"RW\":true}}}");
+	from("0::/system.slice/docker-" ID ".scope\n", root);
+	cr_assert_str_eq(w.docker_name, "/redis-cache");
+	cr_assert_str_eq(w.service_name, "/redis-cache");
+	/* not a label of its own: Alloy's Docker example sets service_name from it, nothing else */
+	cr_assert_eq(
+		workload_labels(&w, (struct pyro_label[PYRO_MAX_LABELS]){ 0 }, PYRO_MAX_LABELS), 1);
+	/* the cgroupfs driver's path names the same container */
+	from("11:memory:/docker/" ID "\n1:name=systemd:/docker/" ID "\n", root);
+	cr_assert_str_eq(w.service_name, "/redis-cache");
+}
+
+Test(workload, docker_config_without_a_usable_name)
+{
+	const char *root = hb_tmpdir();
+	static const char *const bad[] = {
+		"",
+		"{\"Name\":",
+		"{\"Config\":{\"Name\":\"/nested\"}}",
+		"{\"Name\":\"\"}",
+		"{\"Name\":42}",
+		"{\"Name\":\"/esc\\\"aped\"}",
+		"{\"Name\":\"/unterminated",
+		"[{\"Name\":\"/in-array\"}]",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		docker_config(root, ID, bad[i]);
+		from("0::/system.slice/docker-" ID ".scope\n", root);
+		cr_assert_str_eq(w.docker_name, "", "config %s", bad[i]);
+		cr_assert_str_eq(w.service_name, "docker/4f797c539e6c", "config %s", bad[i]);
+	}
+	/* a containerd container is not looked up in Docker's directory */
+	docker_config(root, ID, "{\"Name\":\"/wrong\"}");
+	from("0::/system.slice/cri-containerd-" ID ".scope\n", root);
+	cr_assert_str_eq(w.docker_name, "");
+	cr_assert_str_eq(w.service_name, "containerd/4f797c539e6c");
 }
 
 /* ---- names ---- */

@@ -320,7 +320,9 @@ static void kubelet_names(struct workload *w, const char *root)
 	sanitize_in_place(w->container, sizeof(w->container));
 }
 
-/* ---- /proc/PID/cgroup ---- */
+/* ---- Docker's name for a container ---- */
+
+#define DOCKER_CONFIG_MAX (1024 * 1024)
 
 /* Up to size bytes of fd; a process that exits while it is read reads as ESRCH. */
 static ssize_t read_all(int fd, char *buf, size_t size)
@@ -341,10 +343,83 @@ static ssize_t read_all(int fd, char *buf, size_t size)
 	return (ssize_t)off;
 }
 
+/* The end of the JSON string that opens at s[i] (its closing quote), or n. */
+static size_t string_end(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n && s[i] != '"'; i++) {
+		if (s[i] == '\\')
+			i++;
+	}
+	return i < n ? i : n;
+}
+
 /*
- * One line "ID:CONTROLLERS:PATH": cgroup2's "0::PATH" is the path, else
- * the v1 hierarchy "name=systemd". Returns 2 for the cgroup2 line, 1 for
- * name=systemd, 0 for another well-formed line, -1 for a malformed one.
+ * The value of the top-level key "Name" of a JSON object ("/redis" in
+ * Docker's config.v2.json): brackets outside strings are counted so that a
+ * "Name" deeper in (a mount's, a label's) is not taken for it. A value with
+ * an escape is refused: Docker's names have none.
+ */
+static bool json_top_name(const char *s, size_t n, char *out, size_t size)
+{
+	int depth = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t end, j;
+
+		if (s[i] == '{' || s[i] == '[') {
+			depth++;
+		} else if (s[i] == '}' || s[i] == ']') {
+			depth--;
+		} else if (s[i] == '"') {
+			end = string_end(s, n, i);
+			for (j = end + 1; j < n && is_space(s[j]);)
+				j++;
+			if (depth == 1 && end - i == 5 && memcmp(s + i + 1, "Name", 4) == 0 &&
+			    j < n && s[j] == ':') {
+				for (j++; j < n && is_space(s[j]);)
+					j++;
+				if (j >= n || s[j] != '"')
+					return false;
+				end = string_end(s, n, j);
+				if (end >= n || end == j + 1 ||
+				    memchr(s + j + 1, '\\', end - j - 1))
+					return false;
+				copy_n(out, size, s + j + 1, end - j - 1);
+				return true;
+			}
+			i = end;
+		}
+	}
+	return false;
+}
+
+/* ROOT/var/lib/docker/containers/ID/config.v2.json's "Name", when Docker runs the container. */
+static void docker_name(struct workload *w, const char *root)
+{
+	char path[4096], *text;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/var/lib/docker/containers/%s/config.v2.json", root,
+		 w->container_id);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	text = malloc(DOCKER_CONFIG_MAX);
+	n = text ? read_all(fd, text, DOCKER_CONFIG_MAX) : -ENOMEM;
+	close(fd);
+	if (n > 0 && json_top_name(text, n, w->docker_name, sizeof(w->docker_name)))
+		pyro_sanitize(w->docker_name, true, w->docker_name, sizeof(w->docker_name));
+	free(text);
+}
+
+/* ---- /proc/PID/cgroup ---- */
+
+/*
+ * One line "ID:CONTROLLERS:PATH", ranked as the process's path: cgroup2's
+ * "0::PATH" (4), else the v1 hierarchy "name=systemd" (3), which says more
+ * than a hybrid machine's cgroup2 "0::/" (2); another v1 line (1) is a last
+ * resort; -1 for a malformed line.
  */
 static int line_kind(const char *line, size_t len, const char **path, size_t *plen)
 {
@@ -358,15 +433,15 @@ static int line_kind(const char *line, size_t len, const char **path, size_t *pl
 	*path = c2 + 1;
 	*plen = len - (c2 + 1 - line);
 	if (c1 - line == 1 && line[0] == '0' && c2 == c1 + 1)
-		return 2;
+		return *plen > 1 ? 4 : 2;
 	for (const char *c = c1 + 1; c < c2;) {
 		size_t l = strcspn(c, ",:");
 
 		if (l == 12 && memcmp(c, "name=systemd", 12) == 0)
-			return 1;
+			return 3;
 		c += l + (c[l] == ',');
 	}
-	return 0;
+	return 1;
 }
 
 int workload_from_cgroup_text(const char *text, const char *root, struct workload *w)
@@ -386,8 +461,7 @@ int workload_from_cgroup_text(const char *text, const char *root, struct workloa
 
 		if (kind >= 0)
 			lines++;
-		/* a v2 path of "/" on a hybrid machine says less than name=systemd's */
-		if (kind > best && !(kind == 2 && plen == 1 && best == 1)) {
+		if (kind > best) {
 			copy_n(w->cgroup, sizeof(w->cgroup), path, plen);
 			best = kind;
 		}
@@ -408,8 +482,13 @@ int workload_from_cgroup_text(const char *text, const char *root, struct workloa
 		parse_path(w, other);
 		memcpy(w->unit, unit, sizeof(unit));
 	}
+	if (!root || !strcmp(root, "/"))
+		root = "";
 	if (w->container_id[0] || w->pod_uid[0])
-		kubelet_names(w, root && *root ? root : "");
+		kubelet_names(w, root);
+	if (w->container_id[0] && !w->container[0] &&
+	    (!w->runtime[0] || !strcmp(w->runtime, "docker")))
+		docker_name(w, root);
 	workload_service_name(w, NULL, w->service_name, sizeof(w->service_name));
 	return lines ? 0 : -EINVAL;
 }
@@ -460,6 +539,8 @@ void workload_service_name(const struct workload *w, const char *comm, char *out
 
 	if (w->k8s_namespace[0] && w->container[0]) {
 		snprintf(buf, sizeof(buf), "%s/%s", w->k8s_namespace, w->container);
+	} else if (w->docker_name[0]) {
+		snprintf(buf, sizeof(buf), "%s", w->docker_name);
 	} else if (w->container_id[0]) {
 		snprintf(buf, sizeof(buf), "%s/%.12s", w->runtime[0] ? w->runtime : "container",
 			 w->container_id);

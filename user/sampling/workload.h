@@ -17,6 +17,12 @@
 #include "pyro_labels.h"
 
 #define WORKLOAD_ID_LEN 64 /* a container id: 64 lower-case hex digits */
+/*
+ * Pyroscope's default limit on the label names of one series
+ * (-validation.max-label-names-per-series=30), counting __name__ and
+ * service_name: a series with more is refused.
+ */
+#define WORKLOAD_MAX_LABEL_NAMES 30
 
 /* What a process is, as a fleet labels it: its systemd unit, its container, its pod. */
 struct workload {
@@ -25,13 +31,16 @@ struct workload {
 	char runtime[16]; /* "docker", "containerd", "cri-o", "podman" or "" */
 	char pod_uid[40]; /* from a kubepods cgroup, with dashes; "" */
 	char k8s_namespace[254], pod[254], container[254]; /* from ROOT/var/log; "" */
-	char cgroup[4096];	/* the cgroup path (cgroup2 "0::", else name=systemd) */
+	char docker_name[256]; /* "/redis", as Docker's API and Alloy's discovery.docker give it; "" */
+	char cgroup[4096];     /* the cgroup path (cgroup2 "0::", else name=systemd) */
 	char service_name[256]; /* inferred as Alloy would; see workload_service_name */
 };
 
 /*
  * Reads /proc/PID/cgroup (real /proc always) and, for a pod, ROOT/var/log/pods
- * (root "" or NULL is "/"; tests pass a scratch root). Returns 0, -ESRCH (gone),
+ * and ROOT/var/log/containers, for a Docker container
+ * ROOT/var/lib/docker/containers/ID/config.v2.json (root "" or NULL is "/";
+ * tests pass a scratch root). Returns 0, -ESRCH (gone),
  * or another negative errno. Fields not found are "". service_name is set
  * from comm as workload_service_name() does.
  */
@@ -49,11 +58,12 @@ bool workload_container_id(const char *line, size_t len, char *id);
 
 /*
  * service_name: the pod's annotation is unavailable without an API server,
- * so for a pod "NAMESPACE/CONTAINER"; else for a container outside
- * Kubernetes its Docker name where known, else "RUNTIME/ID12" (the first 12
+ * so for a pod "NAMESPACE/CONTAINER" (pyroscope.scrape's inference); else
+ * for a container its Docker name where Docker keeps it ("/redis", as
+ * Alloy's __meta_docker_container_name), else "RUNTIME/ID12" (the first 12
  * digits of its id, as "docker ps" shows it; "container/ID12" when the
- * runtime is unknown); else the unit without ".service"; else comm.
- * Sanitized with pyro_sanitize.
+ * runtime is unknown); else the unit without ".service"; else comm, and
+ * "unspecified" (Alloy's word) without one. Sanitized with pyro_sanitize.
  */
 void workload_service_name(const struct workload *w, const char *comm, char *out, size_t len);
 
