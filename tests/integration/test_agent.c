@@ -293,6 +293,69 @@ static void cgroup_of(const struct node_svc *n, char *out, size_t len)
 	snprintf(out, len, n->cgroup, uid, n->id);
 }
 
+/* The node's services started, each in its cgroup, with the kubelet's names for the pods. */
+static void build_node(struct node_svc *node, size_t nn, const char *root)
+{
+	char cg[1024];
+
+	for (size_t i = 0; i < nn; i++) {
+		container_id(node[i].id, (unsigned int)i + 1);
+		start_service(&node[i].s, node[i].conf, "200");
+		cgroup_of(&node[i], cg, sizeof(cg));
+		place(node[i].s.pid, cg);
+		if (node[i].ns)
+			kubelet_dirs(root, node[i].ns, node[i].pod,
+				     strstr(cg, "besteffort") ? pod_uid_a : pod_uid_b,
+				     node[i].container, node[i].id);
+	}
+}
+
+/* Each selected service's first profile, with the labels Alloy would give it. */
+static void check_labels(const struct node_svc *node, size_t nn)
+{
+	char got[65536], want[128];
+
+	for (size_t i = 0; i < nn; i++) {
+		if (!node[i].service_name)
+			continue;
+		wait_profile(node[i].s.pid, got, sizeof(got));
+		cr_assert(strstr(got, node[i].service_name), "pid %d: %s", node[i].s.pid, got);
+		cr_assert(line_has(got, "env", "test"), "%s", got);
+		cr_assert(line_has(got, "comm", "alloc-service-s"), "%s", got);
+		if (node[i].ns) {
+			cr_assert(line_has(got, "service_name", node[i].service_name), "%s", got);
+			cr_assert(line_has(got, "namespace", node[i].ns), "%s", got);
+			cr_assert(line_has(got, "pod", node[i].pod), "%s", got);
+			cr_assert(line_has(got, "container", node[i].container), "%s", got);
+		}
+		if (strstr(node[i].cgroup, "scope"))
+			cr_assert(line_has(got, "container_id", node[i].id), "%s", got);
+	}
+	snprintf(want, sizeof(want), "docker/%.12s", node[1].id);
+	profile_of(node[1].s.pid, got, sizeof(got));
+	cr_assert(line_has(got, "service_name", want), "%s", got);
+	profile_of(node[0].s.pid, got, sizeof(got));
+	cr_assert(line_has(got, "service_name", "checkout"), "%s", got);
+}
+
+/* Every profile the stand-in received is of one of the n pids. */
+static void only_profiles_of(const pid_t *pids, size_t n)
+{
+	char **lines = received();
+
+	for (size_t l = 0; lines[l]; l++) {
+		bool ours = false;
+		char p[16];
+
+		for (size_t i = 0; i < n; i++) {
+			snprintf(p, sizeof(p), "%d", pids[i]);
+			ours |= line_has(lines[l], "pid", p);
+		}
+		cr_assert(ours, "a profile of a process not selected: %.300s", lines[l]);
+	}
+	free_lines(lines);
+}
+
 Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 {
 	struct node_svc node[] = {
@@ -320,7 +383,7 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 		{ .cgroup = "system.slice/excluded.service%.0s%.0s", .conf = IDLE_CONF },
 	};
 	const size_t nn = sizeof(node) / sizeof(node[0]);
-	char root[PATH_MAX], sel1[256], sel2[256], url[64], cg[1024], got[65536], want[128];
+	char root[PATH_MAX], sel1[256], sel2[256], url[64], cg[1024], got[65536];
 	const char *sleep_argv[] = { "/bin/sleep", "600", NULL };
 	pid_t nojem, first;
 	struct svc late, again;
@@ -332,16 +395,7 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	snprintf(root, sizeof(root), "%s/root", hb_tmpdir());
 	server_pid = hb_standin_start((const char *[]){ "/usr/bin/python3", PYRO_SERVER, NULL }, 0,
 				      NULL, NULL, &port);
-	for (size_t i = 0; i < nn; i++) {
-		container_id(node[i].id, (unsigned int)i + 1);
-		start_service(&node[i].s, node[i].conf, "200");
-		cgroup_of(&node[i], cg, sizeof(cg));
-		place(node[i].s.pid, cg);
-		if (node[i].ns)
-			kubelet_dirs(root, node[i].ns, node[i].pod,
-				     strstr(cg, "besteffort") ? pod_uid_a : pod_uid_b,
-				     node[i].container, node[i].id);
-	}
+	build_node(node, nn, root);
 	nojem = hb_spawn(sleep_argv, "/dev/null");
 	place(nojem, "system.slice/nojemalloc.service");
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
@@ -352,27 +406,7 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 				      "--interval", "2", "--test-root", root, "--select", sel1,
 				      "--select", sel2, "--exclude", "unit=excluded.service",
 				      "--label", "env=test", NULL });
-	for (size_t i = 0; i < nn; i++) {
-		if (!node[i].service_name)
-			continue;
-		wait_profile(node[i].s.pid, got, sizeof(got));
-		cr_assert(strstr(got, node[i].service_name), "pid %d: %s", node[i].s.pid, got);
-		cr_assert(line_has(got, "env", "test"), "%s", got);
-		cr_assert(line_has(got, "comm", "alloc-service-s"), "%s", got);
-		if (node[i].ns) {
-			cr_assert(line_has(got, "service_name", node[i].service_name), "%s", got);
-			cr_assert(line_has(got, "namespace", node[i].ns), "%s", got);
-			cr_assert(line_has(got, "pod", node[i].pod), "%s", got);
-			cr_assert(line_has(got, "container", node[i].container), "%s", got);
-		}
-		if (strstr(node[i].cgroup, "scope"))
-			cr_assert(line_has(got, "container_id", node[i].id), "%s", got);
-	}
-	snprintf(want, sizeof(want), "docker/%.12s", node[1].id);
-	profile_of(node[1].s.pid, got, sizeof(got));
-	cr_assert(line_has(got, "service_name", want), "%s", got);
-	profile_of(node[0].s.pid, got, sizeof(got));
-	cr_assert(line_has(got, "service_name", "checkout"), "%s", got);
+	check_labels(node, nn);
 
 	/* a process started after the agent: found through its exec (the connector heard it) */
 	err = agent_err();
@@ -402,28 +436,9 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	}
 	profile_of(nojem, got, sizeof(got));
 	cr_assert_eq(got[0], '\0', "%s", got);
-	{
-		char **lines = received();
-		size_t n = 0;
-
-		for (; lines[n]; n++) {
-			bool ours = false;
-			char p[16];
-
-			for (size_t i = 0; i < nn; i++) {
-				snprintf(p, sizeof(p), "%d", node[i].s.pid);
-				ours |= node[i].service_name && line_has(lines[n], "pid", p);
-			}
-			snprintf(p, sizeof(p), "%d", first);
-			ours |= line_has(lines[n], "pid", p);
-			snprintf(p, sizeof(p), "%d", late.pid);
-			ours |= line_has(lines[n], "pid", p);
-			snprintf(p, sizeof(p), "%d", again.pid);
-			ours |= line_has(lines[n], "pid", p);
-			cr_assert(ours, "a profile of a process not selected: %.300s", lines[n]);
-		}
-		free_lines(lines);
-	}
+	only_profiles_of((const pid_t[]){ first, node[1].s.pid, node[2].s.pid, node[3].s.pid,
+					  late.pid, again.pid },
+			 6);
 	/* prof_active is back off everywhere the agent switched it on */
 	for (size_t i = 1; i < nn; i++)
 		cr_assert_eq(flag_of(node[i].s.pid), 0, "prof_active left on in pid %d",
