@@ -266,6 +266,28 @@ static void wait_profile(pid_t pid, char *out, size_t len)
 	cr_assert_fail("no profile of pid %d reached the stand-in: %s", pid, agent_err());
 }
 
+/* Waits (a guard against a hang) until a profile of pid for trigger arrived. */
+static void wait_trigger(pid_t pid, const char *trigger)
+{
+	char p[16];
+
+	snprintf(p, sizeof(p), "%d", pid);
+	for (int waited = 0; waited < WAIT_MS; waited += 200) {
+		char **lines = received();
+		bool found = false;
+
+		for (size_t i = 0; lines[i] && !found; i++)
+			found = line_has(lines[i], "pid", p) &&
+				line_has(lines[i], "trigger", trigger);
+		free_lines(lines);
+		if (found)
+			return;
+		hb_sleep_ms(200);
+	}
+	cr_assert_fail("no %s profile of pid %d reached the stand-in: %s", trigger, pid,
+		       agent_err());
+}
+
 /* ---- the simulated node ---- */
 
 /* One service of the node: where it runs and what the agent must call it. */
@@ -405,8 +427,13 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	start_agent((const char *[]){ "--pyroscope", url, "--spool-dir", hb_tmp("spool"),
 				      "--interval", "2", "--test-root", root, "--select", sel1,
 				      "--select", sel2, "--exclude", "unit=excluded.service",
-				      "--label", "env=test", NULL });
+				      "--label", "env=test", "--on-growth", "8M", NULL });
 	check_labels(node, nn);
+	/* watch's triggers: growth of one service's in-use, SIGUSR1 for all */
+	cr_assert_eq(svc_cmd(&node[2].s, "hold 32", got, sizeof(got), 10000), 0);
+	wait_trigger(node[2].s.pid, "growth");
+	kill(agent_pid, SIGUSR1);
+	wait_trigger(node[3].s.pid, "demand");
 
 	/* a process started after the agent: found through its exec (the connector heard it) */
 	err = agent_err();
