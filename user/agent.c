@@ -356,7 +356,8 @@ static int admit(struct agent *a, struct agent_proc *p)
 			     "pid %d (%s): jemalloc %s has another layout than the node's BPF "
 			     "object (jemalloc %s); the agent leaves it to heapbpf --pid",
 			     p->pid, at->t->comm, at->t->version, a->layout_t->version);
-	rc = rc ?: guard_target(at, err, sizeof(err)) ? 0 : -EBUSY;
+	if (!rc && !guard_target(at, err, sizeof(err)))
+		rc = -EBUSY;
 	at->tr =
 		(struct target_run){ .run = a->r, .pid = p->pid, .t = at->t, .naming = &p->naming };
 	rc = rc ?: session_add(&a->node, at->t, at->g, &at->s, err, sizeof(err));
