@@ -238,12 +238,7 @@ static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t
 								   : DISCOVER_NEVER;
 	if (rc == -ENOTSUP && age_s(start) < YOUNG_NOPROF_S)
 		return DISCOVER_LATER;
-	if (!rc && (*t)->needs_selfcheck)
-		rc = hb_fail(why, sizeof(why), -ENOTSUP,
-			     "pid %d (%s): jemalloc %s has a layout neither its version string nor "
-			     "DWARF confirms; the agent leaves it to heapbpf --pid",
-			     pid, (*t)->comm, (*t)->version);
-	else if (!rc && !same_layout(a, *t))
+	if (!rc && !same_layout(a, *t))
 		rc = hb_fail(why, sizeof(why), -ENOTSUP,
 			     "pid %d (%s): jemalloc %s has another layout than the node's BPF "
 			     "object (jemalloc %s); the agent leaves it to heapbpf --pid",
@@ -393,7 +388,9 @@ static void retire(struct agent *a, struct agent_target *at, const char *trigger
 	end = at->s.exited ? at->s.start_wall_ns + at->s.duration_ns : clock_ns(CLOCK_REALTIME);
 	at->tr.trigger = trigger && trigger[0] ? trigger : NULL;
 	snprintf(at->tr.trigger_note, sizeof(at->tr.trigger_note), "%s", note ? note : "");
-	if ((!trigger || trigger[0]) && window_last(&at->tr, &d, end, err, sizeof(err))) {
+	/* no profile of a layout its first samples did not confirm yet */
+	if ((!trigger || trigger[0]) && !at->s.unconfirmed &&
+	    window_last(&at->tr, &d, end, err, sizeof(err))) {
 		say_err(err);
 		at->tr.outcome |= RUN_FAILED;
 	}
@@ -412,7 +409,8 @@ static bool window_due(struct agent *a, struct agent_target *at, int64_t now)
 	struct heap_data d = data_of(&at->s);
 	char err[1024];
 
-	if (now < at->next_window)
+	/* its layout is not confirmed yet: the window goes on until it is */
+	if (now < at->next_window || at->s.unconfirmed)
 		return false;
 	if (window_emit(&at->tr, &d, now, err, sizeof(err))) {
 		say_err(err);
@@ -434,7 +432,11 @@ static void targets_now(struct agent *a)
 		struct agent_proc *p = a->procs[i];
 		struct agent_target *at = p->on;
 
-		if (at && at->s.exited) {
+		/* failed in the session (said there): its flag back off, no profile */
+		if (at && at->s.failed) {
+			retire(a, at, "", NULL);
+			p->pid = 0;
+		} else if (at && at->s.exited) {
 			const char *trig = watch__last_trigger(a->wt, &at->s, note, sizeof(note));
 
 			retire(a, at, trig ? trig : "exit", note);
@@ -675,6 +677,28 @@ static int on_connector(struct session *node, void *arg)
 }
 
 /*
+ * The node's layout: a process's whose layout its version string or DWARF
+ * confirms, else one only a self-check will (which may then not fit);
+ * 0 once chosen, -ESRCH while no process fits.
+ */
+static int choose_layout(struct agent *a)
+{
+	struct agent_proc *pick = NULL;
+	char err[2048];
+
+	for (size_t i = 0; i < a->nprocs; i++) {
+		struct agent_proc *p = a->procs[i];
+
+		if (p->pid && p->t &&
+		    (!pick || (pick->t->needs_selfcheck && !p->t->needs_selfcheck)))
+			pick = p;
+	}
+	if (!pick || jemalloc_target__find(pick->pid, a->o->layout, &a->layout_t, err, sizeof(err)))
+		return -ESRCH;
+	return 0;
+}
+
+/*
  * Before the node session: the first process that fits, whose jemalloc
  * layout the BPF object is loaded with. 1 when a signal (or -d) came first.
  */
@@ -694,16 +718,8 @@ static int first_target(struct agent *a)
 		if (discover__has_connector(a->d))
 			discover__read(a->d);
 		discover_now(a);
-		for (size_t i = 0; i < a->nprocs; i++) {
-			struct agent_proc *p = a->procs[i];
-
-			char err[2048];
-
-			if (p->pid && p->t &&
-			    !jemalloc_target__find(p->pid, a->o->layout, &a->layout_t, err,
-						   sizeof(err)))
-				return 0;
-		}
+		if (!choose_layout(a))
+			return 0;
 		if (sigtimedwait(&set, NULL, &poll) > 0 ||
 		    (until && clock_ns(CLOCK_MONOTONIC) > until))
 			return 1;

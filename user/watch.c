@@ -245,7 +245,7 @@ void watch__tick(struct watch *wt)
 	for (size_t i = 0; i < wt->n; i++) {
 		struct watched *w = &wt->w[i];
 
-		if (w->s->failed || w->s->exited)
+		if (w->s->failed || w->s->exited || w->s->unconfirmed)
 			continue;
 		check_growth(wt, w);
 		if (wt->o->watch_pressure)
@@ -310,7 +310,7 @@ static int on_demand(struct session *s0, void *arg)
 		for (size_t i = 0; i < wt->n; i++) {
 			struct watched *w = &wt->w[i];
 
-			if (!w->s->failed && !w->s->exited)
+			if (!w->s->failed && !w->s->exited && !w->s->unconfirmed)
 				write_now(w, "demand", "asked for with SIGUSR1");
 		}
 	}

@@ -527,6 +527,117 @@ Test(agent, rss_cap_lets_targets_go_down_to_one)
 	}
 }
 
+/*
+ * A copy of the example whose jemalloc version string reads version (NUL-padded
+ * in place) and that has no DWARF: a layout only its first samples can confirm.
+ */
+static const char *unconfirmed_copy(const char *version)
+{
+	static const char rel[] = "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c";
+	static char path[PATH_MAX];
+	char *data;
+	ssize_t n = hb_read_file(hb_path(SERVICE), &data);
+	size_t count = 0;
+	FILE *f;
+
+	cr_assert_gt(n, 0);
+	for (char *p = data; p + sizeof(rel) < data + n; p++) {
+		if (!memcmp(p, rel, sizeof(rel))) {
+			memset(p, 0, sizeof(rel) - 1);
+			memcpy(p, version, strlen(version));
+			count++;
+		}
+	}
+	cr_assert_gt(count, 0, "the example's jemalloc is not %s", rel);
+	snprintf(path, sizeof(path), "%s/svc-%s", hb_tmpdir(), version);
+	f = fopen(path, "wbe");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(data, 1, (size_t)n, f), (size_t)n);
+	cr_assert_eq(fclose(f), 0);
+	free(data);
+	cr_assert_eq(chmod(path, 0755), 0);
+	hb_sh("strip --strip-debug '%s'", path);
+	return path;
+}
+
+/* A jemalloc no release string or DWARF confirms: taken once its first samples fit. */
+Test(agent, unconfirmed_layout_taken_once_its_first_samples_fit)
+{
+	const char *args[] = { "--threads", "1", "--rate", "2000", NULL };
+	const char *bin;
+	char sel[128], out[PATH_MAX], mark[32];
+	struct svc s;
+	uint64_t flag;
+	uint8_t b = 0xff;
+	int files = 0;
+
+	hb_require_bpf();
+	make_parent();
+	bin = unconfirmed_copy("5.3.0-12-gdeadbee");
+	cr_assert_eq(svc_start(&s, bin, IDLE_CONF, args), 0);
+	place(s.pid, "system.slice/custom.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent(
+		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	wait_said("fit the 5.3.0 layout");
+	snprintf(mark, sizeof(mark), "-%d-", s.pid);
+	for (int waited = 0; waited < WAIT_MS && !files; waited += 200) {
+		static char names[64][256];
+		int n = hb_count_files(out, ".pb.gz", names, 64);
+
+		for (int i = 0; i < n && i < 64; i++)
+			files += strstr(names[i], mark) != NULL;
+		hb_sleep_ms(200);
+	}
+	cr_assert_gt(files, 0, "%s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	cr_assert_eq(hb_sym_addr(s.pid, bin, "je_prof_active_state", &flag), 0);
+	cr_assert_eq(hb_peek(s.pid, flag, &b, 1), 0);
+	cr_assert_eq(b, 0, "prof_active left on");
+	svc_stop(&s);
+}
+
+/* One whose first samples do not fit the layout its version names: let go, flag off, said. */
+Test(agent, unfit_layout_let_go_and_said)
+{
+	const char *args[] = { "--threads", "1", "--rate", "2000", NULL };
+	const char *bin;
+	char sel[128], out[PATH_MAX], mark[32];
+	static char names[64][256];
+	struct svc s;
+	uint64_t flag;
+	uint8_t b = 0xff;
+	int n;
+
+	hb_require_bpf();
+	make_parent();
+	/* jemalloc 5.3.0 whose string says 5.3.1: the free probe's arguments moved */
+	bin = unconfirmed_copy("5.3.1-0-g0");
+	cr_assert_eq(svc_start(&s, bin, IDLE_CONF, args), 0);
+	place(s.pid, "system.slice/mislabeled.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent(
+		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	wait_said("does not fit heapbpf's 5.3.1 layout");
+	cr_assert_eq(hb_sym_addr(s.pid, bin, "je_prof_active_state", &flag), 0);
+	/* let go at the agent's next tick: its flag back off, while the agent goes on */
+	for (int waited = 0; waited < WAIT_MS && b; waited += 200) {
+		cr_assert_eq(hb_peek(s.pid, flag, &b, 1), 0);
+		hb_sleep_ms(200);
+	}
+	cr_assert_eq(b, 0, "prof_active left on: %s", agent_err());
+	cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent stopped: %s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	snprintf(mark, sizeof(mark), "-%d-", s.pid);
+	n = hb_count_files(out, ".pb.gz", names, 64);
+	for (int i = 0; i < n && i < 64; i++)
+		cr_assert_null(strstr(names[i], mark), "a profile of an unfit layout: %s",
+			       names[i]);
+	svc_stop(&s);
+}
+
 /* ---- the budget ---- */
 
 #define NBUDGET 64

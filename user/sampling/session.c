@@ -540,9 +540,11 @@ static int layout_unfit(const struct loop *l, const struct proc *pr, const void 
 
 	if (!m || !m->sc)
 		return 0;
-	if (selfcheck__event(m->sc, data, len) == 1)
+	if (selfcheck__event(m->sc, data, len) == 1) {
 		hb_note("pid %d: its first %d samples and %d frees fit the %s layout", m->t->pid,
 			SELFCHECK_ALLOCS, SELFCHECK_FREES, m->t->layout->name);
+		m->s->unconfirmed = false;
+	}
 	return selfcheck__why(m->sc) ? -EPROTO : 0;
 }
 
@@ -639,6 +641,22 @@ static const char *nobt_why(const struct loop *l)
 	return NULL;
 }
 
+/*
+ * A node session's target whose samples do not fit its layout: said once,
+ * marked failed, its events dropped; the agent lets it go (its flag back).
+ */
+static int unfit_member(struct loop *l, const struct proc *pr)
+{
+	struct member *m = &l->m[pr->member];
+	char clean[HB_CLEAN_SIZE(1024)];
+
+	if (!m->s->failed)
+		hb_error("%s; profiling the other targets",
+			 hb_clean(clean, sizeof(clean), selfcheck__why(m->sc)));
+	m->s->failed = -EPROTO;
+	return 0;
+}
+
 /* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
 static int on_event(void *ctx, void *data, size_t len)
 {
@@ -654,11 +672,14 @@ static int on_event(void *ctx, void *data, size_t len)
 		return on_oom_event(l, data);
 	/* both records carry the process in their second field */
 	pr = len >= 2 * sizeof(__u32) ? proc_of(l, type[1]) : NULL;
+	/* a node session's target that failed: nothing more of it, until it leaves */
+	if (l->node && pr && l->m[pr->member].s->failed)
+		return 0;
 	/* with several targets, one that takes no backtraces is left out, the others go on */
 	if (nobt_check(l, pr, data, len))
 		return single(l) ? -EPROTO : 0;
 	if (layout_unfit(l, pr, data, len))
-		return -EPROTO;
+		return l->node ? unfit_member(l, pr) : -EPROTO;
 	if (s->recorder && !s->record_err)
 		s->record_err = recorder__event(s->recorder, data, len);
 	if (pr)
@@ -1017,6 +1038,7 @@ static int start_member(struct loop *l, struct member *m)
 
 	collector__set_attach_time(m->s->collector, l->attach_coarse);
 	rc = t->needs_selfcheck ? selfcheck__new(t, l->attach_coarse, &m->sc) : 0;
+	m->s->unconfirmed = t->needs_selfcheck;
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
 	rc = probes__attach(l->p, t);

@@ -122,6 +122,8 @@ struct session {
 	/* the first target's: the probes' detach, running while the report is built */
 	pthread_t detacher;
 	bool detaching;
+	/* its layout waits for its first samples to fit (selfcheck.h): no profile of it yet */
+	bool unconfirmed;
 	/* a node session's, while it runs: what session_add and session_remove reach */
 	void *loop;
 };
