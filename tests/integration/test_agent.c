@@ -190,12 +190,17 @@ static int stop_agent(void)
 	return rc;
 }
 
-static char *agent_err(void)
+/* The agent's stderr so far (a static copy: for messages, never freed). */
+static const char *agent_err(void)
 {
+	static char copy[65536];
 	char path[PATH_MAX], *text = NULL;
 
-	hb_read_file(in_tmp(path, sizeof(path), "agent.err"), &text);
-	return text ? text : hb_xstrdup("");
+	copy[0] = '\0';
+	if (hb_read_file(in_tmp(path, sizeof(path), "agent.err"), &text) >= 0)
+		snprintf(copy, sizeof(copy), "%s", text);
+	free(text);
+	return copy;
 }
 
 /* ---- what the stand-in received ---- */
@@ -409,7 +414,7 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	const char *sleep_argv[] = { "/bin/sleep", "600", NULL };
 	pid_t nojem, first;
 	struct svc late, again;
-	char *err;
+	const char *err;
 	int port;
 
 	hb_require_bpf();
@@ -438,7 +443,6 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	/* a process started after the agent: found through its exec (the connector heard it) */
 	err = agent_err();
 	cr_assert_null(strstr(err, "process connector cannot be read"), "%s", err);
-	free(err);
 	start_service(&late, IDLE_CONF, "200");
 	place(late.pid, "system.slice/late.service");
 	wait_profile(late.pid, got, sizeof(got));
@@ -716,7 +720,7 @@ Test(agent_budget, sixty_four_processes_rotate_through_a_budget_of_sixteen)
 {
 	char sel[128], out[PATH_MAX];
 	int have = 0;
-	char *err;
+	const char *err;
 
 	hb_require_bpf();
 	make_parent();
@@ -738,11 +742,10 @@ Test(agent_budget, sixty_four_processes_rotate_through_a_budget_of_sixteen)
 	cr_assert_eq(have, NBUDGET, "only %d of %d processes had a window: %s", have, NBUDGET,
 		     agent_err());
 	cr_assert_leq(peak_rss(agent_pid), 256ULL << 20);
-	cr_assert_eq(stop_agent(), 0, "%s", err = agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
 	err = agent_err();
 	cr_assert(strstr(err, "agent: rotation:"), "%s", err);
 	cr_assert_null(strstr(err, "over --max-rss"), "%s", err);
-	free(err);
 	cr_assert_eq(flags_on(), 0, "prof_active left on after the agent stopped");
 	stop_many();
 }

@@ -142,13 +142,16 @@ void discover__read(struct discover *d)
 		}
 		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len);
 		     nh = NLMSG_NEXT(nh, len)) {
-			struct cn_msg *cn = NLMSG_DATA(nh);
-			struct proc_event *ev = (struct proc_event *)cn->data;
+			const struct cn_msg *cn = NLMSG_DATA(nh);
+			struct proc_event ev = {};
+			size_t n = cn->len < sizeof(ev) ? cn->len : sizeof(ev);
 			pid_t pid;
 
-			if (ev->what != PROC_EVENT_EXEC)
+			/* the event sits 4-byte aligned after the headers: copied, not cast */
+			memcpy(&ev, cn->data, n);
+			if (ev.what != PROC_EVENT_EXEC)
 				continue;
-			pid = ev->event_data.exec.process_tgid;
+			pid = ev.event_data.exec.process_tgid;
 			/* an exec makes a new jemalloc: the process is checked (again) */
 			queue(d, pid, 0, mono_s() + backoff_s[0]);
 		}
