@@ -41,7 +41,7 @@ group=${2:?usage: $0 BUILD GROUP}
 # meet one of those
 SERIAL_SUITES="soak leaks liveheap_load forks_pidreuse multi_pidreuse agent_budget"
 # the suites that run on the jemalloc fixtures (make test builds them for this group)
-FIXTURE_SUITES="versions|liveheap|reach|core_versions|wrappers"
+FIXTURE_SUITES="versions|liveheap|reach|core_versions|wrappers|agent_versions"
 slots=${HEAPBPF_TEST_JOBS:-$(($(nproc) + 1))}
 slotdir=${HEAPBPF_TEST_SLOTS:-}
 if [ -z "$slotdir" ]; then

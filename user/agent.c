@@ -214,35 +214,18 @@ static struct agent_proc *proc_of(const struct agent *a, pid_t pid)
 	return NULL;
 }
 
-/*
- * t's jemalloc layout is the node's BPF object's (or there is none yet): one
- * BPF object reads one layout's struct offsets and argument positions.
- */
-static bool same_layout(const struct agent *a, const struct jemalloc_target *t)
-{
-	const struct jemalloc_target *lt = a->layout_t;
-
-	return !lt || memcmp(&lt->layout->bpf, &t->layout->bpf, sizeof(lt->layout->bpf)) == 0;
-}
-
 /* Its jemalloc, judged: usable, not yet (a young process), or never (said why). */
 static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t start,
 					    struct jemalloc_target **t)
 {
 	char why[2048], clean[HB_CLEAN_SIZE(sizeof(why))];
 	int rc = jemalloc_target__find(pid, a->o->layout, t, why, sizeof(why));
-	const struct jemalloc_target *lt = a->layout_t;
 
 	if (rc == JEMALLOC_ENOTFOUND || rc == -ESRCH)
 		return rc != -ESRCH && age_s(start) < YOUNG_NOJE_S ? DISCOVER_LATER
 								   : DISCOVER_NEVER;
 	if (rc == -ENOTSUP && age_s(start) < YOUNG_NOPROF_S)
 		return DISCOVER_LATER;
-	if (!rc && !same_layout(a, *t))
-		rc = hb_fail(why, sizeof(why), -ENOTSUP,
-			     "pid %d (%s): jemalloc %s has another layout than the node's BPF "
-			     "object (jemalloc %s); the agent leaves it to heapbpf --pid",
-			     pid, (*t)->comm, (*t)->version, lt->version);
 	if (!rc)
 		return DISCOVER_TAKEN;
 	jemalloc_target__free(*t);
@@ -345,12 +328,6 @@ static int admit(struct agent *a, struct agent_proc *p)
 	rc = at->t ? 0 : jemalloc_target__find(p->pid, a->o->layout, &at->t, err, sizeof(err));
 	if (!rc && proc_start_time(p->pid) != p->start)
 		rc = hb_fail(err, sizeof(err), -ESRCH, "pid %d exited", p->pid);
-	/* found before the node session chose its layout */
-	if (!rc && !same_layout(a, at->t))
-		rc = hb_fail(err, sizeof(err), -ENOTSUP,
-			     "pid %d (%s): jemalloc %s has another layout than the node's BPF "
-			     "object (jemalloc %s); the agent leaves it to heapbpf --pid",
-			     p->pid, at->t->comm, at->t->version, a->layout_t->version);
 	if (!rc && !guard_target(at, err, sizeof(err)))
 		rc = -EBUSY;
 	at->tr =
@@ -551,23 +528,26 @@ static void hold_caps(struct agent *a)
 			 cpu, a->o->max_cpu);
 	else
 		return;
-	if (now < a->shed_at + (int64_t)(CPU_SPAN_S * 1e9))
+	/* nothing sampled: heapbpf's floor, nothing to let go */
+	if (!a->active || now < a->shed_at + (int64_t)(CPU_SPAN_S * 1e9))
 		return;
 	a->shed_at = now;
-	if (a->active <= 1 && a->budget == 1) {
+	if (a->active == 1) {
+		a->budget = 1;
 		if (!a->cap_said)
 			hb_warn("agent: %s with one process sampled; it stays sampled", what);
 		a->cap_said = true;
 		return;
 	}
 	at = largest(a);
+	if (!at)
+		return;
 	/* one fewer than are sampled now: the one let go is not taken back at once */
-	a->budget = a->active > 1 ? a->active - 1 : 1;
+	a->budget = a->active - 1;
 	hb_warn("agent: %s: pid %d let go (its last window written), %zu sampled at once from "
 		"now on",
-		what, at ? at->p->pid : 0, a->budget);
-	if (at)
-		retire(a, at, NULL, NULL);
+		what, at->p->pid, a->budget);
+	retire(a, at, NULL, NULL);
 	/* what its collector held goes back to the system, not to malloc's free lists */
 	malloc_trim(0);
 }

@@ -61,6 +61,8 @@ static void agent_fini(void)
 
 TestSuite(agent, .fini = agent_fini, .timeout = 240);
 TestSuite(agent_budget, .fini = agent_fini, .timeout = 300);
+/* on the jemalloc fixtures (make test builds them: scripts/build-jemalloc-fixtures.sh) */
+TestSuite(agent_versions, .fini = agent_fini, .timeout = 240);
 
 /* ---- the node's cgroups ---- */
 
@@ -514,7 +516,7 @@ Test(agent, rss_cap_lets_targets_go_down_to_one)
 	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
 	/* 32M: below what the ring buffer alone costs, so the cap is always over */
 	start_agent((const char *[]){ "--output-dir", out, "--interval", "1", "--max-rss", "32M",
-				      "--select", sel, NULL });
+				      "--rotate", "3600", "--select", sel, NULL });
 	wait_said("is over --max-rss 32 MiB: pid");
 	wait_said("with one process sampled; it stays sampled");
 	for (int i = 0; i < 3; i++) {
@@ -640,6 +642,91 @@ Test(agent, unfit_layout_let_go_and_said)
 		cr_assert_null(strstr(names[i], mark), "a profile of an unfit layout: %s",
 			       names[i]);
 	svc_stop(&s);
+}
+
+/* The window files of pid in dir so far. */
+static int windows_of(const char *dir, pid_t pid)
+{
+	static char names[256][256];
+	int n = hb_count_files(dir, ".pb.gz", names, 256), have = 0;
+	char mark[32];
+
+	snprintf(mark, sizeof(mark), "-%d-", pid);
+	for (int i = 0; i < n && i < 256; i++)
+		have += strstr(names[i], mark) != NULL;
+	return have;
+}
+
+/* The most samples a window of pid had, as the agent's stderr says. */
+static long most_samples(pid_t pid)
+{
+	const char *err = agent_err();
+	char mark[32];
+	long most = -1;
+
+	snprintf(mark, sizeof(mark), "pid %d (", pid);
+	for (const char *l = strstr(err, mark); l; l = strstr(l + 1, mark)) {
+		const char *w = strstr(l, "): window ");
+		const char *eol = strchr(l, '\n');
+		const char *c = w ? strstr(w, "): ") : NULL;
+		long n;
+
+		if (!w || (eol && w > eol) || !c || !(c = strstr(c + 3, "): ")) || (eol && c > eol))
+			continue;
+		n = strtol(c + 3, NULL, 10);
+		most = n > most ? n : most;
+	}
+	return most;
+}
+
+/*
+ * Two jemalloc layouts on one node (Debian's 5.3.0 in the example, 5.2.1
+ * with upstream's late-activation fix): one BPF object each, one session,
+ * one heapbpf; both sampled, both flags back off.
+ */
+Test(agent_versions, two_layouts_one_session)
+{
+	const char *args[] = { "--threads", "1", "--rate", "2000", NULL };
+	const char *je521 = hb_fixture("bin/je521fix-static");
+	char sel[128], out[PATH_MAX];
+	struct svc a, b;
+	uint64_t flag;
+	uint8_t v = 0xff;
+	struct stat st;
+
+	hb_require_bpf();
+	cr_assert_eq(
+		stat(je521, &st), 0,
+		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
+		je521);
+	make_parent();
+	start_service(&a, IDLE_CONF, "2000");
+	cr_assert_eq(svc_start(&b, je521, IDLE_CONF, args), 0);
+	place(a.pid, "system.slice/new.service");
+	place(b.pid, "system.slice/old.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent(
+		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	for (int waited = 0;
+	     waited < WAIT_MS && !(windows_of(out, a.pid) && windows_of(out, b.pid));
+	     waited += 200) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		hb_sleep_ms(200);
+	}
+	cr_assert_gt(windows_of(out, a.pid), 0, "%s", agent_err());
+	cr_assert_gt(windows_of(out, b.pid), 0, "%s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	cr_assert_null(strstr(agent_err(), "skipped"), "%s", agent_err());
+	cr_assert_gt(most_samples(a.pid), 0, "%s", agent_err());
+	cr_assert_gt(most_samples(b.pid), 0, "%s", agent_err());
+	cr_assert_eq(flag_of(a.pid), 0);
+	cr_assert_eq(hb_sym_addr(b.pid, je521, "je_prof_active", &flag), 0);
+	cr_assert_eq(hb_peek(b.pid, flag, &v, 1), 0);
+	cr_assert_eq(v, 0, "prof_active left on in the 5.2.1 process");
+	svc_stop(&a);
+	svc_stop(&b);
 }
 
 /* ---- the budget ---- */

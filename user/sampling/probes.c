@@ -276,6 +276,16 @@ int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct 
 	return 0;
 }
 
+int probes__ring_buffer_add(struct probes *p, struct ring_buffer *rb, probes_event_fn fn, void *ctx)
+{
+	return ring_buffer__add(rb, bpf_map__fd(p->skel->maps.events), fn, ctx);
+}
+
+const struct heapbpf_layout *probes__layout(const struct probes *p)
+{
+	return &p->skel->rodata->layout;
+}
+
 void probes__close_ring_buffer(struct probes *p)
 {
 	ring_buffer__free(p->rb);

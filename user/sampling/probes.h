@@ -59,6 +59,14 @@ int probes__activity_bytes(struct probes *p, pid_t pid, uint64_t *bytes);
 /* A ring buffer delivering events to fn; owned by p. */
 int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct ring_buffer **rb);
 /*
+ * The ring buffer of another BPF object (of another jemalloc layout) read by
+ * rb too, with fn; rb (another object's) frees it with its own.
+ */
+int probes__ring_buffer_add(struct probes *p, struct ring_buffer *rb, probes_event_fn fn,
+			    void *ctx);
+/* The layout p was loaded with. */
+const struct heapbpf_layout *probes__layout(const struct probes *p);
+/*
  * Unmaps the ring buffer once drained: libbpf maps its data pages twice
  * and the kernel counts them all in heapbpf's RSS, which the profiles
  * built after the stop need not carry. The BPF map stays (the probes may

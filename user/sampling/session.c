@@ -210,8 +210,9 @@ struct member {
 	struct selfcheck *sc;
 	/* samples with a backtrace / with none, until NOBT_SAMPLES settle it (nobt_check) */
 	unsigned int bt_full, bt_empty;
-	char nobt[768]; /* the sentence once its jemalloc took no backtraces */
-	bool gone;	/* a node session's target that left (session_remove): its slot is free */
+	char nobt[768];	  /* the sentence once its jemalloc took no backtraces */
+	bool gone;	  /* a node session's target that left (session_remove): its slot is free */
+	struct probes *p; /* its BPF object: l->p, or one of l->more */
 };
 
 /* A process whose events the session takes: a target, or a child forked from one. */
@@ -235,6 +236,11 @@ struct loop {
 	/* heapbpf agent: targets come and go, none at times (session_run_node) */
 	bool node;
 	const struct jemalloc_target *lt; /* whose layout the BPF object is loaded with */
+	/* a node session's BPF objects of the other layouts than lt's (l->p's) */
+	struct probes **more;
+	size_t nmore;
+	uint32_t fork_off; /* the tracepoints' record offsets each object is loaded with */
+	struct heapbpf_oom_offsets oom_off;
 	struct proc *procs;
 	size_t nprocs, cap;
 	struct hashmap by_pid; /* pid -> index in procs */
@@ -283,6 +289,35 @@ static struct proc *proc_of(const struct loop *l, __u32 pid)
 	return hashmap__get(&l->by_pid, hashmap_hash_u64(pid), &i) || l->procs[i].gone
 		       ? NULL
 		       : &l->procs[i];
+}
+
+/* pid no longer followed nor sampled, by any of the session's BPF objects. */
+static void untrack(const struct loop *l, pid_t pid)
+{
+	probes__untrack(l->p, pid);
+	for (size_t i = 0; i < l->nmore; i++)
+		probes__untrack(l->more[i], pid);
+}
+
+/* The BPF side's counters, summed over the session's objects. */
+static void all_counters(const struct loop *l, struct heapbpf_counters *c)
+{
+	probes__counters(l->p, c);
+	for (size_t i = 0; i < l->nmore; i++) {
+		struct heapbpf_counters x;
+
+		probes__counters(l->more[i], &x);
+		c->alloc_hits += x.alloc_hits;
+		c->free_hits += x.free_hits;
+		c->alloc_drops += x.alloc_drops;
+		c->free_drops += x.free_drops;
+		c->read_faults += x.read_faults;
+		c->activity_hits += x.activity_hits;
+		c->activity_bytes += x.activity_bytes;
+		c->proc_drops += x.proc_drops;
+		c->untracked_forks += x.untracked_forks;
+		c->oom_drops += x.oom_drops;
+	}
 }
 
 /* A slot of l->procs to fill: one a node session's target left, else a new one at the end. */
@@ -390,7 +425,7 @@ static int followed_exit(struct loop *l, size_t i, bool drain)
 	 * by now): what it committed to the ring buffer stays there.
 	 */
 	if (proc_of(l, pid) == p)
-		probes__untrack(l->p, pid);
+		untrack(l, pid);
 	if (drain)
 		err = consume(l->rb);
 	/* the drain may have moved l->procs (a fork in it): by index from here */
@@ -496,9 +531,9 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	 */
 	start = parent && parent->start ? proc_start_time((pid_t)e->pid) : 0;
 	if (start && start != parent->start) {
-		probes__untrack(l->p, (pid_t)e->pid);
+		untrack(l, (pid_t)e->pid);
 		if (e->type == HEAPBPF_EV_FORK)
-			probes__untrack(l->p, (pid_t)e->child);
+			untrack(l, (pid_t)e->child);
 		return 0;
 	}
 
@@ -508,7 +543,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 			/* its heap is gone with its image */
 			leave_sum(m->s, parent);
 		}
-		probes__untrack(l->p, (pid_t)e->pid);
+		untrack(l, (pid_t)e->pid);
 		if (m && m->t->pid == (pid_t)e->pid)
 			member_exec(l, m);
 		return 0;
@@ -517,7 +552,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	if (rc <= 0) {
 		/* a thread, a task already gone, or a flag we did not switch on */
 		if (!rc)
-			probes__untrack(l->p, (pid_t)e->child);
+			untrack(l, (pid_t)e->child);
 		return rc;
 	}
 	rc = add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL,
@@ -738,7 +773,7 @@ static int late_active_check(struct loop *l)
 		if (err && err != -ESRCH)
 			hb_error("cannot switch jemalloc's prof_active back off in pid %d: %s",
 				 m->t->pid, strerror(-err));
-		probes__untrack(l->p, m->t->pid);
+		untrack(l, m->t->pid);
 		alive--;
 	}
 	/* every target failed so: the session has nothing left to do */
@@ -758,7 +793,7 @@ static int asked(struct session *s, int rc)
 /* The BPF side's counters, for every target (one BPF object serves them all). */
 static void read_counters(struct loop *l)
 {
-	probes__counters(l->p, &l->s->counters);
+	all_counters(l, &l->s->counters);
 	for (size_t i = 0; i < l->n; i++) {
 		if (!l->m[i].gone && l->m[i].s != l->s)
 			l->m[i].s->counters = l->s->counters;
@@ -798,7 +833,7 @@ static int member_exit(struct loop *l, struct member *m)
 	}
 	m->tg.changed = false;
 	/* a new process under its pid is not ours */
-	probes__untrack(l->p, m->t->pid);
+	untrack(l, m->t->pid);
 	m->s->exited = true;
 	m->s->duration_ns = now - l->t0;
 	collector__set_stop_time(m->s->collector, (uint64_t)now);
@@ -827,7 +862,7 @@ static void status_line(const struct loop *l)
 		all.frees += c->frees;
 		all.alloc_bytes += c->alloc_bytes;
 	}
-	probes__counters(l->p, &bc);
+	all_counters(l, &bc);
 	summary_status_line(stderr, (now_ns(CLOCK_MONOTONIC) - l->t0) / 1e9, &all, &bc);
 }
 
@@ -974,6 +1009,7 @@ static int open_session(struct loop *l)
 	rc = forks_child_pid_offset(&fork_off, l->err, l->errlen);
 	if (rc)
 		return rc;
+	l->fork_off = fork_off;
 	/*
 	 * Several targets, or children followed: the uprobes once per object file,
 	 * the pids in a BPF map (a child joins without uprobes of its own, whose
@@ -983,6 +1019,7 @@ static int open_session(struct loop *l)
 		rc = oom_victim_offsets(&oom_off, l->err, l->errlen);
 		if (rc)
 			return rc;
+		l->oom_off = oom_off;
 	}
 	rc = probes__load(&l->lt->layout->bpf, o->ringbuf_bytes, fork_off, o->oom ? &oom_off : NULL,
 			  !single(l) || o->follow_forks, &l->p);
@@ -1041,7 +1078,7 @@ static int start_member(struct loop *l, struct member *m)
 	m->s->unconfirmed = t->needs_selfcheck;
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
-	rc = probes__attach(l->p, t);
+	rc = probes__attach(m->p ? m->p : l->p, t);
 	if (rc)
 		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
 				   t->pid, strerror(-rc));
@@ -1261,6 +1298,12 @@ static int stop(struct loop *l, int rc)
 		fputc('\n', stderr);
 	if (l->o->verbose && l->p)
 		probes__print_run_time(l->p, stderr);
+	for (size_t i = 0; i < l->nmore; i++) {
+		if (l->o->verbose)
+			probes__print_run_time(l->more[i], stderr);
+		probes__free(l->more[i]);
+	}
+	free(l->more);
 	release_probes(s, l->p);
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (fds[i] >= 0)
@@ -1369,6 +1412,48 @@ int session_run_node(const struct jemalloc_target *layout_of, const struct sessi
 	return stop(&l, rc);
 }
 
+/*
+ * The node session's BPF object for t's jemalloc layout: the first one's, one
+ * loaded for another target already, or a new one, whose ring buffer joins
+ * the session's (one event loop, one callback). A BPF object's programs read
+ * one layout's offsets and argument positions, fixed when it is loaded.
+ */
+static int probes_for(struct loop *l, const struct jemalloc_target *t, struct probes **out)
+{
+	const size_t size = sizeof(t->layout->bpf);
+	struct probes *p, **v;
+	int rc;
+
+	*out = l->p;
+	if (!memcmp(&l->lt->layout->bpf, &t->layout->bpf, size))
+		return 0;
+	for (size_t i = 0; i < l->nmore; i++) {
+		if (!memcmp(probes__layout(l->more[i]), &t->layout->bpf, size)) {
+			*out = l->more[i];
+			return 0;
+		}
+	}
+	v = realloc(l->more, (l->nmore + 1) * sizeof(*v));
+	if (!v)
+		return hb_fail(l->err, l->errlen, -ENOMEM, "out of memory");
+	l->more = v;
+	rc = probes__load(&t->layout->bpf, l->o->ringbuf_bytes, l->fork_off,
+			  l->o->oom ? &l->oom_off : NULL, true, &p);
+	if (rc)
+		return hb_fail(l->err, l->errlen, rc,
+			       "cannot load the BPF program for jemalloc %s's layout: %s",
+			       t->version, strerror(-rc));
+	rc = probes__ring_buffer_add(p, l->rb, on_event, l);
+	if (rc) {
+		probes__free(p);
+		return hb_fail(l->err, l->errlen, rc, "cannot read the BPF ring buffer: %s",
+			       strerror(-rc));
+	}
+	l->more[l->nmore++] = p;
+	*out = p;
+	return 0;
+}
+
 /* A free member slot of a node session (one a target left), else a new one. */
 static struct member *member_slot(struct loop *l)
 {
@@ -1406,7 +1491,7 @@ static void drop_member(struct loop *l, struct member *m)
 		if (p->gone || p->member != idx)
 			continue;
 		if (!hashmap__get(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &v) && v == i) {
-			probes__untrack(l->p, p->pid);
+			untrack(l, p->pid);
 			hashmap__del(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &v);
 		}
 		p->gone = true;
@@ -1443,7 +1528,8 @@ int session_add(struct session *node, const struct jemalloc_target *t, struct gu
 	l->err = err;
 	l->errlen = errlen;
 	l->attach_coarse = now_ns(CLOCK_MONOTONIC_COARSE);
-	rc = open_member(l, m);
+	rc = probes_for(l, t, &m->p);
+	rc = rc ?: open_member(l, m);
 	rc = rc ?: start_member(l, m);
 	l->err = serr;
 	l->errlen = serrlen;
@@ -1490,7 +1576,7 @@ int session_remove(struct session *node, struct session *s)
 		s->duration_ns = now - s->start_wall_ns;
 		collector__set_stop_time(s->collector, (uint64_t)now_ns(CLOCK_MONOTONIC));
 	}
-	probes__counters(l->p, &s->counters);
+	all_counters(l, &s->counters);
 	drop_member(l, m);
 	return rc;
 }
