@@ -229,6 +229,88 @@ Test(workload, malformed_input)
 	cr_assert_str_eq(w.container_id, "");
 }
 
+/* ---- inside a cgroup namespace ---- */
+
+Test(workload, relative_paths_of_a_cgroup_namespace)
+{
+	/* the agent in a pod: others' cgroups seen from its own */
+	from("0::/../../../../system.slice/redis-server.service\n", NULL);
+	cr_assert_str_eq(w.unit, "redis-server.service");
+	cr_assert_str_eq(w.service_name, "redis-server");
+	cr_assert_str_eq(w.cgroup, "/../../../../system.slice/redis-server.service");
+	from("0::/../../kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
+	     ".slice/cri-containerd-" ID ".scope\n",
+	     NULL);
+	cr_assert_str_eq(w.pod_uid, UID);
+	cr_assert_str_eq(w.container_id, ID);
+	cr_assert_str_eq(w.runtime, "containerd");
+	/* the cgroupfs driver with "kubepods" hidden above: the pod right above the id */
+	from("0::/../../besteffort/pod" UID "/" ID "\n", NULL);
+	cr_assert_str_eq(w.pod_uid, UID);
+	/* a "pod..." segment elsewhere is no pod */
+	from("0::/../x/pod" UID "/other\n", NULL);
+	cr_assert_str_eq(w.pod_uid, "");
+}
+
+Test(workload, relative_paths_resolved_against_the_base)
+{
+	workload_set_cgroup_base("/kubepods.slice/kubepods-burstable.slice/"
+				 "kubepods-burstable-pod" UID_ ".slice/cri-containerd-" ID2
+				 ".scope");
+	from("0::/../../../../system.slice/redis-server.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/redis-server.service");
+	cr_assert_str_eq(w.unit, "redis-server.service");
+	from("0::/../../../kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
+	     ".slice/cri-containerd-" ID ".scope\n",
+	     NULL);
+	cr_assert_str_eq(w.cgroup,
+			 "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
+			 ".slice/cri-containerd-" ID ".scope");
+	cr_assert_str_eq(w.pod_uid, UID);
+	/* "." and doubled slashes are normalized away; an absolute path is left alone */
+	from("0::/.././/../../..//system.slice/./a.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/a.service");
+	from("0::/system.slice/b.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/b.service");
+	/* all the way up, and beyond it (kept as read) */
+	from("0::/../../../..\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/");
+	from("0::/../../../../../x.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/../../../../../x.service");
+	cr_assert_str_eq(w.unit, "x.service");
+	/* no base: as read */
+	workload_set_cgroup_base("/");
+	from("0::/../../../../system.slice/redis-server.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/../../../../system.slice/redis-server.service");
+}
+
+Test(workload, base_found_by_cgroup_procs)
+{
+	const char *root = hb_tmpdir();
+	char base[4096] = "unset";
+
+	hb_sh("mkdir -p %s/cg/kubepods.slice/pod.slice/ctr.scope %s/cg/system.slice/x.service "
+	      "%s/cg/kubepods.slice/pod.slice/other.scope",
+	      root, root, root);
+	hb_sh("echo 1 > %s/cg/cgroup.procs; printf '7\\n8\\n' > %s/cg/system.slice/x.service/cgroup.procs",
+	      root, root);
+	hb_sh("printf '12\\n%d\\n' > %s/cg/kubepods.slice/pod.slice/ctr.scope/cgroup.procs",
+	      getpid(), root);
+	hb_sh("echo %d0 > %s/cg/kubepods.slice/pod.slice/other.scope/cgroup.procs", getpid(), root);
+	cr_assert_eq(workload_cgroup_base(hb_tmp("cg"), base, sizeof(base)), 0);
+	cr_assert_str_eq(base, "/kubepods.slice/pod.slice/ctr.scope");
+	/* a trailing '/' on the mount changes nothing */
+	cr_assert_eq(workload_cgroup_base(hb_tmp("cg/"), base, sizeof(base)), 0);
+	cr_assert_str_eq(base, "/kubepods.slice/pod.slice/ctr.scope");
+	/* at the root */
+	hb_sh("echo %d >> %s/cg/cgroup.procs", getpid(), root);
+	cr_assert_eq(workload_cgroup_base(hb_tmp("cg"), base, sizeof(base)), 0);
+	cr_assert_str_eq(base, "/");
+	/* nowhere */
+	cr_assert_eq(workload_cgroup_base(hb_tmp("cg/system.slice"), base, sizeof(base)), -ENOENT);
+	cr_assert_eq(workload_cgroup_base(hb_tmp("missing"), base, sizeof(base)), -ENOENT);
+}
+
 /* ---- the kubelet's /var/log ---- */
 
 static const char *kubelet_root(void)

@@ -117,7 +117,8 @@ static bool set_pod_uid(struct workload *w, const char *s, size_t len)
  * The pod uid of a kubepods cgroup: systemd's driver names it
  * "kubepods-QOS-podUID.slice" (or "kubepods-podUID.slice" for a guaranteed
  * pod), with the uid's dashes as '_'; the cgroupfs driver "podUID" under
- * "kubepods" (or "kubepods/QOS").
+ * "kubepods" (or "kubepods/QOS"), or, where a cgroup namespace hides the
+ * "kubepods" above, right above the container's id.
  */
 static void pod_of_segment(struct workload *w, const char *seg, size_t len, bool under_kubepods)
 {
@@ -166,6 +167,7 @@ static void parse_path(struct workload *w, const char *path)
 	bool kubepods = false;
 
 	while (*seg) {
+		const char *next;
 		size_t len;
 
 		while (*seg == '/')
@@ -177,7 +179,12 @@ static void parse_path(struct workload *w, const char *path)
 			copy_n(w->unit, sizeof(w->unit), seg, len);
 		if (starts_with(seg, len, "kubepods"))
 			kubepods = true;
-		pod_of_segment(w, seg, len, kubepods);
+		next = seg + len + (seg[len] == '/');
+		pod_of_segment(w, seg, len,
+			       kubepods || (w->container_id[0] &&
+					    strncmp(next, w->container_id, WORKLOAD_ID_LEN) == 0 &&
+					    (next[WORKLOAD_ID_LEN] == '\0' ||
+					     next[WORKLOAD_ID_LEN] == '/')));
 		if (w->container_id[0] && memmem(seg, len, w->container_id, WORKLOAD_ID_LEN))
 			runtime_of(w, seg, len, parent, plen);
 		parent = seg;
@@ -413,6 +420,101 @@ static void docker_name(struct workload *w, const char *root)
 	free(text);
 }
 
+/* ---- cgroup namespaces ---- */
+
+static char cgroup_base[4096]; /* workload_set_cgroup_base() */
+
+void workload_set_cgroup_base(const char *base)
+{
+	snprintf(cgroup_base, sizeof(cgroup_base), "%s",
+		 base && strcmp(base, "/") != 0 ? base : "");
+}
+
+/* base joined with a path relative to it ("/../../x.service"), normalized; false above "/". */
+static bool resolve_relative(const char *base, const char *rel, char *out, size_t size)
+{
+	char buf[2 * 4096 + 2], *save = NULL;
+	size_t n = 0;
+	int k = snprintf(buf, sizeof(buf), "%s/%s", base, rel);
+
+	if (k < 0 || (size_t)k >= sizeof(buf) || size < 2)
+		return false;
+	out[0] = '\0';
+	for (char *seg = strtok_r(buf, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
+		size_t l = strlen(seg);
+
+		if (strcmp(seg, ".") == 0)
+			continue;
+		if (strcmp(seg, "..") == 0) {
+			if (!n)
+				return false;
+			n = strrchr(out, '/') - out;
+			out[n] = '\0';
+			continue;
+		}
+		if (n + 1 + l >= size)
+			return false;
+		out[n++] = '/';
+		memcpy(out + n, seg, l + 1);
+		n += l;
+	}
+	if (!n)
+		snprintf(out, size, "/");
+	return true;
+}
+
+/* The directory under dir (depth levels at most) whose cgroup.procs lists pid, into out. */
+static bool find_self(char *dir, size_t size, size_t root_len, int depth, pid_t pid, char *out,
+		      size_t len)
+{
+	size_t dlen = strlen(dir);
+	char line[32];
+	bool found = false;
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+
+	if (dlen + 16 >= size)
+		return false;
+	snprintf(dir + dlen, size - dlen, "/cgroup.procs");
+	f = fopen(dir, "re");
+	dir[dlen] = '\0';
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = atoi(line) == pid;
+	if (f)
+		fclose(f);
+	if (found) {
+		snprintf(out, len, "%s", dlen > root_len ? dir + root_len : "/");
+		return true;
+	}
+	d = depth > 0 ? opendir(dir) : NULL;
+	while (d && !found && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    dlen + 1 + strlen(de->d_name) >= size)
+			continue;
+		snprintf(dir + dlen, size - dlen, "/%s", de->d_name);
+		found = find_self(dir, size, root_len, depth - 1, pid, out, len);
+		dir[dlen] = '\0';
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int workload_cgroup_base(const char *mount, char *base, size_t len)
+{
+	char dir[4096];
+	size_t root_len;
+
+	if (!mount || !*mount)
+		mount = "/sys/fs/cgroup";
+	snprintf(dir, sizeof(dir), "%s", mount);
+	root_len = strlen(dir);
+	while (root_len > 1 && dir[root_len - 1] == '/')
+		dir[--root_len] = '\0';
+	return find_self(dir, sizeof(dir), root_len, 12, getpid(), base, len) ? 0 : -ENOENT;
+}
+
 /* ---- /proc/PID/cgroup ---- */
 
 /*
@@ -471,6 +573,12 @@ int workload_from_cgroup_text(const char *text, const char *root, struct workloa
 			id_len = kind >= 0 ? plen : 0;
 		}
 		l += len + (l[len] == '\n');
+	}
+	if (cgroup_base[0] && starts_with(w->cgroup, strlen(w->cgroup), "/..")) {
+		char abs[sizeof(w->cgroup)];
+
+		if (resolve_relative(cgroup_base, w->cgroup, abs, sizeof(abs)))
+			memcpy(w->cgroup, abs, sizeof(abs));
 	}
 	parse_path(w, w->cgroup);
 	if (w->container_id[0] && id_len && !w->runtime[0]) {

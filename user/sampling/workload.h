@@ -57,6 +57,22 @@ int workload_from_cgroup_text(const char *text, const char *root, struct workloa
 bool workload_container_id(const char *line, size_t len, char *id);
 
 /*
+ * In a container with a cgroup namespace of its own (a pod on cgroup v2: the
+ * default), /proc/PID/cgroup names other processes' cgroups relative to the
+ * container's own: "/../../../../system.slice/redis.service". The unit, the
+ * container id and the pod uid are found all the same; the path itself is
+ * made the host's again once this process's own cgroup, as the host names
+ * it, is known: workload_cgroup_base() finds it in the host's cgroup2
+ * hierarchy mounted at mount (NULL: /sys/fs/cgroup, where the DaemonSet of
+ * examples/kubernetes mounts the host's) as the directory whose
+ * cgroup.procs lists this process; -ENOENT when none does (a private
+ * mount). workload_set_cgroup_base() makes later calls resolve against
+ * base ("" or "/": not at all).
+ */
+int workload_cgroup_base(const char *mount, char *base, size_t len);
+void workload_set_cgroup_base(const char *base);
+
+/*
  * service_name: the pod's annotation is unavailable without an API server,
  * so for a pod "NAMESPACE/CONTAINER" (pyroscope.scrape's inference); else
  * for a container its Docker name where Docker keeps it ("/redis", as
