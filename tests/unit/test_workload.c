@@ -368,7 +368,7 @@ Test(workload, pod_without_container_log_link)
 	char other[] = "0::/kubepods/burstable/pod" UID "/"
 		       "1111111111111111111111111111111111111111111111111111111111111111\n";
 
-	/* the pause container, or one the kubelet has no log link for: pod known, container not */
+	/* an id without a log link (the pod sandbox) in a pod of two containers: pod known, container not */
 	from(other, root);
 	cr_assert_str_eq(w.k8s_namespace, "shop");
 	cr_assert_str_eq(w.pod, "cart-7d9f");
@@ -387,6 +387,11 @@ Test(workload, single_container_dir_without_var_log_containers)
 	cr_assert_str_eq(w.pod, "api-0");
 	cr_assert_str_eq(w.container, "api");
 	cr_assert_str_eq(w.service_name, "web/api");
+	/* a /var/log/containers without this id's link (the kubelet cut a long name) */
+	hb_sh("mkdir -p %s/var/log/containers && touch %s/var/log/containers/api-0_web_api-0123.log",
+	      root, root);
+	from("0::/kubepods/pod" UID "/" ID "\n", root);
+	cr_assert_str_eq(w.container, "api");
 	/* with a second container directory the tree cannot tell which */
 	hb_sh("mkdir -p %s/var/log/pods/web_api-0_" UID "/sidecar", root);
 	from("0::/kubepods/pod" UID "/" ID "\n", root);

@@ -224,21 +224,20 @@ static void sanitize_in_place(char *s, size_t size)
 /*
  * The kubelet links ROOT/var/log/containers/POD_NAMESPACE_CONTAINER-ID.log
  * to the container's log under /var/log/pods, so the id names the container.
- * Returns 1 when found, 0 when not, -errno when the directory cannot be read.
  */
-static int names_by_id(struct workload *w, const char *root)
+static void names_by_id(struct workload *w, const char *root)
 {
 	char path[4096], suffix[WORKLOAD_ID_LEN + 6];
 	char pod[254], ns[254], ctr[254];
 	struct dirent *de;
 	DIR *d;
-	int found = 0;
+	bool found = false;
 
 	snprintf(path, sizeof(path), "%s/var/log/containers", root);
 	snprintf(suffix, sizeof(suffix), "-%s.log", w->container_id);
 	d = opendir(path);
 	if (!d)
-		return -errno;
+		return;
 	while (!found && (de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 
@@ -248,10 +247,9 @@ static int names_by_id(struct workload *w, const char *root)
 		snprintf(w->pod, sizeof(w->pod), "%s", pod);
 		snprintf(w->k8s_namespace, sizeof(w->k8s_namespace), "%s", ns);
 		snprintf(w->container, sizeof(w->container), "%s", ctr);
-		found = 1;
+		found = true;
 	}
 	closedir(d);
-	return found;
 }
 
 /* The one directory in dir, into out; false when there are none or several. */
@@ -280,11 +278,12 @@ static bool only_subdir(const char *dir, char *out, size_t size)
 
 /*
  * ROOT/var/log/pods/NAMESPACE_POD_UID names the pod of a uid; in it, one
- * directory per container. When the id found no container above because
- * /var/log/containers cannot be read, a pod with a single container
- * directory names it; with several, the container stays unknown.
+ * directory per container. When the id found no container above (no
+ * /var/log/containers, a link name the kubelet cut at 255 bytes, a container
+ * without logs: the pod's sandbox), a pod with a single container directory
+ * names it; with several, the container stays unknown.
  */
-static void names_by_pod(struct workload *w, const char *root, bool containers_readable)
+static void names_by_pod(struct workload *w, const char *root)
 {
 	char path[4096], ns[254], pod[254], uid[254];
 	struct dirent *de;
@@ -304,7 +303,7 @@ static void names_by_pod(struct workload *w, const char *root, bool containers_r
 			snprintf(w->pod, sizeof(w->pod), "%s", pod);
 			snprintf(w->k8s_namespace, sizeof(w->k8s_namespace), "%s", ns);
 		}
-		if (!w->container[0] && !containers_readable) {
+		if (!w->container[0]) {
 			snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s",
 				 de->d_name);
 			only_subdir(path, w->container, sizeof(w->container));
@@ -316,12 +315,10 @@ static void names_by_pod(struct workload *w, const char *root, bool containers_r
 
 static void kubelet_names(struct workload *w, const char *root)
 {
-	int rc = -ENOENT;
-
 	if (w->container_id[0])
-		rc = names_by_id(w, root);
+		names_by_id(w, root);
 	if (w->pod_uid[0])
-		names_by_pod(w, root, rc >= 0);
+		names_by_pod(w, root);
 	sanitize_in_place(w->k8s_namespace, sizeof(w->k8s_namespace));
 	sanitize_in_place(w->pod, sizeof(w->pod));
 	sanitize_in_place(w->container, sizeof(w->container));
