@@ -87,6 +87,80 @@ Test(workload, id_rule_prefers_what_a_backtracking_match_would)
 	cr_assert_str_eq(id_of("0::/a-" ID ".scope/b"), ID);
 }
 
+/*
+ * The expression as a backtracking matcher runs it, written out plainly: each
+ * '/' from the last, after it each '-' from the last and then none, the first
+ * start where 64 hex digits end the line or stand before a '.'.
+ */
+static bool naive_id(const char *l, size_t n, char *id)
+{
+	for (size_t slash = n; slash-- > 0;) {
+		if (l[slash] != '/')
+			continue;
+		for (size_t start = n + 1; start-- > slash + 1;) {
+			size_t e = start + WORKLOAD_ID_LEN, i;
+
+			if (start != slash + 1 && l[start - 1] != '-')
+				continue;
+			if (e > n)
+				continue;
+			for (i = start; i < e && strchr("0123456789abcdef", l[i]) && l[i]; i++)
+				;
+			if (i < e)
+				continue;
+			for (i = e; i < n && strchr(" \t\r\f\n", l[i]) && l[i]; i++)
+				;
+			if ((e < n && l[e] == '.') || i == n) {
+				memcpy(id, l + start, WORKLOAD_ID_LEN);
+				id[WORKLOAD_ID_LEN] = '\0';
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+Test(workload, id_rule_agrees_with_a_plain_backtracking_match)
+{
+	static const char *const parts[] = {
+		"/",
+		"-",
+		".",
+		"a",
+		"0",
+		" ",
+		"\t",
+		"x",
+		ID,
+		ID2,
+		"4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c3842814297"
+	};
+	char line[1024], a[WORKLOAD_ID_LEN + 1], b[WORKLOAD_ID_LEN + 1];
+	unsigned int seed = 7, hits = 0;
+
+	for (int round = 0; round < 20000; round++) {
+		size_t n = 0;
+		int k = rand_r(&seed) % 10;
+
+		line[0] = '\0';
+		for (int i = 0; i < k; i++) {
+			const char *p = parts[rand_r(&seed) % (sizeof(parts) / sizeof(parts[0]))];
+
+			memcpy(line + n, p, strlen(p) + 1);
+			n += strlen(p);
+		}
+		bool x = workload_container_id(line, n, a), y = naive_id(line, n, b);
+
+		cr_assert_eq(x, y, "line \"%s\": %d against %d", line, x, y);
+		if (x)
+			cr_assert_str_eq(a, b, "line \"%s\"", line);
+		hits += x;
+	}
+	/* the lines had ids to find, and ones to miss */
+	cr_assert_gt(hits, 200);
+	cr_assert_lt(hits, 19000);
+}
+
 /* ---- whole files ---- */
 
 Test(workload, systemd_service)
