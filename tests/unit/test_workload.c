@@ -252,6 +252,11 @@ Test(workload, guaranteed_pod_and_crio)
 	cr_assert_str_eq(w.pod_uid, UID);
 	cr_assert_str_eq(w.runtime, "cri-o");
 	cr_assert_str_eq(w.container_id, ID);
+	/* CRI-O's conmon beside the container: Alloy's rule gives it the container's id */
+	from("0::/kubepods.slice/kubepods-pod" UID_ ".slice/crio-conmon-" ID ".scope\n", NULL);
+	cr_assert_str_eq(w.container_id, ID);
+	cr_assert_str_eq(w.runtime, "cri-o");
+	cr_assert_str_eq(w.unit, "crio-conmon-" ID ".scope");
 }
 
 Test(workload, kubepods_cgroupfs_driver)
