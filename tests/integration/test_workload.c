@@ -144,3 +144,18 @@ Test(workload_live, containerd_pod_container)
 	cr_assert_str_eq(w.service_name, "payments/ledger");
 	cr_assert_eq(workload_labels(&w, l, PYRO_MAX_LABELS), 4);
 }
+
+/* This process's own cgroup found in the live hierarchy is the one /proc/self/cgroup names. */
+Test(workload_live, own_cgroup_found_in_the_hierarchy)
+{
+	char *text = NULL, *v2, base[4096];
+
+	cr_assert_eq(workload_cgroup_base(cgroup2_root(), base, sizeof(base)), 0);
+	cr_assert_gt(hb_read_file("/proc/self/cgroup", &text), 0);
+	/* the cgroup2 line, "0::PATH", on a hybrid machine too */
+	v2 = strstr(text, "0::/");
+	cr_assert_not_null(v2, "%s", text);
+	v2[strcspn(v2, "\n")] = '\0';
+	cr_assert_str_eq(v2 + 3, base);
+	free(text);
+}

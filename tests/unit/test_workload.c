@@ -87,6 +87,80 @@ Test(workload, id_rule_prefers_what_a_backtracking_match_would)
 	cr_assert_str_eq(id_of("0::/a-" ID ".scope/b"), ID);
 }
 
+/*
+ * The expression as a backtracking matcher runs it, written out plainly: each
+ * '/' from the last, after it each '-' from the last and then none, the first
+ * start where 64 hex digits end the line or stand before a '.'.
+ */
+static bool naive_id(const char *l, size_t n, char *id)
+{
+	for (size_t slash = n; slash-- > 0;) {
+		if (l[slash] != '/')
+			continue;
+		for (size_t start = n + 1; start-- > slash + 1;) {
+			size_t e = start + WORKLOAD_ID_LEN, i;
+
+			if (start != slash + 1 && l[start - 1] != '-')
+				continue;
+			if (e > n)
+				continue;
+			for (i = start; i < e && strchr("0123456789abcdef", l[i]) && l[i]; i++)
+				;
+			if (i < e)
+				continue;
+			for (i = e; i < n && strchr(" \t\r\f\n", l[i]) && l[i]; i++)
+				;
+			if ((e < n && l[e] == '.') || i == n) {
+				memcpy(id, l + start, WORKLOAD_ID_LEN);
+				id[WORKLOAD_ID_LEN] = '\0';
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+Test(workload, id_rule_agrees_with_a_plain_backtracking_match)
+{
+	static const char *const parts[] = {
+		"/",
+		"-",
+		".",
+		"a",
+		"0",
+		" ",
+		"\t",
+		"x",
+		ID,
+		ID2,
+		"4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c3842814297"
+	};
+	char line[1024], a[WORKLOAD_ID_LEN + 1], b[WORKLOAD_ID_LEN + 1];
+	unsigned int seed = 7, hits = 0;
+
+	for (int round = 0; round < 20000; round++) {
+		size_t n = 0;
+		int k = rand_r(&seed) % 10;
+
+		line[0] = '\0';
+		for (int i = 0; i < k; i++) {
+			const char *p = parts[rand_r(&seed) % (sizeof(parts) / sizeof(parts[0]))];
+
+			memcpy(line + n, p, strlen(p) + 1);
+			n += strlen(p);
+		}
+		bool x = workload_container_id(line, n, a), y = naive_id(line, n, b);
+
+		cr_assert_eq(x, y, "line \"%s\": %d against %d", line, x, y);
+		if (x)
+			cr_assert_str_eq(a, b, "line \"%s\"", line);
+		hits += x;
+	}
+	/* the lines had ids to find, and ones to miss */
+	cr_assert_gt(hits, 200);
+	cr_assert_lt(hits, 19000);
+}
+
 /* ---- whole files ---- */
 
 Test(workload, systemd_service)
@@ -178,6 +252,11 @@ Test(workload, guaranteed_pod_and_crio)
 	cr_assert_str_eq(w.pod_uid, UID);
 	cr_assert_str_eq(w.runtime, "cri-o");
 	cr_assert_str_eq(w.container_id, ID);
+	/* CRI-O's conmon beside the container: Alloy's rule gives it the container's id */
+	from("0::/kubepods.slice/kubepods-pod" UID_ ".slice/crio-conmon-" ID ".scope\n", NULL);
+	cr_assert_str_eq(w.container_id, ID);
+	cr_assert_str_eq(w.runtime, "cri-o");
+	cr_assert_str_eq(w.unit, "crio-conmon-" ID ".scope");
 }
 
 Test(workload, kubepods_cgroupfs_driver)
@@ -227,6 +306,88 @@ Test(workload, malformed_input)
 	from(big, NULL);
 	cr_assert_eq(strlen(w.cgroup), sizeof(w.cgroup) - 1);
 	cr_assert_str_eq(w.container_id, "");
+}
+
+/* ---- inside a cgroup namespace ---- */
+
+Test(workload, relative_paths_of_a_cgroup_namespace)
+{
+	/* the agent in a pod: others' cgroups seen from its own */
+	from("0::/../../../../system.slice/redis-server.service\n", NULL);
+	cr_assert_str_eq(w.unit, "redis-server.service");
+	cr_assert_str_eq(w.service_name, "redis-server");
+	cr_assert_str_eq(w.cgroup, "/../../../../system.slice/redis-server.service");
+	from("0::/../../kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
+	     ".slice/cri-containerd-" ID ".scope\n",
+	     NULL);
+	cr_assert_str_eq(w.pod_uid, UID);
+	cr_assert_str_eq(w.container_id, ID);
+	cr_assert_str_eq(w.runtime, "containerd");
+	/* the cgroupfs driver with "kubepods" hidden above: the pod right above the id */
+	from("0::/../../besteffort/pod" UID "/" ID "\n", NULL);
+	cr_assert_str_eq(w.pod_uid, UID);
+	/* a "pod..." segment elsewhere is no pod */
+	from("0::/../x/pod" UID "/other\n", NULL);
+	cr_assert_str_eq(w.pod_uid, "");
+}
+
+Test(workload, relative_paths_resolved_against_the_base)
+{
+	workload_set_cgroup_base("/kubepods.slice/kubepods-burstable.slice/"
+				 "kubepods-burstable-pod" UID_ ".slice/cri-containerd-" ID2
+				 ".scope");
+	from("0::/../../../../system.slice/redis-server.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/redis-server.service");
+	cr_assert_str_eq(w.unit, "redis-server.service");
+	from("0::/../../../kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
+	     ".slice/cri-containerd-" ID ".scope\n",
+	     NULL);
+	cr_assert_str_eq(w.cgroup,
+			 "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
+			 ".slice/cri-containerd-" ID ".scope");
+	cr_assert_str_eq(w.pod_uid, UID);
+	/* "." and doubled slashes are normalized away; an absolute path is left alone */
+	from("0::/.././/../../..//system.slice/./a.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/a.service");
+	from("0::/system.slice/b.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/system.slice/b.service");
+	/* all the way up, and beyond it (kept as read) */
+	from("0::/../../../..\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/");
+	from("0::/../../../../../x.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/../../../../../x.service");
+	cr_assert_str_eq(w.unit, "x.service");
+	/* no base: as read */
+	workload_set_cgroup_base("/");
+	from("0::/../../../../system.slice/redis-server.service\n", NULL);
+	cr_assert_str_eq(w.cgroup, "/../../../../system.slice/redis-server.service");
+}
+
+Test(workload, base_found_by_cgroup_procs)
+{
+	const char *root = hb_tmpdir();
+	char base[4096] = "unset";
+
+	hb_sh("mkdir -p %s/cg/kubepods.slice/pod.slice/ctr.scope %s/cg/system.slice/x.service "
+	      "%s/cg/kubepods.slice/pod.slice/other.scope",
+	      root, root, root);
+	hb_sh("echo 1 > %s/cg/cgroup.procs; printf '7\\n8\\n' > %s/cg/system.slice/x.service/cgroup.procs",
+	      root, root);
+	hb_sh("printf '12\\n%d\\n' > %s/cg/kubepods.slice/pod.slice/ctr.scope/cgroup.procs",
+	      getpid(), root);
+	hb_sh("echo %d0 > %s/cg/kubepods.slice/pod.slice/other.scope/cgroup.procs", getpid(), root);
+	cr_assert_eq(workload_cgroup_base(hb_tmp("cg"), base, sizeof(base)), 0);
+	cr_assert_str_eq(base, "/kubepods.slice/pod.slice/ctr.scope");
+	/* a trailing '/' on the mount changes nothing */
+	cr_assert_eq(workload_cgroup_base(hb_tmp("cg/"), base, sizeof(base)), 0);
+	cr_assert_str_eq(base, "/kubepods.slice/pod.slice/ctr.scope");
+	/* at the root */
+	hb_sh("echo %d >> %s/cg/cgroup.procs", getpid(), root);
+	cr_assert_eq(workload_cgroup_base(hb_tmp("cg"), base, sizeof(base)), 0);
+	cr_assert_str_eq(base, "/");
+	/* nowhere */
+	cr_assert_eq(workload_cgroup_base(hb_tmp("cg/system.slice"), base, sizeof(base)), -ENOENT);
+	cr_assert_eq(workload_cgroup_base(hb_tmp("missing"), base, sizeof(base)), -ENOENT);
 }
 
 /* ---- the kubelet's /var/log ---- */
@@ -286,7 +447,7 @@ Test(workload, pod_without_container_log_link)
 	char other[] = "0::/kubepods/burstable/pod" UID "/"
 		       "1111111111111111111111111111111111111111111111111111111111111111\n";
 
-	/* the pause container, or one the kubelet has no log link for: pod known, container not */
+	/* an id without a log link (the pod sandbox) in a pod of two containers: pod known, container not */
 	from(other, root);
 	cr_assert_str_eq(w.k8s_namespace, "shop");
 	cr_assert_str_eq(w.pod, "cart-7d9f");
@@ -305,6 +466,11 @@ Test(workload, single_container_dir_without_var_log_containers)
 	cr_assert_str_eq(w.pod, "api-0");
 	cr_assert_str_eq(w.container, "api");
 	cr_assert_str_eq(w.service_name, "web/api");
+	/* a /var/log/containers without this id's link (the kubelet cut a long name) */
+	hb_sh("mkdir -p %s/var/log/containers && touch %s/var/log/containers/api-0_web_api-0123.log",
+	      root, root);
+	from("0::/kubepods/pod" UID "/" ID "\n", root);
+	cr_assert_str_eq(w.container, "api");
 	/* with a second container directory the tree cannot tell which */
 	hb_sh("mkdir -p %s/var/log/pods/web_api-0_" UID "/sidecar", root);
 	from("0::/kubepods/pod" UID "/" ID "\n", root);

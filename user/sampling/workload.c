@@ -117,7 +117,8 @@ static bool set_pod_uid(struct workload *w, const char *s, size_t len)
  * The pod uid of a kubepods cgroup: systemd's driver names it
  * "kubepods-QOS-podUID.slice" (or "kubepods-podUID.slice" for a guaranteed
  * pod), with the uid's dashes as '_'; the cgroupfs driver "podUID" under
- * "kubepods" (or "kubepods/QOS").
+ * "kubepods" (or "kubepods/QOS"), or, where a cgroup namespace hides the
+ * "kubepods" above, right above the container's id.
  */
 static void pod_of_segment(struct workload *w, const char *seg, size_t len, bool under_kubepods)
 {
@@ -166,6 +167,7 @@ static void parse_path(struct workload *w, const char *path)
 	bool kubepods = false;
 
 	while (*seg) {
+		const char *next;
 		size_t len;
 
 		while (*seg == '/')
@@ -177,7 +179,12 @@ static void parse_path(struct workload *w, const char *path)
 			copy_n(w->unit, sizeof(w->unit), seg, len);
 		if (starts_with(seg, len, "kubepods"))
 			kubepods = true;
-		pod_of_segment(w, seg, len, kubepods);
+		next = seg + len + (seg[len] == '/');
+		pod_of_segment(w, seg, len,
+			       kubepods || (w->container_id[0] &&
+					    strncmp(next, w->container_id, WORKLOAD_ID_LEN) == 0 &&
+					    (next[WORKLOAD_ID_LEN] == '\0' ||
+					     next[WORKLOAD_ID_LEN] == '/')));
 		if (w->container_id[0] && memmem(seg, len, w->container_id, WORKLOAD_ID_LEN))
 			runtime_of(w, seg, len, parent, plen);
 		parent = seg;
@@ -217,21 +224,20 @@ static void sanitize_in_place(char *s, size_t size)
 /*
  * The kubelet links ROOT/var/log/containers/POD_NAMESPACE_CONTAINER-ID.log
  * to the container's log under /var/log/pods, so the id names the container.
- * Returns 1 when found, 0 when not, -errno when the directory cannot be read.
  */
-static int names_by_id(struct workload *w, const char *root)
+static void names_by_id(struct workload *w, const char *root)
 {
 	char path[4096], suffix[WORKLOAD_ID_LEN + 6];
 	char pod[254], ns[254], ctr[254];
 	struct dirent *de;
 	DIR *d;
-	int found = 0;
+	bool found = false;
 
 	snprintf(path, sizeof(path), "%s/var/log/containers", root);
 	snprintf(suffix, sizeof(suffix), "-%s.log", w->container_id);
 	d = opendir(path);
 	if (!d)
-		return -errno;
+		return;
 	while (!found && (de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 
@@ -241,10 +247,9 @@ static int names_by_id(struct workload *w, const char *root)
 		snprintf(w->pod, sizeof(w->pod), "%s", pod);
 		snprintf(w->k8s_namespace, sizeof(w->k8s_namespace), "%s", ns);
 		snprintf(w->container, sizeof(w->container), "%s", ctr);
-		found = 1;
+		found = true;
 	}
 	closedir(d);
-	return found;
 }
 
 /* The one directory in dir, into out; false when there are none or several. */
@@ -273,11 +278,12 @@ static bool only_subdir(const char *dir, char *out, size_t size)
 
 /*
  * ROOT/var/log/pods/NAMESPACE_POD_UID names the pod of a uid; in it, one
- * directory per container. When the id found no container above because
- * /var/log/containers cannot be read, a pod with a single container
- * directory names it; with several, the container stays unknown.
+ * directory per container. When the id found no container above (no
+ * /var/log/containers, a link name the kubelet cut at 255 bytes, a container
+ * without logs: the pod's sandbox), a pod with a single container directory
+ * names it; with several, the container stays unknown.
  */
-static void names_by_pod(struct workload *w, const char *root, bool containers_readable)
+static void names_by_pod(struct workload *w, const char *root)
 {
 	char path[4096], ns[254], pod[254], uid[254];
 	struct dirent *de;
@@ -297,7 +303,7 @@ static void names_by_pod(struct workload *w, const char *root, bool containers_r
 			snprintf(w->pod, sizeof(w->pod), "%s", pod);
 			snprintf(w->k8s_namespace, sizeof(w->k8s_namespace), "%s", ns);
 		}
-		if (!w->container[0] && !containers_readable) {
+		if (!w->container[0]) {
 			snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s",
 				 de->d_name);
 			only_subdir(path, w->container, sizeof(w->container));
@@ -309,12 +315,10 @@ static void names_by_pod(struct workload *w, const char *root, bool containers_r
 
 static void kubelet_names(struct workload *w, const char *root)
 {
-	int rc = -ENOENT;
-
 	if (w->container_id[0])
-		rc = names_by_id(w, root);
+		names_by_id(w, root);
 	if (w->pod_uid[0])
-		names_by_pod(w, root, rc >= 0);
+		names_by_pod(w, root);
 	sanitize_in_place(w->k8s_namespace, sizeof(w->k8s_namespace));
 	sanitize_in_place(w->pod, sizeof(w->pod));
 	sanitize_in_place(w->container, sizeof(w->container));
@@ -413,6 +417,101 @@ static void docker_name(struct workload *w, const char *root)
 	free(text);
 }
 
+/* ---- cgroup namespaces ---- */
+
+static char cgroup_base[4096]; /* workload_set_cgroup_base() */
+
+void workload_set_cgroup_base(const char *base)
+{
+	snprintf(cgroup_base, sizeof(cgroup_base), "%s",
+		 base && strcmp(base, "/") != 0 ? base : "");
+}
+
+/* base joined with a path relative to it ("/../../x.service"), normalized; false above "/". */
+static bool resolve_relative(const char *base, const char *rel, char *out, size_t size)
+{
+	char buf[2 * 4096 + 2], *save = NULL;
+	size_t n = 0;
+	int k = snprintf(buf, sizeof(buf), "%s/%s", base, rel);
+
+	if (k < 0 || (size_t)k >= sizeof(buf) || size < 2)
+		return false;
+	out[0] = '\0';
+	for (char *seg = strtok_r(buf, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
+		size_t l = strlen(seg);
+
+		if (strcmp(seg, ".") == 0)
+			continue;
+		if (strcmp(seg, "..") == 0) {
+			if (!n)
+				return false;
+			n = strrchr(out, '/') - out;
+			out[n] = '\0';
+			continue;
+		}
+		if (n + 1 + l >= size)
+			return false;
+		out[n++] = '/';
+		memcpy(out + n, seg, l + 1);
+		n += l;
+	}
+	if (!n)
+		snprintf(out, size, "/");
+	return true;
+}
+
+/* The directory under dir (depth levels at most) whose cgroup.procs lists pid, into out. */
+static bool find_self(char *dir, size_t size, size_t root_len, int depth, pid_t pid, char *out,
+		      size_t len)
+{
+	size_t dlen = strlen(dir);
+	char line[32];
+	bool found = false;
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+
+	if (dlen + 16 >= size)
+		return false;
+	snprintf(dir + dlen, size - dlen, "/cgroup.procs");
+	f = fopen(dir, "re");
+	dir[dlen] = '\0';
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = atoi(line) == pid;
+	if (f)
+		fclose(f);
+	if (found) {
+		snprintf(out, len, "%s", dlen > root_len ? dir + root_len : "/");
+		return true;
+	}
+	d = depth > 0 ? opendir(dir) : NULL;
+	while (d && !found && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    dlen + 1 + strlen(de->d_name) >= size)
+			continue;
+		snprintf(dir + dlen, size - dlen, "/%s", de->d_name);
+		found = find_self(dir, size, root_len, depth - 1, pid, out, len);
+		dir[dlen] = '\0';
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int workload_cgroup_base(const char *mount, char *base, size_t len)
+{
+	char dir[4096];
+	size_t root_len;
+
+	if (!mount || !*mount)
+		mount = "/sys/fs/cgroup";
+	snprintf(dir, sizeof(dir), "%s", mount);
+	root_len = strlen(dir);
+	while (root_len > 1 && dir[root_len - 1] == '/')
+		dir[--root_len] = '\0';
+	return find_self(dir, sizeof(dir), root_len, 12, getpid(), base, len) ? 0 : -ENOENT;
+}
+
 /* ---- /proc/PID/cgroup ---- */
 
 /*
@@ -471,6 +570,12 @@ int workload_from_cgroup_text(const char *text, const char *root, struct workloa
 			id_len = kind >= 0 ? plen : 0;
 		}
 		l += len + (l[len] == '\n');
+	}
+	if (cgroup_base[0] && starts_with(w->cgroup, strlen(w->cgroup), "/..")) {
+		char abs[sizeof(w->cgroup)];
+
+		if (resolve_relative(cgroup_base, w->cgroup, abs, sizeof(abs)))
+			memcpy(w->cgroup, abs, sizeof(abs));
 	}
 	parse_path(w, w->cgroup);
 	if (w->container_id[0] && id_len && !w->runtime[0]) {

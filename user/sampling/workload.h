@@ -32,7 +32,7 @@ struct workload {
 	char pod_uid[40]; /* from a kubepods cgroup, with dashes; "" */
 	char k8s_namespace[254], pod[254], container[254]; /* from ROOT/var/log; "" */
 	char docker_name[256]; /* "/redis", as Docker's API and Alloy's discovery.docker give it; "" */
-	char cgroup[4096];     /* the cgroup path (cgroup2 "0::", else name=systemd) */
+	char cgroup[4096]; /* the path (cgroup2 "0::", else v1 name=systemd, resolved as below) */
 	char service_name[256]; /* inferred as Alloy would; see workload_service_name */
 };
 
@@ -45,7 +45,11 @@ struct workload {
  * from comm as workload_service_name() does.
  */
 int workload_of(pid_t pid, const char *root, struct workload *w);
-/* The same from the text of a /proc/PID/cgroup file (unit tests, no process needed). */
+/*
+ * The same from the text of a /proc/PID/cgroup file (unit tests, no process
+ * needed). -EINVAL when no line of it is "ID:CONTROLLERS:/PATH" (w is filled
+ * as far as it goes all the same; workload_of() returns it too).
+ */
 int workload_from_cgroup_text(const char *text, const char *root, struct workload *w);
 
 /*
@@ -55,6 +59,22 @@ int workload_from_cgroup_text(const char *text, const char *root, struct workloa
  * Returns true and fills id (WORKLOAD_ID_LEN + 1 bytes) when the line has one.
  */
 bool workload_container_id(const char *line, size_t len, char *id);
+
+/*
+ * In a container with a cgroup namespace of its own (a pod on cgroup v2: the
+ * default), /proc/PID/cgroup names other processes' cgroups relative to the
+ * container's own: "/../../../../system.slice/redis.service". The unit, the
+ * container id and the pod uid are found all the same; the path itself is
+ * made the host's again once this process's own cgroup, as the host names
+ * it, is known: workload_cgroup_base() finds it in the host's cgroup2
+ * hierarchy mounted at mount (NULL: /sys/fs/cgroup, where the DaemonSet of
+ * examples/kubernetes mounts the host's) as the directory whose
+ * cgroup.procs lists this process; -ENOENT when none does (a private
+ * mount). workload_set_cgroup_base() makes later calls in this process
+ * resolve against base ("" or "/": not at all).
+ */
+int workload_cgroup_base(const char *mount, char *base, size_t len);
+void workload_set_cgroup_base(const char *base);
 
 /*
  * service_name: the pod's annotation is unavailable without an API server,
