@@ -39,6 +39,8 @@ TARGETS = {
     "svc_vs_sampling": 0.99, # real services: heapbpf attached / jemalloc sampling, unattached
     "svc_vs_idle": 0.97,     # real services: heapbpf attached / idle
     "snapshot_ms": 1000,     # live-heap snapshot of 100k distinct stacks, live or from a core
+    "agent_cpu": 0.10,       # heapbpf agent's CPU, share of one core, 64 services, 16 at once
+    "agent_rss_mib": 256,    # and its RSS, at most (half its default --max-rss)
 }
 
 SECTIONS = ["## 1. Idle cost", "## 2. Cost while profiling, per sample",
@@ -964,6 +966,37 @@ def watch(R, doc):
     watch_services(R, doc)
 
 
+def agent(R, doc):
+    """Section 12: heapbpf agent over many services (absent from older results)."""
+    a = R.get("agent")
+    if not a:
+        return
+    doc.p("## 12. heapbpf agent, one for the node")
+    doc.p()
+    doc.p("%d copies of `examples/alloc-service-static --threads 1 --rate %d` (jemalloc's "
+          "default sampling rate), taken by one `heapbpf agent --select exe=... "
+          "--max-targets %d --interval %d --rotate %d --output-dir DIR`; over %d s (from 2 s "
+          "after its start) heapbpf's CPU time from `/proc/PID/stat` and its RSS every "
+          "second." % (a["procs"], a["rate"], a["budget"], a["interval"], 2 * a["interval"],
+                       a["seconds"]))
+    doc.p()
+    doc.table(["measure", "value"], [
+        ["heapbpf's CPU, share of one core", "%.2f%%" % (100 * a["hb_cpu_s"] / a["wall_s"])],
+        ["the services' CPU, all together, share of one core",
+         "%.1f%%" % (100 * a["services_cpu_s"] / a["wall_s"])],
+        ["heapbpf RSS, highest and last", "%.1f / %.1f MiB" % (
+            a["rss_max_kib"] / 1024, a["rss_last_kib"] / 1024)],
+        ["services with at least one window", "%d of %d" % (a["windowed"], a["procs"])],
+        ["rotations", str(a["rotations"])],
+        ["profiles written", str(a["profiles"])],
+    ])
+    doc.p()
+    doc.p("heapbpf's CPU here is its own thread's: rotations (each target's flag, guard and "
+          "symbolizer), windows (symbolized and written) and the ring buffer; the BPF "
+          "programs' time counts in the services' CPU.")
+    doc.p()
+
+
 def watch_share(r):
     """heapbpf watch's share of a service's CPU by accounting, per watched run (None:
     the results predate it)."""
@@ -1070,6 +1103,15 @@ def targets(R, doc):
         summary.append(["11", "heapbpf watch, RSS slope over the second half (MiB/h, "
                         "at %d x the default sampling rate)" % (1 << (19 - w["lg"])),
                         "<= 1 MiB/h", "%.1f MiB/h" % slope_mib, slope_mib <= 1.0])
+    if R.get("agent"):
+        a = R["agent"]
+        cpu = a["hb_cpu_s"] / a["wall_s"]
+        summary.append(["12", "heapbpf agent over %d services, %d at once: its CPU (share of "
+                        "one core)" % (a["procs"], a["budget"]), "<= 10%",
+                        "%.2f%%" % (100 * cpu), cpu <= TARGETS["agent_cpu"]])
+        summary.append(["12", "the same: its RSS, at most", "<= %d MiB" % TARGETS[
+            "agent_rss_mib"], "%.1f MiB" % (a["rss_max_kib"] / 1024),
+            a["rss_max_kib"] / 1024 <= TARGETS["agent_rss_mib"]])
     for name, r in R["services"]["services"].items():
         if watch_share(r):
             share = med(r["watch"]["share"])
@@ -1103,6 +1145,7 @@ def report(R):
     services(R, body)
     snapshot(R, body)
     watch(R, body)
+    agent(R, body)
     targets(R, doc)
     return doc.text() + "\n" + body.text()
 

@@ -51,6 +51,7 @@ FULL = dict(
     bpfstats_reps=3, bpfstats_trap_calls=200000, bpfstats_lg=18, bpfstats_seconds=3.0,
     unit_procs=64, unit_seconds=5.0, unit_rate=2000,
     watch_seconds=240, watch_lg=12, watch_threads=4,
+    agent_procs=64, agent_budget=16, agent_seconds=120, agent_rate=200, agent_interval=10,
 )
 SMOKE = dict(
     idle_reps=1, idle_window=0.2, idle_cycle=0.3,
@@ -66,6 +67,7 @@ SMOKE = dict(
     bpfstats_reps=1, bpfstats_trap_calls=10000, bpfstats_lg=16, bpfstats_seconds=0.5,
     unit_procs=4, unit_seconds=1.0, unit_rate=2000,
     watch_seconds=4, watch_lg=12, watch_threads=2,
+    agent_procs=4, agent_budget=2, agent_seconds=4, agent_rate=200, agent_interval=1,
 )
 
 # a large binary every machine with clang has (clang -> libclang-cpp -> libllvm)
@@ -773,6 +775,70 @@ def bench_watch(S, res):
            res["watch"]["target_cpu_s"]))
 
 
+def agent_services(S, out):
+    """S["agent_procs"] example services under a file name of their own, which the
+    agent's --select exe= rule takes and nothing else on the machine has."""
+    exe = os.path.join(out, "hbbench-agent")
+    shutil.copy(hb.path("examples/alloc-service-static"), exe)
+    env = dict(os.environ, MALLOC_CONF="prof:true,prof_active:false")
+    return exe, [subprocess.Popen([exe, "--threads", "1", "--rate", str(S["agent_rate"])],
+                                  env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for _ in range(S["agent_procs"])]
+
+
+def bench_agent(S, res):
+    """heapbpf agent over many light services with a budget: its CPU share and RSS."""
+    out = os.path.join(hb.tmp(), "agent")
+    os.makedirs(out, mode=0o700, exist_ok=True)
+    exe, svcs = agent_services(S, out)
+    errpath = os.path.join(hb.tmp(), "agent.err")
+    env = dict(os.environ, HEAPBPF_STATE_DIR=os.path.join(out, "state"))
+    try:
+        time.sleep(0.5)
+        with open(errpath, "w") as err:
+            a = subprocess.Popen([hb.heapbpf_bin(), "agent", "--output-dir",
+                                  os.path.join(out, "profiles"), "--interval",
+                                  str(S["agent_interval"]), "--max-targets",
+                                  str(S["agent_budget"]), "--rotate",
+                                  str(2 * S["agent_interval"]), "--select",
+                                  "exe=" + os.path.basename(exe)],
+                                 stdout=err, stderr=err, env=env)
+        try:
+            time.sleep(2.0)  # the services found, the first ones sampled
+            c0 = (proc_cpu_s(a.pid), sum(proc_cpu_s(p.pid) for p in svcs), time.monotonic())
+            rss = []
+            while time.monotonic() - c0[2] < S["agent_seconds"]:
+                rss.append(proc_rss_kib(a.pid))
+                time.sleep(1.0)
+            c1 = (proc_cpu_s(a.pid), sum(proc_cpu_s(p.pid) for p in svcs), time.monotonic())
+        finally:
+            a.send_signal(signal.SIGINT)
+            rc = a.wait(timeout=300)
+    finally:
+        for p in svcs:
+            hb.kill_wait(p)
+    with open(errpath) as f:
+        text = f.read()
+    if rc not in (0, 4):
+        raise BenchError("heapbpf agent failed (%d):\n%s" % (rc, text[-2000:]))
+    names = os.listdir(os.path.join(out, "profiles"))
+    pids = {p.pid for p in svcs}
+    windowed = {int(m) for n in names for m in re.findall(r"-(\d+)-hbbench-agent", n)}
+    res["agent"] = dict(
+        procs=S["agent_procs"], budget=S["agent_budget"], seconds=S["agent_seconds"],
+        rate=S["agent_rate"], interval=S["agent_interval"], exit=rc,
+        hb_cpu_s=c1[0] - c0[0], services_cpu_s=c1[1] - c0[1], wall_s=c1[2] - c0[2],
+        rss_max_kib=max(rss), rss_last_kib=rss[-1],
+        profiles=len([n for n in names if n.endswith(".pb.gz")]),
+        windowed=len(windowed & pids), rotations=text.count("agent: rotation:"))
+    log("agent: %d services, %d at once: CPU %.1f%% of a core, RSS up to %d KiB, %d of them "
+        "with windows, %d rotations" % (S["agent_procs"], S["agent_budget"],
+                                        100 * res["agent"]["hb_cpu_s"] / res["agent"]["wall_s"],
+                                        res["agent"]["rss_max_kib"], res["agent"]["windowed"],
+                                        res["agent"]["rotations"]))
+
+
 def timed(name, fn, *args):
     t = time.monotonic()
     r = fn(*args)
@@ -799,6 +865,7 @@ def measure(S, smoke):
     timed("services", bench_services, smoke, res, redis_bench, log)
     timed("snapshot", bench_snapshot, S, res)
     timed("watch", bench_watch, S, res)
+    timed("agent", bench_agent, S, res)
     res["elapsed_s"] = time.monotonic() - t0
     res["load_end"] = loadavg()
     return res
