@@ -37,6 +37,8 @@
 /* A process this young without jemalloc, or with profiling off, is checked again later. */
 #define YOUNG_NOJE_S   3.0
 #define YOUNG_NOPROF_S 15.0
+/* A process this young the rules do not take yet is checked again later. */
+#define YOUNG_UNSELECTED_S 5.0
 /* heapbpf's CPU share is measured over this many seconds. */
 #define CPU_SPAN_S 10.0
 
@@ -258,8 +260,9 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	if (workload_of(pid, a->o->test_root, &w))
 		return DISCOVER_NEVER;
 	rule = selected(a, &w, comm, exe);
+	/* a young process may not be in its cgroup yet (moved there after its exec) */
 	if (!rule)
-		return DISCOVER_NEVER;
+		return age_s(start) < YOUNG_UNSELECTED_S ? DISCOVER_LATER : DISCOVER_NEVER;
 	v = judge_jemalloc(a, pid, start, &t);
 	if (v != DISCOVER_TAKEN)
 		return v;

@@ -164,12 +164,23 @@ static const char *in_tmp(char *buf, size_t len, const char *name)
 	return buf;
 }
 
-/* heapbpf agent with args, its stderr into agent.err, its state in the test's directory. */
-static pid_t start_agent(const char *const *args)
+/*
+ * heapbpf agent with args (behind the argv[0] wrapper when not NULL: unshare),
+ * its stderr into agent.err, its state in the test's directory.
+ */
+static pid_t start_agent_in(const char *wrapper, const char *const *args)
 {
 	const char *argv[48] = { hb_path("heapbpf"), "agent" };
 	char state[PATH_MAX], err[PATH_MAX];
 	size_t n = 2;
+
+	if (wrapper) {
+		argv[0] = wrapper;
+		argv[1] = "-n";
+		argv[2] = hb_path("heapbpf");
+		argv[3] = "agent";
+		n = 4;
+	}
 
 	for (; *args && n < 47; args++)
 		argv[n++] = *args;
@@ -179,6 +190,11 @@ static pid_t start_agent(const char *const *args)
 	agent_pid = hb_spawn(argv, in_tmp(err, sizeof(err), "agent.err"));
 	cr_assert_gt(agent_pid, 0);
 	return agent_pid;
+}
+
+static pid_t start_agent(const char *const *args)
+{
+	return start_agent_in(NULL, args);
 }
 
 /* SIGTERM to the agent; its exit code. */
@@ -727,6 +743,32 @@ Test(agent_versions, two_layouts_one_session)
 	cr_assert_eq(v, 0, "prof_active left on in the 5.2.1 process");
 	svc_stop(&a);
 	svc_stop(&b);
+}
+
+/*
+ * In a network namespace of its own the kernel's process connector is silent:
+ * the agent says so and finds a process started after it by its scans of /proc.
+ */
+Test(agent, without_the_connector_new_processes_found_by_scans)
+{
+	char sel[128], out[PATH_MAX];
+	struct svc s;
+
+	hb_require_bpf();
+	make_parent();
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent_in("/usr/bin/unshare", (const char *[]){ "--output-dir", out, "--interval", "1",
+							     "--select", sel, NULL });
+	wait_said("process connector cannot be read here");
+	start_service(&s, IDLE_CONF, "200");
+	place(s.pid, "system.slice/scanned.service");
+	for (int waited = 0; waited < WAIT_MS && !windows_of(out, s.pid); waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_gt(windows_of(out, s.pid), 0, "%s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	cr_assert_eq(flag_of(s.pid), 0);
+	svc_stop(&s);
 }
 
 /* ---- the budget ---- */
