@@ -331,7 +331,8 @@ PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-UNITS   := heapbpf-snapshot@.service heapbpf-snapshot@.timer heapbpf-watch@.service
+UNITS   := heapbpf-agent.service heapbpf-snapshot@.service heapbpf-snapshot@.timer \
+	   heapbpf-watch@.service
 INSTALLED := $(BINDIR)/heapbpf $(MANDIR)/man8/heapbpf.8 $(UNITS:%=$(UNITDIR)/%)
 
 .PHONY: install uninstall
@@ -346,7 +347,7 @@ install: $(BUILD)/heapbpf
 		sed 's#^\(ExecStart=[-@:+!]*\)[^ ]*/heapbpf #\1$(BINDIR)/heapbpf #' \
 			examples/systemd/$$u > "$$tmp/$$u"; \
 	done; \
-	for u in heapbpf-snapshot@.service heapbpf-watch@.service; do \
+	for u in heapbpf-agent.service heapbpf-snapshot@.service heapbpf-watch@.service; do \
 		grep -q '^ExecStart=$(BINDIR)/heapbpf ' "$$tmp/$$u" || \
 			{ echo "heapbpf: ExecStart= of $$u not rewritten" >&2; exit 1; }; \
 	done; \

@@ -14,6 +14,7 @@ PKGS=(
 	tmux # tests/integration/test_top.c: heapbpf top on a terminal (send-keys, capture-pane)
 	systemd strace util-linux openssl # tests/integration/test_fleet.c: systemd-analyze, strace, setpriv, a test certificate (python3: its Pyroscope stand-in)
 	python3-protobuf # tests/pyroscope/pyroscope_push_server.py: decodes push requests with proto/ (protoc: its descriptors)
+	python3-yaml # tests/kubernetes/check_manifest.py: parses examples/kubernetes/heapbpf-agent.yaml
 	chromium # tests/integration/test_flamegraph.c: the flame graph page in a headless browser
 	man-db groff-base bsdextrautils # tests/integration/test_install.c: man -l renders man/heapbpf.8 (col -bx)
 	gdb # tests/integration/test_core.c: gcore writes the core files heapbpf report reads
@@ -30,8 +31,25 @@ for p in "${PKGS[@]}"; do
 	fi
 done
 
+# tests/kubernetes/validate.mjs: the Kubernetes API's schema, from the npm registry
+# (kubernetes-models, @kubernetes/client-node; versions in its package-lock.json),
+# with the machine's Node.js and npm; Debian's npm would replace that Node.js.
+npm_deps() {
+	local dir
+	dir="$(dirname "$0")/../tests/kubernetes"
+	[ -d "$dir/node_modules/kubernetes-models" ] && [ -d "$dir/node_modules/@kubernetes/client-node" ] &&
+		return 0
+	if ! command -v npm >/dev/null; then
+		echo "heapbpf: npm is missing (Node.js and npm validate the Kubernetes manifest's schema)" >&2
+		return 1
+	fi
+	echo "heapbpf: installing tests/kubernetes' npm packages" >&2
+	(cd "$dir" && npm ci --no-audit --no-fund --silent) >&2
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
-	exit 0
+	npm_deps
+	exit
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -43,3 +61,4 @@ echo "heapbpf: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_deps

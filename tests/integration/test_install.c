@@ -180,6 +180,7 @@ static void assert_unit_rewritten(const char *installed, const char *example, co
 }
 
 static const char *const default_tree[] = {
+	"-0644 usr/local/lib/systemd/system/heapbpf-agent.service",
 	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.service",
 	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.timer",
 	"-0644 usr/local/lib/systemd/system/heapbpf-watch@.service",
@@ -220,6 +221,9 @@ Test(install, default_prefix_installs_exactly_the_listed_files)
 	snprintf(p[0], PATH_MAX, "%s/usr/local/lib/systemd/system/heapbpf-watch@.service", dest);
 	assert_unit_rewritten(p[0], "examples/systemd/heapbpf-watch@.service",
 			      "/usr/local/bin/heapbpf");
+	snprintf(p[0], PATH_MAX, "%s/usr/local/lib/systemd/system/heapbpf-agent.service", dest);
+	assert_unit_rewritten(p[0], "examples/systemd/heapbpf-agent.service",
+			      "/usr/local/bin/heapbpf");
 
 	/* installing again over it changes nothing */
 	make("install", vars);
@@ -229,6 +233,7 @@ Test(install, default_prefix_installs_exactly_the_listed_files)
 Test(install, prefix_moves_everything_and_execstart_follows)
 {
 	static const char *const want[] = {
+		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-agent.service",
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.service",
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.timer",
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-watch@.service",
@@ -258,6 +263,10 @@ Test(install, prefix_moves_everything_and_execstart_follows)
 	snprintf(unit, sizeof(unit), "%s/opt/heapbpf/lib/systemd/system/heapbpf-watch@.service",
 		 dest);
 	assert_unit_rewritten(unit, "examples/systemd/heapbpf-watch@.service",
+			      "/opt/heapbpf/bin/heapbpf");
+	snprintf(unit, sizeof(unit), "%s/opt/heapbpf/lib/systemd/system/heapbpf-agent.service",
+		 dest);
+	assert_unit_rewritten(unit, "examples/systemd/heapbpf-agent.service",
 			      "/opt/heapbpf/bin/heapbpf");
 	make("uninstall", vars);
 	list_tree(dest);
@@ -337,7 +346,7 @@ Test(install, installed_units_pass_systemd_analyze_verify_in_the_tree)
 		"mkdir -p '%s/usr/lib/systemd' && cp -r /usr/lib/systemd/system '%s/usr/lib/systemd/' "
 		"&& cd / && systemd-analyze verify --man=no --root='%s' "
 		"heapbpf-snapshot@redis-server.service heapbpf-snapshot@redis-server.timer "
-		"heapbpf-watch@redis-server.service",
+		"heapbpf-watch@redis-server.service heapbpf-agent.service",
 		root, root, root);
 	rc = sh(cmd, out, sizeof(out));
 	cr_assert_eq(rc, 0, "systemd-analyze verify failed (%d): %s", rc, out);
@@ -349,7 +358,7 @@ Test(install, installed_units_pass_systemd_analyze_verify_in_the_tree)
 	snprintf(cmd, sizeof(cmd),
 		 "cd / && systemd-analyze verify --man=no --root='%s' "
 		 "heapbpf-snapshot@redis-server.service heapbpf-snapshot@redis-server.timer "
-		 "heapbpf-watch@redis-server.service",
+		 "heapbpf-watch@redis-server.service heapbpf-agent.service",
 		 root);
 	rc = sh(cmd, out, sizeof(out));
 	cr_assert_neq(rc, 0, "verify passed without the binary: %s", out);
