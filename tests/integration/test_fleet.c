@@ -1076,7 +1076,14 @@ Test(fleet, pyroscope_interval_windows)
 	hb_start_idle_service(&a, "2", pid, sizeof(pid));
 	hb_standin_paused_windows(&a, pid, server_port, spool);
 	n = accepted(lines, 8);
-	cr_assert_eq(n, 3, "%d profiles", n);
+	if (n != 3) {
+		char *out = NULL;
+
+		hb_read_file(hb_tmp("heapbpf.out"), &out);
+		cr_assert_fail("%d profiles:\n%s\n%s\n%s\n%s\nheapbpf said:\n%s", n, lines[0],
+			       n > 1 ? lines[1] : "", n > 2 ? lines[2] : "", n > 3 ? lines[3] : "",
+			       out ? out : "(nothing)");
+	}
 	for (int i = 0; i < n; i++) {
 		from[i] = atol(strstr(lines[i], "\"from\": ") + 8);
 		until[i] = atol(strstr(lines[i], "\"until\": ") + 9);

@@ -247,7 +247,8 @@ struct loop {
 	struct probes *p;
 	struct ring_buffer *rb;
 	int ep, sfd, dfd, tfd, ifd, lfd;
-	int64_t t0; /* CLOCK_MONOTONIC when sampling was switched on; 0 before */
+	int64_t t0;	  /* CLOCK_MONOTONIC when sampling was switched on; 0 before */
+	int64_t deadline; /* CLOCK_MONOTONIC at or before the -d timer's expiry; 0: none */
 	uint64_t attach_coarse;
 	bool oom_pending; /* a target's OOM event waits for its callback (run_oom) */
 	char *err;
@@ -918,6 +919,16 @@ static int on_ready(struct loop *l, uint32_t tag)
 		/* a window ends: everything sampled so far is in the collectors */
 		if (!ticked(l->ifd))
 			return 0;
+		/*
+		 * -d a multiple of --interval: the two timers expire together, but
+		 * on a loaded machine (each on its own CPU) the deadline's wake-up
+		 * can come after the tick's; the last window is the deadline's,
+		 * not a window and then a stub of the time it took to write it
+		 */
+		if (l->deadline && now_ns(CLOCK_MONOTONIC) >= l->deadline) {
+			s->reason = STOP_DURATION;
+			return 1;
+		}
 		err = ring_buffer__consume(l->rb);
 		if (err < 0)
 			return err;
@@ -1147,6 +1158,9 @@ static int add_timers(struct loop *l)
 	const struct session_opts *o = l->o;
 	int rc;
 
+	/* taken before the timer is set: it expires no earlier than this */
+	if (o->duration > 0)
+		l->deadline = now_ns(CLOCK_MONOTONIC) + (int64_t)(o->duration * 1e9);
 	rc = add_timer(l, &l->dfd, o->duration, 0, EV_DEADLINE);
 	/* the status line is a nicety: without its timer the session goes on */
 	if (o->status_line)
