@@ -836,7 +836,8 @@ static int member_exit(struct loop *l, struct member *m)
 	/* a new process under its pid is not ours */
 	untrack(l, m->t->pid);
 	m->s->exited = true;
-	m->s->duration_ns = now - l->t0;
+	/* a node session's target joined after the start: its own span */
+	m->s->duration_ns = l->node ? now_ns(CLOCK_REALTIME) - m->s->start_wall_ns : now - l->t0;
 	collector__set_stop_time(m->s->collector, (uint64_t)now);
 	hb_note("pid %d (%s) exited; its profile holds what was collected until then; "
 		"%zu other target(s) go on",
