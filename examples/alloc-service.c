@@ -994,6 +994,23 @@ static void cmd_fork(const char *cmd, char *arg)
 		reply("forked %d", (int)child);
 }
 
+/* exec PROG [ARG...]: this process becomes PROG, under the same pid (a restart in place). */
+static void cmd_exec(char *arg)
+{
+	char *argv[16] = { 0 };
+	int n = 0;
+
+	for (char *t = strtok(arg, " \t"); t && n < 15; t = strtok(NULL, " \t"))
+		argv[n++] = t;
+	if (!n) {
+		reply("error exec needs a program");
+		return;
+	}
+	reply("execing");
+	execv(argv[0], argv);
+	reply("error exec: %s", strerror(errno));
+}
+
 /*
  * leaks start: a scenario with known rates for heapbpf's leak suspects,
  * lifetimes and peak (tests/integration/test_leaks.c), one thread per site,
@@ -1499,6 +1516,8 @@ static void run_command(char *line)
 	} else if (!strcmp(line, "fork") || !strcmp(line, "fork2") || !strcmp(line, "forkw") ||
 		   !strcmp(line, "forkhold") || !strcmp(line, "forkexec")) {
 		cmd_fork(line, arg);
+	} else if (!strcmp(line, "exec")) {
+		cmd_exec(arg);
 	} else if (!strcmp(line, "hold")) {
 		cmd_hold(arg);
 	} else if (!strcmp(line, "hoard")) {
@@ -1671,6 +1690,7 @@ static void usage(FILE *f)
 		"                 blocks (child_held_buffers; DIR/child-PID.held), frees them\n"
 		"                 at SIGUSR2 (DIR/child-PID.freed) and exits -> forked CHILD\n"
 		"  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
+		"  exec PROG [ARG...]  this process execs PROG (same pid)  -> execing\n"
 		"  fill N         N MiB more in use in 1 MiB blocks (fill_buffers), every byte\n"
 		"                 written (resident), kept until exit      -> filled BLOCKS\n"
 		"  pagecache N    N MiB written to an unlinked file under /tmp and read back:\n"

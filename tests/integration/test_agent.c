@@ -771,6 +771,64 @@ Test(agent, without_the_connector_new_processes_found_by_scans)
 	svc_stop(&s);
 }
 
+/* How many times the agent's stderr says it started sampling pid. */
+static int times_sampled(pid_t pid)
+{
+	const char *err = agent_err();
+	char mark[64];
+	int n = 0;
+
+	snprintf(mark, sizeof(mark), "agent: sampling pid %d (", pid);
+	for (const char *p = strstr(err, mark); p; p = strstr(p + 1, mark))
+		n++;
+	return n;
+}
+
+/*
+ * A target that execs (a restart in place, same pid): its old image's exit
+ * profile, nothing written into the new one at the old address, and the new
+ * image's jemalloc taken afresh through the exec.
+ */
+Test(agent, a_target_that_execs_is_taken_afresh)
+{
+	char sel[128], out[PATH_MAX], cmd[PATH_MAX + 64], reply[64];
+	static char names[256][256];
+	struct svc s;
+	int exits = 0, n;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "200");
+	place(s.pid, "system.slice/inplace.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent(
+		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	for (int waited = 0; waited < WAIT_MS && !windows_of(out, s.pid); waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_gt(windows_of(out, s.pid), 0, "%s", agent_err());
+	snprintf(cmd, sizeof(cmd), "exec %s --threads 1 --rate 200 --control", hb_path(SERVICE));
+	cr_assert_eq(svc_cmd(&s, cmd, reply, sizeof(reply), 10000), 0);
+	cr_assert_str_eq(reply, "execing");
+	for (int waited = 0; waited < WAIT_MS && times_sampled(s.pid) < 2; waited += 200) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		hb_sleep_ms(200);
+	}
+	cr_assert_eq(times_sampled(s.pid), 2, "the new image was not taken: %s", agent_err());
+	n = hb_count_files(out, ".pb.gz", names, 256);
+	for (int i = 0; i < n && i < 256; i++)
+		exits += strstr(names[i], "-exit.pb.gz") != NULL;
+	cr_assert_eq(exits, 1, "the old image's exit profile: %s", agent_err());
+	/* the new image sampling, then back off at the stop */
+	for (int waited = 0; waited < WAIT_MS && !flag_of(s.pid); waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_eq(flag_of(s.pid), 1, "%s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	cr_assert_eq(flag_of(s.pid), 0);
+	svc_stop(&s);
+}
+
 /* ---- the budget ---- */
 
 #define NBUDGET 64
