@@ -52,23 +52,22 @@ static double mono_s(void)
 static int open_connector(void)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
-	struct __attribute__((packed)) {
-		struct nlmsghdr nl;
-		struct cn_msg cn;
-		enum proc_cn_mcast_op op;
-	} msg = {};
+	/* nlmsghdr, cn_msg (whose data is a flexible array) and the op, packed */
+	enum proc_cn_mcast_op op = PROC_CN_MCAST_LISTEN;
+	struct nlmsghdr nl = { .nlmsg_len =
+				       sizeof(struct nlmsghdr) + sizeof(struct cn_msg) + sizeof(op),
+			       .nlmsg_type = NLMSG_DONE };
+	struct cn_msg cn = { .id = { .idx = CN_IDX_PROC, .val = CN_VAL_PROC }, .len = sizeof(op) };
+	unsigned char msg[sizeof(nl) + sizeof(cn) + sizeof(op)];
 	int fd = socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
 
 	if (fd < 0)
 		return -errno;
-	msg.nl.nlmsg_len = sizeof(msg);
-	msg.nl.nlmsg_type = NLMSG_DONE;
-	msg.cn.id.idx = CN_IDX_PROC;
-	msg.cn.id.val = CN_VAL_PROC;
-	msg.cn.len = sizeof(msg.op);
-	msg.op = PROC_CN_MCAST_LISTEN;
+	memcpy(msg, &nl, sizeof(nl));
+	memcpy(msg + sizeof(nl), &cn, sizeof(cn));
+	memcpy(msg + sizeof(nl) + sizeof(cn), &op, sizeof(op));
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    send(fd, &msg, sizeof(msg), 0) != (ssize_t)sizeof(msg)) {
+	    send(fd, msg, sizeof(msg), 0) != (ssize_t)sizeof(msg)) {
 		int rc = -errno;
 
 		close(fd);
