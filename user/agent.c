@@ -316,6 +316,12 @@ static void free_target(struct agent_target *at)
 	free(at);
 }
 
+/* at leaves the node session: its flag and its forked children's back off; false on a failure. */
+static bool leave_node(struct agent *a, struct agent_target *at)
+{
+	return !session_remove(&a->node, &at->s);
+}
+
 /* p joins the node session: its flag on, its windows and triggers from now. */
 static int admit(struct agent *a, struct agent_proc *p)
 {
@@ -336,7 +342,12 @@ static int admit(struct agent *a, struct agent_proc *p)
 	at->tr =
 		(struct target_run){ .run = a->r, .pid = p->pid, .t = at->t, .naming = &p->naming };
 	rc = rc ?: session_add(&a->node, at->t, at->g, &at->s, err, sizeof(err));
-	rc = rc ?: watch__add(a->wt, &at->tr, &at->s);
+	if (!rc && (rc = watch__add(a->wt, &at->tr, &at->s))) {
+		/* in the loop already: out of it (its flag back off) before it is freed */
+		leave_node(a, at);
+		rc = hb_fail(err, sizeof(err), rc, "cannot watch pid %d's triggers: %s", p->pid,
+			     strerror(-rc));
+	}
 	if (rc) {
 		say_err(err);
 		free_target(at);
@@ -363,7 +374,7 @@ static void retire(struct agent *a, struct agent_target *at, const char *trigger
 	int64_t end;
 	char err[1024];
 
-	if (a->running && session_remove(&a->node, &at->s))
+	if (a->running && !leave_node(a, at))
 		at->tr.outcome |= RUN_FAILED;
 	end = at->s.exited ? at->s.start_wall_ns + at->s.duration_ns : clock_ns(CLOCK_REALTIME);
 	at->tr.trigger = trigger && trigger[0] ? trigger : NULL;
