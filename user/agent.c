@@ -316,10 +316,23 @@ static void free_target(struct agent_target *at)
 	free(at);
 }
 
-/* at leaves the node session: its flag and its forked children's back off; false on a failure. */
+/*
+ * at leaves the node session: its flag and its forked children's back off;
+ * a restore that failed is said, with what to run. False on a failure.
+ */
 static bool leave_node(struct agent *a, struct agent_target *at)
 {
-	return !session_remove(&a->node, &at->s);
+	const struct forks_result *f = &at->s.fork_result;
+	int rc = session_remove(&a->node, &at->s);
+
+	if (rc)
+		hb_error("cannot switch prof_active back off in pid %d: %s; run heapbpf --reset",
+			 at->p->pid, strerror(-rc));
+	if (f->failed)
+		hb_error("cannot switch prof_active back off in %zu process(es) forked from pid "
+			 "%d; run heapbpf --reset",
+			 f->failed, at->p->pid);
+	return !rc && !f->failed;
 }
 
 /* p joins the node session: its flag on, its windows and triggers from now. */
