@@ -475,7 +475,7 @@ static uint64_t self_rss(void)
 	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* heapbpf's user and system time so far, in clock ticks. */
+/* heapbpf's user and system time so far, in clock ticks; 0 when unreadable. */
 static uint64_t self_ticks(void)
 {
 	char buf[1024], *p = NULL;
@@ -500,6 +500,9 @@ static double cpu_share(struct agent *a)
 	uint64_t ticks = self_ticks();
 	double pct;
 
+	/* unreadable (0): not measured now, the last reading kept */
+	if (!ticks || ticks < a->cpu_ticks)
+		return -1;
 	if (!a->cpu_at || now - a->cpu_at < (int64_t)(CPU_SPAN_S * 1e9)) {
 		if (!a->cpu_at) {
 			a->cpu_at = now;
