@@ -248,9 +248,13 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	struct workload w;
 	char comm[32], exe[256];
 
-	/* named again: it exec'ed, and its jemalloc is a new one */
+	/*
+	 * named again: it exec'ed (its jemalloc is a new one), or its pid is
+	 * another process's now and the one sampled is gone
+	 */
 	if (old && old->on)
-		retire(a, old->on, "exit", "the process exec'ed");
+		retire(a, old->on, "exit",
+		       old->start == start ? "the process exec'ed" : "the process exited");
 	if (old) {
 		jemalloc_target__free(old->t);
 		old->t = NULL;
