@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -39,10 +41,22 @@
 #define YOUNG_NOPROF_S 15.0
 /* A process this young the rules do not take yet is checked again later. */
 #define YOUNG_UNSELECTED_S 5.0
+/*
+ * A jemalloc found longer ago than this is found again before its flag is
+ * written: the process may have exec'ed since, unheard.
+ */
+#define FRESH_S 1.0
 /* heapbpf's CPU share is measured over this many seconds. */
 #define CPU_SPAN_S 10.0
 
 struct agent_target;
+
+/* What a process runs: its executable and its jemalloc object; another one after an exec. */
+struct image_id {
+	uint64_t exe_dev, exe_ino, je_dev, je_ino;
+	char je_path[512];
+	char build_id[128];
+};
 
 /* A process the rules take, with a usable jemalloc: sampled now, or waiting its turn. */
 struct agent_proc {
@@ -54,6 +68,8 @@ struct agent_proc {
 	const char *labels[PYRO_MAX_LABELS];
 	struct pyro_naming naming;
 	struct jemalloc_target *t; /* found at discovery, until it is first sampled */
+	int64_t found_at;	   /* CLOCK_MONOTONIC ns t was found */
+	struct image_id image;	   /* what it ran when it was found */
 	int64_t idle_since;	   /* CLOCK_MONOTONIC ns it left the budget; 0: never sampled */
 	int64_t active_since;
 	struct agent_target *on; /* sampled now, or NULL */
@@ -216,6 +232,39 @@ static struct agent_proc *proc_of(const struct agent *a, pid_t pid)
 	return NULL;
 }
 
+/* What pid runs, with t its jemalloc. */
+static void image_of(pid_t pid, const struct jemalloc_target *t, struct image_id *id)
+{
+	const char *b = elf_object__build_id(t->elf);
+	char path[64];
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (!stat(path, &st)) {
+		id->exe_dev = st.st_dev;
+		id->exe_ino = st.st_ino;
+	}
+	snprintf(id->je_path, sizeof(id->je_path), "%s", t->path ? t->path : "");
+	snprintf(id->build_id, sizeof(id->build_id), "%s", b ? b : "");
+	for (size_t i = 0; t->path && t->maps && i < t->maps->n; i++) {
+		const struct proc_map *m = &t->maps->v[i];
+
+		if (m->path && !strcmp(m->path, t->path)) {
+			id->je_dev = makedev(m->dev_major, m->dev_minor);
+			id->je_ino = m->inode;
+			break;
+		}
+	}
+}
+
+static bool same_image(const struct image_id *x, const struct image_id *y)
+{
+	return x->exe_dev == y->exe_dev && x->exe_ino == y->exe_ino && x->je_dev == y->je_dev &&
+	       x->je_ino == y->je_ino && !strcmp(x->je_path, y->je_path) &&
+	       !strcmp(x->build_id, y->build_id);
+}
+
 /* Its jemalloc, judged: usable, not yet (a young process), or never (said why). */
 static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t start,
 					    struct jemalloc_target **t)
@@ -279,6 +328,8 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	p->pid = pid;
 	p->start = start;
 	p->t = t;
+	p->found_at = clock_ns(CLOCK_MONOTONIC);
+	image_of(pid, t, &p->image);
 	snprintf(p->comm, sizeof(p->comm), "%s", t->comm);
 	name_proc(a, p, &w, rule);
 	hb_note("agent: pid %d (%s): jemalloc %s with prof:true, service_name %s", pid, comm,
@@ -339,6 +390,15 @@ static bool leave_node(struct agent *a, struct agent_target *at)
 	return !rc && !f->failed;
 }
 
+/* t is the jemalloc p had when it was found, in the same executable. */
+static bool image_is(const struct agent_proc *p, const struct jemalloc_target *t)
+{
+	struct image_id now;
+
+	image_of(p->pid, t, &now);
+	return same_image(&p->image, &now);
+}
+
 /* p joins the node session: its flag on, its windows and triggers from now. */
 static int admit(struct agent *a, struct agent_proc *p)
 {
@@ -351,9 +411,22 @@ static int admit(struct agent *a, struct agent_proc *p)
 	at->p = p;
 	at->t = p->t;
 	p->t = NULL;
+	/* found a while ago (it waited for the budget): found again, it may have exec'ed */
+	if (at->t && clock_ns(CLOCK_MONOTONIC) - p->found_at > (int64_t)(FRESH_S * 1e9)) {
+		jemalloc_target__free(at->t);
+		at->t = NULL;
+	}
 	rc = at->t ? 0 : jemalloc_target__find(p->pid, a->o->layout, &at->t, err, sizeof(err));
-	if (!rc && proc_start_time(p->pid) != p->start)
-		rc = hb_fail(err, sizeof(err), -ESRCH, "pid %d exited", p->pid);
+	if (proc_start_time(p->pid) != p->start) {
+		rc = rc ?: hb_fail(err, sizeof(err), -ESRCH, "pid %d exited", p->pid);
+	} else if (rc || !image_is(p, at->t)) {
+		/* another image (an exec unheard), or none: judged again as a new process */
+		hb_note("agent: pid %d (%s): %s: checked again as a new process", p->pid, p->comm,
+			rc ? "its jemalloc is not found again" : "it exec'ed since it was found");
+		discover__again(a->d, p->pid);
+		free_target(at);
+		return -ESTALE;
+	}
 	if (!rc && !guard_target(at, err, sizeof(err)))
 		rc = -EBUSY;
 	at->tr =

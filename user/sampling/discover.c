@@ -195,6 +195,11 @@ static void scan(struct discover *d)
 	}
 }
 
+void discover__again(struct discover *d, pid_t pid)
+{
+	queue(d, pid, 0, mono_s());
+}
+
 size_t discover__due(struct discover *d, pid_t *pids, uint64_t *starts, size_t max)
 {
 	double now = mono_s();

@@ -40,6 +40,11 @@ void discover__read(struct discover *d);
  * due), at most max, each with its start time; how many.
  */
 size_t discover__due(struct discover *d, pid_t *pids, uint64_t *starts, size_t max);
+/*
+ * pid is to be checked again as a new process (the caller found it exec'ed
+ * unheard): named by the next discover__due().
+ */
+void discover__again(struct discover *d, pid_t pid);
 /* The caller's verdict on a process discover__due() named. */
 void discover__verdict(struct discover *d, pid_t pid, uint64_t start, enum discover_verdict v);
 void discover__free(struct discover *d);
