@@ -112,12 +112,6 @@ static int64_t clock_ns(clockid_t clk)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Seconds since the process (its start time in clock ticks after boot) started. */
-static double age_s(uint64_t start)
-{
-	return (double)clock_ns(CLOCK_BOOTTIME) / 1e9 - (double)start / sysconf(_SC_CLK_TCK);
-}
-
 static struct heap_data data_of(struct session *s)
 {
 	return (struct heap_data){
@@ -266,16 +260,15 @@ static bool same_image(const struct image_id *x, const struct image_id *y)
 }
 
 /* Its jemalloc, judged: usable, not yet (a young process), or never (said why). */
-static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t start,
+static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, double age,
 					    struct jemalloc_target **t)
 {
 	char why[2048], clean[HB_CLEAN_SIZE(sizeof(why))];
 	int rc = jemalloc_target__find(pid, a->o->layout, t, why, sizeof(why));
 
 	if (rc == JEMALLOC_ENOTFOUND || rc == -ESRCH)
-		return rc != -ESRCH && age_s(start) < YOUNG_NOJE_S ? DISCOVER_LATER
-								   : DISCOVER_NEVER;
-	if (rc == -ENOTSUP && age_s(start) < YOUNG_NOPROF_S)
+		return rc != -ESRCH && age < YOUNG_NOJE_S ? DISCOVER_LATER : DISCOVER_NEVER;
+	if (rc == -ENOTSUP && age < YOUNG_NOPROF_S)
 		return DISCOVER_LATER;
 	if (!rc)
 		return DISCOVER_TAKEN;
@@ -287,8 +280,11 @@ static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t
 
 static void retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note);
 
-/* A process discovery named: the rules, its jemalloc; a new waiting proc when it fits. */
-static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start)
+/*
+ * A process discovery named (age: seconds since its exec, or its start):
+ * the rules, its jemalloc; a new waiting proc when it fits.
+ */
+static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start, double age)
 {
 	struct agent_proc *old = proc_of(a, pid), *p;
 	const struct select_rule *rule;
@@ -315,8 +311,8 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	rule = selected(a, &w, comm, exe);
 	/* a young process may not be in its cgroup yet (moved there after its exec) */
 	if (!rule)
-		return age_s(start) < YOUNG_UNSELECTED_S ? DISCOVER_LATER : DISCOVER_NEVER;
-	v = judge_jemalloc(a, pid, start, &t);
+		return age < YOUNG_UNSELECTED_S ? DISCOVER_LATER : DISCOVER_NEVER;
+	v = judge_jemalloc(a, pid, age, &t);
 	if (v != DISCOVER_TAKEN)
 		return v;
 	p = calloc(1, sizeof(*p));
@@ -340,12 +336,12 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 /* The processes discovery names now, judged. */
 static void discover_now(struct agent *a)
 {
-	pid_t pids[DUE_PER_TICK];
-	uint64_t starts[DUE_PER_TICK];
-	size_t n = discover__due(a->d, pids, starts, DUE_PER_TICK);
+	struct discover_due due[DUE_PER_TICK];
+	size_t n = discover__due(a->d, due, DUE_PER_TICK);
 
 	for (size_t i = 0; i < n; i++)
-		discover__verdict(a->d, pids[i], starts[i], consider(a, pids[i], starts[i]));
+		discover__verdict(a->d, due[i].pid, due[i].start,
+				  consider(a, due[i].pid, due[i].start, due[i].age));
 }
 
 /* Its guard taken and what a killed run left restored; false when it cannot be sampled. */

@@ -29,6 +29,7 @@ struct known {
 	pid_t pid;
 	uint64_t start;
 	double due;	       /* CLOCK_MONOTONIC seconds of its next check; 0: settled */
+	double exec_at;	       /* CLOCK_MONOTONIC seconds its exec was heard of; 0: not heard */
 	unsigned int attempts; /* checks so far */
 	bool seen;	       /* in the last scan of /proc */
 };
@@ -110,8 +111,11 @@ static struct known *find(struct discover *d, pid_t pid)
 	return NULL;
 }
 
-/* pid (started at start, 0: unknown yet) is to be checked at due, from its first attempt. */
-static void queue(struct discover *d, pid_t pid, uint64_t start, double due)
+/*
+ * pid (started at start, 0: unknown yet; exec'ed at exec_at, 0: not heard)
+ * is to be checked at due, from its first attempt.
+ */
+static void queue(struct discover *d, pid_t pid, uint64_t start, double due, double exec_at)
 {
 	struct known *k = find(d, pid);
 
@@ -126,7 +130,9 @@ static void queue(struct discover *d, pid_t pid, uint64_t start, double due)
 	}
 	if (!k)
 		k = &d->v[d->n++];
-	*k = (struct known){ .pid = pid, .start = start, .due = due, .seen = true };
+	*k = (struct known){
+		.pid = pid, .start = start, .due = due, .exec_at = exec_at, .seen = true
+	};
 }
 
 void discover__read(struct discover *d)
@@ -153,7 +159,7 @@ void discover__read(struct discover *d)
 				continue;
 			pid = ev.event_data.exec.process_tgid;
 			/* an exec makes a new jemalloc: the process is checked (again) */
-			queue(d, pid, 0, mono_s() + backoff_s[0]);
+			queue(d, pid, 0, mono_s() + backoff_s[0], mono_s());
 		}
 	}
 }
@@ -184,7 +190,7 @@ static void scan(struct discover *d)
 			continue;
 		}
 		if (start && pid != getpid())
-			queue(d, pid, start, mono_s());
+			queue(d, pid, start, mono_s(), 0);
 	}
 	closedir(dir);
 	for (size_t i = 0; i < d->n;) {
@@ -197,10 +203,21 @@ static void scan(struct discover *d)
 
 void discover__again(struct discover *d, pid_t pid)
 {
-	queue(d, pid, 0, mono_s());
+	queue(d, pid, 0, mono_s(), mono_s());
 }
 
-size_t discover__due(struct discover *d, pid_t *pids, uint64_t *starts, size_t max)
+/* Seconds since pid's exec, as heard; else since it started (start: clock ticks after boot). */
+static double age_of(const struct known *k, double now)
+{
+	struct timespec ts;
+
+	if (k->exec_at)
+		return now - k->exec_at;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9 - (double)k->start / sysconf(_SC_CLK_TCK);
+}
+
+size_t discover__due(struct discover *d, struct discover_due *out, size_t max)
 {
 	double now = mono_s();
 	size_t n = 0;
@@ -216,8 +233,9 @@ size_t discover__due(struct discover *d, pid_t *pids, uint64_t *starts, size_t m
 			continue;
 		if (!k->start)
 			k->start = proc_start_time(k->pid);
-		pids[n] = k->pid;
-		starts[n++] = k->start;
+		out[n++] = (struct discover_due){ .pid = k->pid,
+						  .start = k->start,
+						  .age = age_of(k, now) };
 		/* until the verdict: not named twice */
 		k->due = now + 1e9;
 	}

@@ -35,11 +35,22 @@ int discover__fd(const struct discover *d);
 bool discover__has_connector(const struct discover *d);
 /* The connector is readable: the processes that exec'ed queued for a check soon. */
 void discover__read(struct discover *d);
+/* A process whose check is due. */
+struct discover_due {
+	pid_t pid;
+	uint64_t start; /* its start time, clock ticks after boot */
+	/*
+	 * Seconds since its exec when one was heard of (a process that forked
+	 * long ago may have exec'ed just now), else since it started.
+	 */
+	double age;
+};
+
 /*
  * The processes whose check is due now (a scan of /proc first when one is
- * due), at most max, each with its start time; how many.
+ * due), at most max; how many.
  */
-size_t discover__due(struct discover *d, pid_t *pids, uint64_t *starts, size_t max);
+size_t discover__due(struct discover *d, struct discover_due *out, size_t max);
 /*
  * pid is to be checked again as a new process (the caller found it exec'ed
  * unheard): named by the next discover__due().
