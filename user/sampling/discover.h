@@ -33,6 +33,12 @@ int discover__new(double rescan_s, struct discover **out, char *err, size_t errl
 /* The connector's descriptor for an event loop, or -1 without it. */
 int discover__fd(const struct discover *d);
 bool discover__has_connector(const struct discover *d);
+/*
+ * The pids that exec'ed, from one datagram of the process connector (len
+ * bytes at buf), at most max; how many. A message whose lengths do not fit
+ * the datagram ends the parse; one not the connector's exec event is skipped.
+ */
+size_t discover__parse(const void *buf, ssize_t len, pid_t *pids, size_t max);
 /* The connector is readable: the processes that exec'ed queued for a check soon. */
 void discover__read(struct discover *d);
 /* A process whose check is due. */
