@@ -907,6 +907,30 @@ int agent_run(struct run *r, char *err, size_t errlen)
 	return rc;
 }
 
+/*
+ * A state file whose process is gone (kill -9 of heapbpf, then of it): the
+ * children it forked that still run its jemalloc, restored.
+ */
+static void reset_orphans(pid_t pid, size_t *restored)
+{
+	struct guard *g = NULL;
+	struct guard_recovery rec;
+	char err[2048];
+
+	/* held: a heapbpf that runs now has it */
+	if (guard__acquire_pid(pid, NULL, &g, err, sizeof(err)))
+		hb_note("pid %d: %s", pid, err);
+	else if (guard__recover_orphans(g, &rec, err, sizeof(err)))
+		say_err(err);
+	else if (rec.children) {
+		hb_say("restored prof_active in %zu process(es) forked from pid %d (gone), left on "
+		       "by a heapbpf run that was killed",
+		       rec.children, pid);
+		(*restored)++;
+	}
+	guard__release(g);
+}
+
 /* One state file's process: its flags restored if a killed run left them on. */
 static void reset_one(pid_t pid, size_t *restored)
 {
@@ -914,9 +938,15 @@ static void reset_one(pid_t pid, size_t *restored)
 	struct guard *g = NULL;
 	struct guard_recovery rec;
 	char err[2048];
+	int rc = jemalloc_target__find(pid, NULL, &t, err, sizeof(err));
 
-	if (jemalloc_target__find(pid, NULL, &t, err, sizeof(err)) ||
-	    guard__acquire(t, &g, err, sizeof(err)) ||
+	/* gone, or no jemalloc process under its pid now: its children may still be on */
+	if (rc) {
+		jemalloc_target__free(t);
+		reset_orphans(pid, restored);
+		return;
+	}
+	if (guard__acquire(t, &g, err, sizeof(err)) ||
 	    guard__recover(g, t, &rec, err, sizeof(err))) {
 		hb_note("pid %d: %s", pid, err);
 	} else if (rec.parent || rec.children) {
