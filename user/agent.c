@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -39,10 +41,22 @@
 #define YOUNG_NOPROF_S 15.0
 /* A process this young the rules do not take yet is checked again later. */
 #define YOUNG_UNSELECTED_S 5.0
+/*
+ * A jemalloc found longer ago than this is found again before its flag is
+ * written: the process may have exec'ed since, unheard.
+ */
+#define FRESH_S 1.0
 /* heapbpf's CPU share is measured over this many seconds. */
 #define CPU_SPAN_S 10.0
 
 struct agent_target;
+
+/* What a process runs: its executable and its jemalloc object; another one after an exec. */
+struct image_id {
+	uint64_t exe_dev, exe_ino, je_dev, je_ino;
+	char je_path[512];
+	char build_id[128];
+};
 
 /* A process the rules take, with a usable jemalloc: sampled now, or waiting its turn. */
 struct agent_proc {
@@ -54,6 +68,8 @@ struct agent_proc {
 	const char *labels[PYRO_MAX_LABELS];
 	struct pyro_naming naming;
 	struct jemalloc_target *t; /* found at discovery, until it is first sampled */
+	int64_t found_at;	   /* CLOCK_MONOTONIC ns t was found */
+	struct image_id image;	   /* what it ran when it was found */
 	int64_t idle_since;	   /* CLOCK_MONOTONIC ns it left the budget; 0: never sampled */
 	int64_t active_since;
 	struct agent_target *on; /* sampled now, or NULL */
@@ -94,12 +110,6 @@ static int64_t clock_ns(clockid_t clk)
 
 	clock_gettime(clk, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* Seconds since the process (its start time in clock ticks after boot) started. */
-static double age_s(uint64_t start)
-{
-	return (double)clock_ns(CLOCK_BOOTTIME) / 1e9 - (double)start / sysconf(_SC_CLK_TCK);
 }
 
 static struct heap_data data_of(struct session *s)
@@ -216,17 +226,49 @@ static struct agent_proc *proc_of(const struct agent *a, pid_t pid)
 	return NULL;
 }
 
+/* What pid runs, with t its jemalloc. */
+static void image_of(pid_t pid, const struct jemalloc_target *t, struct image_id *id)
+{
+	const char *b = elf_object__build_id(t->elf);
+	char path[64];
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (!stat(path, &st)) {
+		id->exe_dev = st.st_dev;
+		id->exe_ino = st.st_ino;
+	}
+	snprintf(id->je_path, sizeof(id->je_path), "%s", t->path ? t->path : "");
+	snprintf(id->build_id, sizeof(id->build_id), "%s", b ? b : "");
+	for (size_t i = 0; t->path && t->maps && i < t->maps->n; i++) {
+		const struct proc_map *m = &t->maps->v[i];
+
+		if (m->path && !strcmp(m->path, t->path)) {
+			id->je_dev = makedev(m->dev_major, m->dev_minor);
+			id->je_ino = m->inode;
+			break;
+		}
+	}
+}
+
+static bool same_image(const struct image_id *x, const struct image_id *y)
+{
+	return x->exe_dev == y->exe_dev && x->exe_ino == y->exe_ino && x->je_dev == y->je_dev &&
+	       x->je_ino == y->je_ino && !strcmp(x->je_path, y->je_path) &&
+	       !strcmp(x->build_id, y->build_id);
+}
+
 /* Its jemalloc, judged: usable, not yet (a young process), or never (said why). */
-static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t start,
+static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, double age,
 					    struct jemalloc_target **t)
 {
 	char why[2048], clean[HB_CLEAN_SIZE(sizeof(why))];
 	int rc = jemalloc_target__find(pid, a->o->layout, t, why, sizeof(why));
 
 	if (rc == JEMALLOC_ENOTFOUND || rc == -ESRCH)
-		return rc != -ESRCH && age_s(start) < YOUNG_NOJE_S ? DISCOVER_LATER
-								   : DISCOVER_NEVER;
-	if (rc == -ENOTSUP && age_s(start) < YOUNG_NOPROF_S)
+		return rc != -ESRCH && age < YOUNG_NOJE_S ? DISCOVER_LATER : DISCOVER_NEVER;
+	if (rc == -ENOTSUP && age < YOUNG_NOPROF_S)
 		return DISCOVER_LATER;
 	if (!rc)
 		return DISCOVER_TAKEN;
@@ -238,8 +280,11 @@ static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, uint64_t
 
 static void retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note);
 
-/* A process discovery named: the rules, its jemalloc; a new waiting proc when it fits. */
-static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start)
+/*
+ * A process discovery named (age: seconds since its exec, or its start):
+ * the rules, its jemalloc; a new waiting proc when it fits.
+ */
+static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start, double age)
 {
 	struct agent_proc *old = proc_of(a, pid), *p;
 	const struct select_rule *rule;
@@ -248,9 +293,13 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	struct workload w;
 	char comm[32], exe[256];
 
-	/* named again: it exec'ed, and its jemalloc is a new one */
+	/*
+	 * named again: it exec'ed (its jemalloc is a new one), or its pid is
+	 * another process's now and the one sampled is gone
+	 */
 	if (old && old->on)
-		retire(a, old->on, "exit", "the process exec'ed");
+		retire(a, old->on, "exit",
+		       old->start == start ? "the process exec'ed" : "the process exited");
 	if (old) {
 		jemalloc_target__free(old->t);
 		old->t = NULL;
@@ -262,8 +311,8 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	rule = selected(a, &w, comm, exe);
 	/* a young process may not be in its cgroup yet (moved there after its exec) */
 	if (!rule)
-		return age_s(start) < YOUNG_UNSELECTED_S ? DISCOVER_LATER : DISCOVER_NEVER;
-	v = judge_jemalloc(a, pid, start, &t);
+		return age < YOUNG_UNSELECTED_S ? DISCOVER_LATER : DISCOVER_NEVER;
+	v = judge_jemalloc(a, pid, age, &t);
 	if (v != DISCOVER_TAKEN)
 		return v;
 	p = calloc(1, sizeof(*p));
@@ -275,6 +324,8 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	p->pid = pid;
 	p->start = start;
 	p->t = t;
+	p->found_at = clock_ns(CLOCK_MONOTONIC);
+	image_of(pid, t, &p->image);
 	snprintf(p->comm, sizeof(p->comm), "%s", t->comm);
 	name_proc(a, p, &w, rule);
 	hb_note("agent: pid %d (%s): jemalloc %s with prof:true, service_name %s", pid, comm,
@@ -285,12 +336,12 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 /* The processes discovery names now, judged. */
 static void discover_now(struct agent *a)
 {
-	pid_t pids[DUE_PER_TICK];
-	uint64_t starts[DUE_PER_TICK];
-	size_t n = discover__due(a->d, pids, starts, DUE_PER_TICK);
+	struct discover_due due[DUE_PER_TICK];
+	size_t n = discover__due(a->d, due, DUE_PER_TICK);
 
 	for (size_t i = 0; i < n; i++)
-		discover__verdict(a->d, pids[i], starts[i], consider(a, pids[i], starts[i]));
+		discover__verdict(a->d, due[i].pid, due[i].start,
+				  consider(a, due[i].pid, due[i].start, due[i].age));
 }
 
 /* Its guard taken and what a killed run left restored; false when it cannot be sampled. */
@@ -316,6 +367,34 @@ static void free_target(struct agent_target *at)
 	free(at);
 }
 
+/*
+ * at leaves the node session: its flag and its forked children's back off;
+ * a restore that failed is said, with what to run. False on a failure.
+ */
+static bool leave_node(struct agent *a, struct agent_target *at)
+{
+	const struct forks_result *f = &at->s.fork_result;
+	int rc = session_remove(&a->node, &at->s);
+
+	if (rc)
+		hb_error("cannot switch prof_active back off in pid %d: %s; run heapbpf --reset",
+			 at->p->pid, strerror(-rc));
+	if (f->failed)
+		hb_error("cannot switch prof_active back off in %zu process(es) forked from pid "
+			 "%d; run heapbpf --reset",
+			 f->failed, at->p->pid);
+	return !rc && !f->failed;
+}
+
+/* t is the jemalloc p had when it was found, in the same executable. */
+static bool image_is(const struct agent_proc *p, const struct jemalloc_target *t)
+{
+	struct image_id now;
+
+	image_of(p->pid, t, &now);
+	return same_image(&p->image, &now);
+}
+
 /* p joins the node session: its flag on, its windows and triggers from now. */
 static int admit(struct agent *a, struct agent_proc *p)
 {
@@ -328,15 +407,33 @@ static int admit(struct agent *a, struct agent_proc *p)
 	at->p = p;
 	at->t = p->t;
 	p->t = NULL;
+	/* found a while ago (it waited for the budget): found again, it may have exec'ed */
+	if (at->t && clock_ns(CLOCK_MONOTONIC) - p->found_at > (int64_t)(FRESH_S * 1e9)) {
+		jemalloc_target__free(at->t);
+		at->t = NULL;
+	}
 	rc = at->t ? 0 : jemalloc_target__find(p->pid, a->o->layout, &at->t, err, sizeof(err));
-	if (!rc && proc_start_time(p->pid) != p->start)
-		rc = hb_fail(err, sizeof(err), -ESRCH, "pid %d exited", p->pid);
+	if (proc_start_time(p->pid) != p->start) {
+		rc = rc ?: hb_fail(err, sizeof(err), -ESRCH, "pid %d exited", p->pid);
+	} else if (rc || !image_is(p, at->t)) {
+		/* another image (an exec unheard), or none: judged again as a new process */
+		hb_note("agent: pid %d (%s): %s: checked again as a new process", p->pid, p->comm,
+			rc ? "its jemalloc is not found again" : "it exec'ed since it was found");
+		discover__again(a->d, p->pid);
+		free_target(at);
+		return -ESTALE;
+	}
 	if (!rc && !guard_target(at, err, sizeof(err)))
 		rc = -EBUSY;
 	at->tr =
 		(struct target_run){ .run = a->r, .pid = p->pid, .t = at->t, .naming = &p->naming };
 	rc = rc ?: session_add(&a->node, at->t, at->g, &at->s, err, sizeof(err));
-	rc = rc ?: watch__add(a->wt, &at->tr, &at->s);
+	if (!rc && (rc = watch__add(a->wt, &at->tr, &at->s))) {
+		/* in the loop already: out of it (its flag back off) before it is freed */
+		leave_node(a, at);
+		rc = hb_fail(err, sizeof(err), rc, "cannot watch pid %d's triggers: %s", p->pid,
+			     strerror(-rc));
+	}
 	if (rc) {
 		say_err(err);
 		free_target(at);
@@ -363,7 +460,7 @@ static void retire(struct agent *a, struct agent_target *at, const char *trigger
 	int64_t end;
 	char err[1024];
 
-	if (a->running && session_remove(&a->node, &at->s))
+	if (a->running && !leave_node(a, at))
 		at->tr.outcome |= RUN_FAILED;
 	end = at->s.exited ? at->s.start_wall_ns + at->s.duration_ns : clock_ns(CLOCK_REALTIME);
 	at->tr.trigger = trigger && trigger[0] ? trigger : NULL;
@@ -451,7 +548,7 @@ static uint64_t self_rss(void)
 	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* heapbpf's user and system time so far, in clock ticks. */
+/* heapbpf's user and system time so far, in clock ticks; 0 when unreadable. */
 static uint64_t self_ticks(void)
 {
 	char buf[1024], *p = NULL;
@@ -476,6 +573,9 @@ static double cpu_share(struct agent *a)
 	uint64_t ticks = self_ticks();
 	double pct;
 
+	/* unreadable (0): not measured now, the last reading kept */
+	if (!ticks || ticks < a->cpu_ticks)
+		return -1;
 	if (!a->cpu_at || now - a->cpu_at < (int64_t)(CPU_SPAN_S * 1e9)) {
 		if (!a->cpu_at) {
 			a->cpu_at = now;
@@ -807,6 +907,30 @@ int agent_run(struct run *r, char *err, size_t errlen)
 	return rc;
 }
 
+/*
+ * A state file whose process is gone (kill -9 of heapbpf, then of it): the
+ * children it forked that still run its jemalloc, restored.
+ */
+static void reset_orphans(pid_t pid, size_t *restored)
+{
+	struct guard *g = NULL;
+	struct guard_recovery rec;
+	char err[2048];
+
+	/* held: a heapbpf that runs now has it */
+	if (guard__acquire_pid(pid, NULL, &g, err, sizeof(err)))
+		hb_note("pid %d: %s", pid, err);
+	else if (guard__recover_orphans(g, &rec, err, sizeof(err)))
+		say_err(err);
+	else if (rec.children) {
+		hb_say("restored prof_active in %zu process(es) forked from pid %d (gone), left on "
+		       "by a heapbpf run that was killed",
+		       rec.children, pid);
+		(*restored)++;
+	}
+	guard__release(g);
+}
+
 /* One state file's process: its flags restored if a killed run left them on. */
 static void reset_one(pid_t pid, size_t *restored)
 {
@@ -814,9 +938,15 @@ static void reset_one(pid_t pid, size_t *restored)
 	struct guard *g = NULL;
 	struct guard_recovery rec;
 	char err[2048];
+	int rc = jemalloc_target__find(pid, NULL, &t, err, sizeof(err));
 
-	if (jemalloc_target__find(pid, NULL, &t, err, sizeof(err)) ||
-	    guard__acquire(t, &g, err, sizeof(err)) ||
+	/* gone, or no jemalloc process under its pid now: its children may still be on */
+	if (rc) {
+		jemalloc_target__free(t);
+		reset_orphans(pid, restored);
+		return;
+	}
+	if (guard__acquire(t, &g, err, sizeof(err)) ||
 	    guard__recover(g, t, &rec, err, sizeof(err))) {
 		hb_note("pid %d: %s", pid, err);
 	} else if (rec.parent || rec.children) {

@@ -829,6 +829,64 @@ Test(agent, a_target_that_execs_is_taken_afresh)
 	svc_stop(&s);
 }
 
+/*
+ * kill -9 of the agent, then of its target: the child the target forked
+ * while sampling was on keeps it on; heapbpf --reset, though the process
+ * the state file names is gone, restores the child from that file.
+ */
+Test(agent, reset_restores_the_child_of_a_target_that_is_gone)
+{
+	char sel[128], out[PATH_MAX], state[PATH_MAX], reply[128], mark[48], errbuf[65536];
+	char *text = NULL;
+	bool listed = false;
+	struct svc s;
+	pid_t kid = 0;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "50");
+	place(s.pid, "system.slice/forker.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	/* one at a time, no rotation: the child is never a target of its own */
+	start_agent((const char *[]){ "--output-dir", out, "--interval", "60", "--max-targets", "1",
+				      "--rotate", "3600", "--select", sel, "-q", NULL });
+	for (int waited = 0; waited < WAIT_MS && !flag_of(s.pid); waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_eq(flag_of(s.pid), 1, "%s", agent_err());
+	cr_assert_eq(svc_cmd(&s, "fork 600", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &kid), 1, "%s", reply);
+	cr_assert_eq(flag_of(kid), 1, "the child did not inherit prof_active on");
+	/* the agent's state file lists the child before the kill */
+	snprintf(state, sizeof(state), "%s/state/%d.state", hb_tmpdir(), s.pid);
+	snprintf(mark, sizeof(mark), "child=%d ", kid);
+	for (int waited = 0; waited < WAIT_MS && !listed; waited += 200) {
+		if (hb_read_file(state, &text) >= 0)
+			listed = strstr(text, mark) != NULL;
+		free(text);
+		text = NULL;
+		if (!listed)
+			hb_sleep_ms(200);
+	}
+	cr_assert(listed, "%s does not list pid %d: %s", state, kid, agent_err());
+	kill(agent_pid, SIGKILL);
+	hb_wait(agent_pid, 10000);
+	agent_pid = 0;
+	kill(s.pid, SIGKILL);
+	close(s.in_fd);
+	close(s.out_fd);
+	hb_wait(s.pid, 10000);
+	s.pid = 0;
+	cr_assert_eq(flag_of(kid), 1, "the child's flag was on when its parent went");
+	cr_assert_eq(hb_run((const char *[]){ "--reset", NULL }, errbuf, sizeof(errbuf), 60000), 0,
+		     "%s", errbuf);
+	cr_assert(strstr(errbuf, "restored prof_active in 1 process(es) forked from pid"), "%s",
+		  errbuf);
+	cr_assert_eq(flag_of(kid), 0, "prof_active left on in the child after --reset: %s", errbuf);
+	cr_assert_eq(access(state, F_OK), -1, "%s kept", state);
+	kill(kid, SIGKILL);
+}
+
 /* ---- the budget ---- */
 
 #define NBUDGET 64

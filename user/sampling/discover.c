@@ -5,6 +5,7 @@
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -29,6 +30,7 @@ struct known {
 	pid_t pid;
 	uint64_t start;
 	double due;	       /* CLOCK_MONOTONIC seconds of its next check; 0: settled */
+	double exec_at;	       /* CLOCK_MONOTONIC seconds its exec was heard of; 0: not heard */
 	unsigned int attempts; /* checks so far */
 	bool seen;	       /* in the last scan of /proc */
 };
@@ -109,8 +111,11 @@ static struct known *find(struct discover *d, pid_t pid)
 	return NULL;
 }
 
-/* pid (started at start, 0: unknown yet) is to be checked at due, from its first attempt. */
-static void queue(struct discover *d, pid_t pid, uint64_t start, double due)
+/*
+ * pid (started at start, 0: unknown yet; exec'ed at exec_at, 0: not heard)
+ * is to be checked at due, from its first attempt.
+ */
+static void queue(struct discover *d, pid_t pid, uint64_t start, double due, double exec_at)
 {
 	struct known *k = find(d, pid);
 
@@ -125,35 +130,69 @@ static void queue(struct discover *d, pid_t pid, uint64_t start, double due)
 	}
 	if (!k)
 		k = &d->v[d->n++];
-	*k = (struct known){ .pid = pid, .start = start, .due = due, .seen = true };
+	*k = (struct known){
+		.pid = pid, .start = start, .due = due, .exec_at = exec_at, .seen = true
+	};
+}
+
+size_t discover__parse(const void *buf, ssize_t len, pid_t *pids, size_t max)
+{
+	const size_t head = NLMSG_LENGTH(sizeof(struct cn_msg));
+	/* the exec event's fields, at least, past the connector's header */
+	const size_t need = offsetof(struct proc_event, event_data) +
+			    sizeof(((struct proc_event *)0)->event_data.exec);
+	const char *p = buf;
+	size_t total = len > 0 ? (size_t)len : 0, off = 0, n = 0;
+
+	while (n < max && off <= total && total - off >= sizeof(struct nlmsghdr)) {
+		struct nlmsghdr nh;
+		struct cn_msg cn;
+		struct proc_event ev = {};
+
+		/* copied, not cast: nothing past the datagram is read, whatever it claims */
+		memcpy(&nh, p + off, sizeof(nh));
+		if (nh.nlmsg_len < sizeof(nh) || nh.nlmsg_len > total - off)
+			break;
+		if (nh.nlmsg_type == NLMSG_DONE && nh.nlmsg_len >= head) {
+			memcpy(&cn, p + off + NLMSG_HDRLEN, sizeof(cn));
+			if (cn.id.idx == CN_IDX_PROC && cn.id.val == CN_VAL_PROC &&
+			    cn.len <= nh.nlmsg_len - head && cn.len >= need) {
+				memcpy(&ev, p + off + head,
+				       cn.len < sizeof(ev) ? cn.len : sizeof(ev));
+				if (ev.what == PROC_EVENT_EXEC)
+					pids[n++] = ev.event_data.exec.process_tgid;
+			}
+		}
+		off += NLMSG_ALIGN(nh.nlmsg_len);
+	}
+	return n;
 }
 
 void discover__read(struct discover *d)
 {
 	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
-	ssize_t len;
+	pid_t pids[256];
 
-	while ((len = recv(d->fd, buf, sizeof(buf), 0)) > 0 || (len < 0 && errno == ENOBUFS)) {
+	for (;;) {
+		struct sockaddr_nl from = {};
+		socklen_t flen = sizeof(from);
+		ssize_t len = recvfrom(d->fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
+		size_t n;
+
 		/* events were lost: a scan finds what they named */
-		if (len < 0) {
+		if (len < 0 && errno == ENOBUFS) {
 			d->next_scan = 0;
 			continue;
 		}
-		for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len);
-		     nh = NLMSG_NEXT(nh, len)) {
-			const struct cn_msg *cn = NLMSG_DATA(nh);
-			struct proc_event ev = {};
-			size_t n = cn->len < sizeof(ev) ? cn->len : sizeof(ev);
-			pid_t pid;
-
-			/* the event sits 4-byte aligned after the headers: copied, not cast */
-			memcpy(&ev, cn->data, n);
-			if (ev.what != PROC_EVENT_EXEC)
-				continue;
-			pid = ev.event_data.exec.process_tgid;
-			/* an exec makes a new jemalloc: the process is checked (again) */
-			queue(d, pid, 0, mono_s() + backoff_s[0]);
-		}
+		if (len <= 0)
+			return;
+		/* the kernel's only: another process may send to the group */
+		if (flen < sizeof(from) || from.nl_family != AF_NETLINK || from.nl_pid)
+			continue;
+		n = discover__parse(buf, len, pids, sizeof(pids) / sizeof(pids[0]));
+		/* an exec makes a new jemalloc: the process is checked (again) */
+		for (size_t i = 0; i < n; i++)
+			queue(d, pids[i], 0, mono_s() + backoff_s[0], mono_s());
 	}
 }
 
@@ -183,7 +222,7 @@ static void scan(struct discover *d)
 			continue;
 		}
 		if (start && pid != getpid())
-			queue(d, pid, start, mono_s());
+			queue(d, pid, start, mono_s(), 0);
 	}
 	closedir(dir);
 	for (size_t i = 0; i < d->n;) {
@@ -194,7 +233,23 @@ static void scan(struct discover *d)
 	}
 }
 
-size_t discover__due(struct discover *d, pid_t *pids, uint64_t *starts, size_t max)
+void discover__again(struct discover *d, pid_t pid)
+{
+	queue(d, pid, 0, mono_s(), mono_s());
+}
+
+/* Seconds since pid's exec, as heard; else since it started (start: clock ticks after boot). */
+static double age_of(const struct known *k, double now)
+{
+	struct timespec ts;
+
+	if (k->exec_at)
+		return now - k->exec_at;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9 - (double)k->start / sysconf(_SC_CLK_TCK);
+}
+
+size_t discover__due(struct discover *d, struct discover_due *out, size_t max)
 {
 	double now = mono_s();
 	size_t n = 0;
@@ -210,8 +265,9 @@ size_t discover__due(struct discover *d, pid_t *pids, uint64_t *starts, size_t m
 			continue;
 		if (!k->start)
 			k->start = proc_start_time(k->pid);
-		pids[n] = k->pid;
-		starts[n++] = k->start;
+		out[n++] = (struct discover_due){ .pid = k->pid,
+						  .start = k->start,
+						  .age = age_of(k, now) };
 		/* until the verdict: not named twice */
 		k->due = now + 1e9;
 	}

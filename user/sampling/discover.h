@@ -33,13 +33,35 @@ int discover__new(double rescan_s, struct discover **out, char *err, size_t errl
 /* The connector's descriptor for an event loop, or -1 without it. */
 int discover__fd(const struct discover *d);
 bool discover__has_connector(const struct discover *d);
+/*
+ * The pids that exec'ed, from one datagram of the process connector (len
+ * bytes at buf), at most max; how many. A message whose lengths do not fit
+ * the datagram ends the parse; one not the connector's exec event is skipped.
+ */
+size_t discover__parse(const void *buf, ssize_t len, pid_t *pids, size_t max);
 /* The connector is readable: the processes that exec'ed queued for a check soon. */
 void discover__read(struct discover *d);
+/* A process whose check is due. */
+struct discover_due {
+	pid_t pid;
+	uint64_t start; /* its start time, clock ticks after boot */
+	/*
+	 * Seconds since its exec when one was heard of (a process that forked
+	 * long ago may have exec'ed just now), else since it started.
+	 */
+	double age;
+};
+
 /*
  * The processes whose check is due now (a scan of /proc first when one is
- * due), at most max, each with its start time; how many.
+ * due), at most max; how many.
  */
-size_t discover__due(struct discover *d, pid_t *pids, uint64_t *starts, size_t max);
+size_t discover__due(struct discover *d, struct discover_due *out, size_t max);
+/*
+ * pid is to be checked again as a new process (the caller found it exec'ed
+ * unheard): named by the next discover__due().
+ */
+void discover__again(struct discover *d, pid_t pid);
 /* The caller's verdict on a process discover__due() named. */
 void discover__verdict(struct discover *d, pid_t pid, uint64_t start, enum discover_verdict v);
 void discover__free(struct discover *d);

@@ -120,15 +120,19 @@ static void sweep_stale_locks(int dfd)
 
 int guard__acquire(const struct jemalloc_target *t, struct guard **out, char *err, size_t errlen)
 {
+	return guard__acquire_pid(t->pid, t->path, out, err, errlen);
+}
+
+int guard__acquire_pid(pid_t pid, const char *object, struct guard **out, char *err, size_t errlen)
+{
 	struct guard *g = calloc(1, sizeof(*g));
 	char path[4096], holder[32] = "?";
-	pid_t pid = t->pid;
 	int n;
 
 	if (!g)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	g->pid = pid;
-	snprintf(g->path, sizeof(g->path), "%s", t->path);
+	snprintf(g->path, sizeof(g->path), "%s", object ? object : "");
 	if (mkdir(guard_dir(), 0700) && errno != EEXIST) {
 		n = -errno;
 		free(g);
@@ -406,5 +410,32 @@ int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guar
 	free_state(&st);
 	if (r->failed)
 		return children_left_on(g, t->pid, r, err, errlen);
+	return guard__clear(g);
+}
+
+int guard__recover_orphans(struct guard *g, struct guard_recovery *r, char *err, size_t errlen)
+{
+	struct state st;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	rc = read_state(g->dfd, g->state, &st);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot read %s/%s: %s", guard_dir(), g->state,
+			       rc == -ELOOP ? output_strerror(-OUTPUT_ESYMLINK)
+					    : output_strerror(rc));
+	/* the process itself still runs: its own flag may be on, the file stays */
+	if (st.pid == g->pid && st.start && st.start == proc_start_time(g->pid)) {
+		free_state(&st);
+		return hb_fail(err, errlen, -EAGAIN,
+			       "pid %d still runs but its jemalloc cannot be read; %s/%s is kept",
+			       g->pid, guard_dir(), g->state);
+	}
+	recover_children(&st, r);
+	free_state(&st);
+	if (r->failed)
+		return children_left_on(g, g->pid, r, err, errlen);
 	return guard__clear(g);
 }

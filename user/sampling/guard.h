@@ -27,6 +27,8 @@ const char *guard_dir(void);
 
 /* Takes t's pid's lock; -EBUSY with a one-sentence err when another heapbpf holds it. */
 int guard__acquire(const struct jemalloc_target *t, struct guard **out, char *err, size_t errlen);
+/* The same for a pid whose jemalloc is not at hand; object: its path, or NULL. */
+int guard__acquire_pid(pid_t pid, const char *object, struct guard **out, char *err, size_t errlen);
 /* What a recovery restored. */
 struct guard_recovery {
 	bool parent;	  /* the target's own flag */
@@ -45,6 +47,14 @@ struct guard_recovery {
  */
 int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guard_recovery *r,
 		   char *err, size_t errlen);
+/*
+ * A killed run's state for a process that is gone (its pid free, or
+ * another process's now): the children it had forked that still run its
+ * jemalloc restored, each checked by its start time and path, and the
+ * state forgotten once none is left on. -EAGAIN (the file kept) when the
+ * process itself still runs: guard__recover is for it.
+ */
+int guard__recover_orphans(struct guard *g, struct guard_recovery *r, char *err, size_t errlen);
 /*
  * Records addr and its original value (and the children forked while it is
  * on, if any), durably, before the flag is written and at each new child.
