@@ -494,8 +494,12 @@ int window_last(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 	collector__end(d->collector);
 	for (size_t i = 0; i < d->nprocs; i++)
 		collector__end(d->procs[i].c);
-	/* an --interval run stopped right after a window: nothing worth a file */
-	if (!tr->k || end_ns - tr->start_ns >= MIN_LAST_WINDOW_NS)
+	/*
+	 * an --interval run stopped right after a window: nothing worth a file;
+	 * but a trigger's profile (watch, agent: exit, stop) is the in-use state
+	 * at that instant, which the docs promise however soon it comes
+	 */
+	if (!tr->k || tr->trigger || end_ns - tr->start_ns >= MIN_LAST_WINDOW_NS)
 		rc = emit(tr, d, end_ns, true, err, errlen);
 	if (rc)
 		return rc;
