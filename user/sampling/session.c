@@ -728,6 +728,22 @@ static int late_active_error(const struct session *s, const struct jemalloc_targ
 			     size_t errlen);
 
 /*
+ * m's flag back to what it was. A target that exec'd without heapbpf hearing
+ * it (its event dropped): the flag went with the old image, nothing is
+ * written into the new one (toggle.h), and there is nothing left to restore.
+ */
+static int restore_flag(struct member *m)
+{
+	int rc = prof_toggle__restore(&m->tg);
+
+	if (rc != -ESTALE)
+		return rc;
+	hb_note("pid %d exec'd: its prof_active went with its old image, nothing to restore",
+		m->t->pid);
+	return 0;
+}
+
+/*
  * Each target on its own: settled once it samples, hit by the bug once its
  * slow path allocated LATE_PERIODS sampling periods' worth with no sample.
  * With one target that ends the session (-ENODATA); with several, that one
@@ -770,7 +786,7 @@ static int late_active_check(struct loop *l)
 		hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
 		m->s->failed = -ENODATA;
 		/* nothing to profile there: its flag back off now, its events no longer taken */
-		err = prof_toggle__restore(&m->tg);
+		err = restore_flag(m);
 		if (err && err != -ESRCH)
 			hb_error("cannot switch jemalloc's prof_active back off in pid %d: %s",
 				 m->t->pid, strerror(-err));
@@ -1076,6 +1092,7 @@ static const char *toggle_error(int rc)
 	return rc == -EFAULT   ? "the flag's address is not in jemalloc's writable data"
 	       : rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)"
 	       : rc == -ESRCH  ? "the process exited"
+	       : rc == -ESTALE ? "the process exec'd since it was found"
 			       : strerror(-rc);
 }
 
@@ -1201,7 +1218,7 @@ static int restore_flags(struct loop *l, int *rc)
 
 		if (m->gone)
 			continue;
-		r2 = prof_toggle__restore(&m->tg);
+		r2 = restore_flag(m);
 		m->restore_rc = r2;
 		on |= m->tg.addr != 0;
 		if (!r2 || r2 == -ESRCH || (single(l) && *rc))
@@ -1549,7 +1566,7 @@ int session_add(struct session *node, const struct jemalloc_target *t, struct gu
 	l->err = serr;
 	l->errlen = serrlen;
 	if (rc) {
-		prof_toggle__restore(&m->tg);
+		restore_flag(m);
 		drop_member(l, m);
 		return rc;
 	}
@@ -1579,7 +1596,7 @@ int session_remove(struct session *node, struct session *s)
 		return 0;
 	/* what it sampled so far is in its collector, then its flag goes back */
 	consume(l->rb);
-	rc = prof_toggle__restore(&m->tg);
+	rc = restore_flag(m);
 	if (rc == -ESRCH)
 		rc = 0;
 	if (m->ours) {
