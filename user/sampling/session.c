@@ -1600,6 +1600,9 @@ int session_remove(struct session *node, struct session *s)
 	if (rc == -ESRCH)
 		rc = 0;
 	if (m->ours) {
+		/* as stop() does: the forks that copied the flag just before it went off */
+		ring_buffer__poll(l->rb, DRAIN_MS);
+		consume(l->rb);
 		forks__restore(&s->forks, m->tg.addr, m->tg.orig, m->t->path, &s->fork_result);
 		if (!rc && !s->fork_result.failed && m->guard)
 			guard__clear(m->guard);
