@@ -224,7 +224,7 @@ static int attach_sampling(struct probes *p, const struct jemalloc_target *t, pi
 	return err;
 }
 
-int probes__attach(struct probes *p, const struct jemalloc_target *t)
+int probes__attach(struct probes *p, const struct jemalloc_target *t, bool activity)
 {
 	size_t keep = p->nactivity;
 	__u32 key = t->pid;
@@ -250,7 +250,7 @@ int probes__attach(struct probes *p, const struct jemalloc_target *t)
 	} else {
 		err = err ?: attach_sampling(p, t, t->pid);
 	}
-	if (!err && t->activity_off) {
+	if (!err && activity && t->activity_off) {
 		err = keep_link(&p->activity, &p->nactivity,
 				bpf_program__attach_uprobe(p->skel->progs.heapbpf_activity, false,
 							   t->pid, t->open_path, t->activity_off));

@@ -1107,7 +1107,8 @@ static int start_member(struct loop *l, struct member *m)
 	m->s->unconfirmed = t->needs_selfcheck;
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
-	rc = probes__attach(m->p ? m->p : l->p, t);
+	/* a node session runs no late-activation check: nothing would detach its probe */
+	rc = probes__attach(m->p ? m->p : l->p, t, !l->node);
 	if (rc)
 		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
 				   t->pid, strerror(-rc));
