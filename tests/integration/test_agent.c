@@ -906,6 +906,41 @@ Test(agent_versions, rotation_leaves_no_probe_behind)
 	svc_stop(&b);
 }
 
+/*
+ * The uprobes on a service's jemalloc file go when the last service using
+ * that file leaves: the agent holds fewer BPF links once the only one exited.
+ */
+Test(agent, a_files_uprobes_go_with_its_last_user)
+{
+	char sel[128], out[PATH_MAX];
+	int with, now;
+	struct svc s;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "200");
+	place(s.pid, "system.slice/alone.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent(
+		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	for (int waited = 0; waited < WAIT_MS && !times_sampled(s.pid); waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_gt(times_sampled(s.pid), 0, "%s", agent_err());
+	with = bpf_links(agent_pid);
+	cr_assert_eq(svc_stop(&s), 0);
+	now = with;
+	for (int waited = 0; waited < WAIT_MS && now >= with; waited += 200) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		hb_sleep_ms(200);
+		now = bpf_links(agent_pid);
+	}
+	cr_assert_lt(now, with, "%d BPF links while it was sampled, %d after it exited: %s", with,
+		     now, agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+}
+
 /* ---- the budget ---- */
 
 #define NBUDGET 64

@@ -206,6 +206,7 @@ struct member {
 	bool late_settled; /* sampled, or failed, since its late-activation check began */
 	int pfd;
 	int restore_rc; /* of its flag, at the end */
+	int file;	/* its object file's uprobes (probes__release), or -1 */
 	/* an unconfirmed layout's check of the first samples, or NULL */
 	struct selfcheck *sc;
 	/* samples with a backtrace / with none, until NOBT_SAMPLES settle it (nobt_check) */
@@ -1108,7 +1109,7 @@ static int start_member(struct loop *l, struct member *m)
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
 	/* a node session runs no late-activation check: nothing would detach its probe */
-	rc = probes__attach(m->p ? m->p : l->p, t, !l->node);
+	rc = probes__attach(m->p ? m->p : l->p, t, !l->node, &m->file);
 	if (rc)
 		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
 				   t->pid, strerror(-rc));
@@ -1535,6 +1536,9 @@ static void drop_member(struct loop *l, struct member *m)
 	m->running = false;
 	selfcheck__free(m->sc);
 	m->sc = NULL;
+	/* its object file's uprobes go with the last target using them */
+	probes__release(m->p ? m->p : l->p, m->file);
+	m->file = -1;
 	m->gone = true;
 }
 
@@ -1554,7 +1558,7 @@ int session_add(struct session *node, const struct jemalloc_target *t, struct gu
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	memset(s, 0, sizeof(*s));
 	s->reason = STOP_ERROR;
-	*m = (struct member){ .s = s, .t = t, .guard = g, .pfd = -1 };
+	*m = (struct member){ .s = s, .t = t, .guard = g, .pfd = -1, .file = -1 };
 	/* this target's failure is said to the caller, not ended the session with */
 	serr = l->err;
 	serrlen = l->errlen;
