@@ -887,6 +887,118 @@ Test(agent, reset_restores_the_child_of_a_target_that_is_gone)
 	kill(kid, SIGKILL);
 }
 
+/* How many BPF links pid holds open (its uprobes and tracepoints). */
+static int bpf_links(pid_t pid)
+{
+	char dir[64], path[128], target[64];
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	for (int fd = 0; fd < 4096; fd++) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "%s/%d", dir, fd);
+		len = readlink(path, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = 0;
+		n += !strcmp(target, "anon_inode:bpf_link");
+	}
+	return n;
+}
+
+/* Both services' admissions so far. */
+static int admissions(const struct svc *a, const struct svc *b)
+{
+	return times_sampled(a->pid) + times_sampled(b->pid);
+}
+
+/* Waits until the agent admitted the two services n times in all; then its BPF links. */
+static int links_after(const struct svc *a, const struct svc *b, int n)
+{
+	for (int waited = 0; waited < 4 * WAIT_MS && admissions(a, b) < n; waited += 200) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		hb_sleep_ms(200);
+	}
+	cr_assert_geq(admissions(a, b), n, "%s", agent_err());
+	return bpf_links(agent_pid);
+}
+
+/*
+ * 5.2.1's layout has an activity probe (malloc_default) for the late-activation
+ * check, which a node session does not run: two 5.2.1 services rotating
+ * through a budget of one are admitted again and again, and the agent holds
+ * no more BPF links after many admissions than after the first two.
+ */
+Test(agent_versions, rotation_leaves_no_probe_behind)
+{
+	const char *args[] = { "--threads", "1", "--rate", "200", NULL };
+	const char *je521 = hb_fixture("bin/je521fix-static");
+	char sel[128], out[PATH_MAX];
+	struct svc a, b;
+	int first, later;
+	struct stat st;
+
+	hb_require_bpf();
+	cr_assert_eq(
+		stat(je521, &st), 0,
+		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
+		je521);
+	make_parent();
+	cr_assert_eq(svc_start(&a, je521, IDLE_CONF, args), 0);
+	cr_assert_eq(svc_start(&b, je521, IDLE_CONF, args), 0);
+	place(a.pid, "system.slice/old-a.service");
+	place(b.pid, "system.slice/old-b.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent((const char *[]){ "--output-dir", out, "--interval", "1", "--rotate", "1",
+				      "--max-targets", "1", "--select", sel, NULL });
+	first = links_after(&a, &b, 2);
+	later = links_after(&a, &b, 8);
+	cr_assert_gt(first, 0);
+	cr_assert_eq(later, first, "%d BPF links after 2 admissions, %d after 8: %s", first, later,
+		     agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	svc_stop(&a);
+	svc_stop(&b);
+}
+
+/*
+ * The uprobes on a service's jemalloc file go when the last service using
+ * that file leaves: the agent holds fewer BPF links once the only one exited.
+ */
+Test(agent, a_files_uprobes_go_with_its_last_user)
+{
+	char sel[128], out[PATH_MAX];
+	int with, now;
+	struct svc s;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "200");
+	place(s.pid, "system.slice/alone.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent(
+		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	for (int waited = 0; waited < WAIT_MS && !times_sampled(s.pid); waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_gt(times_sampled(s.pid), 0, "%s", agent_err());
+	with = bpf_links(agent_pid);
+	cr_assert_eq(svc_stop(&s), 0);
+	now = with;
+	for (int waited = 0; waited < WAIT_MS && now >= with; waited += 200) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		hb_sleep_ms(200);
+		now = bpf_links(agent_pid);
+	}
+	cr_assert_lt(now, with, "%d BPF links while it was sampled, %d after it exited: %s", with,
+		     now, agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+}
+
 /* ---- the budget ---- */
 
 #define NBUDGET 64

@@ -261,6 +261,11 @@ int svc_start_env(struct svc *s, const char *binary, const char *malloc_conf,
 			      &(struct svc_opts){ .malloc_conf = malloc_conf, .env = env }, args);
 }
 
+int svc_read(struct svc *s, char *line, size_t len, int timeout_ms)
+{
+	return svc_line(s, line, len, timeout_ms);
+}
+
 int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout_ms)
 {
 	char buf[1024];

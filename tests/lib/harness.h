@@ -54,6 +54,8 @@ int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 		   const char *const *args);
 /* Sends a command, reads the one-line reply (no newline) within timeout_ms. */
 int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout_ms);
+/* Reads one more line the service printed unasked (its "ready" after an exec) within timeout_ms. */
+int svc_read(struct svc *s, char *line, size_t len, int timeout_ms);
 /* The allocations the service has made so far (its "stats" command); asserts it answers. */
 uint64_t svc_allocs(struct svc *s);
 /* "quit", then waits; kills it if it does not exit. Returns its exit status or -1. */

@@ -769,6 +769,8 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	t->pid = pid;
 	proc_comm(pid, t->comm, sizeof(t->comm));
+	/* before the maps: an exec in between makes the two disagree (prof_toggle__on refuses) */
+	proc_exec_random(pid, t->exec_random);
 	rc = read_maps(t, err, errlen);
 	if (!rc)
 		rc = jemalloc_target__identify(t, layout_name, err, errlen);

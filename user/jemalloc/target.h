@@ -21,7 +21,9 @@
 struct jemalloc_target {
 	pid_t pid;
 	char comm[32];
-	struct proc_maps *maps;	   /* snapshot taken at discovery */
+	struct proc_maps *maps; /* snapshot taken at discovery */
+	/* the image's auxv AT_RANDOM bytes, read right before maps (toggle.h); zeros: unknown */
+	uint8_t exec_random[PROC_EXEC_RANDOM];
 	char *path;		   /* the object's path inside the target's mount namespace */
 	char *open_path;	   /* the same object as we open it: /proc/PID/root/... */
 	struct elf_object *elf;	   /* the mapped object: segments, version string */

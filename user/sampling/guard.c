@@ -368,7 +368,7 @@ static int children_left_on(struct guard *g, pid_t pid, const struct guard_recov
 int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guard_recovery *r,
 		   char *err, size_t errlen)
 {
-	struct prof_toggle tg = { .pid = t->pid };
+	struct prof_toggle tg;
 	struct state st;
 	int rc;
 
@@ -396,10 +396,10 @@ int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guar
 			       "is running",
 			       guard_dir(), g->state, t->pid);
 	}
-	tg.addr = st.addr;
+	rc = prof_toggle__init(&tg, t);
 	tg.orig = (uint8_t)st.orig;
 	tg.changed = true;
-	rc = prof_toggle__restore(&tg);
+	rc = rc ?: prof_toggle__restore(&tg);
 	if (rc) {
 		free_state(&st);
 		return hb_fail(err, errlen, rc, "cannot restore prof_active in pid %d: %s", t->pid,

@@ -40,11 +40,17 @@ struct probes {
 	struct ring_buffer *rb;
 };
 
-/* An object file whose sampling functions carry uprobes for every process (by_file). */
+/*
+ * An object file whose sampling functions carry uprobes for every process
+ * (by_file): its two links (in links too), and how many targets use them.
+ * An entry whose users all left keeps its place, without links.
+ */
 struct probed_file {
 	dev_t dev;
 	ino_t ino;
 	uint64_t alloc_off, free_off;
+	size_t users;
+	struct bpf_link *link[2];
 };
 
 static size_t round_pow2_pages(size_t bytes)
@@ -150,8 +156,8 @@ static int sample_pid(struct probes *p, pid_t pid)
 	return 0;
 }
 
-/* by_file: t's object is probed already (the same file, the same offsets), or is now listed. */
-static int file_probed(struct probes *p, const struct jemalloc_target *t, bool *seen)
+/* by_file: t's object's entry in files (*idx), a new one (no users yet) if it has none. */
+static int file_probed(struct probes *p, const struct jemalloc_target *t, size_t *idx)
 {
 	struct probed_file *v, f = { .alloc_off = t->alloc_off, .free_off = t->free_off };
 	struct stat st;
@@ -161,14 +167,19 @@ static int file_probed(struct probes *p, const struct jemalloc_target *t, bool *
 	f.dev = st.st_dev;
 	f.ino = st.st_ino;
 	for (size_t i = 0; i < p->nfiles; i++) {
-		*seen = !memcmp(&p->files[i], &f, sizeof(f));
-		if (*seen)
+		const struct probed_file *e = &p->files[i];
+
+		if (e->dev == f.dev && e->ino == f.ino && e->alloc_off == f.alloc_off &&
+		    e->free_off == f.free_off) {
+			*idx = i;
 			return 0;
+		}
 	}
 	v = realloc(p->files, (p->nfiles + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	p->files = v;
+	*idx = p->nfiles;
 	v[p->nfiles++] = f;
 	return 0;
 }
@@ -224,45 +235,85 @@ static int attach_sampling(struct probes *p, const struct jemalloc_target *t, pi
 	return err;
 }
 
-int probes__attach(struct probes *p, const struct jemalloc_target *t)
+int probes__attach(struct probes *p, const struct jemalloc_target *t, bool activity, int *file)
 {
-	size_t keep = p->nactivity;
+	size_t keep = p->nactivity, fi = 0;
 	__u32 key = t->pid;
 	__u8 one = 1;
 	int err;
 
+	*file = -1;
 	/* before the uprobes, so that no fork in the window is missed */
 	err = attach_tree(p);
 	if (!err && bpf_map__update_elem(p->skel->maps.tracked, &key, sizeof(key), &one,
 					 sizeof(one), BPF_ANY))
 		err = -errno;
 	if (!err && p->by_file) {
-		bool seen = false;
+		size_t first = p->nlinks;
 
-		err = file_probed(p, t, &seen);
+		err = file_probed(p, t, &fi);
 		err = err ?: sample_pid(p, t->pid);
 		/* every process that maps the file: BPF keeps the sampled pids' events only */
-		if (!err && !seen) {
+		if (!err && !p->files[fi].users) {
 			err = attach_sampling(p, t, -1);
-			if (err)
-				p->nfiles--;
+			if (!err) {
+				p->files[fi].link[0] = p->links[first];
+				p->files[fi].link[1] = p->links[first + 1];
+			}
+		}
+		if (!err) {
+			p->files[fi].users++;
+			*file = (int)fi;
 		}
 	} else {
 		err = err ?: attach_sampling(p, t, t->pid);
 	}
-	if (!err && t->activity_off) {
+	if (!err && activity && t->activity_off) {
 		err = keep_link(&p->activity, &p->nactivity,
 				bpf_program__attach_uprobe(p->skel->progs.heapbpf_activity, false,
 							   t->pid, t->open_path, t->activity_off));
-		/* this target's sampling probes go (not a file's); other targets' stay */
+		/* this target's sampling probes go (a file's with its last user); others' stay */
 		if (err && !p->by_file)
 			drop_links(p->links, &p->nlinks, p->nlinks - 2);
+		if (err && p->by_file)
+			probes__release(p, *file);
 	}
 	if (err) {
 		drop_links(p->activity, &p->nactivity, keep);
 		probes__untrack(p, t->pid);
 	}
 	return err;
+}
+
+static void destroy_links(struct bpf_link **v, size_t n);
+
+/* Takes l out of links (its order kept). */
+static void forget_link(struct probes *p, const struct bpf_link *l)
+{
+	for (size_t i = 0; i < p->nlinks; i++) {
+		if (p->links[i] == l) {
+			memmove(&p->links[i], &p->links[i + 1],
+				(p->nlinks - i - 1) * sizeof(p->links[0]));
+			p->nlinks--;
+			return;
+		}
+	}
+}
+
+void probes__release(struct probes *p, int file)
+{
+	struct probed_file *f;
+
+	if (!p->by_file || file < 0 || (size_t)file >= p->nfiles || !p->files[file].users)
+		return;
+	f = &p->files[file];
+	if (--f->users)
+		return;
+	forget_link(p, f->link[0]);
+	forget_link(p, f->link[1]);
+	destroy_links(f->link, 2);
+	f->link[0] = NULL;
+	f->link[1] = NULL;
 }
 
 int probes__ring_buffer(struct probes *p, probes_event_fn fn, void *ctx, struct ring_buffer **rb)

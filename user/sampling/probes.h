@@ -42,12 +42,20 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
  * Starts following the process trees of the targets (fork and exec
  * tracepoints, attached once for every target of the session), tracks t's
  * pid, then attaches both uprobes to t's jemalloc object for its pid only,
- * and the activity probe where t has one (t->activity_off). Called once per
+ * and, when activity (a late-activation check will run and detach it), the
+ * activity probe where t has one (t->activity_off). Called once per
  * target of a session: one BPF object and ring buffer serve every target
  * whose jemalloc has the same layout. A failure leaves the other targets'
- * probes attached.
+ * probes attached. by_file, *file names t's object file for
+ * probes__release (-1 otherwise).
  */
-int probes__attach(struct probes *p, const struct jemalloc_target *t);
+int probes__attach(struct probes *p, const struct jemalloc_target *t, bool activity, int *file);
+/*
+ * by_file: a target attached with *file leaves; the file's uprobes are
+ * detached with its last user (the kernel's detach takes about 0.1 s).
+ * Nothing for file -1 or without by_file.
+ */
+void probes__release(struct probes *p, int file);
 /* --follow-forks: the samples of one more process (a forked child): its uprobes, or by_file its pid. */
 int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t pid);
 /* Stops following pid's forks and (by_file) taking its samples: a thread, a process that exec'ed or exited. */

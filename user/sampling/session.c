@@ -206,6 +206,7 @@ struct member {
 	bool late_settled; /* sampled, or failed, since its late-activation check began */
 	int pfd;
 	int restore_rc; /* of its flag, at the end */
+	int file;	/* its object file's uprobes (probes__release), or -1 */
 	/* an unconfirmed layout's check of the first samples, or NULL */
 	struct selfcheck *sc;
 	/* samples with a backtrace / with none, until NOBT_SAMPLES settle it (nobt_check) */
@@ -728,6 +729,22 @@ static int late_active_error(const struct session *s, const struct jemalloc_targ
 			     size_t errlen);
 
 /*
+ * m's flag back to what it was. A target that exec'd without heapbpf hearing
+ * it (its event dropped): the flag went with the old image, nothing is
+ * written into the new one (toggle.h), and there is nothing left to restore.
+ */
+static int restore_flag(struct member *m)
+{
+	int rc = prof_toggle__restore(&m->tg);
+
+	if (rc != -ESTALE)
+		return rc;
+	hb_note("pid %d exec'd: its prof_active went with its old image, nothing to restore",
+		m->t->pid);
+	return 0;
+}
+
+/*
  * Each target on its own: settled once it samples, hit by the bug once its
  * slow path allocated LATE_PERIODS sampling periods' worth with no sample.
  * With one target that ends the session (-ENODATA); with several, that one
@@ -770,7 +787,7 @@ static int late_active_check(struct loop *l)
 		hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
 		m->s->failed = -ENODATA;
 		/* nothing to profile there: its flag back off now, its events no longer taken */
-		err = prof_toggle__restore(&m->tg);
+		err = restore_flag(m);
 		if (err && err != -ESRCH)
 			hb_error("cannot switch jemalloc's prof_active back off in pid %d: %s",
 				 m->t->pid, strerror(-err));
@@ -1076,6 +1093,7 @@ static const char *toggle_error(int rc)
 	return rc == -EFAULT   ? "the flag's address is not in jemalloc's writable data"
 	       : rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)"
 	       : rc == -ESRCH  ? "the process exited"
+	       : rc == -ESTALE ? "the process exec'd since it was found"
 			       : strerror(-rc);
 }
 
@@ -1090,7 +1108,8 @@ static int start_member(struct loop *l, struct member *m)
 	m->s->unconfirmed = t->needs_selfcheck;
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
-	rc = probes__attach(m->p ? m->p : l->p, t);
+	/* a node session runs no late-activation check: nothing would detach its probe */
+	rc = probes__attach(m->p ? m->p : l->p, t, !l->node, &m->file);
 	if (rc)
 		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
 				   t->pid, strerror(-rc));
@@ -1201,7 +1220,7 @@ static int restore_flags(struct loop *l, int *rc)
 
 		if (m->gone)
 			continue;
-		r2 = prof_toggle__restore(&m->tg);
+		r2 = restore_flag(m);
 		m->restore_rc = r2;
 		on |= m->tg.addr != 0;
 		if (!r2 || r2 == -ESRCH || (single(l) && *rc))
@@ -1517,6 +1536,9 @@ static void drop_member(struct loop *l, struct member *m)
 	m->running = false;
 	selfcheck__free(m->sc);
 	m->sc = NULL;
+	/* its object file's uprobes go with the last target using them */
+	probes__release(m->p ? m->p : l->p, m->file);
+	m->file = -1;
 	m->gone = true;
 }
 
@@ -1536,7 +1558,7 @@ int session_add(struct session *node, const struct jemalloc_target *t, struct gu
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	memset(s, 0, sizeof(*s));
 	s->reason = STOP_ERROR;
-	*m = (struct member){ .s = s, .t = t, .guard = g, .pfd = -1 };
+	*m = (struct member){ .s = s, .t = t, .guard = g, .pfd = -1, .file = -1 };
 	/* this target's failure is said to the caller, not ended the session with */
 	serr = l->err;
 	serrlen = l->errlen;
@@ -1549,7 +1571,7 @@ int session_add(struct session *node, const struct jemalloc_target *t, struct gu
 	l->err = serr;
 	l->errlen = serrlen;
 	if (rc) {
-		prof_toggle__restore(&m->tg);
+		restore_flag(m);
 		drop_member(l, m);
 		return rc;
 	}
@@ -1579,10 +1601,13 @@ int session_remove(struct session *node, struct session *s)
 		return 0;
 	/* what it sampled so far is in its collector, then its flag goes back */
 	consume(l->rb);
-	rc = prof_toggle__restore(&m->tg);
+	rc = restore_flag(m);
 	if (rc == -ESRCH)
 		rc = 0;
 	if (m->ours) {
+		/* as stop() does: the forks that copied the flag just before it went off */
+		ring_buffer__poll(l->rb, DRAIN_MS);
+		consume(l->rb);
 		forks__restore(&s->forks, m->tg.addr, m->tg.orig, m->t->path, &s->fork_result);
 		if (!rc && !s->fork_result.failed && m->guard)
 			guard__clear(m->guard);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -210,4 +212,28 @@ uint64_t proc_start_time(pid_t pid)
 		   &v) != 1)
 		return 0;
 	return v;
+}
+
+int proc_exec_random(pid_t pid, uint8_t *out)
+{
+	uint64_t v[128];
+	char path[32];
+	ssize_t n;
+	int fd, e;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = read(fd, v, sizeof(v));
+	e = errno;
+	close(fd);
+	if (n < 0)
+		return e == ESRCH ? -ESRCH : -EIO;
+	for (size_t i = 0; i + 1 < (size_t)n / sizeof(v[0]) && v[i] != AT_NULL; i += 2) {
+		if (v[i] == AT_RANDOM)
+			return proc_mem_read(pid, v[i + 1], out, PROC_EXEC_RANDOM);
+	}
+	/* a zombie's auxv reads empty: it exited; else a kernel without AT_RANDOM (before 2.6.29) */
+	return n ? -ENOENT : -ESRCH;
 }

@@ -45,6 +45,14 @@ int proc_map_open_path(pid_t pid, const char *path, char *buf, size_t len);
 int proc_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 
+/*
+ * The 16 random bytes the kernel put on pid's stack at its last exec (auxv
+ * AT_RANDOM): new at every exec, ASLR or not, so they tell program images of
+ * one pid apart. -ESRCH when pid is gone (or a zombie).
+ */
+#define PROC_EXEC_RANDOM 16
+int proc_exec_random(pid_t pid, uint8_t *out);
+
 /* True when pid exists (kill(pid, 0) semantics, ESRCH = gone). */
 bool proc_alive(pid_t pid);
 
