@@ -70,12 +70,11 @@ int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
 		    prof_toggle_hook before_write, void *arg)
 {
 	uint8_t one = 1, v;
-	int err;
+	int err = prof_toggle__init(tg, t), bad = prof_toggle_validate(t, tg->addr);
 
-	err = prof_toggle__init(tg, t);
-	err = prof_toggle_validate(t, tg->addr) ?: err;
-	if (err)
-		return err;
+	/* the address's own fault first: it says more than the image's */
+	if (bad || err)
+		return bad ? bad : err;
 	err = prof_toggle__read(tg, &tg->orig);
 	if (err)
 		return err;
