@@ -436,21 +436,27 @@ void probes__detach(struct probes *p)
 	probes__detach_activity(p);
 }
 
-void probes__counters(const struct probes *p, struct heapbpf_counters *c)
+void probes__counters_add(const struct probes *p, struct heapbpf_counters *c)
 {
 	/* .bss is memory-mapped: read each counter once */
 	volatile struct heapbpf_counters *src = &p->skel->bss->counters;
 
-	c->alloc_hits = src->alloc_hits;
-	c->free_hits = src->free_hits;
-	c->alloc_drops = src->alloc_drops;
-	c->free_drops = src->free_drops;
-	c->read_faults = src->read_faults;
-	c->activity_hits = src->activity_hits;
-	c->activity_bytes = src->activity_bytes;
-	c->proc_drops = src->proc_drops;
-	c->untracked_forks = src->untracked_forks;
-	c->oom_drops = src->oom_drops;
+	c->alloc_hits += src->alloc_hits;
+	c->free_hits += src->free_hits;
+	c->alloc_drops += src->alloc_drops;
+	c->free_drops += src->free_drops;
+	c->read_faults += src->read_faults;
+	c->activity_hits += src->activity_hits;
+	c->activity_bytes += src->activity_bytes;
+	c->proc_drops += src->proc_drops;
+	c->untracked_forks += src->untracked_forks;
+	c->oom_drops += src->oom_drops;
+}
+
+void probes__counters(const struct probes *p, struct heapbpf_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	probes__counters_add(p, c);
 }
 
 void probes__print_run_time(const struct probes *p, FILE *f)

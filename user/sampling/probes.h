@@ -85,6 +85,8 @@ void probes__close_ring_buffer(struct probes *p);
 void probes__detach(struct probes *p);
 /* Copies the BPF-side counters. */
 void probes__counters(const struct probes *p, struct heapbpf_counters *c);
+/* The same, added to *c (a session of several BPF objects sums theirs). */
+void probes__counters_add(const struct probes *p, struct heapbpf_counters *c);
 /*
  * Prints each program's kernel-measured run count and run time, one line
  * per program that ran ("heapbpf: bpf_stats: NAME run_cnt N run_time_ns T").

@@ -305,21 +305,8 @@ static void untrack(const struct loop *l, pid_t pid)
 static void all_counters(const struct loop *l, struct heapbpf_counters *c)
 {
 	probes__counters(l->p, c);
-	for (size_t i = 0; i < l->nmore; i++) {
-		struct heapbpf_counters x;
-
-		probes__counters(l->more[i], &x);
-		c->alloc_hits += x.alloc_hits;
-		c->free_hits += x.free_hits;
-		c->alloc_drops += x.alloc_drops;
-		c->free_drops += x.free_drops;
-		c->read_faults += x.read_faults;
-		c->activity_hits += x.activity_hits;
-		c->activity_bytes += x.activity_bytes;
-		c->proc_drops += x.proc_drops;
-		c->untracked_forks += x.untracked_forks;
-		c->oom_drops += x.oom_drops;
-	}
+	for (size_t i = 0; i < l->nmore; i++)
+		probes__counters_add(l->more[i], c);
 }
 
 /* A slot of l->procs to fill: one a node session's target left, else a new one at the end. */
@@ -941,7 +928,7 @@ static int on_ready(struct loop *l, uint32_t tag)
 		 * -d a multiple of --interval: the two timers expire together, but
 		 * on a loaded machine (each on its own CPU) the deadline's wake-up
 		 * can come after the tick's; the last window is the deadline's,
-		 * not a window and then a stub of the time it took to write it
+		 * not a window and then a sliver of the time it took to write it
 		 */
 		if (l->deadline && now_ns(CLOCK_MONOTONIC) >= l->deadline) {
 			s->reason = STOP_DURATION;
