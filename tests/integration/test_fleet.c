@@ -216,7 +216,13 @@ Test(fleet, unit_child_forked_in_the_window_is_restored_and_followed)
 	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
 	cr_assert_eq(hb_peek(child, flag, &b, 1), 0);
 	cr_assert_eq(b, 1, "the child did not inherit sampling on");
-	/* the child frees what it allocates: its allocations, not its in-use, show it */
+	/*
+	 * followed once heapbpf said so (its attach, slow on a loaded machine,
+	 * came after the fork): from then on the child's allocations are its.
+	 * The child frees what it allocates: its allocations, not its in-use, show it
+	 */
+	snprintf(reply, sizeof(reply), "following pid %d (forked from %d)", child, a.pid);
+	cr_assert(hb_wait_text(errpath, reply, 60000, hp), "heapbpf never said \"%s\"", reply);
 	hb_sleep_ms(3000);
 	kill(hp, SIGTERM);
 	rc = hb_wait(hp, 30000);
