@@ -149,15 +149,19 @@ void hb_standin_paused_windows(struct svc *s, const char *pid, int port, const c
 		h = hb_spawn(argv, hb_tmp("heapbpf.out"));
 	}
 	/*
-	 * allocations in the first window, none in the third: the pause falls in
-	 * the second, counted from when sampling started (set-up can take
-	 * seconds on a loaded machine)
+	 * allocations in the first window, none in the third: the windows are
+	 * counted from when sampling started (set-up can take seconds on a loaded
+	 * machine), and the pause comes a second after that, while the service
+	 * has allocated for a second at its full rate. Only lateness can move the
+	 * pause (the test seeing the flag, the sleep, the command): 3 s of it
+	 * before the third window begins. Paused 3 s in, as it was, 1 s of it was
+	 * enough to put allocations in the third.
 	 */
 	cr_assert_eq(hb_sym_addr(s->pid, hb_path("examples/alloc-service-static"),
 				 "je_prof_active_state", &flag),
 		     0);
 	cr_assert(hb_wait_byte(s->pid, flag, 1, 20000, h), "heapbpf did not start sampling");
-	hb_sleep_ms(3000);
+	hb_sleep_ms(1000);
 	cr_assert_eq(svc_cmd(s, "pause", reply, sizeof(reply), 10000), 0);
 	cr_assert_eq(hb_wait(h, 60000), 0);
 }

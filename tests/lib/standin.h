@@ -45,8 +45,9 @@ struct svc;
 /*
  * heapbpf --pid pid --interval 2 -d 6 delivering to http://127.0.0.1:port
  * (--spool-dir spool, -q), while the service s allocates in the first window
- * and is paused from within the second (counted from when sampling started);
- * asserts heapbpf exits 0. Three windows reach the stand-in.
+ * and is paused a second into it (counted from when sampling started), so
+ * that no lateness short of 3 s leaves allocations in the third; asserts
+ * heapbpf exits 0. Three windows reach the stand-in.
  */
 void hb_standin_paused_windows(struct svc *s, const char *pid, int port, const char *spool);
 
