@@ -24,11 +24,16 @@ struct sym_file {
 	char build_id[ELF_BUILD_ID_MAX]; /* of the file opened, "" if none */
 };
 
-/* Parsed objects shared by build-id among the symbolizers of one session. */
+/*
+ * Parsed objects shared by build-id among the symbolizers of one session,
+ * each held while a symbolizer uses it: an agent that samples one service
+ * after another for days holds only the objects of those it samples now.
+ */
 struct sym_pool {
 	struct pooled_elf {
 		char build_id[ELF_BUILD_ID_MAX];
 		struct elf_object *elf;
+		size_t users; /* symbolizers whose file holds it */
 	} * v;
 	size_t n;
 };
@@ -65,9 +70,39 @@ void sym_pool__free(struct sym_pool *p)
 	free(p);
 }
 
+size_t sym_pool__size(const struct sym_pool *p)
+{
+	return p ? p->n : 0;
+}
+
 void symbolizer__share(struct symbolizer *s, struct sym_pool *p)
 {
 	s->pool = p;
+}
+
+/* A symbolizer's file no longer holds elf: freed with its last user. */
+static void pool_put(struct sym_pool *p, struct elf_object *elf)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->v[i].elf != elf)
+			continue;
+		if (--p->v[i].users)
+			return;
+		elf_object__free(elf);
+		p->v[i] = p->v[--p->n];
+		return;
+	}
+}
+
+/* Lets go of f's parsed object: the pool's, or its own. */
+static void put_elf(struct symbolizer *s, struct sym_file *f)
+{
+	if (f->pooled)
+		pool_put(s->pool, f->elf);
+	else
+		elf_object__free(f->elf);
+	f->elf = NULL;
+	f->pooled = false;
 }
 
 /* The pool's object of f's build-id, parsed and added on first use; NULL: not pooled. */
@@ -78,8 +113,10 @@ static struct elf_object *pooled_elf(struct sym_pool *p, const struct sym_file *
 	if (!p || !f->build_id[0])
 		return NULL;
 	for (size_t i = 0; i < p->n; i++) {
-		if (!strcmp(p->v[i].build_id, f->build_id))
+		if (!strcmp(p->v[i].build_id, f->build_id)) {
+			p->v[i].users++;
 			return p->v[i].elf;
+		}
 	}
 	v = realloc(p->v, (p->n + 1) * sizeof(*v));
 	if (!v)
@@ -88,6 +125,7 @@ static struct elf_object *pooled_elf(struct sym_pool *p, const struct sym_file *
 	if (elf_object__open(path, &v[p->n].elf))
 		return NULL;
 	snprintf(v[p->n].build_id, sizeof(v[p->n].build_id), "%s", f->build_id);
+	v[p->n].users = 1;
 	return v[p->n++].elf;
 }
 
@@ -356,8 +394,7 @@ void symbolizer__free(struct symbolizer *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nfiles; i++) {
-		if (!s->files[i].pooled)
-			elf_object__free(s->files[i].elf);
+		put_elf(s, &s->files[i]);
 		dbg_object__put(s->files[i].dbg);
 		free(s->files[i].name_path);
 		if (s->files[i].fd >= 0)
@@ -379,12 +416,9 @@ void symbolizer__release(struct symbolizer *s)
 	for (size_t i = 0; i < s->nfiles; i++) {
 		struct sym_file *f = &s->files[i];
 
-		if (!f->pooled)
-			elf_object__free(f->elf);
+		put_elf(s, f);
 		dbg_object__put(f->dbg);
-		f->elf = NULL;
 		f->dbg = NULL;
-		f->pooled = false;
 		f->parsed = false;
 	}
 	dbg_cache_trim();

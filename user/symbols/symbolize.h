@@ -65,11 +65,15 @@ int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, stru
  * Symbolizers of several processes of one binary (a --unit session) parse
  * each object once: objects of the same build-id are opened and parsed
  * once, into p, and shared (their DWARF is shared by build-id already,
- * user/symbols/debuginfo.c). p is freed after every symbolizer that shares it.
+ * user/symbols/debuginfo.c). An object stays in p while a symbolizer holds
+ * it (parsed and neither released nor freed): the last to let go frees it.
+ * p is freed after every symbolizer that shares it.
  */
 struct sym_pool;
 int sym_pool__new(struct sym_pool **out);
 void sym_pool__free(struct sym_pool *p);
+/* How many parsed objects p holds now. */
+size_t sym_pool__size(const struct sym_pool *p);
 void symbolizer__share(struct symbolizer *s, struct sym_pool *p);
 
 size_t symbolizer__nobjects(const struct symbolizer *s);
