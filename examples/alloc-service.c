@@ -994,6 +994,55 @@ static void cmd_fork(const char *cmd, char *arg)
 		reply("forked %d", (int)child);
 }
 
+/*
+ * forkmany N [MS [BATCH]]: N short-lived children, BATCH (default 300, at
+ * most FORKMANY_MAX) alive at once, each exiting MS ms (default 300) after
+ * its fork without touching the heap; waits for each batch before the next.
+ * A service forking helpers all day, in seconds.
+ */
+#define FORKMANY_MAX 4096
+static void cmd_forkmany(const char *arg)
+{
+	unsigned long long n = 0, ms = 300, size = 300, done = 0;
+	static pid_t kids[FORKMANY_MAX];
+	int fork_err = 0, got;
+	char extra;
+
+	got = sscanf(arg, "%llu %llu %llu %c", &n, &ms, &size, &extra);
+	if (got < 1 || got > 3 || !n || n > 1000000 || ms > 60000 || !size || size > FORKMANY_MAX) {
+		reply("error forkmany takes a count, milliseconds and a batch size");
+		return;
+	}
+	/* waited for here, one by one (the other fork commands let the kernel reap theirs) */
+	signal(SIGCHLD, SIG_DFL);
+	while (done < n && !fork_err) {
+		size_t batch = 0;
+
+		for (; batch < size && done + batch < n; batch++) {
+			kids[batch] = fork();
+			if (kids[batch] == 0) {
+				struct timespec ts = { (time_t)(ms / 1000),
+						       (long)(ms % 1000) * 1000000 };
+
+				nanosleep(&ts, NULL);
+				_exit(0);
+			}
+			if (kids[batch] < 0) {
+				fork_err = errno;
+				break;
+			}
+		}
+		for (size_t i = 0; i < batch; i++)
+			waitpid(kids[i], NULL, 0);
+		done += batch;
+	}
+	signal(SIGCHLD, SIG_IGN);
+	if (fork_err)
+		reply("error fork: %s after %llu", strerror(fork_err), done);
+	else
+		reply("forked %llu", done);
+}
+
 /* exec PROG [ARG...]: this process becomes PROG, under the same pid (a restart in place). */
 static void cmd_exec(char *arg)
 {
@@ -1516,6 +1565,8 @@ static void run_command(char *line)
 	} else if (!strcmp(line, "fork") || !strcmp(line, "fork2") || !strcmp(line, "forkw") ||
 		   !strcmp(line, "forkhold") || !strcmp(line, "forkexec")) {
 		cmd_fork(line, arg);
+	} else if (!strcmp(line, "forkmany")) {
+		cmd_forkmany(arg);
 	} else if (!strcmp(line, "exec")) {
 		cmd_exec(arg);
 	} else if (!strcmp(line, "hold")) {
@@ -1690,6 +1741,9 @@ static void usage(FILE *f)
 		"                 blocks (child_held_buffers; DIR/child-PID.held), frees them\n"
 		"                 at SIGUSR2 (DIR/child-PID.freed) and exits -> forked CHILD\n"
 		"  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
+		"  forkmany N [MS [BATCH]]  N children that exit MS ms (default 300) after\n"
+		"                 their fork, BATCH (300) alive at once, each batch waited for\n"
+		"                                                          -> forked N\n"
 		"  exec PROG [ARG...]  this process execs PROG (same pid)  -> execing\n"
 		"  fill N         N MiB more in use in 1 MiB blocks (fill_buffers), every byte\n"
 		"                 written (resident), kept until exit      -> filled BLOCKS\n"

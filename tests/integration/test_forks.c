@@ -17,6 +17,11 @@
 
 #include <criterion/criterion.h>
 
+#include <bpf/bpf.h>
+#include <linux/types.h>
+
+#include "heapbpf.h"
+
 #include "harness.h"
 #include "oracle.h"
 
@@ -299,6 +304,104 @@ Test(forks, grandchild_is_restored_too)
 	cr_assert_eq(flag_of(f.kids[1], f.flag), 0, "the grandchild still samples");
 	text = stderr_of(&f);
 	cr_assert(strstr(text, "forked 2 process(es)"), "%s", text);
+	free(text);
+	end_kids(&f);
+	cr_assert_eq(svc_stop(&f.s), 0);
+}
+
+/*
+ * How many processes heapbpf (pid hp) has in its BPF map of tracked
+ * processes, read through the map's id in hp's fdinfo; -1 when not found.
+ */
+static int tracked_entries(pid_t hp)
+{
+	char path[64], line[128];
+	__u32 key, next, *prev = NULL;
+	int n = -1;
+
+	for (int fd = 0; fd < 1024 && n < 0; fd++) {
+		struct bpf_map_info info;
+		__u32 len = sizeof(info);
+		unsigned int id = 0;
+		FILE *f;
+		int mfd;
+
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", hp, fd);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			sscanf(line, "map_id: %u", &id);
+		fclose(f);
+		mfd = id ? bpf_map_get_fd_by_id(id) : -1;
+		if (mfd < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		if (!bpf_obj_get_info_by_fd(mfd, &info, &len) && !strcmp(info.name, "tracked")) {
+			for (n = 0; !bpf_map_get_next_key(mfd, prev, &next); n++) {
+				key = next;
+				prev = &key;
+			}
+		}
+		close(mfd);
+	}
+	return n;
+}
+
+/*
+ * A service that forks short-lived helpers all day: more children in one
+ * session than the BPF map of tracked processes holds (HEAPBPF_MAX_TRACKED),
+ * each seen alive, then gone. The ones gone leave heapbpf's tables, so a
+ * grandchild forked after them all is still seen and restored, and no
+ * child went untracked.
+ */
+Test(forks, children_that_come_and_go_leave_room, .timeout = 600)
+{
+	char reply[128], want[64];
+	struct fk f;
+	char *text;
+	int n = 0, restored = 0, tracked;
+
+	start(&f, "600");
+	/*
+	 * 4 s each, 1000 at once: alive when heapbpf reads the fork (it writes
+	 * its state file at each one), as a helper doing work would be
+	 */
+	snprintf(want, sizeof(want), "forkmany %d 4000 1000", HEAPBPF_MAX_TRACKED + 2000);
+	cr_assert_eq(svc_cmd(&f.s, want, reply, sizeof(reply), 540000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &n), 1, "%s", reply);
+	cr_assert_eq(n, HEAPBPF_MAX_TRACKED + 2000);
+	/*
+	 * every one exited: those of the last two batches at most wait for the
+	 * next sweep (before it, the map held one per child seen alive, less
+	 * pids reused, 7300 to 8192 here)
+	 */
+	tracked = tracked_entries(f.hp);
+	cr_assert_geq(tracked, 0, "heapbpf's map of tracked processes not found");
+	cr_assert_lt(tracked, HEAPBPF_MAX_TRACKED / 2,
+		     "%d processes still tracked after all of them exited", tracked);
+	fork_in_target(&f, "fork2 60");
+	cr_assert_gt(f.kids[1], 0, "no grandchild");
+	stop_heapbpf(&f);
+	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
+	cr_assert_eq(flag_of(f.kids[0], f.flag), 0, "the child still samples");
+	cr_assert_eq(flag_of(f.kids[1], f.flag), 0, "the grandchild still samples");
+	text = stderr_of(&f);
+	cr_assert_null(strstr(text, "were not tracked"), "%s", text);
+	/*
+	 * more seen alive than the map holds (one gone before heapbpf read its
+	 * fork is not counted): without the sweep the map would have filled
+	 */
+	snprintf(want, sizeof(want), "pid %d forked ", f.s.pid);
+	cr_assert_not_null(strstr(text, want), "%s", text);
+	cr_assert_eq(sscanf(strstr(text, want) + strlen(want),
+			    "%d process(es) while sampling was "
+			    "on: prof_active restored in %d",
+			    &n, &restored),
+		     2, "%s", text);
+	cr_assert_gt(n, HEAPBPF_MAX_TRACKED, "only %d children seen alive: the test shows nothing",
+		     n);
+	cr_assert_eq(restored, 2, "%s", text);
 	free(text);
 	end_kids(&f);
 	cr_assert_eq(svc_stop(&f.s), 0);

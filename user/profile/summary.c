@@ -123,6 +123,13 @@ void summary_print(FILE *f, const struct hb_profile *p, const struct collector_s
 			"(ring buffer full); raise --ringbuf-size\n",
 			who, (unsigned long long)bc->alloc_drops,
 			(unsigned long long)bc->free_drops);
+	if (bc->proc_drops || bc->untracked_forks)
+		fprintf(f,
+			"heapbpf: %sWARNING: %llu fork or exec events were dropped (ring buffer "
+			"full) and %llu forked processes were not tracked (%d alive at once at "
+			"most): a process they forked may have kept prof_active on\n",
+			who, (unsigned long long)bc->proc_drops,
+			(unsigned long long)bc->untracked_forks, HEAPBPF_MAX_TRACKED);
 	if (st->read_faults)
 		fprintf(f,
 			"heapbpf: %sWARNING: %" PRIu64 " events could not read jemalloc's memory\n",

@@ -111,6 +111,18 @@ void forks__exec(struct forks *f, pid_t pid)
 	}
 }
 
+void forks__prune(struct forks *f)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		if (!f->v[i].execed && proc_start_time(f->v[i].pid) == f->v[i].start)
+			f->v[kept++] = f->v[i];
+	}
+	f->pruned += f->n - kept;
+	f->n = kept;
+}
+
 /* Still the object heapbpf restores in: its flag's address in the same jemalloc. */
 static bool maps_object_at(pid_t pid, uint64_t addr, const char *path)
 {
@@ -146,7 +158,8 @@ void forks__restore(const struct forks *f, uint64_t addr, uint8_t orig, const ch
 		    struct forks_result *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->forked = f->n;
+	r->forked = f->n + f->pruned;
+	r->gone = f->pruned;
 	for (size_t i = 0; i < f->n; i++) {
 		int rc = f->v[i].execed
 				 ? -ESRCH

@@ -33,6 +33,7 @@ struct fork_child {
 struct forks {
 	struct fork_child *v;
 	size_t n, cap;
+	size_t pruned;	  /* children left out by forks__prune: exited or exec'ed */
 	uint64_t threads; /* new tasks that were threads of a tracked process */
 };
 
@@ -52,6 +53,13 @@ struct forks_result {
 int forks__add(struct forks *f, pid_t child);
 /* pid called exec (its flag is its new jemalloc's own). */
 void forks__exec(struct forks *f, pid_t pid);
+/*
+ * Leaves out the children that exited or exec'ed (nothing to restore in
+ * them), counted as gone by forks__restore: a service that forks
+ * short-lived children for days keeps the list (and the state file that
+ * lists it) as long as the children alive.
+ */
+void forks__prune(struct forks *f);
 
 /*
  * Writes orig to addr in every child that is still the same process, has not

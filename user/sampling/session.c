@@ -57,6 +57,9 @@ enum { EV_RING = 1, EV_SIGNAL, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE, EV_WA
 #define LATE_CHECK_S 0.25
 #define LATE_MAX_S   10.0
 
+/* children that join before the first sweep_children, and at least before each next one */
+#define SWEEP_MIN 64
+
 static int64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -224,7 +227,8 @@ struct proc {
 	struct collector *c; /* NULL: its events are not collected (a child not followed) */
 	int pfd;	     /* a followed child's pidfd until it exits, else -1 */
 	bool left_sum;	     /* its in-use has left its tree's sum (it exited or exec'd) */
-	bool gone;	     /* its target left a node session: its events are not taken */
+	/* its target left a node session, or a child not followed exited or exec'ed */
+	bool gone;
 };
 
 /* Everything one session holds open; stop() releases it whatever was reached. */
@@ -245,6 +249,9 @@ struct loop {
 	struct proc *procs;
 	size_t nprocs, cap;
 	struct hashmap by_pid; /* pid -> index in procs */
+	/* children joined since the last sweep_children, and how many make the next one due */
+	size_t children, sweep_at;
+	bool sweep_due;
 	struct probes *p;
 	struct ring_buffer *rb;
 	int ep, sfd, dfd, tfd, ifd, lfd;
@@ -309,11 +316,14 @@ static void all_counters(const struct loop *l, struct heapbpf_counters *c)
 		probes__counters_add(l->more[i], c);
 }
 
-/* A slot of l->procs to fill: one a node session's target left, else a new one at the end. */
+/*
+ * A slot of l->procs to fill: one a node session's target left or a child
+ * not followed that is gone, else a new one at the end.
+ */
 static int proc_slot(struct loop *l, size_t *at)
 {
-	for (size_t i = 0; l->node && i < l->nprocs; i++) {
-		if (l->procs[i].gone && l->procs[i].pfd < 0) {
+	for (size_t i = 0; i < l->nprocs; i++) {
+		if (l->procs[i].gone && l->procs[i].pfd < 0 && (l->node || !l->procs[i].c)) {
 			*at = i;
 			return 0;
 		}
@@ -345,6 +355,18 @@ static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/* A child not followed that is nothing more to the session: out of the BPF maps and the pid table. */
+static void drop_child(struct loop *l, struct proc *p)
+{
+	uint32_t i;
+
+	if (proc_of(l, p->pid) == p) {
+		untrack(l, p->pid);
+		hashmap__del(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &i);
+	}
+	p->gone = true;
 }
 
 static int consume(struct ring_buffer *rb)
@@ -535,6 +557,8 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 		untrack(l, (pid_t)e->pid);
 		if (m && m->t->pid == (pid_t)e->pid)
 			member_exec(l, m);
+		else if (parent && !parent->c && parent->pfd < 0)
+			drop_child(l, parent);
 		return 0;
 	}
 	rc = m && m->ours ? forks__add(&m->s->forks, (pid_t)e->child) : 0;
@@ -548,6 +572,8 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 		      m->s->forks.v[m->s->forks.n - 1].start);
 	if (rc)
 		return rc;
+	if (++l->children >= (l->sweep_at ? l->sweep_at : SWEEP_MIN))
+		l->sweep_due = true;
 	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
 		m->s->fork_state_err = true;
 	return l->o->follow_forks ? follow(l, m, (pid_t)e->child, (pid_t)e->pid) : 0;
@@ -947,6 +973,48 @@ static int on_ready(struct loop *l, uint32_t tag)
 	return 0;
 }
 
+/*
+ * Children neither followed nor a target (their flag restored at the end,
+ * their own forks seen while they live) are nothing more to the session
+ * once they exited or exec'ed, but they stayed in its tables to the end:
+ * in the BPF map of tracked pids (HEAPBPF_MAX_TRACKED: past it a child's
+ * own fork went unseen and its flag was left on), the pid table and the
+ * fork list, which the state file rewrites at each fork. A sweep each time
+ * as many children joined as were left after the last one keeps them to
+ * those alive, at a cost per fork that does not grow.
+ */
+static int sweep_children(struct loop *l)
+{
+	size_t *dead = calloc(l->nprocs + 1, sizeof(*dead)), ndead = 0, left = 0;
+	int err;
+
+	l->sweep_due = false;
+	l->children = 0;
+	if (!dead)
+		return -ENOMEM;
+	for (size_t i = 0; i < l->nprocs; i++) {
+		const struct proc *p = &l->procs[i];
+
+		if (p->gone || p->c || p->pfd >= 0)
+			continue;
+		if (p->start && proc_start_time(p->pid) == p->start)
+			left++;
+		else
+			dead[ndead++] = i;
+	}
+	/* what they committed before they exited (their own forks) is taken first */
+	err = consume(l->rb);
+	for (size_t i = 0; i < ndead; i++)
+		drop_child(l, &l->procs[dead[i]]);
+	for (size_t i = 0; i < l->n; i++) {
+		if (!l->m[i].gone)
+			forks__prune(&l->m[i].s->forks);
+	}
+	free(dead);
+	l->sweep_at = left > SWEEP_MIN ? left : SWEEP_MIN;
+	return err;
+}
+
 /* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
 static int collect(struct loop *l)
 {
@@ -977,6 +1045,8 @@ static int collect(struct loop *l)
 		n = run_oom(l);
 		if (n)
 			return n < 0 ? n : 0;
+		if (l->sweep_due && (n = sweep_children(l)))
+			return n;
 	}
 }
 
