@@ -1102,10 +1102,13 @@ Test(fleet, pyroscope_interval_windows)
 		cr_assert_geq(until[i] - from[i], 2, "%s", lines[i]);
 		/*
 		 * from is rounded down and until up to whole seconds: a 2 s window
-		 * spans 3 of them, and one that ran a little long on a loaded
-		 * machine (2.05 s from x.99) spans 4; a missed tick would be 5
+		 * spans 3 of them, one that ran a little long (2.05 s from x.99)
+		 * spans 4, and one whose tick the loop handled a second or more
+		 * late (busy writing and pushing the window before, on a loaded
+		 * machine) 5. A missed tick shows as a count of profiles other
+		 * than 3 in the 6 s (above), not here
 		 */
-		cr_assert_leq(until[i] - from[i], 4, "%s", lines[i]);
+		cr_assert_leq(until[i] - from[i], 5, "%s", lines[i]);
 		if (i)
 			cr_assert_leq(from[i], until[i - 1], "windows %d and %d leave a gap", i - 1,
 				      i);
