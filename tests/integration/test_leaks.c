@@ -387,7 +387,12 @@ Test(leaks, interval_windows_keep_the_evidence)
 		last = line;
 		windows++;
 	}
-	cr_assert_geq(windows, 3, "%s", err);
+	/*
+	 * 3 in the 6 s, or 2 where writing the first took past the 6 s (a loaded
+	 * machine, sanitized): the 4 s tick then comes after the deadline, which
+	 * ends the session; either way a window came before the last
+	 */
+	cr_assert_geq(windows, 2, "%s", err);
 	/* "... over N points in X s": the last window's evidence starts at the first sample */
 	line = strstr(last, " points in ");
 	cr_assert_not_null(line, "%s", last);
