@@ -1452,6 +1452,9 @@ int session_run_many(const struct jemalloc_target *const *t, struct guard *const
 		free(l.m);
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	}
+	/* their last profiles come one after the other, each releasing its symbolizer */
+	if (s->pool)
+		sym_pool__keep_idle(s->pool);
 	for (size_t i = 0; i < n; i++) {
 		s[i].reason = STOP_ERROR;
 		l.m[i] = (struct member){ .s = &s[i], .t = t[i], .guard = guards[i], .pfd = -1 };
