@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -261,6 +262,50 @@ Test(procmaps, read_missing_process)
 	cr_assert_null(pm);
 	cr_assert_not(proc_alive(dead_pid()));
 	cr_assert(proc_alive(getpid()));
+}
+
+/*
+ * proc_gone: a process that exited (reaped) or whose pid another process
+ * has is gone; a zombie is not, nor one whose /proc file cannot be read now
+ * (out of file descriptors): a living child taken as gone would be left
+ * out of the restore at the end, its flag on.
+ */
+Test(procmaps, gone_only_when_known_gone)
+{
+	uint64_t start = proc_start_time(getpid());
+	struct rlimit lim = { 32, 32 };
+	int fds[64], nfds = 0, fd;
+	siginfo_t si;
+	pid_t pid;
+
+	cr_assert_neq(start, 0);
+	cr_assert_not(proc_gone(getpid(), start));
+	cr_assert(proc_gone(getpid(), start + 1), "another process under the pid");
+	cr_assert(proc_gone(dead_pid(), start));
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	start = proc_start_time(pid);
+	cr_assert_neq(start, 0);
+	/* exited, not reaped: a zombie, its pid still its own */
+	cr_assert_eq(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT), 0);
+	cr_assert_not(proc_gone(pid, start), "a zombie is not gone");
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	cr_assert(proc_gone(pid, start));
+
+	/* no file descriptor left: not known, so not gone */
+	start = proc_start_time(getpid());
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	while (nfds < 64 && (fd = dup(0)) >= 0)
+		fds[nfds++] = fd;
+	cr_assert_eq(errno, EMFILE);
+	cr_assert_not(proc_gone(getpid(), start + 1));
+	cr_assert_eq(proc_start_time(getpid()), 0);
+	while (nfds)
+		close(fds[--nfds]);
+	cr_assert(proc_gone(getpid(), start + 1));
 }
 
 static volatile uint64_t target_var = 0x1122334455667788ULL;

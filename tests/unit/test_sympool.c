@@ -80,3 +80,32 @@ Test(sympool, freeing_a_symbolizer_lets_go)
 	}
 	sym_pool__free(p);
 }
+
+/*
+ * A pool that keeps idle objects (a session of several targets, whose last
+ * profiles come one after the other, each releasing its symbolizer): the
+ * next symbolizer finds what the last one let go, parsed once.
+ */
+Test(sympool, a_pool_that_keeps_idle_objects_parses_once)
+{
+	struct symbolizer *a, *b;
+	struct sym_pool *p;
+
+	cr_assert_eq(sym_pool__new(&p), 0);
+	sym_pool__keep_idle(p);
+	cr_assert_eq(symbolizer__new(getpid(), &a), 0);
+	cr_assert_eq(symbolizer__new(getpid(), &b), 0);
+	symbolizer__share(a, p);
+	symbolizer__share(b, p);
+	lookup_marker(a);
+	cr_assert_eq(sym_pool__size(p), 1);
+	symbolizer__release(a);
+	cr_assert_eq(sym_pool__size(p), 1, "kept, though no symbolizer holds it");
+	lookup_marker(b);
+	cr_assert_eq(sym_pool__size(p), 1, "b shares the kept object");
+	symbolizer__free(b);
+	symbolizer__free(a);
+	cr_assert_eq(sym_pool__size(p), 1);
+	/* freed with the pool (the sanitized build's leak check) */
+	sym_pool__free(p);
+}

@@ -116,7 +116,8 @@ void forks__prune(struct forks *f)
 	size_t kept = 0;
 
 	for (size_t i = 0; i < f->n; i++) {
-		if (!f->v[i].execed && proc_start_time(f->v[i].pid) == f->v[i].start)
+		/* one that cannot be read now (out of file descriptors) is kept: it may live */
+		if (!f->v[i].execed && !proc_gone(f->v[i].pid, f->v[i].start))
 			f->v[kept++] = f->v[i];
 	}
 	f->pruned += f->n - kept;

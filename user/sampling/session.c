@@ -229,6 +229,7 @@ struct proc {
 	bool left_sum;	     /* its in-use has left its tree's sum (it exited or exec'd) */
 	/* its target left a node session, or a child not followed exited or exec'ed */
 	bool gone;
+	bool dead; /* found gone by sweep_children, dropped after its drain */
 };
 
 /* Everything one session holds open; stop() releases it whatever was reached. */
@@ -985,32 +986,40 @@ static int on_ready(struct loop *l, uint32_t tag)
  */
 static int sweep_children(struct loop *l)
 {
-	size_t *dead = calloc(l->nprocs + 1, sizeof(*dead)), ndead = 0, left = 0;
+	size_t left = 0;
 	int err;
 
 	l->sweep_due = false;
 	l->children = 0;
-	if (!dead)
-		return -ENOMEM;
 	for (size_t i = 0; i < l->nprocs; i++) {
-		const struct proc *p = &l->procs[i];
+		struct proc *p = &l->procs[i];
 
 		if (p->gone || p->c || p->pfd >= 0)
 			continue;
-		if (p->start && proc_start_time(p->pid) == p->start)
+		if (p->start && !proc_gone(p->pid, p->start))
 			left++;
 		else
-			dead[ndead++] = i;
+			p->dead = true;
 	}
-	/* what they committed before they exited (their own forks) is taken first */
+	/*
+	 * What they committed before they exited (their own forks) is taken
+	 * first. The drain may drop one (its exec) and give its slot to a new
+	 * child (add_proc clears the mark): only those still marked go.
+	 */
 	err = consume(l->rb);
-	for (size_t i = 0; i < ndead; i++)
-		drop_child(l, &l->procs[dead[i]]);
+	for (size_t i = 0; i < l->nprocs; i++) {
+		struct proc *p = &l->procs[i];
+
+		if (!p->dead)
+			continue;
+		p->dead = false;
+		if (!p->gone)
+			drop_child(l, p);
+	}
 	for (size_t i = 0; i < l->n; i++) {
 		if (!l->m[i].gone)
 			forks__prune(&l->m[i].s->forks);
 	}
-	free(dead);
 	l->sweep_at = left > SWEEP_MIN ? left : SWEEP_MIN;
 	return err;
 }
@@ -1443,6 +1452,9 @@ int session_run_many(const struct jemalloc_target *const *t, struct guard *const
 		free(l.m);
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	}
+	/* their last profiles come one after the other, each releasing its symbolizer */
+	if (s->pool)
+		sym_pool__keep_idle(s->pool);
 	for (size_t i = 0; i < n; i++) {
 		s[i].reason = STOP_ERROR;
 		l.m[i] = (struct member){ .s = &s[i], .t = t[i], .guard = guards[i], .pfd = -1 };

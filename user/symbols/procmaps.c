@@ -186,32 +186,52 @@ void proc_comm(pid_t pid, char *buf, size_t len)
 		fclose(f);
 }
 
-uint64_t proc_start_time(pid_t pid)
+/* The start time of pid into *out: 0, -ESRCH when it is gone, another -errno when unknown. */
+static int read_start_time(pid_t pid, uint64_t *out)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long v = 0;
-	FILE *f;
+	ssize_t len;
+	int fd, err;
 
+	*out = 0;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return 0;
-	}
-	fclose(f);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	len = read(fd, buf, sizeof(buf) - 1);
+	err = len < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
+	buf[len] = '\0';
 	/* the command name may hold spaces and ')': fields resume after the last ')' */
 	p = strrchr(buf, ')');
 	if (!p)
-		return 0;
+		return -EINVAL;
 	/* after ") " come fields 3..; starttime is field 22 */
 	if (sscanf(p + 2,
 		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
 		   "%*d %*d %llu",
 		   &v) != 1)
-		return 0;
-	return v;
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+uint64_t proc_start_time(pid_t pid)
+{
+	uint64_t v;
+
+	return read_start_time(pid, &v) ? 0 : v;
+}
+
+bool proc_gone(pid_t pid, uint64_t start)
+{
+	uint64_t now;
+	int err = read_start_time(pid, &now);
+
+	return err == -ESRCH || (!err && now != start);
 }
 
 int proc_exec_random(pid_t pid, uint8_t *out)

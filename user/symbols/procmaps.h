@@ -61,5 +61,11 @@ void proc_comm(pid_t pid, char *buf, size_t len);
 
 /* The start time of pid (clock ticks after boot, /proc/PID/stat field 22); 0 if unknown. */
 uint64_t proc_start_time(pid_t pid);
+/*
+ * True when the process started at start (proc_start_time) is gone: pid
+ * exited (a zombie is not gone) or is another process's now. False when
+ * it is still there, or when that cannot be told (out of file descriptors).
+ */
+bool proc_gone(pid_t pid, uint64_t start);
 
 #endif /* __HEAPBPF_PROCMAPS_H */

@@ -36,6 +36,7 @@ struct sym_pool {
 		size_t users; /* symbolizers whose file holds it */
 	} * v;
 	size_t n;
+	bool keep_idle; /* one no symbolizer holds stays until sym_pool__free */
 };
 
 struct sym_entry {
@@ -75,6 +76,11 @@ size_t sym_pool__size(const struct sym_pool *p)
 	return p ? p->n : 0;
 }
 
+void sym_pool__keep_idle(struct sym_pool *p)
+{
+	p->keep_idle = true;
+}
+
 void symbolizer__share(struct symbolizer *s, struct sym_pool *p)
 {
 	s->pool = p;
@@ -86,7 +92,7 @@ static void pool_put(struct sym_pool *p, struct elf_object *elf)
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->v[i].elf != elf)
 			continue;
-		if (--p->v[i].users)
+		if (--p->v[i].users || p->keep_idle)
 			return;
 		elf_object__free(elf);
 		p->v[i] = p->v[--p->n];

@@ -66,12 +66,20 @@ int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, stru
  * each object once: objects of the same build-id are opened and parsed
  * once, into p, and shared (their DWARF is shared by build-id already,
  * user/symbols/debuginfo.c). An object stays in p while a symbolizer holds
- * it (parsed and neither released nor freed): the last to let go frees it.
+ * it (parsed and neither released nor freed): the last to let go frees it
+ * (an agent's pool), unless p keeps idle objects (sym_pool__keep_idle).
  * p is freed after every symbolizer that shares it.
  */
 struct sym_pool;
 int sym_pool__new(struct sym_pool **out);
 void sym_pool__free(struct sym_pool *p);
+/*
+ * p keeps an object no symbolizer holds until sym_pool__free: a session of
+ * several targets builds their last profiles one after the other, each
+ * releasing its symbolizer's objects (report__build), so without this the
+ * next target would parse again what the last one let go.
+ */
+void sym_pool__keep_idle(struct sym_pool *p);
 /* How many parsed objects p holds now. */
 size_t sym_pool__size(const struct sym_pool *p);
 void symbolizer__share(struct symbolizer *s, struct sym_pool *p);
