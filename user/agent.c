@@ -98,8 +98,8 @@ struct agent {
 	size_t nprocs, cap;
 	size_t active, budget; /* sampled now; at most (--max-targets, lowered by the caps) */
 	int64_t next_rotate;
-	int64_t shed_at; /* CLOCK_MONOTONIC ns a cap last let a target go */
-	bool cap_said;	 /* over a cap with one target: said once */
+	int64_t shed_at;       /* CLOCK_MONOTONIC ns a cap last let a target go */
+	unsigned int cap_said; /* over a cap with one target: said once, a bit per cap */
 	uint64_t cpu_ticks;
 	int64_t cpu_at;
 };
@@ -566,10 +566,13 @@ static uint64_t self_ticks(void)
 	return ut + st;
 }
 
-/* heapbpf's CPU share of one core over the last CPU_SPAN_S, in percent; -1 until measured. */
-static double cpu_share(struct agent *a)
+/*
+ * heapbpf's CPU share of one core over the last CPU_SPAN_S to now (the
+ * caller's clock, the one its step waits are counted on), in percent; -1
+ * until measured.
+ */
+static double cpu_share(struct agent *a, int64_t now)
 {
-	int64_t now = clock_ns(CLOCK_MONOTONIC);
 	uint64_t ticks = self_ticks();
 	double pct;
 
@@ -588,6 +591,16 @@ static double cpu_share(struct agent *a)
 	a->cpu_at = now;
 	a->cpu_ticks = ticks;
 	return pct;
+}
+
+/*
+ * The CPU span starts again after a step: the next is judged on what
+ * heapbpf costs without the target let go, not on the cost of letting it go.
+ */
+static void cpu_restart(struct agent *a)
+{
+	a->cpu_ticks = self_ticks();
+	a->cpu_at = a->cpu_ticks ? clock_ns(CLOCK_MONOTONIC) : 0;
 }
 
 /* The sampled target holding most in use: what a cap lets go first. */
@@ -618,41 +631,49 @@ static void hold_caps(struct agent *a)
 {
 	int64_t now = clock_ns(CLOCK_MONOTONIC);
 	uint64_t rss = self_rss();
-	double cpu = cpu_share(a);
+	double cpu = cpu_share(a, now);
 	struct agent_target *at;
 	char what[128];
+	unsigned int cap; /* its bit in cap_said: 1 the RSS cap, 2 the CPU cap */
+	pid_t pid;
 
-	if (rss > a->o->max_rss)
+	if (rss > a->o->max_rss) {
+		cap = 1;
 		snprintf(what, sizeof(what), "heapbpf's RSS of %llu MiB is over --max-rss %llu MiB",
 			 (unsigned long long)(rss >> 20),
 			 (unsigned long long)(a->o->max_rss >> 20));
-	else if (cpu > a->o->max_cpu)
-		snprintf(what, sizeof(what), "heapbpf's CPU of %.0f%% is over --max-cpu %.0f%%",
-			 cpu, a->o->max_cpu);
-	else
+	} else if (cpu > a->o->max_cpu) {
+		cap = 2;
+		snprintf(what, sizeof(what), "heapbpf's CPU of %.1f%% is over --max-cpu %g%%", cpu,
+			 a->o->max_cpu);
+	} else {
 		return;
+	}
 	/* nothing sampled: heapbpf's floor, nothing to let go */
 	if (!a->active || now < a->shed_at + (int64_t)(CPU_SPAN_S * 1e9))
 		return;
 	a->shed_at = now;
 	if (a->active == 1) {
 		a->budget = 1;
-		if (!a->cap_said)
+		if (!(a->cap_said & cap))
 			hb_warn("agent: %s with one process sampled; it stays sampled", what);
-		a->cap_said = true;
+		a->cap_said |= cap;
 		return;
 	}
 	at = largest(a);
 	if (!at)
 		return;
+	pid = at->p->pid;
 	/* one fewer than are sampled now: the one let go is not taken back at once */
 	a->budget = a->active - 1;
-	hb_warn("agent: %s: pid %d let go (its last window written), %zu sampled at once from "
-		"now on",
-		what, at->p->pid, a->budget);
 	retire(a, at, NULL, NULL);
 	/* what its collector held goes back to the system, not to malloc's free lists */
 	malloc_trim(0);
+	cpu_restart(a);
+	/* said once done: its flag is off and its last window written when this is read */
+	hb_warn("agent: %s: pid %d let go (its last window written), %zu sampled at once from "
+		"now on",
+		what, pid, a->budget);
 }
 
 /* How many processes wait their turn. */

@@ -549,6 +549,143 @@ Test(agent, rss_cap_lets_targets_go_down_to_one)
 	}
 }
 
+/* The agent's stderr so far, whole (demand profiles make it long); free it. */
+static char *agent_err_all(void)
+{
+	char path[PATH_MAX], *text = NULL;
+
+	if (hb_read_file(in_tmp(path, sizeof(path), "agent.err"), &text) < 0)
+		text = hb_xstrdup("");
+	return text;
+}
+
+/* How many times what occurs in text. */
+static int count_of(const char *text, const char *what)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+/*
+ * Waits (a guard against a hang) until the agent has said text n times,
+ * asking it every 50 ms meanwhile for a profile of every target it samples
+ * (SIGUSR1): work of heapbpf's own. Sampling alone costs it too little (about
+ * 0.3 us a sample) to stay over even a 1% cap with one target left.
+ */
+static void wait_said_busy(const char *text, int n)
+{
+	for (int waited = 0; waited < WAIT_MS; waited += 50) {
+		char *err = agent_err_all();
+		int have = count_of(err, text);
+
+		free(err);
+		if (have >= n)
+			return;
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		kill(agent_pid, SIGUSR1);
+		hb_sleep_ms(50);
+	}
+	cr_assert_fail("the agent never said \"%s\" %d times: %s", text, n, agent_err());
+}
+
+/* Files in dir of pid's stop profile (each let go before has none). */
+static int stop_profiles_of(const char *dir, pid_t pid)
+{
+	static char names[512][256];
+	int n = hb_count_files(dir, "-stop.pb.gz", names, 512), have = 0;
+	char mark[32];
+
+	snprintf(mark, sizeof(mark), "-%d-", pid);
+	for (int i = 0; i < n && i < 512; i++)
+		have += strstr(names[i], mark) != NULL;
+	return have;
+}
+
+#define CPU_OVER "is over --max-cpu 1%: pid "
+
+/*
+ * The CPU cap: targets let go one by one, each said as over the CPU cap
+ * (never the RSS cap), down to one, which stays sampled, and said once.
+ */
+Test(agent, cpu_cap_lets_targets_go_down_to_one)
+{
+	struct svc s[3];
+	uint64_t flag[3];
+	pid_t gone[2];
+	size_t budget[2];
+	char sel[128], out[PATH_MAX], want[128], *err, *p;
+	int on = 0, kept = -1;
+
+	hb_require_bpf();
+	make_parent();
+	for (int i = 0; i < 3; i++) {
+		/* every allocation of 1 KiB or more sampled: the ring buffer busy */
+		start_service(&s[i], "prof:true,prof_active:false,lg_prof_sample:10", "2000");
+		place(s[i].pid, "system.slice/cpucapped.service");
+		cr_assert_eq(hb_sym_addr(s[i].pid, hb_path(SERVICE), "je_prof_active_state",
+					 &flag[i]),
+			     0);
+	}
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	/*
+	 * 1%, the least the parser takes; the RSS cap out of reach (an ASan build
+	 * included); windows only when a target is let go (and at the stop).
+	 */
+	start_agent((const char *[]){ "--output-dir", out, "--interval", "3600", "--max-cpu", "1",
+				      "--max-rss", "16G", "--rotate", "3600", "--select", sel,
+				      NULL });
+	for (int i = 0; i < 3; i++) {
+		snprintf(want, sizeof(want), "agent: sampling pid %d ", s[i].pid);
+		wait_said(want);
+	}
+	wait_said_busy(CPU_OVER, 2);
+	wait_said_busy("is over --max-cpu 1% with one process sampled; it stays sampled", 1);
+
+	err = agent_err_all();
+	cr_assert_null(strstr(err, "--max-rss"), "%s", err);
+	cr_assert_eq(count_of(err, CPU_OVER), 2, "two let go, no more: %s", err);
+	p = err;
+	for (int k = 0; k < 2; k++) {
+		p = strstr(p, CPU_OVER) + strlen(CPU_OVER);
+		cr_assert_eq(sscanf(p, "%d let go (its last window written), %zu sampled at once",
+				    &gone[k], &budget[k]),
+			     2, "%s", err);
+		/* one fewer sampled at once with each */
+		cr_assert_eq(budget[k], 2 - (size_t)k, "%s", err);
+	}
+	cr_assert_neq(gone[0], gone[1], "%s", err);
+	free(err);
+	for (int i = 0; i < 3; i++) {
+		uint8_t b = 0xff;
+		bool let_go = s[i].pid == gone[0] || s[i].pid == gone[1];
+
+		cr_assert_eq(hb_peek(s[i].pid, flag[i], &b, 1), 0);
+		/* said after its flag went back off and its last window was written */
+		cr_assert_eq(b, !let_go, "pid %d (%s): flag %u: %s", s[i].pid,
+			     let_go ? "let go" : "kept", b, agent_err());
+		if (!let_go)
+			kept = i;
+		on += b;
+	}
+	cr_assert_eq(on, 1, "one process stays sampled under the cap: %s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	err = agent_err_all();
+	cr_assert_eq(count_of(err, "with one process sampled; it stays sampled"), 1, "%s", err);
+	free(err);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(flag_of(s[i].pid), 0, "pid %d%s", s[i].pid,
+			     i == kept ? " (kept)" : "");
+		/* the one kept was sampled to the stop; those let go were not taken back */
+		cr_assert_eq(stop_profiles_of(out, s[i].pid), i == kept, "pid %d", s[i].pid);
+		svc_stop(&s[i]);
+	}
+}
+
 /*
  * A copy of the example whose jemalloc version string reads version (NUL-padded
  * in place) and that has no DWARF: a layout only its first samples can confirm.
