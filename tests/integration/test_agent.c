@@ -512,6 +512,27 @@ static void wait_said(const char *text)
 }
 
 /* The RSS cap: targets let go one by one down to one, which stays sampled. */
+/*
+ * Three services of conf at rate operations a second in the test's cgroup
+ * of system.slice/UNIT.service, each one's prof_active address in flag.
+ */
+static void start_three(struct svc s[3], uint64_t flag[3], const char *conf, const char *rate,
+			const char *unit)
+{
+	char cg[128];
+
+	hb_require_bpf();
+	make_parent();
+	snprintf(cg, sizeof(cg), "system.slice/%s.service", unit);
+	for (int i = 0; i < 3; i++) {
+		start_service(&s[i], conf, rate);
+		place(s[i].pid, cg);
+		cr_assert_eq(hb_sym_addr(s[i].pid, hb_path(SERVICE), "je_prof_active_state",
+					 &flag[i]),
+			     0);
+	}
+}
+
 Test(agent, rss_cap_lets_targets_go_down_to_one)
 {
 	struct svc s[3];
@@ -519,15 +540,7 @@ Test(agent, rss_cap_lets_targets_go_down_to_one)
 	char sel[128], out[PATH_MAX];
 	int on = 0;
 
-	hb_require_bpf();
-	make_parent();
-	for (int i = 0; i < 3; i++) {
-		start_service(&s[i], IDLE_CONF, "50");
-		place(s[i].pid, "system.slice/capped.service");
-		cr_assert_eq(hb_sym_addr(s[i].pid, hb_path(SERVICE), "je_prof_active_state",
-					 &flag[i]),
-			     0);
-	}
+	start_three(s, flag, IDLE_CONF, "50", "capped");
 	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
 	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
 	/* 32M: below what the ring buffer alone costs, so the cap is always over */
@@ -592,17 +605,23 @@ static void wait_said_busy(const char *text, int n)
 	cr_assert_fail("the agent never said \"%s\" %d times: %s", text, n, agent_err());
 }
 
-/* Files in dir of pid's stop profile (each let go before has none). */
-static int stop_profiles_of(const char *dir, pid_t pid)
+/* The files in dir of pid's whose names end in suffix. */
+static int profiles_of(const char *dir, pid_t pid, const char *suffix)
 {
 	static char names[512][256];
-	int n = hb_count_files(dir, "-stop.pb.gz", names, 512), have = 0;
+	int n = hb_count_files(dir, suffix, names, 512), have = 0;
 	char mark[32];
 
 	snprintf(mark, sizeof(mark), "-%d-", pid);
 	for (int i = 0; i < n && i < 512; i++)
 		have += strstr(names[i], mark) != NULL;
 	return have;
+}
+
+/* Files in dir of pid's stop profile (each let go before has none). */
+static int stop_profiles_of(const char *dir, pid_t pid)
+{
+	return profiles_of(dir, pid, "-stop.pb.gz");
 }
 
 #define CPU_OVER "is over --max-cpu 1%: pid "
@@ -620,16 +639,8 @@ Test(agent, cpu_cap_lets_targets_go_down_to_one)
 	char sel[128], out[PATH_MAX], want[128], *err, *p;
 	int on = 0, kept = -1;
 
-	hb_require_bpf();
-	make_parent();
-	for (int i = 0; i < 3; i++) {
-		/* every allocation of 1 KiB or more sampled: the ring buffer busy */
-		start_service(&s[i], "prof:true,prof_active:false,lg_prof_sample:10", "2000");
-		place(s[i].pid, "system.slice/cpucapped.service");
-		cr_assert_eq(hb_sym_addr(s[i].pid, hb_path(SERVICE), "je_prof_active_state",
-					 &flag[i]),
-			     0);
-	}
+	/* every allocation of 1 KiB or more sampled: the ring buffer busy */
+	start_three(s, flag, "prof:true,prof_active:false,lg_prof_sample:10", "2000", "cpucapped");
 	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
 	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
 	/*
@@ -800,14 +811,7 @@ Test(agent, unfit_layout_let_go_and_said)
 /* The window files of pid in dir so far. */
 static int windows_of(const char *dir, pid_t pid)
 {
-	static char names[256][256];
-	int n = hb_count_files(dir, ".pb.gz", names, 256), have = 0;
-	char mark[32];
-
-	snprintf(mark, sizeof(mark), "-%d-", pid);
-	for (int i = 0; i < n && i < 256; i++)
-		have += strstr(names[i], mark) != NULL;
-	return have;
+	return profiles_of(dir, pid, ".pb.gz");
 }
 
 /* The most samples a window of pid had, as the agent's stderr says. */

@@ -30,16 +30,22 @@ static void lookup_marker(struct symbolizer *s)
 	cr_assert_str_eq(r.lines[0].function, "sympool_marker");
 }
 
+/* Two symbolizers of this process sharing p. */
+static void two_sharing(struct sym_pool *p, struct symbolizer **a, struct symbolizer **b)
+{
+	cr_assert_eq(symbolizer__new(getpid(), a), 0);
+	cr_assert_eq(symbolizer__new(getpid(), b), 0);
+	symbolizer__share(*a, p);
+	symbolizer__share(*b, p);
+}
+
 Test(sympool, an_object_lives_while_a_symbolizer_holds_it)
 {
 	struct symbolizer *a, *b;
 	struct sym_pool *p;
 
 	cr_assert_eq(sym_pool__new(&p), 0);
-	cr_assert_eq(symbolizer__new(getpid(), &a), 0);
-	cr_assert_eq(symbolizer__new(getpid(), &b), 0);
-	symbolizer__share(a, p);
-	symbolizer__share(b, p);
+	two_sharing(p, &a, &b);
 	cr_assert_eq(sym_pool__size(p), 0, "nothing is parsed before a lookup");
 
 	lookup_marker(a);
@@ -93,10 +99,7 @@ Test(sympool, a_pool_that_keeps_idle_objects_parses_once)
 
 	cr_assert_eq(sym_pool__new(&p), 0);
 	sym_pool__keep_idle(p);
-	cr_assert_eq(symbolizer__new(getpid(), &a), 0);
-	cr_assert_eq(symbolizer__new(getpid(), &b), 0);
-	symbolizer__share(a, p);
-	symbolizer__share(b, p);
+	two_sharing(p, &a, &b);
 	lookup_marker(a);
 	cr_assert_eq(sym_pool__size(p), 1);
 	symbolizer__release(a);
