@@ -293,15 +293,24 @@ Test(watch, pressure_gives_one_profile_per_cooldown)
 }
 
 /*
- * The in-use estimate in steps of 48 MiB with --on-growth 32M: a profile
+ * The in-use estimate in steps of 40 MiB with --on-growth 32M: a profile
  * per step, and heapbpf diff of the two names the growing site.
+ *
+ * Sampled every 128 KiB, each 1 MiB block with p = 1 - e^-8: a step is
+ * estimated under 32 MiB only if 9 of its 40 blocks go unsampled (1e-23 a
+ * run), and the two steps never reach the 96 MiB a third profile needs
+ * (80.03 MiB at most), at whatever point of a step the once-a-second check
+ * sets its mark. At jemalloc's 512 KiB, steps of 48 MiB missed the mark on
+ * 27 samples or fewer (6e-7 a run), and their 96 blocks, estimated at 96
+ * MiB or more about half the time, could give a third profile when both
+ * checks fell inside a step, near its mark.
  */
 Test(watch, growth_in_steps_gives_one_profile_each)
 {
 	const char *out = hb_tmp("out");
 	char names[16][256], reply[128], a[PATH_MAX + 256], b[PATH_MAX + 256], err[16384];
 
-	start_service(IDLE_CONF);
+	start_service("prof:true,prof_active:false,lg_prof_sample:17");
 	/*
 	 * paused before the watch: the workers' own live buffers, sampled in the
 	 * seconds before a pause, could reach the 32 MiB mark by themselves on a
@@ -309,9 +318,9 @@ Test(watch, growth_in_steps_gives_one_profile_each)
 	 */
 	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
 	start_watch(out, (const char *[]){ "--on-growth", "32M", NULL });
-	cr_assert_eq(svc_cmd(&svc, "hold 48", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(svc_cmd(&svc, "hold 40", reply, sizeof(reply), 10000), 0);
 	cr_assert_eq(wait_files(out, "-growth.pb.gz", 1, names), 1);
-	cr_assert_eq(svc_cmd(&svc, "hold 48", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(svc_cmd(&svc, "hold 40", reply, sizeof(reply), 10000), 0);
 	cr_assert_eq(wait_files(out, "-growth.pb.gz", 2, names), 2);
 	kill(watcher, SIGINT);
 	cr_assert_eq(hb_wait(watcher, 60000), 0);
