@@ -127,7 +127,7 @@ Test(core, memory_equals_the_stopped_process)
 	struct core_file *cf;
 	struct svc s;
 	char err[1024] = "";
-	uint64_t bt2gctx, addrs[4];
+	uint64_t bt2gctx, addrs[4], code;
 	uint8_t live[64], dumped[64];
 	const char *path;
 
@@ -156,8 +156,19 @@ Test(core, memory_equals_the_stopped_process)
 	cr_assert_eq(proc_mem_read(s.pid, tab, live, sizeof(live)), 0, "tab 0x%" PRIx64, tab);
 	cr_assert_eq(core_file__read(cf, tab, dumped, sizeof(dumped)), 0);
 	cr_assert_eq(memcmp(live, dumped, sizeof(live)), 0, "the table's first buckets differ");
-	/* code is not dumped by gcore: not in the image, not read as zeros */
-	cr_assert_not(core_file__mapped(cf, t->alloc_addr, 1));
+	/*
+	 * code is not dumped by gcore: not in the image, not read as zeros. Not
+	 * jemalloc's probed functions: a test beside this one with uprobes on
+	 * the whole file (a session of several targets, the agent) writes its
+	 * breakpoint into a private copy of that page in every process mapping
+	 * the file, which gcore then dumps (seen once in CI). main's page is
+	 * none of theirs.
+	 */
+	cr_assert_eq(hb_sym_addr(s.pid, hb_path("examples/alloc-service-static"), "main", &code),
+		     0);
+	cr_assert_neq(code / 4096, t->alloc_addr / 4096);
+	cr_assert_neq(code / 4096, t->free_addr / 4096);
+	cr_assert_not(core_file__mapped(cf, code, 1));
 	core_file__free(cf);
 	jemalloc_target__free(t);
 	kill(s.pid, SIGCONT);
