@@ -358,8 +358,12 @@ static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector
 	return 0;
 }
 
-/* A child not followed that is nothing more to the session: out of the BPF maps and the pid table. */
-static void drop_child(struct loop *l, struct proc *p)
+/*
+ * A process that is nothing more to the session (a child not followed that
+ * exited or exec'ed, a node session's target that left): out of the BPF
+ * maps and the pid table, unless its pid is another's by now.
+ */
+static void drop_proc(struct loop *l, struct proc *p)
 {
 	uint32_t i;
 
@@ -559,7 +563,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 		if (m && m->t->pid == (pid_t)e->pid)
 			member_exec(l, m);
 		else if (parent && !parent->c && parent->pfd < 0)
-			drop_child(l, parent);
+			drop_proc(l, parent);
 		return 0;
 	}
 	rc = m && m->ours ? forks__add(&m->s->forks, (pid_t)e->child) : 0;
@@ -1014,7 +1018,7 @@ static int sweep_children(struct loop *l)
 			continue;
 		p->dead = false;
 		if (!p->gone)
-			drop_child(l, p);
+			drop_proc(l, p);
 	}
 	for (size_t i = 0; i < l->n; i++) {
 		if (!l->m[i].gone)
@@ -1581,7 +1585,7 @@ static struct member *member_slot(struct loop *l)
 /* A node session's target leaves the loop: its pidfd, its pids, its processes' slots. */
 static void drop_member(struct loop *l, struct member *m)
 {
-	uint32_t idx = (uint32_t)(m - l->m), v;
+	uint32_t idx = (uint32_t)(m - l->m);
 
 	if (m->pfd >= 0) {
 		epoll_ctl(l->ep, EPOLL_CTL_DEL, m->pfd, NULL);
@@ -1593,11 +1597,7 @@ static void drop_member(struct loop *l, struct member *m)
 
 		if (p->gone || p->member != idx)
 			continue;
-		if (!hashmap__get(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &v) && v == i) {
-			untrack(l, p->pid);
-			hashmap__del(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &v);
-		}
-		p->gone = true;
+		drop_proc(l, p);
 		p->c = NULL;
 	}
 	if (m->running && l->running)
