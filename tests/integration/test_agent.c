@@ -849,13 +849,9 @@ Test(agent_versions, two_layouts_one_session)
 	struct svc a, b;
 	uint64_t flag;
 	uint8_t v = 0xff;
-	struct stat st;
 
 	hb_require_bpf();
-	cr_assert_eq(
-		stat(je521, &st), 0,
-		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
-		je521);
+	hb_fixture_check(je521);
 	make_parent();
 	start_service(&a, IDLE_CONF, "2000");
 	cr_assert_eq(svc_start(&b, je521, IDLE_CONF, args), 0);
@@ -1091,13 +1087,9 @@ Test(agent_versions, rotation_leaves_no_probe_behind)
 	char sel[128], out[PATH_MAX];
 	struct svc a, b;
 	int first, later;
-	struct stat st;
 
 	hb_require_bpf();
-	cr_assert_eq(
-		stat(je521, &st), 0,
-		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
-		je521);
+	hb_fixture_check(je521);
 	make_parent();
 	cr_assert_eq(svc_start(&a, je521, IDLE_CONF, args), 0);
 	cr_assert_eq(svc_start(&b, je521, IDLE_CONF, args), 0);

@@ -239,16 +239,10 @@ Test(core, shared_snapshot_equals_live_and_dump)
 /* The jemalloc builds of tests/fixtures: HEAPBPF_FIXTURES (set by make), else <build>/fixtures. */
 static const char *fixture(const char *rel)
 {
-	static char buf[PATH_MAX];
-	const char *dir = getenv("HEAPBPF_FIXTURES");
-	struct stat st;
+	char bin[PATH_MAX];
 
-	snprintf(buf, sizeof(buf), "%s/bin/%s", dir && dir[0] ? dir : hb_path("fixtures"), rel);
-	cr_assert_eq(
-		stat(buf, &st), 0,
-		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
-		buf);
-	return buf;
+	snprintf(bin, sizeof(bin), "bin/%s", rel);
+	return hb_fixture_built(bin);
 }
 
 TestSuite(core_versions, .fini = fini, .timeout = 240);

@@ -48,21 +48,11 @@ TestSuite(versions, .fini = hb_tmpdir_cleanup, .timeout = 120);
 #define FLAG_RJEM "_rjem_je_prof_active_state"
 #define FLAG_521  "je_prof_active"
 
-static void fixture_exists(const char *path)
-{
-	struct stat st;
-
-	cr_assert_eq(
-		stat(path, &st), 0,
-		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
-		path);
-}
-
 static void oracle(const char *bin, const char *je_object, const char *flag_sym,
 		   const char *conf_env, const char *conf, const char *layout)
 {
-	fixture_exists(bin);
-	fixture_exists(je_object);
+	hb_fixture_check(bin);
+	hb_fixture_check(je_object);
 	hb_oracle_run(&(struct hb_oracle){
 		.bin = bin,
 		.je_object = je_object,
@@ -188,7 +178,7 @@ static void dwarf_of(const char *path, struct jemalloc_dwarf *d)
 {
 	int rc;
 
-	fixture_exists(path);
+	hb_fixture_check(path);
 	rc = jemalloc_dwarf_read(path, d);
 	cr_assert_eq(rc, 0, "jemalloc_dwarf_read(%s): %s", path, strerror(-rc));
 }
@@ -394,15 +384,15 @@ Test(versions, dwarf_absent)
 	struct jemalloc_dwarf d;
 
 	/* a release binary stripped of debug info, a build without -g */
-	fixture_exists(FX("bin/rjem530-rust"));
+	hb_fixture_check(FX("bin/rjem530-rust"));
 	cr_assert_eq(jemalloc_dwarf_read(FX("bin/rjem530-rust"), &d), -ENOENT);
-	fixture_exists(FX("bin/unknown-static"));
+	hb_fixture_check(FX("bin/unknown-static"));
 	cr_assert_eq(jemalloc_dwarf_read(FX("bin/unknown-static"), &d), -ENOENT);
-	fixture_exists(FX("bin/je521-static"));
+	hb_fixture_check(FX("bin/je521-static"));
 	cr_assert_eq(jemalloc_dwarf_read(FX("bin/je521-static"), &d), -ENOENT);
-	fixture_exists(FX("bin/rjem531-rust"));
+	hb_fixture_check(FX("bin/rjem531-rust"));
 	cr_assert_eq(jemalloc_dwarf_read(FX("bin/rjem531-rust"), &d), -ENOENT);
-	fixture_exists(FX("bin/debug531-static-nodwarf"));
+	hb_fixture_check(FX("bin/debug531-static-nodwarf"));
 	cr_assert_eq(jemalloc_dwarf_read(FX("bin/debug531-static-nodwarf"), &d), -ENOENT);
 }
 
@@ -421,7 +411,7 @@ static void target_is(const char *bin, const char *conf_env, const struct want *
 	struct svc s;
 
 	hb_require_bpf(); /* reads another process's memory: root */
-	fixture_exists(bin);
+	hb_fixture_check(bin);
 	snprintf(conf, sizeof(conf), "%s=prof:true,prof_active:false", conf_env);
 	cr_assert_eq(svc_start_env(&s, bin, NULL, env, (const char *[]){ "--threads", "1", NULL }),
 		     0);
@@ -524,7 +514,7 @@ static void refused(const struct refusal *r, const char *const *want)
 	uint8_t b;
 
 	hb_require_bpf();
-	fixture_exists(r->bin);
+	hb_fixture_check(r->bin);
 	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
 	cr_assert_eq(svc_start_env(&s, r->bin, NULL, r->env ? env : NULL,
 				   (const char *[]){ "--threads", "2", NULL }),
@@ -614,7 +604,7 @@ Test(versions, late_activation_521_detected)
 	uint8_t b;
 
 	hb_require_bpf();
-	fixture_exists(bin);
+	hb_fixture_check(bin);
 	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
 	snprintf(dump, sizeof(dump), "%s/jemalloc.heap", hb_tmpdir());
 	cr_assert_eq(svc_start_env(&s, bin, NULL, env,
@@ -670,7 +660,7 @@ Test(versions, late_activation_521_one_target_of_two)
 	DIR *d;
 
 	hb_require_bpf();
-	fixture_exists(bin);
+	hb_fixture_check(bin);
 	snprintf(dir, sizeof(dir), "%s/snap", hb_tmpdir());
 	cr_assert_eq(svc_start_env(&a, bin, NULL, on, svc_args), 0);
 	cr_assert_eq(svc_start_env(&b, bin, NULL, off, svc_args), 0);
@@ -717,7 +707,7 @@ Test(versions, late_activation_521_started_active_samples)
 	uint8_t b;
 
 	hb_require_bpf();
-	fixture_exists(bin);
+	hb_fixture_check(bin);
 	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
 	cr_assert_eq(svc_start_env(&s, bin, NULL, env,
 				   (const char *[]){ "--threads", "4", "--rate", "0", NULL }),
@@ -775,7 +765,7 @@ static void no_backtraces(const char *bin)
 	struct svc s;
 
 	hb_require_bpf();
-	fixture_exists(bin);
+	hb_fixture_check(bin);
 	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
 	cr_assert_eq(svc_start_env(&s, bin, NULL, env,
 				   (const char *[]){ "--threads", "2", "--rate", "0", NULL }),
@@ -845,7 +835,7 @@ Test(versions, bt_max_531_deeper_than_128_cut_counted_and_said)
 	pid_t hp;
 
 	hb_require_bpf();
-	fixture_exists(bin);
+	hb_fixture_check(bin);
 	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
 	snprintf(live_out, sizeof(live_out), "%s/live.pb.gz", hb_tmpdir());
 	snprintf(dump, sizeof(dump), "%s/jemalloc.heap", hb_tmpdir());
@@ -915,7 +905,7 @@ Test(versions, forks_531_followed_child_exact)
 	int64_t n;
 
 	hb_require_bpf();
-	fixture_exists(bin);
+	hb_fixture_check(bin);
 	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
 	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());
 	cr_assert_eq(svc_start_env(&s, bin, NULL, env, (const char *[]){ "--threads", "1", NULL }),
@@ -993,7 +983,7 @@ Test(versions, lifetimes_531_matched_by_pointer)
 	pid_t hp;
 
 	hb_require_bpf();
-	fixture_exists(bin);
+	hb_fixture_check(bin);
 	snprintf(out, sizeof(out), "%s/out.pb.gz", hb_tmpdir());
 	snprintf(dump, sizeof(dump), "%s/jemalloc.heap", hb_tmpdir());
 	snprintf(errpath, sizeof(errpath), "%s/heapbpf.err", hb_tmpdir());

@@ -511,6 +511,24 @@ const char *hb_fixture(const char *rel)
 	return b;
 }
 
+void hb_fixture_check(const char *path)
+{
+	struct stat st;
+
+	cr_assert_eq(
+		stat(path, &st), 0,
+		"fixture %s is missing: make test builds it (scripts/build-jemalloc-fixtures.sh)",
+		path);
+}
+
+const char *hb_fixture_built(const char *rel)
+{
+	const char *path = hb_fixture(rel);
+
+	hb_fixture_check(path);
+	return path;
+}
+
 int hb_count_files(const char *dir, const char *suffix, char names[][256], int max)
 {
 	struct dirent *de;

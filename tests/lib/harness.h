@@ -91,6 +91,10 @@ ssize_t hb_read_file(const char *path, char **out);
 const char *hb_tmp(const char *name);
 /* "$HEAPBPF_FIXTURES/rel" (set by make), else "<build>/fixtures/rel", in a rotation of 8 buffers. */
 const char *hb_fixture(const char *rel);
+/* Asserts that the fixture at path was built (make test builds them: make fixtures). */
+void hb_fixture_check(const char *path);
+/* hb_fixture(rel), asserted built. */
+const char *hb_fixture_built(const char *rel);
 /*
  * How many regular files in dir have names ending in suffix (-1: no dir); the
  * first max of their names, sorted, into names unless it is NULL.
