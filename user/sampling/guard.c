@@ -365,20 +365,6 @@ static int children_left_on(struct guard *g, pid_t pid, const struct guard_recov
 		       g->state);
 }
 
-/* g's state file into st: 0; 1 when there is none; a negative errno, said in err. */
-static int read_own_state(const struct guard *g, struct state *st, char *err, size_t errlen)
-{
-	int rc = read_state(g->dfd, g->state, st);
-
-	if (rc == -ENOENT)
-		return 1;
-	if (rc)
-		return hb_fail(err, errlen, rc, "cannot read %s/%s: %s", guard_dir(), g->state,
-			       rc == -ELOOP ? output_strerror(-OUTPUT_ESYMLINK)
-					    : output_strerror(rc));
-	return 0;
-}
-
 int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guard_recovery *r,
 		   char *err, size_t errlen)
 {
@@ -387,9 +373,13 @@ int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guar
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = read_own_state(g, &st, err, errlen);
+	rc = read_state(g->dfd, g->state, &st);
+	if (rc == -ENOENT)
+		return 0;
 	if (rc)
-		return rc > 0 ? 0 : rc;
+		return hb_fail(err, errlen, rc, "cannot read %s/%s: %s", guard_dir(), g->state,
+			       rc == -ELOOP ? output_strerror(-OUTPUT_ESYMLINK)
+					    : output_strerror(rc));
 	/* another process that had this pid before: only its children may still be ours */
 	if (st.pid != t->pid || st.start != proc_start_time(t->pid)) {
 		recover_children(&st, r);
@@ -429,9 +419,13 @@ int guard__recover_orphans(struct guard *g, struct guard_recovery *r, char *err,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = read_own_state(g, &st, err, errlen);
+	rc = read_state(g->dfd, g->state, &st);
+	if (rc == -ENOENT)
+		return 0;
 	if (rc)
-		return rc > 0 ? 0 : rc;
+		return hb_fail(err, errlen, rc, "cannot read %s/%s: %s", guard_dir(), g->state,
+			       rc == -ELOOP ? output_strerror(-OUTPUT_ESYMLINK)
+					    : output_strerror(rc));
 	/* the process itself still runs: its own flag may be on, the file stays */
 	if (st.pid == g->pid && st.start && st.start == proc_start_time(g->pid)) {
 		free_state(&st);
