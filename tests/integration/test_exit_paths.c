@@ -30,17 +30,11 @@ struct run {
 static void start_target(struct run *r, const char *conf)
 {
 	const char *args[] = { "--threads", "2", NULL };
-	char bin[PATH_MAX];
+	const char *bin;
 
 	hb_require_bpf();
-	/*
-	 * A copy of its own: a test beside this one with uprobes on the whole
-	 * example file (a session of several targets, the agent) puts its int3
-	 * in every process that maps that file, which would read here as a
-	 * uprobe heapbpf left behind.
-	 */
-	snprintf(bin, sizeof(bin), "%s/alloc-service-static", hb_tmpdir());
-	hb_sh("cp '%s' '%s'", hb_path("examples/alloc-service-static"), bin);
+	/* uprobes another test puts on the example would read as ones heapbpf left behind */
+	bin = hb_own_example("alloc-service-static");
 	cr_assert_eq(svc_start(&r->s, bin, conf, args), 0);
 	cr_assert_eq(hb_sym_addr(r->s.pid, bin, "je_prof_active_state", &r->flag), 0);
 	cr_assert_eq(hb_sym_addr(r->s.pid, bin, "je_prof_malloc_sample_object", &r->probe), 0);

@@ -529,6 +529,16 @@ const char *hb_fixture_built(const char *rel)
 	return path;
 }
 
+const char *hb_own_example(const char *name)
+{
+	char rel[PATH_MAX];
+	const char *copy = hb_tmp(name);
+
+	snprintf(rel, sizeof(rel), "examples/%s", name);
+	hb_sh("cp '%s' '%s'", hb_path(rel), copy);
+	return copy;
+}
+
 int hb_count_files(const char *dir, const char *suffix, char names[][256], int max)
 {
 	struct dirent *de;

@@ -96,6 +96,13 @@ void hb_fixture_check(const char *path);
 /* hb_fixture(rel), asserted built. */
 const char *hb_fixture_built(const char *rel);
 /*
+ * A copy of examples/name in the test's directory (hb_tmp(name)): a file of
+ * the test's own. A test beside it with uprobes on the whole example file (a
+ * session of several targets, the agent) puts its int3 in a private copy of
+ * a text page of every process that maps that file.
+ */
+const char *hb_own_example(const char *name);
+/*
  * How many regular files in dir have names ending in suffix (-1: no dir); the
  * first max of their names, sorted, into names unless it is NULL.
  */
