@@ -1076,9 +1076,12 @@ static int links_after(const struct svc *a, const struct svc *b, int n)
 
 /*
  * 5.2.1's layout has an activity probe (malloc_default) for the late-activation
- * check, which a node session does not run: two 5.2.1 services rotating
- * through a budget of one are admitted again and again, and the agent holds
- * no more BPF links after many admissions than after the first two.
+ * check, each admission's own, gone at its first sample or when it leaves:
+ * two 5.2.1 services rotating through a budget of one are admitted again and
+ * again, and the agent holds no more BPF links after many admissions than
+ * after the first two, give or take that one probe (whether the polls of
+ * either phase fell in an admission's first samples is the machine's
+ * timing). A probe left behind at each admission would add 6.
  */
 Test(agent_versions, rotation_leaves_no_probe_behind)
 {
@@ -1102,9 +1105,76 @@ Test(agent_versions, rotation_leaves_no_probe_behind)
 	first = links_after(&a, &b, 2);
 	later = links_after(&a, &b, 8);
 	cr_assert_gt(first, 0);
-	cr_assert_eq(later, first, "%d BPF links after 2 admissions, %d after 8: %s", first, later,
-		     agent_err());
+	cr_assert_leq(later, first + 1, "%d BPF links after 2 admissions, %d after 8: %s", first,
+		      later, agent_err());
 	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	svc_stop(&a);
+	svc_stop(&b);
+}
+
+/*
+ * 5.2.1 as released, started with prof_active off and allocating before the
+ * agent takes it: hit by the late-activation bug, it would give empty
+ * windows forever. The agent's check (a probe of that target's own) says so
+ * in the bug's words and lets it go, its flag back off, no profile of it; a
+ * 5.2.1 with the fix beside it is sampled, in the same BPF object.
+ */
+Test(agent_versions, late_activation_521_said_and_let_go)
+{
+	const char *bug_args[] = { "--threads", "2", "--rate", "0", NULL };
+	const char *args[] = { "--threads", "1", "--rate", "2000", NULL };
+	const char *bug = hb_fixture("bin/je521-static"),
+		   *fixed = hb_fixture("bin/je521fix-static");
+	char sel[128], out[PATH_MAX], want[64], mark[32];
+	static char names[64][256];
+	struct svc a, b;
+	uint64_t flag;
+	uint8_t v = 0xff;
+	int n;
+
+	hb_require_bpf();
+	hb_fixture_check(bug);
+	hb_fixture_check(fixed);
+	make_parent();
+	cr_assert_eq(svc_start(&a, bug, IDLE_CONF, bug_args), 0);
+	/* each worker's countdown to its next sample (512 KiB) runs out while prof_active is off */
+	for (int waited = 0; waited < WAIT_MS && svc_allocs(&a) < 40000; waited += 100)
+		hb_sleep_ms(100);
+	cr_assert_geq(svc_allocs(&a), 40000);
+	cr_assert_eq(svc_start(&b, fixed, IDLE_CONF, args), 0);
+	place(a.pid, "system.slice/buggy.service");
+	place(b.pid, "system.slice/fixed.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent(
+		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	snprintf(want, sizeof(want), "in pid %d allocated", a.pid);
+	wait_said(want);
+	cr_assert(strstr(agent_err(), "jemalloc 5.2.1 never samples again in a thread that "
+				      "allocated while prof_active was off"),
+		  "%s", agent_err());
+	cr_assert_eq(hb_sym_addr(a.pid, bug, "je_prof_active", &flag), 0);
+	/* let go at the agent's next tick: its flag back off, while the agent goes on */
+	for (int waited = 0; waited < WAIT_MS && v; waited += 200) {
+		cr_assert_eq(hb_peek(a.pid, flag, &v, 1), 0);
+		hb_sleep_ms(200);
+	}
+	cr_assert_eq(v, 0, "prof_active left on: %s", agent_err());
+	for (int waited = 0; waited < WAIT_MS && !windows_of(out, b.pid); waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_gt(windows_of(out, b.pid), 0, "%s", agent_err());
+	cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent stopped: %s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	cr_assert_gt(most_samples(b.pid), 0, "%s", agent_err());
+	snprintf(want, sizeof(want), "in pid %d allocated", b.pid);
+	cr_assert_null(strstr(agent_err(), want), "%s", agent_err());
+	/* let go for good: discovery keeps it settled, it is not taken again */
+	cr_assert_eq(times_sampled(a.pid), 1, "%s", agent_err());
+	snprintf(mark, sizeof(mark), "-%d-", a.pid);
+	n = hb_count_files(out, ".pb.gz", names, 64);
+	for (int i = 0; i < n && i < 64; i++)
+		cr_assert_null(strstr(names[i], mark),
+			       "a profile of a process that took no sample: %s", names[i]);
 	svc_stop(&a);
 	svc_stop(&b);
 }

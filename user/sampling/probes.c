@@ -368,6 +368,30 @@ void probes__detach_activity(struct probes *p)
 	p->activity = NULL;
 }
 
+int probes__attach_activity(struct probes *p, const struct jemalloc_target *t,
+			    struct bpf_link **link)
+{
+	__u32 key = (__u32)t->pid;
+
+	*link = NULL;
+	if (!t->activity_off)
+		return 0;
+	bpf_map__delete_elem(p->skel->maps.activity, &key, sizeof(key), 0);
+	*link = bpf_program__attach_uprobe(p->skel->progs.heapbpf_activity, false, t->pid,
+					   t->open_path, t->activity_off);
+	return *link ? 0 : -errno;
+}
+
+void probes__drop_activity(struct probes *p, pid_t pid, struct bpf_link *link)
+{
+	__u32 key = (__u32)pid;
+
+	if (!link)
+		return;
+	bpf_link__destroy(link);
+	bpf_map__delete_elem(p->skel->maps.activity, &key, sizeof(key), 0);
+}
+
 /* Links destroyed side by side at most. */
 #define DETACH_THREADS 8
 

@@ -13,6 +13,7 @@
 #include "target.h"
 
 struct probes;
+struct bpf_link;
 struct ring_buffer;
 
 typedef int (*probes_event_fn)(void *ctx, void *data, size_t len);
@@ -62,6 +63,16 @@ int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t 
 void probes__untrack(struct probes *p, pid_t pid);
 /* Detaches the activity probes only (their counters stay readable). */
 void probes__detach_activity(struct probes *p);
+/*
+ * A node session's target's activity probe on its own, in *link (a target
+ * comes and goes, and so does its check): its count starts from 0 (a
+ * reused pid's is cleared). 0 (nothing attached when t has no activity
+ * function) or negative errno.
+ */
+int probes__attach_activity(struct probes *p, const struct jemalloc_target *t,
+			    struct bpf_link **link);
+/* Detaches link (NULL: none) and forgets pid's count. */
+void probes__drop_activity(struct probes *p, pid_t pid, struct bpf_link *link);
 /* The bytes pid's activity probe saw so far (0 before its first hit); 0 or negative errno. */
 int probes__activity_bytes(struct probes *p, pid_t pid, uint64_t *bytes);
 /* A ring buffer delivering events to fn; owned by p. */

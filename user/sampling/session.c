@@ -217,6 +217,9 @@ struct member {
 	char nobt[768];	  /* the sentence once its jemalloc took no backtraces */
 	bool gone;	  /* a node session's target that left (session_remove): its slot is free */
 	struct probes *p; /* its BPF object: l->p, or one of l->more */
+	/* a node session's target: its own activity probe while its late-activation check runs */
+	struct bpf_link *late;
+	int64_t late_t0; /* CLOCK_MONOTONIC when that check began */
 };
 
 /* A process whose events the session takes: a target, or a child forked from one. */
@@ -818,6 +821,60 @@ static int late_active_check(struct loop *l)
 	return !open || now_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
 }
 
+/* A node session's target's late-activation check ends: its probe goes. */
+static void late_done(struct loop *l, struct member *m)
+{
+	probes__drop_activity(m->p ? m->p : l->p, m->t->pid, m->late);
+	m->late = NULL;
+	m->late_settled = true;
+}
+
+/*
+ * A node session's targets join and leave at any time, so each one's check
+ * has its own probe and its own LATE_MAX_S. One hit by the bug is said and
+ * marked failed, as an unfit layout is: the agent lets it go (its flag back
+ * off, no profile). The timer is disarmed once no check is running.
+ */
+static int node_late_check(struct loop *l)
+{
+	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
+	int64_t now = now_ns(CLOCK_MONOTONIC);
+	bool open = false;
+	int err = consume(l->rb);
+
+	if (err)
+		return err;
+	for (size_t i = 0; i < l->n; i++) {
+		struct member *m = &l->m[i];
+		uint64_t bytes = 0;
+
+		if (m->gone || !m->late)
+			continue;
+		if (m->s->failed || !m->running || collector__stats(m->s->collector)->allocs ||
+		    now - m->late_t0 > (int64_t)(LATE_MAX_S * 1e9)) {
+			late_done(l, m);
+			continue;
+		}
+		/* a count that cannot be read gives no verdict: the check ends, the target stays */
+		if (probes__activity_bytes(m->p ? m->p : l->p, m->t->pid, &bytes)) {
+			late_done(l, m);
+			continue;
+		}
+		if (bytes < ((uint64_t)LATE_PERIODS << m->t->lg_prof_sample)) {
+			open = true;
+			continue;
+		}
+		m->s->late_active_bytes = bytes;
+		late_done(l, m);
+		late_active_error(m->s, m->t, msg, sizeof(msg));
+		hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
+		m->s->failed = -ENODATA;
+	}
+	if (!open)
+		timerfd_settime(l->lfd, 0, &(struct itimerspec){}, NULL);
+	return 0;
+}
+
 /* A callback's return: 1 ends the session as asked. */
 static int asked(struct session *s, int rc)
 {
@@ -945,6 +1002,8 @@ static int on_ready(struct loop *l, uint32_t tag)
 	case EV_LATE:
 		if (!ticked(l->lfd))
 			return 0;
+		if (l->node)
+			return node_late_check(l);
 		err = late_active_check(l);
 		if (err > 0) {
 			probes__detach_activity(l->p);
@@ -1167,6 +1226,28 @@ static const char *toggle_error(int rc)
 			       : strerror(-rc);
 }
 
+/*
+ * A node session's target whose layout has the late-activation bug: its
+ * check begins with its own probe, before its flag goes on, and the timer
+ * is armed for it.
+ */
+static int late_check_begin(struct loop *l, struct member *m)
+{
+	const struct itimerspec every = {
+		.it_value.tv_nsec = (long)(LATE_CHECK_S * 1e9),
+		.it_interval.tv_nsec = (long)(LATE_CHECK_S * 1e9),
+	};
+	int rc;
+
+	if (!m->t->activity_off || l->lfd < 0)
+		return 0;
+	rc = probes__attach_activity(m->p ? m->p : l->p, m->t, &m->late);
+	if (rc)
+		return rc;
+	m->late_t0 = now_ns(CLOCK_MONOTONIC);
+	return timerfd_settime(l->lfd, 0, &every, NULL) ? -errno : 0;
+}
+
 /* One target: its probes attached first, then its prof_active on: no sample is missed. */
 static int start_member(struct loop *l, struct member *m)
 {
@@ -1178,11 +1259,18 @@ static int start_member(struct loop *l, struct member *m)
 	m->s->unconfirmed = t->needs_selfcheck;
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
-	/* a node session runs no late-activation check: nothing would detach its probe */
+	/* a node session's target has an activity probe of its own (late_check_begin) */
 	rc = probes__attach(m->p ? m->p : l->p, t, !l->node, &m->file);
 	if (rc)
 		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
 				   t->pid, strerror(-rc));
+	rc = l->node ? late_check_begin(l, m) : 0;
+	if (rc)
+		return member_fail(
+			l, m, rc,
+			"cannot attach the late-activation check's uprobe to jemalloc in "
+			"pid %d: %s",
+			t->pid, strerror(-rc));
 	rc = prof_toggle__on(&m->tg, t, m->guard ? save_state : NULL, m->guard);
 	if (rc == -EROFS)
 		return member_fail(l, m, rc,
@@ -1261,6 +1349,11 @@ static int add_timers(struct loop *l)
 	rc = rc
 		     ?: add_timer(l, &l->lfd, !l->node && l->lt->activity_off ? LATE_CHECK_S : 0,
 				  LATE_CHECK_S, EV_LATE);
+	/* a node session's: disarmed until a target's check begins (late_check_begin) */
+	if (!rc && l->node) {
+		l->lfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		rc = l->lfd < 0 ? -errno : add_fd(l->ep, l->lfd, EV_LATE);
+	}
 	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the timer: %s", strerror(-rc))
 		  : 0;
 }
@@ -1402,6 +1495,10 @@ static int stop(struct loop *l, int rc)
 		fputc('\n', stderr);
 	if (l->o->verbose && l->p)
 		probes__print_run_time(l->p, stderr);
+	for (size_t i = 0; i < l->n; i++) {
+		if (!l->m[i].gone && l->m[i].late)
+			late_done(l, &l->m[i]);
+	}
 	for (size_t i = 0; i < l->nmore; i++) {
 		if (l->o->verbose)
 			probes__print_run_time(l->more[i], stderr);
@@ -1605,6 +1702,8 @@ static void drop_member(struct loop *l, struct member *m)
 	m->running = false;
 	selfcheck__free(m->sc);
 	m->sc = NULL;
+	if (m->late)
+		late_done(l, m);
 	/* its object file's uprobes go with the last target using them */
 	probes__release(m->p ? m->p : l->p, m->file);
 	m->file = -1;
