@@ -135,6 +135,17 @@ static int attach_tree(struct probes *p)
 	return 0;
 }
 
+int probes__track(struct probes *p, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	__u8 one = 1;
+
+	return bpf_map__update_elem(p->skel->maps.tracked, &key, sizeof(key), &one, sizeof(one),
+				    BPF_ANY)
+		       ? -errno
+		       : 0;
+}
+
 void probes__untrack(struct probes *p, pid_t pid)
 {
 	__u32 key = pid;
@@ -238,16 +249,12 @@ static int attach_sampling(struct probes *p, const struct jemalloc_target *t, pi
 int probes__attach(struct probes *p, const struct jemalloc_target *t, bool activity, int *file)
 {
 	size_t keep = p->nactivity, fi = 0;
-	__u32 key = t->pid;
-	__u8 one = 1;
 	int err;
 
 	*file = -1;
 	/* before the uprobes, so that no fork in the window is missed */
 	err = attach_tree(p);
-	if (!err && bpf_map__update_elem(p->skel->maps.tracked, &key, sizeof(key), &one,
-					 sizeof(one), BPF_ANY))
-		err = -errno;
+	err = err ?: probes__track(p, t->pid);
 	if (!err && p->by_file) {
 		size_t first = p->nlinks;
 

@@ -59,6 +59,8 @@ int probes__attach(struct probes *p, const struct jemalloc_target *t, bool activ
 void probes__release(struct probes *p, int file);
 /* --follow-forks: the samples of one more process (a forked child): its uprobes, or by_file its pid. */
 int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t pid);
+/* Follows pid's forks (the BPF side tracks a tracked process's children itself). */
+int probes__track(struct probes *p, pid_t pid);
 /* Stops following pid's forks and (by_file) taking its samples: a thread, a process that exec'ed or exited. */
 void probes__untrack(struct probes *p, pid_t pid);
 /* Detaches the activity probes only (their counters stay readable). */

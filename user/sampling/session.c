@@ -232,7 +232,8 @@ struct proc {
 	bool left_sum;	     /* its in-use has left its tree's sum (it exited or exec'd) */
 	/* its target left a node session, or a child not followed exited or exec'ed */
 	bool gone;
-	bool dead; /* found gone by sweep_children, dropped after its drain */
+	/* sweeps that found it gone (sweep_children): dropped at the second */
+	uint8_t dead;
 };
 
 /* Everything one session holds open; stop() releases it whatever was reached. */
@@ -578,8 +579,16 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	}
 	rc = add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL,
 		      m->s->forks.v[m->s->forks.n - 1].start);
+	/*
+	 * The BPF side tracked the child at its fork. Its pid may be one an
+	 * exited child of ours had, and a sweep that read the ring buffer before
+	 * this record untracks that pid when it drops the old entry: tracked
+	 * again here, or the child's own forks would go unseen. (A full map
+	 * fails here as it did at the fork, which counted it: untracked_forks.)
+	 */
 	if (rc)
 		return rc;
+	probes__track(m->p ? m->p : l->p, (pid_t)e->child);
 	if (++l->children >= (l->sweep_at ? l->sweep_at : SWEEP_MIN))
 		l->sweep_due = true;
 	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
@@ -1046,6 +1055,14 @@ static int on_ready(struct loop *l, uint32_t tag)
  * fork list, which the state file rewrites at each fork. A sweep each time
  * as many children joined as were left after the last one keeps them to
  * those alive, at a cost per fork that does not grow.
+ *
+ * One found gone is dropped at the next sweep, not this one: its last
+ * fork's record was committed before it exited, but the ring buffer is
+ * read in order, and a record another CPU has reserved and not yet
+ * committed stops the drain before it. Dropped now, that fork would come
+ * with an unknown parent, and the child it made would be let go with its
+ * flag on. By the next sweep, every record reserved before this one is
+ * long read.
  */
 static int sweep_children(struct loop *l)
 {
@@ -1062,20 +1079,21 @@ static int sweep_children(struct loop *l)
 		if (p->start && !proc_gone(p->pid, p->start))
 			left++;
 		else
-			p->dead = true;
+			p->dead++;
 	}
 	/*
 	 * What they committed before they exited (their own forks) is taken
 	 * first. The drain may drop one (its exec) and give its slot to a new
-	 * child (add_proc clears the mark): only those still marked go.
+	 * child (add_proc clears the mark): only those still marked go, once
+	 * two sweeps found them gone.
 	 */
 	err = consume(l->rb);
 	for (size_t i = 0; i < l->nprocs; i++) {
 		struct proc *p = &l->procs[i];
 
-		if (!p->dead)
+		if (p->dead < 2)
 			continue;
-		p->dead = false;
+		p->dead = 0;
 		if (!p->gone)
 			drop_proc(l, p);
 	}
