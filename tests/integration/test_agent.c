@@ -511,6 +511,17 @@ static void wait_said(const char *text)
 		  "the agent never said \"%s\": %s", text, agent_err());
 }
 
+/* An agent over the test's cgroup, a window every second into "<test dir>/out" (in out). */
+static void agent_over_cgroup(char *out, size_t len)
+{
+	char sel[128];
+
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, len, "%s/out", hb_tmpdir());
+	start_agent(
+		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+}
+
 /* The RSS cap: targets let go one by one down to one, which stays sampled. */
 /*
  * Three services of conf at rate operations a second in the test's cgroup
@@ -735,7 +746,7 @@ Test(agent, unconfirmed_layout_taken_once_its_first_samples_fit)
 {
 	const char *args[] = { "--threads", "1", "--rate", "2000", NULL };
 	const char *bin;
-	char sel[128], out[PATH_MAX], mark[32];
+	char out[PATH_MAX], mark[32];
 	struct svc s;
 	uint64_t flag;
 	uint8_t b = 0xff;
@@ -746,10 +757,7 @@ Test(agent, unconfirmed_layout_taken_once_its_first_samples_fit)
 	bin = unconfirmed_copy("5.3.0-12-gdeadbee");
 	cr_assert_eq(svc_start(&s, bin, IDLE_CONF, args), 0);
 	place(s.pid, "system.slice/custom.service");
-	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
-	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
-	start_agent(
-		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	agent_over_cgroup(out, sizeof(out));
 	wait_said("fit the 5.3.0 layout");
 	snprintf(mark, sizeof(mark), "-%d-", s.pid);
 	for (int waited = 0; waited < WAIT_MS && !files; waited += 200) {
@@ -773,7 +781,7 @@ Test(agent, unfit_layout_let_go_and_said)
 {
 	const char *args[] = { "--threads", "1", "--rate", "2000", NULL };
 	const char *bin;
-	char sel[128], out[PATH_MAX], mark[32];
+	char out[PATH_MAX], mark[32];
 	static char names[64][256];
 	struct svc s;
 	uint64_t flag;
@@ -786,10 +794,7 @@ Test(agent, unfit_layout_let_go_and_said)
 	bin = unconfirmed_copy("5.3.1-0-g0");
 	cr_assert_eq(svc_start(&s, bin, IDLE_CONF, args), 0);
 	place(s.pid, "system.slice/mislabeled.service");
-	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
-	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
-	start_agent(
-		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	agent_over_cgroup(out, sizeof(out));
 	wait_said("does not fit heapbpf's 5.3.1 layout");
 	cr_assert_eq(hb_sym_addr(s.pid, bin, "je_prof_active_state", &flag), 0);
 	/* let go at the agent's next tick: its flag back off, while the agent goes on */
@@ -845,7 +850,7 @@ Test(agent_versions, two_layouts_one_session)
 {
 	const char *args[] = { "--threads", "1", "--rate", "2000", NULL };
 	const char *je521 = hb_fixture("bin/je521fix-static");
-	char sel[128], out[PATH_MAX];
+	char out[PATH_MAX];
 	struct svc a, b;
 	uint64_t flag;
 	uint8_t v = 0xff;
@@ -857,10 +862,7 @@ Test(agent_versions, two_layouts_one_session)
 	cr_assert_eq(svc_start(&b, je521, IDLE_CONF, args), 0);
 	place(a.pid, "system.slice/new.service");
 	place(b.pid, "system.slice/old.service");
-	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
-	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
-	start_agent(
-		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	agent_over_cgroup(out, sizeof(out));
 	for (int waited = 0;
 	     waited < WAIT_MS && !(windows_of(out, a.pid) && windows_of(out, b.pid));
 	     waited += 200) {
@@ -928,7 +930,7 @@ static int times_sampled(pid_t pid)
  */
 Test(agent, a_target_that_execs_is_taken_afresh)
 {
-	char sel[128], out[PATH_MAX], cmd[PATH_MAX + 64], reply[64];
+	char out[PATH_MAX], cmd[PATH_MAX + 64], reply[64];
 	static char names[256][256];
 	struct svc s;
 	int exits = 0, n;
@@ -937,10 +939,7 @@ Test(agent, a_target_that_execs_is_taken_afresh)
 	make_parent();
 	start_service(&s, IDLE_CONF, "200");
 	place(s.pid, "system.slice/inplace.service");
-	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
-	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
-	start_agent(
-		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	agent_over_cgroup(out, sizeof(out));
 	for (int waited = 0; waited < WAIT_MS && !windows_of(out, s.pid); waited += 200)
 		hb_sleep_ms(200);
 	cr_assert_gt(windows_of(out, s.pid), 0, "%s", agent_err());
@@ -1125,7 +1124,7 @@ Test(agent_versions, late_activation_521_said_and_let_go)
 	const char *args[] = { "--threads", "1", "--rate", "2000", NULL };
 	const char *bug = hb_fixture("bin/je521-static"),
 		   *fixed = hb_fixture("bin/je521fix-static");
-	char sel[128], out[PATH_MAX], want[64], mark[32];
+	char out[PATH_MAX], want[64], mark[32];
 	static char names[64][256];
 	struct svc a, b;
 	uint64_t flag;
@@ -1144,10 +1143,7 @@ Test(agent_versions, late_activation_521_said_and_let_go)
 	cr_assert_eq(svc_start(&b, fixed, IDLE_CONF, args), 0);
 	place(a.pid, "system.slice/buggy.service");
 	place(b.pid, "system.slice/fixed.service");
-	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
-	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
-	start_agent(
-		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	agent_over_cgroup(out, sizeof(out));
 	snprintf(want, sizeof(want), "in pid %d allocated", a.pid);
 	wait_said(want);
 	cr_assert(strstr(agent_err(), "jemalloc 5.2.1 never samples again in a thread that "
@@ -1185,7 +1181,7 @@ Test(agent_versions, late_activation_521_said_and_let_go)
  */
 Test(agent, a_files_uprobes_go_with_its_last_user)
 {
-	char sel[128], out[PATH_MAX];
+	char out[PATH_MAX];
 	int with, now;
 	struct svc s;
 
@@ -1193,10 +1189,7 @@ Test(agent, a_files_uprobes_go_with_its_last_user)
 	make_parent();
 	start_service(&s, IDLE_CONF, "200");
 	place(s.pid, "system.slice/alone.service");
-	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
-	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
-	start_agent(
-		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
+	agent_over_cgroup(out, sizeof(out));
 	for (int waited = 0; waited < WAIT_MS && !times_sampled(s.pid); waited += 200)
 		hb_sleep_ms(200);
 	cr_assert_gt(times_sampled(s.pid), 0, "%s", agent_err());

@@ -203,6 +203,18 @@ static pid_t fork_as(pid_t want)
 	return want ? (pid_t)syscall(SYS_clone3, &ca, sizeof(ca)) : fork();
 }
 
+bool hb_freed_pid_taken(int rc, int tries)
+{
+	if (rc == -EEXIST && tries < 5)
+		return true;
+	cr_assert_neq(
+		rc, -EEXIST,
+		"%d freed pids in a row were taken before the test could start a process as one",
+		tries);
+	cr_assert_eq(rc, 0, "cannot start a process as a freed pid: %s", strerror(-rc));
+	return false;
+}
+
 int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 		   const char *const *args)
 {

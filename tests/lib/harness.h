@@ -115,6 +115,13 @@ int hb_count_files(const char *dir, const char *suffix, char names[][256], int m
  */
 void hb_start_idle_service(struct svc *s, const char *threads, char *pid, size_t len);
 
+/*
+ * rc of svc_start_opts as a pid freed on the tries-th attempt: true to try
+ * again with another freed pid when a fork elsewhere on the machine took
+ * this one first (at most 5 attempts); otherwise asserts that it started.
+ */
+bool hb_freed_pid_taken(int rc, int tries);
+
 /* Kills what is left in the cgroup dir (a failed test's processes) until it can be removed; dir becomes "". */
 void hb_cgroup_drain(char *dir);
 
