@@ -212,7 +212,7 @@ def proc_mem(pid):
 COUNTERS_RE = re.compile(
     r"uprobe hits: (\d+) on the allocation path, (\d+) on the free path; "
     r"(\d+) samples and (\d+) frees dropped; (\d+) read faults")
-SAMPLES_RE = re.compile(r"heapbpf: (\d+) samples \(")
+SAMPLES_RE = re.compile(r"^heapbpf: (\d+) samples, ", re.M)
 
 
 def parse_heapbpf_stderr(text):

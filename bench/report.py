@@ -1011,8 +1011,8 @@ def watch_services(R, doc):
         return
     doc.p("**A watcher's cost on real services.** Section 9's services and load, with a "
           "fifth condition in each repetition's rotation: process A under `heapbpf watch "
-          "--pid N --output-dir DIR -v` (its defaults: the oom, pressure and demand "
-          "triggers armed, the growth ones off; default ring buffer), attached for the "
+          "--pid N --output-dir DIR -v` (its defaults: the oom and demand triggers armed; "
+          "pressure and growth are opt-in and off; default ring buffer), attached for the "
           "whole load run, jemalloc's default rate. heapbpf's share of the service's CPU by "
           "the same accounting as section 9: (BPF run time + runs x bare trap + heapbpf's "
           "process CPU) / the service's CPU time during the run.")

@@ -759,7 +759,8 @@ def bench_watch(S, res):
         text = f.read()
     if rc not in (0, 3, 4):
         raise BenchError("heapbpf watch failed (%d):\n%s" % (rc, text[-2000:]))
-    samples = sum(int(m) for m in re.findall(r"heapbpf: (\d+) samples \(", text))
+    # each profile's summary counts its own window's samples: their sum is the run's
+    samples = sum(int(m) for m in re.findall(r"^heapbpf: (\d+) samples, ", text, re.M))
     drops = re.findall(r"(\d+) events were dropped", text)
     half = len(ts) // 2
     res["watch"] = dict(

@@ -99,10 +99,28 @@ static struct collector_stats total_stats(const struct heap_data *d)
 	return t;
 }
 
+/*
+ * The counts of this window alone: a window's profile holds what was
+ * allocated since the last one (the collectors' allocations are reset at
+ * each), and its figures say the same, not the run's so far beside it.
+ */
+static struct collector_stats window_stats(const struct target_run *tr, const struct heap_data *d)
+{
+	struct collector_stats w = total_stats(d);
+
+	w.allocs -= tr->prev.allocs;
+	w.frees -= tr->prev.frees;
+	w.alloc_bytes -= tr->prev.alloc_bytes;
+	w.frees_matched -= tr->prev.frees_matched;
+	w.frees_unmatched -= tr->prev.frees_unmatched;
+	w.frees_unmatched_bytes -= tr->prev.frees_unmatched_bytes;
+	return w;
+}
+
 /* What the profile is of, and what was lost, as pprof comments. */
 static int describe(struct hb_profile *p, const struct target_run *tr, const struct heap_data *d)
 {
-	const struct collector_stats all = total_stats(d), *st = &all;
+	const struct collector_stats all = window_stats(tr, d), *st = &all;
 	const struct heapbpf_counters *bc = d->counters;
 	int err;
 
@@ -383,7 +401,7 @@ static void say_window(const struct target_run *tr, const struct heap_data *d,
 		       const char *where)
 {
 	const struct cli *o = tr->run->opts;
-	const struct collector_stats all = total_stats(d), *st = &all;
+	const struct collector_stats all = window_stats(tr, d), *st = &all;
 	char comm[HB_CLEAN_SIZE(sizeof(tr->t->comm))], path[HB_CLEAN_SIZE(PATH_MAX + 1024)];
 	char who[sizeof(comm) + 32] = "";
 
@@ -404,8 +422,8 @@ static void say_window(const struct target_run *tr, const struct heap_data *d,
 		return;
 	}
 	hb_note("pid %d (%s): window %u (%.0f s): %" PRIu64 " samples%s%s%s", tr->pid, comm,
-		tr->k + 1, (end_ns - tr->start_ns) / 1e9, st->allocs - tr->prev.allocs,
-		where[0] ? ", wrote " : "", hb_clean(path, sizeof(path), where),
+		tr->k + 1, (end_ns - tr->start_ns) / 1e9, st->allocs, where[0] ? ", wrote " : "",
+		hb_clean(path, sizeof(path), where),
 		tr->run->pyro ? ", spooled for Pyroscope" : "");
 	if (o->leaks && an)
 		summary_leaks(stderr, p, an, who);

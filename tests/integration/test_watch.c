@@ -366,6 +366,88 @@ Test(watch, sigusr1_profile_matches_jemalloc_dump)
 	svc.pid = 0;
 }
 
+/* The sum of sample type type's values in the pprof file at path; the comment "heapbpf: N samples". */
+static int64_t pprof_total(const char *path, const char *type, uint64_t *samples)
+{
+	Perftools__Profiles__Profile *p;
+	int64_t sum = 0;
+	size_t k = SIZE_MAX;
+	char *buf;
+	ssize_t n = hb_read_file(path, &buf);
+
+	cr_assert_gt(n, 0, "%s", path);
+	cr_assert_eq(pprof_decode((uint8_t *)buf, n, &p), 0, "%s", path);
+	free(buf);
+	for (size_t i = 0; i < p->n_sample_type; i++) {
+		if (!strcmp(p->string_table[p->sample_type[i]->type], type))
+			k = i;
+	}
+	cr_assert_neq(k, SIZE_MAX, "no %s in %s", type, path);
+	for (size_t i = 0; i < p->n_sample; i++)
+		sum += p->sample[i]->value[k];
+	*samples = UINT64_MAX;
+	for (size_t i = 0; i < p->n_comment; i++) {
+		unsigned long long c;
+
+		if (sscanf(p->string_table[p->comment[i]], "heapbpf: %llu samples, ", &c) == 1)
+			*samples = c;
+	}
+	cr_assert_neq(*samples, UINT64_MAX, "no \"heapbpf: N samples\" comment in %s", path);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	return sum;
+}
+
+/*
+ * Each profile's figures are its own window's: the stop profile after a
+ * SIGUSR1 one holds what was allocated since (--raw: one count per sample),
+ * and its summary line and its comment count the same samples, not the
+ * run's so far (they did: "13837 samples" beside a window of 3318).
+ */
+Test(watch, each_profiles_figures_are_its_windows)
+{
+	const char *out = hb_tmp("out");
+	char names[16][256], path[PATH_MAX + 256], *text;
+	unsigned long long said[2] = { 0, 0 };
+	uint64_t before, commented;
+	const char *at;
+	int64_t held;
+	int k = 0;
+
+	start_service("prof:true,prof_active:false,lg_prof_sample:14");
+	start_watch(out, (const char *[]){ "--raw", NULL });
+	/* both windows sample: the service allocates on (16 KiB of it is a sample) */
+	before = svc_allocs(&svc);
+	for (int i = 0; i < 600 && svc_allocs(&svc) < before + 20000; i++)
+		hb_sleep_ms(100);
+	kill(watcher, SIGUSR1);
+	cr_assert_eq(wait_files(out, "-demand.pb.gz", 1, names), 1);
+	before = svc_allocs(&svc);
+	for (int i = 0; i < 600 && svc_allocs(&svc) < before + 20000; i++)
+		hb_sleep_ms(100);
+	kill(watcher, SIGINT);
+	cr_assert_eq(hb_wait(watcher, 60000), 0);
+	watcher = 0;
+	cr_assert_eq(wait_files(out, "-stop.pb.gz", 1, names), 1);
+	text = watch_err();
+	for (at = text; (at = strstr(at, "heapbpf: ")) && k < 2; at++) {
+		if (sscanf(at, "heapbpf: %llu samples, ", &said[k]) == 1)
+			k++;
+	}
+	cr_assert_eq(k, 2, "not two summaries:\n%s", text);
+	cr_assert_gt(said[0], 0, "%s", text);
+	cr_assert_gt(said[1], 0, "%s", text);
+	snprintf(path, sizeof(path), "%s/%s", out, names[0]);
+	held = pprof_total(path, "alloc_objects", &commented);
+	cr_assert_eq((uint64_t)held, said[1],
+		     "the stop profile holds %lld samples, its summary says %llu:\n%s",
+		     (long long)held, said[1], text);
+	cr_assert_eq(commented, said[1], "its comment says %llu samples",
+		     (unsigned long long)commented);
+	free(text);
+	cr_assert_eq(svc_stop(&svc), 0);
+	svc.pid = 0;
+}
+
 static void write_pidfile(const char *path, pid_t pid)
 {
 	FILE *f = fopen(path, "we");
