@@ -151,8 +151,10 @@ Test(host_safety, output_link_to_a_pipe_is_not_followed)
 	cr_assert_geq(rfd, 0);
 	snprintf(out, sizeof(out), "%s/heap.pb.gz", dir);
 	as_nobody("ln -s %s %s", fifo, out);
-	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "-o", out, NULL }, err,
-			    sizeof(err), 60000),
+	/* the operator insists on the attacker's directory: the link is still not followed */
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--allow-shared-dir", "-o",
+					      out, NULL },
+			    err, sizeof(err), 60000),
 		     1, "%s", err);
 	one_sentence(err, "symbolic link");
 	cr_assert_eq(read(rfd, buf, sizeof(buf)), 0, "the profile reached the pipe");
@@ -176,8 +178,9 @@ Test(host_safety, output_pipe_does_not_block_or_keep_the_lock)
 	start();
 	snprintf(out, sizeof(out), "%s/heap.pb.gz", dir);
 	as_nobody("mkfifo -m 0666 %s%s", out, "");
-	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "-o", out, NULL }, err,
-			    sizeof(err), 60000),
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--allow-shared-dir", "-o",
+					      out, NULL },
+			    err, sizeof(err), 60000),
 		     1, "%s", err);
 	one_sentence(err, "not a regular file");
 	cr_assert_eq(lstat(out, &st), 0);
@@ -200,8 +203,9 @@ Test(host_safety, output_link_to_a_device_is_refused)
 	snprintf(out, sizeof(out), "%s/heap.pb.gz", dir);
 	/* /dev/full: a write that got through would fail with ENOSPC, not with our refusal */
 	as_nobody("ln -s /dev/full %s%s", out, "");
-	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "-o", out, NULL }, err,
-			    sizeof(err), 60000),
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--allow-shared-dir", "-o",
+					      out, NULL },
+			    err, sizeof(err), 60000),
 		     1, "%s", err);
 	one_sentence(err, "symbolic link");
 	cr_assert_null(strstr(err, "No space"), "it wrote to the device: %s", err);
@@ -273,6 +277,44 @@ Test(host_safety, default_name_in_a_shared_directory)
 	cr_assert_eq(svc_stop(&svc), 0);
 }
 
+/*
+ * Another user's directory (0755, theirs: they may write there whatever
+ * its mode says, and no sticky bit binds them) is refused for -o and
+ * --record before the window (-d 600 would outlast the run's guard), with
+ * nothing created there and the flag never left on; --allow-shared-dir
+ * writes there, a file of root's, 0600.
+ */
+Test(host_safety, directory_of_another_user_is_refused)
+{
+	const char *dir = attacker_dir();
+	char out[PATH_MAX], rec[PATH_MAX], err[8192], names[4][256];
+	struct stat st;
+
+	start();
+	snprintf(out, sizeof(out), "%s/heap.pb.gz", dir);
+	snprintf(rec, sizeof(rec), "%s/heap.hbr", dir);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "600", "-o", out, NULL }, err,
+			    sizeof(err), 60000),
+		     1, "%s", err);
+	one_sentence(err, "the directory belongs to another user");
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "600", "--record", rec, "-o",
+					      hb_tmp("r.pb.gz"), NULL },
+			    err, sizeof(err), 60000),
+		     1, "%s", err);
+	one_sentence(err, "the directory belongs to another user");
+	cr_assert_eq(hb_count_files(dir, "", names, 4), 0, "%s was written into", names[0]);
+	cr_assert_eq(flag_of(svc.pid), 0);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--allow-shared-dir", "-o",
+					      out, NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(lstat(out, &st), 0);
+	cr_assert(S_ISREG(st.st_mode));
+	cr_assert_eq(st.st_uid, 0);
+	cr_assert_eq(st.st_mode & 07777, 0600);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
 /* ---- --record ---- */
 
 /* A link to root's 0644 file: it was truncated, filled and made 0600. */
@@ -284,8 +326,9 @@ Test(host_safety, record_link_is_not_followed)
 	start();
 	snprintf(rec, sizeof(rec), "%s/heap.hbr", dir);
 	as_nobody("ln -s %s %s", victim, rec);
-	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--record", rec, NULL }, err,
-			    sizeof(err), 60000),
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--allow-shared-dir",
+					      "--record", rec, NULL },
+			    err, sizeof(err), 60000),
 		     1, "%s", err);
 	one_sentence(err, "symbolic link");
 	assert_precious(victim);
@@ -314,8 +357,9 @@ Test(host_safety, record_over_a_planted_file_is_a_new_file_of_roots)
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(fstat(fd, &planted), 0);
 	cr_assert_eq(planted.st_uid, NOBODY);
-	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--record", rec, NULL }, err,
-			    sizeof(err), 60000),
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "--allow-shared-dir",
+					      "--record", rec, NULL },
+			    err, sizeof(err), 60000),
 		     0, "%s", err);
 	cr_assert_eq(pread(fd, buf, sizeof(buf) - 1, 0), 7, "the planted file was written to");
 	cr_assert_str_eq(buf, "planted");

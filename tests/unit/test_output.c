@@ -305,10 +305,11 @@ Test(output, private_directory_must_be_ours_and_closed)
 	cr_assert_eq(chmod(dir, 0700), 0);
 	cr_assert_eq(chown(dir, 65534, 65534), 0);
 	cr_assert_eq(output_open_dir(dir, OUTPUT_DIR_PRIVATE), -OUTPUT_EOWNER);
-	/* files (a profile) may still go into another user's closed directory */
-	fd = output_open_dir(dir, OUTPUT_DIR_FILES);
-	cr_assert_geq(fd, 0);
-	close(fd);
+	/* nor a profile: its owner may write there whatever the mode (chmod), sticky or not */
+	cr_assert_eq(output_open_dir(dir, OUTPUT_DIR_FILES), -OUTPUT_EOWNER);
+	cr_assert_eq(chmod(dir, 01755), 0);
+	cr_assert_eq(output_open_dir(dir, OUTPUT_DIR_FILES), -OUTPUT_EOWNER);
+	cr_assert_eq(chmod(dir, 0700), 0);
 	cr_assert_eq(chown(dir, 0, 0), 0);
 	cr_assert_eq(output_open_dir("/dev/null", OUTPUT_DIR_FILES), -OUTPUT_ENOTDIR);
 }

@@ -132,16 +132,18 @@ int output_dir_check(int dfd, enum output_dir_kind kind)
 		return -OUTPUT_ENOTDIR;
 	if (allow_shared_dir)
 		return 0;
+	/*
+	 * Another user's directory is theirs to write, whatever its mode says
+	 * (they may chmod it), and a sticky bit does not bind its owner: refused
+	 * for the spool (whose files are pushed with the operator's credentials)
+	 * and for output alike.
+	 */
+	if (st.st_uid != me && st.st_uid != invoker && st.st_uid != 0)
+		return -OUTPUT_EOWNER;
 	/* a group of root's is root's; any other group or everyone: other users */
 	others_write = (st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0);
-	if (kind == OUTPUT_DIR_PRIVATE) {
-		/* the spool's files are pushed with the operator's credentials */
-		if (st.st_uid != me && st.st_uid != invoker && st.st_uid != 0)
-			return -OUTPUT_EOWNER;
-		if (others_write)
-			return -OUTPUT_ESHARED;
-		return 0;
-	}
+	if (kind == OUTPUT_DIR_PRIVATE)
+		return others_write ? -OUTPUT_ESHARED : 0;
 	/* a sticky directory (/tmp) lets no one else rename or remove heapbpf's files */
 	if (others_write && !(st.st_mode & S_ISVTX))
 		return -OUTPUT_ESHARED;

@@ -41,8 +41,10 @@ uid_t output_invoking_uid(void);
 
 enum output_dir_kind {
 	/*
-	 * Profiles, snapshots, recordings: a directory others can write must
-	 * have the sticky bit (as /tmp has), or they could swap the files.
+	 * Profiles, snapshots, recordings: owned by root or the invoking user
+	 * (a directory's owner can always write into it), and one others can
+	 * write must have the sticky bit (as /tmp has), or they could swap
+	 * the files.
 	 */
 	OUTPUT_DIR_FILES,
 	/*
