@@ -36,9 +36,11 @@ group=${2:?usage: $0 BUILD GROUP}
 # saturating the machine, which would starve the tests beside it; leaks:
 # measures growth rates and lifetimes in time, which tests beside it would stretch;
 # liveheap_load: four threads allocating without pause while it reads the tables;
-# forks_pidreuse, multi_pidreuse: they set the kernel's last pid (the machine's) to
-# have a freed pid reused, and a test beside them that cleans up by pid could
-# meet one of those
+# forks_pidreuse, multi_pidreuse: each starts a process as the pid a child of
+# its service just freed (clone3's set_tid); a fork elsewhere may take that pid
+# first, and then the test forks a new child and tries again, at most 5
+# attempts in all (hb_freed_pid_taken): run alone, no other integration
+# test's forks compete for the pid
 SERIAL_SUITES="soak leaks liveheap_load forks_pidreuse multi_pidreuse agent_budget"
 # the suites that run on the jemalloc fixtures (make test builds them for this group)
 FIXTURE_SUITES="versions|liveheap|reach|core_versions|wrappers|agent_versions"

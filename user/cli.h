@@ -71,7 +71,7 @@ struct cli {
 	uint64_t max_rss;	   /* --max-rss: heapbpf's own RSS */
 	double max_cpu;		   /* --max-cpu: heapbpf's own CPU, percent of one core */
 	double rotate;		   /* --rotate SECONDS between the budget's rotations */
-	const char *test_root;	   /* --test-root DIR: /var/log/pods under DIR (tests only) */
+	const char *test_root;	   /* --test-root DIR (tests): its /var/log, /var/lib/docker */
 	const char *labels[CLI_MAX_LABELS]; /* --label K=V, as typed */
 	/* --wrapper NAME: more allocator wrappers that sites are named past (profile/wrappers.h) */
 	const char *wrappers[CLI_MAX_WRAPPERS];

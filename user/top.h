@@ -135,7 +135,7 @@ struct top_view {
 /*
  * One row in width columns: the numbers that fit (the sorted one always,
  * then growth, allocation, in use, objects), then the name, cut to fit.
- * Names are printed with anything but printable ASCII as '?'.
+ * Names are printed as hb_clean shows them: each byte outside printable ASCII as \xHH.
  */
 void top_format_row(char *buf, size_t len, const struct top_row *r, const struct top_view *v,
 		    int width);
