@@ -898,6 +898,28 @@ static void finish(struct agent *a)
 	discover__free(a->d);
 }
 
+/*
+ * In a cgroup namespace of its own (a pod on cgroup v2), other processes'
+ * cgroups read as relative paths: made the host's again from its own cgroup,
+ * so that cgroup= rules and units match as on the host.
+ */
+static void host_cgroups(void)
+{
+	char base[4096];
+	int rc = workload_host_cgroup_base(base, sizeof(base));
+
+	if (!rc) {
+		workload_set_cgroup_base(base);
+		hb_note("agent: in a cgroup namespace of its own, whose root is the host's %s: "
+			"other processes' cgroups are read from there",
+			base);
+	} else if (rc < 0) {
+		hb_warn("agent: its own cgroup was not found in the host's hierarchy (mount the "
+			"host's /sys/fs/cgroup): in a cgroup namespace of its own, cgroup= rules "
+			"would see other processes' cgroups as paths relative to it");
+	}
+}
+
 int agent_run(struct run *r, char *err, size_t errlen)
 {
 	struct agent a = { .r = r, .o = r->opts, .budget = r->opts->max_targets };
@@ -920,6 +942,7 @@ int agent_run(struct run *r, char *err, size_t errlen)
 		hb_warn("agent: the kernel's process connector cannot be read here (it needs "
 			"CAP_NET_ADMIN and the host's network namespace): new processes are found "
 			"by a scan of /proc every 2 s");
+	host_cgroups();
 	hb_note("agent: watching the node's jemalloc processes, %lu at once", a.o->max_targets);
 	if (!first_target(&a))
 		rc = run_node(&a, err, errlen);

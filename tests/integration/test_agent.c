@@ -165,23 +165,20 @@ static const char *in_tmp(char *buf, size_t len, const char *name)
 }
 
 /*
- * heapbpf agent with args (behind the argv[0] wrapper when not NULL: unshare),
- * its stderr into agent.err, its state in the test's directory.
+ * heapbpf agent with args, or the command prefix names (ending where the
+ * agent's own options begin: "unshare -n heapbpf agent"), its stderr into
+ * agent.err, its state in the test's directory.
  */
-static pid_t start_agent_in(const char *wrapper, const char *const *args)
+static pid_t start_agent_in(const char *const *prefix, const char *const *args)
 {
 	const char *argv[48] = { hb_path("heapbpf"), "agent" };
 	char state[PATH_MAX], err[PATH_MAX];
 	size_t n = 2;
 
-	if (wrapper) {
-		argv[0] = wrapper;
-		argv[1] = "-n";
-		argv[2] = hb_path("heapbpf");
-		argv[3] = "agent";
-		n = 4;
+	if (prefix) {
+		for (n = 0; prefix[n] && n < 8; n++)
+			argv[n] = prefix[n];
 	}
-
 	for (; *args && n < 47; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;
@@ -897,8 +894,9 @@ Test(agent, without_the_connector_new_processes_found_by_scans)
 	make_parent();
 	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
 	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
-	start_agent_in("/usr/bin/unshare", (const char *[]){ "--output-dir", out, "--interval", "1",
-							     "--select", sel, NULL });
+	start_agent_in(
+		(const char *[]){ "/usr/bin/unshare", "-n", hb_path("heapbpf"), "agent", NULL },
+		(const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel, NULL });
 	wait_said("process connector cannot be read here");
 	start_service(&s, IDLE_CONF, "200");
 	place(s.pid, "system.slice/scanned.service");
@@ -1205,6 +1203,44 @@ Test(agent, a_files_uprobes_go_with_its_last_user)
 	cr_assert_lt(now, with, "%d BPF links while it was sampled, %d after it exited: %s", with,
 		     now, agent_err());
 	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+}
+
+/*
+ * The agent in a cgroup namespace of its own (as in a pod on cgroup v2),
+ * rooted at a cgroup beside the service's: it reads the service's cgroup as
+ * "/../../system.slice/nsvc.service", makes it the host's path again from
+ * its own cgroup, and so the service matches a rule on the host's path and
+ * is named after its unit.
+ */
+Test(agent, in_a_cgroup_namespace_paths_are_the_hosts)
+{
+	char sel[128], out[PATH_MAX], script[PATH_MAX + 128], want[160];
+	struct svc s;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "200");
+	place(s.pid, "system.slice/nsvc.service");
+	hb_sh("mkdir -p '%s/agent.slice/heapbpf-agent.service'", cg_parent);
+	/* the shell moves itself into its cgroup, then the namespace is made there */
+	snprintf(script, sizeof(script),
+		 "echo $$ > '%s/agent.slice/heapbpf-agent.service/cgroup.procs' && "
+		 "exec /usr/bin/unshare -C \"$0\" agent \"$@\"",
+		 cg_parent);
+	snprintf(sel, sizeof(sel), "cgroup=%s/system.slice/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent_in((const char *[]){ "/bin/sh", "-c", script, hb_path("heapbpf"), NULL },
+		       (const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel,
+					 NULL });
+	snprintf(want, sizeof(want),
+		 "whose root is the host's %s/agent.slice/heapbpf-agent.service", cg_name);
+	wait_said(want);
+	snprintf(want, sizeof(want), "agent: sampling pid %d (", s.pid);
+	wait_said(want);
+	cr_assert(strstr(agent_err(), "as service_name nsvc"), "%s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	cr_assert_eq(flag_of(s.pid), 0);
+	svc_stop(&s);
 }
 
 /* ---- the budget ---- */

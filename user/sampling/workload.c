@@ -512,6 +512,78 @@ int workload_cgroup_base(const char *mount, char *base, size_t len)
 	return find_self(dir, sizeof(dir), root_len, 12, getpid(), base, len) ? 0 : -ENOENT;
 }
 
+/*
+ * The mount of the hierarchy whose path workload_of() takes on this
+ * machine: cgroup v1's name=systemd where it is mounted (it outranks a
+ * hybrid machine's "0::/"), else cgroup2's; *v1 says which.
+ */
+static bool cgroup_mount(char *out, size_t len, bool *v1)
+{
+	char line[1024], mnt[512], type[64], opts[512];
+	FILE *f = fopen("/proc/self/mounts", "re");
+
+	out[0] = '\0';
+	*v1 = false;
+	while (f && !*v1 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %511s %63s %511s", mnt, type, opts) != 3)
+			continue;
+		*v1 = !strcmp(type, "cgroup") && strstr(opts, "name=systemd");
+		if (*v1 || (!out[0] && !strcmp(type, "cgroup2")))
+			snprintf(out, len, "%s", mnt);
+	}
+	if (f)
+		fclose(f);
+	return out[0] != '\0';
+}
+
+/* This process's path in that hierarchy, as its own namespace names it. */
+static bool own_path(bool v1, char *out, size_t len)
+{
+	char line[4096];
+	const char *want = v1 ? ":name=systemd:" : "0::";
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		const char *at = v1 ? strstr(line, want) : (strncmp(line, want, 3) ? NULL : line);
+
+		if (!at)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(out, len, "%s", at + strlen(want));
+		found = true;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+int workload_host_cgroup_base(char *base, size_t len)
+{
+	char mount[512], self[4096], host[4096];
+	size_t hl, sl;
+	bool v1;
+	int rc;
+
+	if (!cgroup_mount(mount, sizeof(mount), &v1) || !own_path(v1, self, sizeof(self)))
+		return -ENOENT;
+	rc = workload_cgroup_base(mount, host, sizeof(host));
+	if (rc)
+		return rc;
+	/* the same path both ways: the host's namespace, nothing to resolve */
+	if (!strcmp(self, host))
+		return 1;
+	/* a namespace's own path is the host's with the namespace's root cut off */
+	hl = strlen(host);
+	sl = strcmp(self, "/") ? strlen(self) : 0;
+	if (sl > hl || (sl && strcmp(host + hl - sl, self) != 0))
+		return -ENOENT;
+	snprintf(base, len, "%.*s", (int)(hl - sl), host);
+	if (!base[0])
+		snprintf(base, len, "/");
+	return 0;
+}
+
 /* ---- /proc/PID/cgroup ---- */
 
 /*

@@ -75,6 +75,15 @@ bool workload_container_id(const char *line, size_t len, char *id);
  */
 int workload_cgroup_base(const char *mount, char *base, size_t len);
 void workload_set_cgroup_base(const char *base);
+/*
+ * The root of this process's cgroup namespace as the host names it, when it
+ * runs in one of its own (0, base filled): found in the hierarchy
+ * workload_of() reads (name=systemd's, else cgroup2's) as its own cgroup,
+ * the path /proc/self/cgroup gives cut off its end. 1 when both paths are
+ * the same (the host's namespace: nothing to resolve); -ENOENT when its
+ * cgroup is not found there (a private mount).
+ */
+int workload_host_cgroup_base(char *base, size_t len);
 
 /*
  * service_name: the pod's annotation is unavailable without an API server,
