@@ -324,9 +324,9 @@ Test(liveheap, oracle_521_shared)
  * sample; jemalloc's own sums keep 1.25 objects a sample for 1.28722 (2.9%
  * short).
  */
-static void rotate(const char *bin, const char *conf)
+static void rotate_usize(const char *bin, const char *conf, uint64_t usize)
 {
-	const double period = 524288, w = weight(786432, period);
+	const double period = 524288, w = weight((double)usize, period);
 	char dump[PATH_MAX], c[PATH_MAX + 8], err[1024];
 	const char *env[] = { c, NULL };
 	const char *args[] = { "--threads", "0", NULL };
@@ -355,16 +355,16 @@ static void rotate(const char *bin, const char *conf)
 	cr_assert_eq(d->sample_period, 524288);
 	for (size_t i = 0; i < d->nstacks; i++) {
 		if (d->stacks[i].accumobjs &&
-		    d->stacks[i].accumbytes == d->stacks[i].accumobjs * 786432) {
-			cr_assert_null(j, "two stacks of 786432-byte samples");
+		    d->stacks[i].accumbytes == d->stacks[i].accumobjs * usize) {
+			cr_assert_null(j, "two stacks of %" PRIu64 "-byte samples", usize);
 			j = &d->stacks[i];
 		}
 	}
-	cr_assert_not_null(j, "no stack of 786432-byte samples in the dump");
+	cr_assert_not_null(j, "no stack of %" PRIu64 "-byte samples in the dump", usize);
 	/* 4800 buffers, each sampled with probability 1 - exp(-1.5) = 0.78 */
 	cr_assert_gt(j->accumobjs, 3000);
 	cr_assert_gt(j->curobjs, 0);
-	cr_assert_eq(j->curbytes, j->curobjs * 786432);
+	cr_assert_eq(j->curbytes, j->curobjs * usize);
 	h = find_stack(col, j);
 	cr_assert_not_null(h, "the rotation's stack was not read");
 	cr_assert(h->samples == j->accumobjs && h->bytes == j->accumbytes &&
@@ -386,6 +386,12 @@ static void rotate(const char *bin, const char *conf)
 	collector__free(col);
 }
 
+/* 700000 bytes are 786432 usable in 5.2.1 and 5.3.0's size classes */
+static void rotate(const char *bin, const char *conf)
+{
+	rotate_usize(bin, conf, 786432);
+}
+
 #define CONF_DEFAULT_RATE "prof:true,prof_active:true,prof_accum:true,prof_unbias:false"
 
 Test(liveheap, rotate_530_static)
@@ -396,6 +402,21 @@ Test(liveheap, rotate_530_static)
 Test(liveheap, rotate_530_shared)
 {
 	rotate(fx("bin/je530-shared"), CONF_DEFAULT_RATE);
+}
+
+/*
+ * 5.3.1, from Debian unstable's source package: its tables, the same
+ * weighing. Its large objects are rounded to whole pages, not to 5.3.0's
+ * size classes: 700000 bytes are 700416 usable, as its own dump says.
+ */
+Test(liveheap, rotate_531_static)
+{
+	rotate_usize(fx("bin/je531-static"), CONF_DEFAULT_RATE, 700416);
+}
+
+Test(liveheap, rotate_531_shared)
+{
+	rotate_usize(fx("bin/je531-shared"), CONF_DEFAULT_RATE, 700416);
 }
 
 /* 5.2.1 keeps raw counts only: weighed by the mean size, exact for one size */
