@@ -146,21 +146,35 @@ Test(errors, help_has_examples)
 	cr_assert(strstr(out, "MALLOC_CONF=prof:true,prof_active:false"));
 }
 
+/*
+ * An output that cannot be written, -o or --at-peak, is refused before the
+ * window: with -d 600 a check after it would outlast hb_run's guard (a
+ * bound on a hang, not a measure); nothing was sampled, the flag is off.
+ */
 Test(errors, unwritable_output_restores_flag)
 {
 	struct svc s;
 	char pid[16], err[4096];
 	uint64_t flag;
 	uint8_t b;
-	const char *args[] = { "--pid", pid, "-d", "1", "-o", "/nonexistent-dir/x.pb.gz", NULL };
+	const char *args[] = { "--pid", pid, "-d", "600", "-o", "/nonexistent-dir/x.pb.gz", NULL };
+	const char *peak[] = { "--pid",	    pid,
+			       "-d",	    "600",
+			       "-o",	    hb_tmp("x.pb.gz"),
+			       "--at-peak", "/nonexistent-dir/peak.pb.gz",
+			       NULL };
 
 	hb_require_bpf();
 	cr_assert_eq(svc_start(&s, hb_path("examples/alloc-service-static"),
 			       "prof:true,prof_active:false", NULL),
 		     0);
 	snprintf(pid, sizeof(pid), "%d", s.pid);
-	cr_assert_eq(hb_run(args, err, sizeof(err), 30000), 1, "stderr: %s", err);
+	cr_assert_eq(hb_run(args, err, sizeof(err), 60000), 1, "stderr: %s", err);
 	cr_assert(strstr(err, "cannot write /nonexistent-dir/x.pb.gz"), "stderr: %s", err);
+	cr_assert_null(strstr(err, "sampling every"), "it sampled first: %s", err);
+	cr_assert_eq(hb_run(peak, err, sizeof(err), 60000), 1, "stderr: %s", err);
+	cr_assert(strstr(err, "/nonexistent-dir/peak.pb.gz"), "stderr: %s", err);
+	cr_assert_null(strstr(err, "sampling every"), "it sampled first: %s", err);
 	cr_assert_eq(hb_sym_addr(s.pid, hb_path("examples/alloc-service-static"),
 				 "je_prof_active_state", &flag),
 		     0);
