@@ -35,6 +35,9 @@ static char cg_name[64];	 /* its path as /proc/PID/cgroup shows it */
 static pid_t server_pid, agent_pid;
 
 /* Every process left in the test's cgroups killed, the cgroups removed, pass or fail. */
+/* A memory cgroup of the test's own (cgroup v1's memory hierarchy), or "". */
+static char memcg[PATH_MAX];
+
 static void agent_fini(void)
 {
 	char cmd[PATH_MAX * 2 + 256];
@@ -45,6 +48,7 @@ static void agent_fini(void)
 		agent_pid = 0;
 	}
 	hb_standin_kill(&server_pid);
+	hb_cgroup_drain(memcg);
 	if (cg_parent[0]) {
 		snprintf(cmd, sizeof(cmd),
 			 "for i in 1 2 3 4 5 6 7 8 9 10; do "
@@ -1241,6 +1245,73 @@ Test(agent, in_a_cgroup_namespace_paths_are_the_hosts)
 	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
 	cr_assert_eq(flag_of(s.pid), 0);
 	svc_stop(&s);
+}
+
+/*
+ * pid alone in a memory cgroup of the test's with a hard limit of mib MiB:
+ * on cgroup v1, one of its own in the memory hierarchy; on v2, its cgroup
+ * under the test's parent (rel), the memory controller enabled down to it.
+ */
+static void memory_limit(pid_t pid, const char *rel, unsigned int mib)
+{
+	char path[PATH_MAX * 2];
+	struct stat st;
+
+	if (stat("/sys/fs/cgroup/memory/memory.limit_in_bytes", &st) == 0) {
+		snprintf(memcg, sizeof(memcg), "/sys/fs/cgroup/memory/hbagent-oom-%d", getpid());
+		cr_assert_eq(mkdir(memcg, 0755), 0, "mkdir %s: %s", memcg, strerror(errno));
+		hb_sh("echo %u > '%s/memory.limit_in_bytes'", mib << 20, memcg);
+		hb_sh("echo %d > '%s/cgroup.procs'", (int)pid, memcg);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", cg_parent, rel);
+	/* each directory from the parent down to rel's: the controller for its children */
+	for (char *slash = path + strlen(cg_parent); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		hb_sh("echo +memory > '%s/cgroup.subtree_control'", path);
+		*slash = '/';
+	}
+	hb_sh("echo %u > '%s/memory.max'", mib << 20, path);
+}
+
+/*
+ * A sampled service killed for memory, alone in a cgroup of the test's (128
+ * MiB): the agent writes its profile of the moment, named for the oom
+ * trigger with the kernel's figures in its comments and its fill site
+ * holding what was in use, and goes on watching the node.
+ */
+Test(agent, oom_kill_gives_the_targets_oom_profile)
+{
+	char out[PATH_MAX], reply[128], want[160];
+	static char names[64][256];
+	struct svc s;
+	int n, found = -1;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "200");
+	place(s.pid, "system.slice/oomy.service");
+	memory_limit(s.pid, "system.slice/oomy.service", 128);
+	agent_over_cgroup(out, sizeof(out));
+	snprintf(want, sizeof(want), "agent: sampling pid %d (", s.pid);
+	wait_said(want);
+	cr_assert_eq(svc_cmd(&s, "pause", reply, sizeof(reply), 10000), 0);
+	/* more than the cgroup holds: the kernel kills it while it fills */
+	svc_cmd(&s, "fill 400", reply, sizeof(reply), 60000);
+	cr_assert_eq(hb_wait(s.pid, 60000), 128 + SIGKILL, "the service was not killed");
+	wait_said("oom: chosen as the OOM killer's victim");
+	for (int waited = 0; waited < WAIT_MS && found < 0; waited += 200) {
+		n = hb_count_files(out, "-oom.pb.gz", names, 64);
+		snprintf(want, sizeof(want), "-%d-", s.pid);
+		for (int i = 0; i < n && i < 64; i++)
+			found = strstr(names[i], want) ? i : found;
+		if (found < 0)
+			hb_sleep_ms(200);
+	}
+	cr_assert_geq(found, 0, "no oom profile of pid %d in %s: %s", s.pid, out, agent_err());
+	cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent stopped: %s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	s.pid = 0;
 }
 
 /* ---- the budget ---- */
