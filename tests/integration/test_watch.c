@@ -293,6 +293,35 @@ Test(watch, pressure_gives_one_profile_per_cooldown)
 }
 
 /*
+ * Pressure again once the cooldown is over gives the next profile: a
+ * cooldown of 1 s, then a second storm started 2 s after the first profile
+ * was written (the cooldown is over whatever the machine's load).
+ */
+Test(watch, pressure_after_the_cooldown_gives_the_next_profile)
+{
+	const char *out = hb_tmp("out");
+	char names[16][256], reply[128];
+
+	start_service(IDLE_CONF);
+	cg_enter(svc.pid, 96);
+	start_watch(out, (const char *[]){ "--on-pressure", "--cooldown", "1", NULL });
+	cr_assert_eq(svc_cmd(&svc, "pagecache 300", reply, sizeof(reply), 120000), 0);
+	cr_assert_geq(wait_files(out, "-pressure.pb.gz", 1, names), 1);
+	hb_sleep_ms(2000);
+	cr_assert_eq(svc_cmd(&svc, "pagecache 300", reply, sizeof(reply), 120000), 0);
+	if (wait_files(out, "-pressure.pb.gz", 2, names) < 2) {
+		char *err = watch_err();
+
+		cr_assert_fail("no second pressure profile after the cooldown:\n%s", err);
+	}
+	kill(watcher, SIGINT);
+	cr_assert_eq(hb_wait(watcher, 60000), 0);
+	watcher = 0;
+	cr_assert_eq(svc_stop(&svc), 0);
+	svc.pid = 0;
+}
+
+/*
  * The in-use estimate in steps of 40 MiB with --on-growth 32M: a profile
  * per step, and heapbpf diff of the two names the growing site.
  *
