@@ -755,7 +755,7 @@ static void no_backtrace(void **vec, unsigned *len, unsigned max_len)
 	*len = 0;
 }
 
-static void cmd_nobt(void)
+static void cmd_nobt(const char *arg)
 {
 	void (*hook)(void **, unsigned *, unsigned) = no_backtrace;
 	bool on = true;
@@ -764,6 +764,11 @@ static void cmd_nobt(void)
 	err = mallctl("experimental.hooks.prof_backtrace", NULL, NULL, &hook, sizeof(hook));
 	if (err) {
 		reply("error experimental.hooks.prof_backtrace: %s", strerror(err));
+		return;
+	}
+	/* "nobt 0": the hook alone, prof.active left to whoever switches it on */
+	if (arg && !strcmp(arg, "0")) {
+		reply("nobt active 0");
 		return;
 	}
 	err = mallctl("prof.active", NULL, NULL, &on, sizeof(on));
@@ -1559,7 +1564,7 @@ static void run_command(char *line)
 	} else if (!strcmp(line, "stats")) {
 		cmd_stats();
 	} else if (!strcmp(line, "nobt")) {
-		cmd_nobt();
+		cmd_nobt(arg);
 	} else if (!strcmp(line, "deep")) {
 		cmd_deep(arg);
 	} else if (!strcmp(line, "fork") || !strcmp(line, "fork2") || !strcmp(line, "forkw") ||
@@ -1725,9 +1730,9 @@ static void usage(FILE *f)
 		"  dump PATH      mallctl(\"prof.dump\") to PATH           -> dumped | error MSG\n"
 		"  active [0|1]   read (or set, then read) mallctl(\"prof.active\") -> active 0|1\n"
 		"  stats          allocations and frees done so far  -> stats ALLOCS FREES\n"
-		"  nobt           install a prof_backtrace hook that takes no backtrace\n"
+		"  nobt [0]       install a prof_backtrace hook that takes no backtrace\n"
 		"                 (experimental.hooks.prof_backtrace, jemalloc >= 5.3.0), then\n"
-		"                 set prof.active to 1                     -> nobt active 1\n"
+		"                 set prof.active to 1 (0: leave it) -> nobt active 1|0\n"
 		"  deep N M       M MiB in 64 KiB blocks (deep_buffers), kept until exit,\n"
 		"                 allocated N calls of deep_frame deep     -> deep BLOCKS\n"
 		"  fork [N]       fork a child that allocates (forked_child) for N s (default\n"

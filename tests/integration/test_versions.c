@@ -754,7 +754,7 @@ static uint8_t flag_in(pid_t pid, const char *bin, const char *flag_sym)
  * samples with one sentence saying so, writes nothing, and leaves the flag on,
  * as the process set it; --live-heap refuses its tables of empty stacks too.
  */
-static void no_backtraces(const char *bin)
+static void no_backtraces(const char *bin, bool self_active)
 {
 	char out[PATH_MAX], pid[16], err[4096], reply[128], *p;
 	const char *env[] = { "MALLOC_CONF=prof:true,prof_active:false,lg_prof_sample:14", NULL };
@@ -771,9 +771,9 @@ static void no_backtraces(const char *bin)
 				   (const char *[]){ "--threads", "2", "--rate", "0", NULL }),
 		     0);
 	snprintf(pid, sizeof(pid), "%d", s.pid);
-	cr_assert_eq(svc_cmd(&s, "nobt", reply, sizeof(reply), 10000), 0);
-	cr_assert_str_eq(reply, "nobt active 1");
-	cr_assert_eq(flag_in(s.pid, bin, FLAG_530), 1);
+	cr_assert_eq(svc_cmd(&s, self_active ? "nobt" : "nobt 0", reply, sizeof(reply), 10000), 0);
+	cr_assert_str_eq(reply, self_active ? "nobt active 1" : "nobt active 0");
+	cr_assert_eq(flag_in(s.pid, bin, FLAG_530), self_active);
 
 	/* long before its 60 s: the first samples settle it */
 	cr_assert_eq(hb_run(args, err, sizeof(err), 45000), 1, "stderr: %s", err);
@@ -782,13 +782,21 @@ static void no_backtraces(const char *bin)
 	cr_assert(strstr(line, "its jemalloc takes no backtraces"), "%s", err);
 	cr_assert(strstr(line, "sampled allocations came with empty stacks"), "%s", err);
 	cr_assert(strstr(line, "prof_backtrace hook of its own"), "%s", err);
-	cr_assert(strstr(line, "left prof.active on, as the process had switched it on itself"),
+	cr_assert(strstr(line, self_active ? "left prof.active on, as the process had switched "
+					     "it on itself"
+					   : "switched prof.active back off"),
 		  "%s", err);
 	/* one sentence, said once */
 	p = strstr(err, "takes no backtraces");
 	cr_assert_null(strstr(p + 1, "takes no backtraces"), "%s", err);
 	cr_assert_null(strstr(err, "does not fit"), "%s", err);
 	cr_assert_neq(stat(out, &st), 0, "%s was written", out);
+	if (!self_active) {
+		/* heapbpf switched it on: back off, as it found it */
+		cr_assert_eq(flag_in(s.pid, bin, FLAG_530), 0, "prof.active left on");
+		cr_assert_eq(svc_stop(&s), 0);
+		return;
+	}
 	cr_assert_eq(flag_in(s.pid, bin, FLAG_530), 1, "the process's own prof.active changed");
 
 	cr_assert_eq(hb_run(live, err, sizeof(err), 30000), 1, "stderr: %s", err);
@@ -802,13 +810,19 @@ static void no_backtraces(const char *bin)
 
 Test(versions, nobt_531_hook_said_flag_left_on)
 {
-	no_backtraces(FX("bin/je531-static"));
+	no_backtraces(FX("bin/je531-static"), true);
 }
 
 /* 5.3.0 has experimental.hooks.prof_backtrace too */
 Test(versions, nobt_530_hook_said_flag_left_on)
 {
-	no_backtraces(FX("bin/je530-static"));
+	no_backtraces(FX("bin/je530-static"), true);
+}
+
+/* the hook alone, prof.active off: heapbpf switched it on, and back off once it saw */
+Test(versions, nobt_531_hook_said_flag_switched_back_off)
+{
+	no_backtraces(FX("bin/je531-static"), false);
 }
 
 /* ---- 5.3.1's prof_bt_max above 128 ------------------------------------------------- */
