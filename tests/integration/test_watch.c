@@ -367,6 +367,36 @@ Test(watch, growth_in_steps_gives_one_profile_each)
 	svc.pid = 0;
 }
 
+/*
+ * The process's RSS in steps of 40 MiB (fill: every byte touched) with
+ * --on-rss-growth 32M, the service paused between them: a growth profile
+ * per step, each said with the RSS it saw.
+ */
+Test(watch, rss_growth_in_steps_gives_one_profile_each)
+{
+	const char *out = hb_tmp("out");
+	char names[16][256], reply[128], *text;
+	int n;
+
+	start_service(IDLE_CONF);
+	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
+	start_watch(out, (const char *[]){ "--on-rss-growth", "32M", NULL });
+	cr_assert_eq(svc_cmd(&svc, "fill 40", reply, sizeof(reply), 30000), 0);
+	cr_assert_eq(wait_files(out, "-growth.pb.gz", 1, names), 1);
+	cr_assert_eq(svc_cmd(&svc, "fill 40", reply, sizeof(reply), 30000), 0);
+	cr_assert_eq(wait_files(out, "-growth.pb.gz", 2, names), 2);
+	kill(watcher, SIGINT);
+	cr_assert_eq(hb_wait(watcher, 60000), 0);
+	watcher = 0;
+	n = hb_count_files(out, "-growth.pb.gz", names, 16);
+	text = watch_err();
+	cr_assert_eq(n, 2, "%d growth profiles:\n%s", n, text);
+	cr_assert(strstr(text, "growth: RSS "), "%s", text);
+	free(text);
+	cr_assert_eq(svc_stop(&svc), 0);
+	svc.pid = 0;
+}
+
 /* SIGUSR1 while attached: one profile now, exactly jemalloc's own counts. */
 Test(watch, sigusr1_profile_matches_jemalloc_dump)
 {

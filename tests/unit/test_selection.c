@@ -2,6 +2,7 @@
 /* heapbpf agent's --select and --exclude rules, on workloads made from cgroup text. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "selection.h"
@@ -64,4 +65,31 @@ Test(selection, refusals)
 	}
 	cr_assert_eq(select_rule_parse("service_name=x", true, &r, err, sizeof(err)), -EINVAL,
 		     "an exclude names nothing");
+}
+
+/* namespace= and pod= hold on the names the kubelet's log directories gave the workload */
+Test(selection, namespace_and_pod)
+{
+	struct workload pod = of("0::/kubepods.slice/kubepods-besteffort.slice/"
+				 "kubepods-besteffort-pod" UID ".slice/cri-containerd-" ID
+				 ".scope\n");
+	struct workload unit = of("0::/system.slice/redis-server.service\n");
+	struct select_rule r;
+
+	snprintf(pod.k8s_namespace, sizeof(pod.k8s_namespace), "payments");
+	snprintf(pod.pod, sizeof(pod.pod), "ledger-5f7c9");
+	r = rule("namespace=payments", false);
+	cr_assert(select_rule_match(&r, &pod, "x", "x"));
+	cr_assert_not(select_rule_match(&r, &unit, "x", "x"), "no namespace: no match");
+	r = rule("namespace=pay", false);
+	cr_assert_not(select_rule_match(&r, &pod, "x", "x"), "a namespace is named whole");
+	r = rule("namespace=payments,pod=ledger-5f7c9", false);
+	cr_assert(select_rule_match(&r, &pod, "x", "x"));
+	r = rule("namespace=payments,pod=ledger-00000", false);
+	cr_assert_not(select_rule_match(&r, &pod, "x", "x"));
+	r = rule("pod=ledger-5f7c9,exe=ledger", false);
+	cr_assert(select_rule_match(&r, &pod, "ledger", "ledger"));
+	cr_assert_not(select_rule_match(&r, &pod, "other", "other"));
+	r = rule("namespace=payments", true);
+	cr_assert(select_rule_match(&r, &pod, "x", "x"), "an exclude matches the same way");
 }
