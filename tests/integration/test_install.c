@@ -366,6 +366,43 @@ Test(install, installed_units_pass_systemd_analyze_verify_in_the_tree)
 }
 
 /* man-db renders the page (as installed and as in the tree) with every groff warning on. */
+/* The --output-dir of the example unit's ExecStart= and its StateDirectory=, into dir and state. */
+static void unit_dirs(const char *unit, char *dir, char *state, size_t len)
+{
+	char *text = slurp(unit);
+	const char *o = strstr(text, "--output-dir "), *d = strstr(text, "\nStateDirectory=");
+
+	cr_assert(o && d, "%s: no --output-dir or StateDirectory=", unit);
+	o += strlen("--output-dir ");
+	d += strlen("\nStateDirectory=");
+	snprintf(dir, len, "%.*s", (int)strcspn(o, " \n"), o);
+	snprintf(state, len, "%.*s", (int)strcspn(d, "\n"), d);
+	free(text);
+}
+
+/*
+ * A watch and a snapshot timer of one instance write to directories of
+ * their own, each its StateDirectory=: the snapshots' --keep prunes every
+ * profile name in its directory, and would take the watch's oom profiles.
+ */
+Test(install, watch_and_snapshot_units_keep_apart)
+{
+	char wdir[256], wstate[256], sdir[256], sstate[256], want[300];
+
+	unit_dirs("examples/systemd/heapbpf-watch@.service", wdir, wstate, sizeof(wdir));
+	unit_dirs("examples/systemd/heapbpf-snapshot@.service", sdir, sstate, sizeof(sdir));
+	cr_assert_str_neq(wdir, sdir);
+	snprintf(want, sizeof(want), "%%S/%s", wstate);
+	cr_assert_str_eq(wdir, want, "the watch writes outside its StateDirectory=");
+	snprintf(want, sizeof(want), "%%S/%s", sstate);
+	cr_assert_str_eq(sdir, want, "the snapshots go outside their StateDirectory=");
+	/* neither directory is inside the other's */
+	cr_assert_neq(strncmp(wdir, sdir, strlen(sdir)) == 0 && wdir[strlen(sdir)] == '/', true,
+		      "%s is inside %s", wdir, sdir);
+	cr_assert_neq(strncmp(sdir, wdir, strlen(wdir)) == 0 && sdir[strlen(wdir)] == '/', true,
+		      "%s is inside %s", sdir, wdir);
+}
+
 Test(install, man_page_renders_without_warnings)
 {
 	const char *dest = scratch("dest");
