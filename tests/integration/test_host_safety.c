@@ -315,6 +315,32 @@ Test(host_safety, directory_of_another_user_is_refused)
 	cr_assert_eq(svc_stop(&svc), 0);
 }
 
+/*
+ * A link on the way: the attacker's directory holds "sub", a link to a
+ * directory of root's. The directory the path ends in was root's and passed
+ * its check, so the profile went there; now the path's own directories are
+ * checked as they are walked, and the run is refused, root's directory
+ * left empty.
+ */
+Test(host_safety, link_on_the_way_is_not_followed)
+{
+	const char *dir = attacker_dir(), *roots = hb_tmp("roots");
+	char out[PATH_MAX], err[8192], names[4][256], link[PATH_MAX];
+
+	start();
+	cr_assert_eq(mkdir(roots, 0755), 0);
+	snprintf(link, sizeof(link), "%s/sub", dir);
+	as_nobody("ln -s %s %s", roots, link);
+	snprintf(out, sizeof(out), "%s/heap.pb.gz", link);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "600", "-o", out, NULL }, err,
+			    sizeof(err), 60000),
+		     1, "%s", err);
+	one_sentence(err, "a directory on its path belongs to another user");
+	cr_assert_eq(hb_count_files(roots, "", names, 4), 0, "%s was written", names[0]);
+	cr_assert_eq(flag_of(svc.pid), 0);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
 /* ---- --record ---- */
 
 /* A link to root's 0644 file: it was truncated, filled and made 0600. */

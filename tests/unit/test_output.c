@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -21,24 +22,17 @@ static void make_dir(void)
 	cr_assert_not_null(mkdtemp(dir));
 }
 
-/* Removes what the test left (it should be at most the target) and the directory. */
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return type == FTW_DP ? rmdir(path) : unlink(path), 0;
+}
+
+/* Removes what the test left (its links and nested directories too) and the directory. */
 static void remove_dir(void)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[512];
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (unlink(path))
-			rmdir(path);
-	}
-	closedir(d);
-	rmdir(dir);
+	nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 TestSuite(output, .init = make_dir, .fini = remove_dir);
@@ -312,6 +306,99 @@ Test(output, private_directory_must_be_ours_and_closed)
 	cr_assert_eq(chmod(dir, 0700), 0);
 	cr_assert_eq(chown(dir, 0, 0), 0);
 	cr_assert_eq(output_open_dir("/dev/null", OUTPUT_DIR_FILES), -OUTPUT_ENOTDIR);
+}
+
+/* mkdir dir/rel, owned by uid, of mode. */
+static char *sub(const char *rel, uid_t uid, mode_t mode)
+{
+	char *p = path_in_dir(rel);
+
+	cr_assert_eq(mkdir(p, 0700), 0, "%s: %s", p, strerror(errno));
+	cr_assert_eq(chown(p, uid, uid), 0);
+	cr_assert_eq(chmod(p, mode), 0);
+	return p;
+}
+
+/* A symbolic link dir/rel to target, owned by uid. */
+static char *link_as(const char *rel, const char *target, uid_t uid)
+{
+	char *p = path_in_dir(rel);
+
+	cr_assert_eq(symlink(target, p), 0, "%s: %s", p, strerror(errno));
+	cr_assert_eq(lchown(p, uid, uid), 0);
+	return p;
+}
+
+static void assert_opens(const char *path, int want)
+{
+	int fd = output_open_dir(path, OUTPUT_DIR_FILES);
+
+	if (want)
+		cr_assert_eq(fd, want, "%s: %d, not %d", path, fd, want);
+	else
+		cr_assert_geq(fd, 0, "%s refused: %s", path, output_strerror(fd));
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * The way to a directory, not only the directory: a part of the path in
+ * another user's directory could be swapped for a link to anywhere, and a
+ * link another user made in a shared (sticky) directory is not followed;
+ * links root made are, relative or absolute; --allow-shared-dir insists.
+ */
+Test(output, the_way_to_a_directory_is_checked)
+{
+	char *theirs, *deep, *inner, *sticky, *path;
+	char abs[512];
+
+	cr_assert_eq(chmod(dir, 0755), 0);
+	theirs = sub("theirs", 65534, 0755);
+	deep = sub("theirs/deep", 0, 0755);
+	/* deep is root's, but its parent is nobody's: they could swap it */
+	assert_opens(deep, -OUTPUT_EPATH);
+	inner = sub("real", 0, 0755);
+	sticky = sub("sticky", 0, 01777);
+	snprintf(abs, sizeof(abs), "%s/real", dir);
+	/* in a sticky directory: nobody's link not followed, root's followed */
+	path = link_as("sticky/theirs-link", abs, 65534);
+	assert_opens(path, -OUTPUT_ELINKIN);
+	free(path);
+	path = link_as("sticky/roots-link", abs, 0);
+	assert_opens(path, 0);
+	free(path);
+	/* root's links in root's directories: absolute, relative, through a chain */
+	path = link_as("abs-link", abs, 0);
+	assert_opens(path, 0);
+	free(path);
+	path = link_as("rel-link", "real", 0);
+	assert_opens(path, 0);
+	free(path);
+	path = link_as("chain", "rel-link", 0);
+	assert_opens(path, 0);
+	free(path);
+	/* a file on the way, and a loop of links */
+	path = path_in_dir("real/file");
+	cr_assert_eq(output_write_buffer(path, "x", 1), 0);
+	free(path);
+	path = path_in_dir("real/file/x");
+	assert_opens(path, -OUTPUT_ENOTDIR);
+	free(path);
+	free(link_as("loop-a", "loop-b", 0));
+	path = link_as("loop-b", "loop-a", 0);
+	assert_opens(path, -ELOOP);
+	free(path);
+	/* the operator insists: the kernel's resolution, the last directory still checked */
+	output_allow_shared_dir(true);
+	path = link_as("sticky/theirs-link2", abs, 65534);
+	assert_opens(path, 0);
+	free(path);
+	output_allow_shared_dir(false);
+	cr_assert_eq(chmod(dir, 0700), 0);
+	free(theirs);
+	free(deep);
+	free(inner);
+	free(sticky);
 }
 
 /* A recording's file: a new one of ours renamed in at once, never another's truncated. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -90,6 +91,14 @@ const char *output_strerror(int rc)
 		       "one owned by root or by you, or --allow-shared-dir to use it anyway";
 	case OUTPUT_ENOTDIR:
 		return "the directory part is not a directory";
+	case OUTPUT_EPATH:
+		return "a directory on its path belongs to another user or others can write it "
+		       "(no sticky bit), so they could swap a part of the path for a link; use a "
+		       "path of your own, or --allow-shared-dir to use it anyway";
+	case OUTPUT_ELINKIN:
+		return "a part of its path is a symbolic link another user made in a directory "
+		       "others can write, and heapbpf follows no such link; name the directory "
+		       "itself, or --allow-shared-dir to follow it anyway";
 	default:
 		return strerror(-rc);
 	}
@@ -150,13 +159,116 @@ int output_dir_check(int dfd, enum output_dir_kind kind)
 	return 0;
 }
 
+/* Symbolic links followed on the way to one directory at most (the kernel's own limit). */
+#define MAX_HOPS 40
+
+/*
+ * The next directory of a walk: name opened in the directory at, which must
+ * pass output_dir_check() (no other user could swap name), not through a
+ * link; a link is followed (its target walked in turn, from "/" or from at)
+ * only when no other user could have made it: at is writable by no one
+ * else, or the link is root's, heapbpf's user's or the invoker's (the
+ * kernel's protected_symlinks rule). 0 and *next, or a negative code.
+ */
+static int walk_step(int at, const char *name, int *hops, int *next);
+
+/* path walked from the directory fd at, each directory on the way checked; *out the last. */
+static int walk(int at, const char *path, int *hops, int *out)
+{
+	char *copy = strdup(path), *save = NULL;
+	int cur = dup(at), err = 0;
+
+	if (!copy || cur < 0) {
+		free(copy);
+		if (cur >= 0)
+			close(cur);
+		return -ENOMEM;
+	}
+	for (char *c = strtok_r(copy, "/", &save); c && !err; c = strtok_r(NULL, "/", &save)) {
+		int next = -1;
+
+		if (!strcmp(c, "."))
+			continue;
+		err = walk_step(cur, c, hops, &next);
+		close(cur);
+		cur = next;
+	}
+	free(copy);
+	if (err)
+		return err;
+	*out = cur;
+	return 0;
+}
+
+static int walk_step(int at, const char *name, int *hops, int *next)
+{
+	char target[PATH_MAX];
+	struct stat st, dir;
+	uid_t me = geteuid(), invoker = output_invoking_uid();
+	ssize_t n;
+	int fd, err;
+
+	/* a directory on the way that another user may write: they could swap what follows */
+	err = output_dir_check(at, OUTPUT_DIR_FILES);
+	if (err)
+		return err == -OUTPUT_ENOTDIR ? err : -OUTPUT_EPATH;
+	fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		*next = fd;
+		return 0;
+	}
+	if ((errno != ELOOP && errno != ENOTDIR) || fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOTDIR ? -OUTPUT_ENOTDIR : neg_errno();
+	if (!S_ISLNK(st.st_mode))
+		return -OUTPUT_ENOTDIR;
+	if (fstat(at, &dir))
+		return neg_errno();
+	if (((dir.st_mode & S_IWOTH) || ((dir.st_mode & S_IWGRP) && dir.st_gid != 0)) &&
+	    st.st_uid != 0 && st.st_uid != me && st.st_uid != invoker)
+		return -OUTPUT_ELINKIN;
+	n = readlinkat(at, name, target, sizeof(target) - 1);
+	if (n <= 0)
+		return n ? neg_errno() : -ENOENT;
+	target[n] = '\0';
+	if (++*hops > MAX_HOPS)
+		return -ELOOP;
+	if (target[0] != '/')
+		return walk(at, target, hops, next);
+	fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return neg_errno();
+	err = walk(fd, target, hops, next);
+	close(fd);
+	return err;
+}
+
 int output_open_dir(const char *dir, enum output_dir_kind kind)
 {
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int err;
+	int dfd, start, hops = 0, err;
 
-	if (dfd < 0)
-		return errno == ENOTDIR ? -OUTPUT_ENOTDIR : neg_errno();
+	/* insisted on: the path as the kernel resolves it */
+	if (allow_shared_dir) {
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return errno == ENOTDIR ? -OUTPUT_ENOTDIR : neg_errno();
+		err = output_dir_check(dfd, kind);
+		if (err)
+			close(dfd);
+		return err ? err : dfd;
+	}
+	/*
+	 * Every directory on the way is checked as it is opened, links followed
+	 * only where no other user could have made them: a final directory that
+	 * passes its check says nothing of a path through another user's
+	 * directory, where a part could be a link to anywhere.
+	 */
+	start = open(dir[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (start < 0)
+		return neg_errno();
+	err = walk(start, dir, &hops, &dfd);
+	close(start);
+	if (err)
+		return err;
 	err = output_dir_check(dfd, kind);
 	if (err) {
 		close(dfd);

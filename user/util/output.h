@@ -30,6 +30,8 @@ mode_t output_file_mode(void);
 #define OUTPUT_ESHARED	5003 /* its directory is writable by others, not sticky */
 #define OUTPUT_EOWNER	5004 /* a private directory of another user's */
 #define OUTPUT_ENOTDIR	5005 /* the directory part is not a directory */
+#define OUTPUT_EPATH	5006 /* a directory on the way to it is another user's, or shared */
+#define OUTPUT_ELINKIN	5007 /* a link on the way, made by another user in a shared directory */
 
 /* What a negative errno or OUTPUT_E* code means, for "cannot write X: %s". */
 const char *output_strerror(int rc);
