@@ -322,6 +322,28 @@ Test(watch, pressure_after_the_cooldown_gives_the_next_profile)
 }
 
 /*
+ * The service paused, heapbpf watch with option 32M, then two steps of what
+ * cmd adds, each waited for as a growth profile; the stop; the growth
+ * profiles then (their names in names).
+ */
+static int growth_in_two_steps(const char *out, const char *option, const char *cmd,
+			       char names[][256])
+{
+	char reply[128];
+
+	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
+	start_watch(out, (const char *[]){ option, "32M", NULL });
+	for (int step = 1; step <= 2; step++) {
+		cr_assert_eq(svc_cmd(&svc, cmd, reply, sizeof(reply), 30000), 0);
+		cr_assert_eq(wait_files(out, "-growth.pb.gz", step, names), step);
+	}
+	kill(watcher, SIGINT);
+	cr_assert_eq(hb_wait(watcher, 60000), 0);
+	watcher = 0;
+	return hb_count_files(out, "-growth.pb.gz", names, 16);
+}
+
+/*
  * The in-use estimate in steps of 40 MiB with --on-growth 32M: a profile
  * per step, and heapbpf diff of the two names the growing site.
  *
@@ -337,25 +359,16 @@ Test(watch, pressure_after_the_cooldown_gives_the_next_profile)
 Test(watch, growth_in_steps_gives_one_profile_each)
 {
 	const char *out = hb_tmp("out");
-	char names[16][256], reply[128], a[PATH_MAX + 256], b[PATH_MAX + 256], err[16384];
+	char names[16][256], a[PATH_MAX + 256], b[PATH_MAX + 256], err[16384];
 
 	start_service("prof:true,prof_active:false,lg_prof_sample:17");
 	/*
 	 * paused before the watch: the workers' own live buffers, sampled in the
 	 * seconds before a pause, could reach the 32 MiB mark by themselves on a
-	 * slow machine and give a growth profile ahead of the steps
+	 * slow machine and give a growth profile ahead of the steps; paused
+	 * between them, nothing more grows
 	 */
-	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
-	start_watch(out, (const char *[]){ "--on-growth", "32M", NULL });
-	cr_assert_eq(svc_cmd(&svc, "hold 40", reply, sizeof(reply), 10000), 0);
-	cr_assert_eq(wait_files(out, "-growth.pb.gz", 1, names), 1);
-	cr_assert_eq(svc_cmd(&svc, "hold 40", reply, sizeof(reply), 10000), 0);
-	cr_assert_eq(wait_files(out, "-growth.pb.gz", 2, names), 2);
-	kill(watcher, SIGINT);
-	cr_assert_eq(hb_wait(watcher, 60000), 0);
-	watcher = 0;
-	/* paused between steps: nothing more grew */
-	cr_assert_eq(hb_count_files(out, "-growth.pb.gz", names, 16), 2);
+	cr_assert_eq(growth_in_two_steps(out, "--on-growth", "hold 40", names), 2);
 	/* the names sort by time */
 	snprintf(a, sizeof(a), "%s/%s", out, strcmp(names[0], names[1]) < 0 ? names[0] : names[1]);
 	snprintf(b, sizeof(b), "%s/%s", out, strcmp(names[0], names[1]) < 0 ? names[1] : names[0]);
@@ -375,20 +388,11 @@ Test(watch, growth_in_steps_gives_one_profile_each)
 Test(watch, rss_growth_in_steps_gives_one_profile_each)
 {
 	const char *out = hb_tmp("out");
-	char names[16][256], reply[128], *text;
+	char names[16][256], *text;
 	int n;
 
 	start_service(IDLE_CONF);
-	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
-	start_watch(out, (const char *[]){ "--on-rss-growth", "32M", NULL });
-	cr_assert_eq(svc_cmd(&svc, "fill 40", reply, sizeof(reply), 30000), 0);
-	cr_assert_eq(wait_files(out, "-growth.pb.gz", 1, names), 1);
-	cr_assert_eq(svc_cmd(&svc, "fill 40", reply, sizeof(reply), 30000), 0);
-	cr_assert_eq(wait_files(out, "-growth.pb.gz", 2, names), 2);
-	kill(watcher, SIGINT);
-	cr_assert_eq(hb_wait(watcher, 60000), 0);
-	watcher = 0;
-	n = hb_count_files(out, "-growth.pb.gz", names, 16);
+	n = growth_in_two_steps(out, "--on-rss-growth", "fill 40", names);
 	text = watch_err();
 	cr_assert_eq(n, 2, "%d growth profiles:\n%s", n, text);
 	cr_assert(strstr(text, "growth: RSS "), "%s", text);
