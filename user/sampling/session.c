@@ -268,6 +268,12 @@ struct loop {
 	size_t errlen;
 };
 
+/* m's BPF object: one of its own layout's in a node session, else the session's. */
+static struct probes *probes_of(const struct loop *l, const struct member *m)
+{
+	return m->p ? m->p : l->p;
+}
+
 /* One target whose failure is the session's: a session of one, not a node session's. */
 static bool single(const struct loop *l)
 {
@@ -588,7 +594,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	 */
 	if (rc)
 		return rc;
-	probes__track(m->p ? m->p : l->p, (pid_t)e->child);
+	probes__track(probes_of(l, m), (pid_t)e->child);
 	if (++l->children >= (l->sweep_at ? l->sweep_at : SWEEP_MIN))
 		l->sweep_due = true;
 	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
@@ -833,9 +839,8 @@ static int late_active_check(struct loop *l)
 /* A node session's target's late-activation check ends: its probe goes. */
 static void late_done(struct loop *l, struct member *m)
 {
-	probes__drop_activity(m->p ? m->p : l->p, m->t->pid, m->late);
+	probes__drop_activity(probes_of(l, m), m->t->pid, m->late);
 	m->late = NULL;
-	m->late_settled = true;
 }
 
 /*
@@ -865,7 +870,7 @@ static int node_late_check(struct loop *l)
 			continue;
 		}
 		/* a count that cannot be read gives no verdict: the check ends, the target stays */
-		if (probes__activity_bytes(m->p ? m->p : l->p, m->t->pid, &bytes)) {
+		if (probes__activity_bytes(probes_of(l, m), m->t->pid, &bytes)) {
 			late_done(l, m);
 			continue;
 		}
@@ -1259,7 +1264,7 @@ static int late_check_begin(struct loop *l, struct member *m)
 
 	if (!m->t->activity_off || l->lfd < 0)
 		return 0;
-	rc = probes__attach_activity(m->p ? m->p : l->p, m->t, &m->late);
+	rc = probes__attach_activity(probes_of(l, m), m->t, &m->late);
 	if (rc)
 		return rc;
 	m->late_t0 = now_ns(CLOCK_MONOTONIC);
@@ -1278,7 +1283,7 @@ static int start_member(struct loop *l, struct member *m)
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
 	/* a node session's target has an activity probe of its own (late_check_begin) */
-	rc = probes__attach(m->p ? m->p : l->p, t, !l->node, &m->file);
+	rc = probes__attach(probes_of(l, m), t, !l->node, &m->file);
 	if (rc)
 		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
 				   t->pid, strerror(-rc));
@@ -1723,7 +1728,7 @@ static void drop_member(struct loop *l, struct member *m)
 	if (m->late)
 		late_done(l, m);
 	/* its object file's uprobes go with the last target using them */
-	probes__release(m->p ? m->p : l->p, m->file);
+	probes__release(probes_of(l, m), m->file);
 	m->file = -1;
 	m->gone = true;
 }

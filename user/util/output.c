@@ -129,10 +129,21 @@ static int split_path(const char *path, char **dir, const char **base)
 	return 0;
 }
 
+/* root, heapbpf's own user or the invoking user: whose files and links heapbpf trusts */
+static bool trusted_uid(uid_t uid)
+{
+	return uid == 0 || uid == geteuid() || uid == output_invoking_uid();
+}
+
+/* A group of root's is root's; any other group, or everyone: other users. */
+static bool others_can_write(const struct stat *st)
+{
+	return (st->st_mode & S_IWOTH) || ((st->st_mode & S_IWGRP) && st->st_gid != 0);
+}
+
 int output_dir_check(int dfd, enum output_dir_kind kind)
 {
 	struct stat st;
-	uid_t me = geteuid(), invoker = output_invoking_uid();
 	bool others_write;
 
 	if (fstat(dfd, &st))
@@ -147,10 +158,9 @@ int output_dir_check(int dfd, enum output_dir_kind kind)
 	 * for the spool (whose files are pushed with the operator's credentials)
 	 * and for output alike.
 	 */
-	if (st.st_uid != me && st.st_uid != invoker && st.st_uid != 0)
+	if (!trusted_uid(st.st_uid))
 		return -OUTPUT_EOWNER;
-	/* a group of root's is root's; any other group or everyone: other users */
-	others_write = (st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0);
+	others_write = others_can_write(&st);
 	if (kind == OUTPUT_DIR_PRIVATE)
 		return others_write ? -OUTPUT_ESHARED : 0;
 	/* a sticky directory (/tmp) lets no one else rename or remove heapbpf's files */
@@ -204,7 +214,6 @@ static int walk_step(int at, const char *name, int *hops, int *next)
 {
 	char target[PATH_MAX];
 	struct stat st, dir;
-	uid_t me = geteuid(), invoker = output_invoking_uid();
 	ssize_t n;
 	int fd, err;
 
@@ -223,8 +232,7 @@ static int walk_step(int at, const char *name, int *hops, int *next)
 		return -OUTPUT_ENOTDIR;
 	if (fstat(at, &dir))
 		return neg_errno();
-	if (((dir.st_mode & S_IWOTH) || ((dir.st_mode & S_IWGRP) && dir.st_gid != 0)) &&
-	    st.st_uid != 0 && st.st_uid != me && st.st_uid != invoker)
+	if (others_can_write(&dir) && !trusted_uid(st.st_uid))
 		return -OUTPUT_ELINKIN;
 	n = readlinkat(at, name, target, sizeof(target) - 1);
 	if (n <= 0)
