@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1474,4 +1475,48 @@ Test(agent_budget, reset_after_kill_restores_every_flag)
 	cr_assert(strstr(errbuf, "restored prof_active in pid"), "%s", errbuf);
 	cr_assert_eq(flags_on(), 0, "prof_active left on after --reset: %s", errbuf);
 	stop_many();
+}
+
+/*
+ * An unprivileged user's jailed process (user namespace and chroot) plants,
+ * at the host path of its own binary inside its jail, an absolute link to a
+ * host copy of a jemalloc binary. The agent attaches by file, in every
+ * process that maps it: before, it opened and probed the host file, and the
+ * target got no sample. Now it takes the file the process maps, and the
+ * host file is never opened.
+ */
+Test(agent, jailed_binary_link_leads_nowhere)
+{
+	const char *bin = hb_path(SERVICE), *decoy = hb_tmp("decoy"), *jail;
+	char out[PATH_MAX], planted[PATH_MAX], log[PATH_MAX], buf[4096];
+	pid_t jailed;
+	int ino;
+
+	hb_require_bpf();
+	make_parent();
+	jail = hb_jail(bin, NULL, NULL);
+	jailed = hb_jail_start(jail, IDLE_CONF,
+			       (const char *[]){ "--threads", "1", "--rate", "20000", NULL },
+			       in_tmp(log, sizeof(log), "jail.log"));
+	place(jailed, "system.slice/jailed.service");
+	hb_sh("cp '%s' '%s' && chmod 0755 '%s'", bin, decoy, decoy);
+	snprintf(planted, sizeof(planted), "%s/bin/svc", jail);
+	hb_jail_plant(jail, planted, decoy);
+	ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	cr_assert_geq(ino, 0);
+	cr_assert_geq(inotify_add_watch(ino, decoy, IN_OPEN | IN_ACCESS), 0);
+	agent_over_cgroup(out, sizeof(out));
+	for (int waited = 0; waited < WAIT_MS && most_samples(jailed) <= 0; waited += 200) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		hb_sleep_ms(200);
+	}
+	cr_assert_gt(most_samples(jailed), 0, "no window of the jailed service had a sample: %s",
+		     agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	cr_assert(read(ino, buf, sizeof(buf)) < 0 && errno == EAGAIN,
+		  "%s, the host file the link leads to, was opened: %s", decoy, agent_err());
+	close(ino);
+	kill(jailed, SIGKILL);
+	hb_wait(jailed, 60000);
 }

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -709,4 +710,93 @@ Test(host_safety, debug_file_pipes_do_not_block)
 	cr_assert_gt(hb_read_file(out, &text), 0);
 	cr_assert(strstr(text, ";worker_main;run_one;"), "%.2000s", text);
 	free(text);
+}
+
+/* ---- a jailed process's own files ---- */
+
+/* An inotify watch on path for any open or read of it. */
+static int watch_opens(const char *path)
+{
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_geq(inotify_add_watch(fd, path, IN_OPEN | IN_ACCESS), 0);
+	return fd;
+}
+
+static void assert_never_opened(int fd, const char *path)
+{
+	char buf[4096];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	cr_assert(n < 0 && errno == EAGAIN, "%s, the host file the link leads to, was opened",
+		  path);
+	close(fd);
+}
+
+/*
+ * An unprivileged user's process in a chroot of theirs (user namespace and
+ * chroot) maps binary, and lib in libdir when given. Root reads its maps
+ * with the jail's path in front (/tmp/.../jail/bin/svc), so the jailed
+ * user plants, inside the jail, at that host path, an absolute link to a
+ * host file: a copy of the very object (a jemalloc heapbpf would take).
+ * Before, heapbpf opened /proc/PID/root + path, the link resolved against
+ * root's own root, and the host file was parsed and probed while the target
+ * got no sample. Now the object is the file the process maps.
+ */
+static void jailed_object_is_the_mapped_one(const char *binary, const char *lib, const char *libdir,
+					    const char *flag_in)
+{
+	const char *decoy = hb_tmp("decoy"), *log = hb_tmp("jail.log");
+	const char *out = hb_tmp("heap.folded"), *jail;
+	char planted[PATH_MAX], host[PATH_MAX], p[16], err[8192], *text = NULL;
+	uint64_t addr;
+	uint8_t b = 0xff;
+	pid_t jailed;
+	int ino;
+
+	hb_require_bpf();
+	jail = hb_jail(binary, lib, libdir);
+	jailed = hb_jail_start(jail, IDLE_CONF,
+			       (const char *[]){ "--threads", "1", "--rate", "20000", NULL }, log);
+	kids[0] = jailed;
+	/* the object the link names: root's, outside the jail, and a jemalloc */
+	hb_sh("cp '%s' '%s' && chmod 0755 '%s'", lib ? lib : binary, decoy, decoy);
+	snprintf(planted, sizeof(planted), "%s%s/%s", jail, lib ? libdir : "/bin",
+		 lib ? "libjemalloc.so.2" : "svc");
+	hb_jail_plant(jail, planted, decoy);
+	snprintf(host, sizeof(host), "%s%s", jail, planted);
+	cr_assert(is_link(host), "nothing planted at %s", host);
+	ino = watch_opens(decoy);
+	snprintf(p, sizeof(p), "%d", jailed);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", p, "-d", "2", "--format", "folded", "-o",
+					      out, NULL },
+			    err, sizeof(err), 120000),
+		     0, "%s", err);
+	assert_never_opened(ino, decoy);
+	cr_assert_gt(hb_read_file(out, &text), 0, "no profile: %s", err);
+	cr_assert(strstr(text, "churn_small"), "the service's sites are not in the profile: %s",
+		  err);
+	free(text);
+	snprintf(host, sizeof(host), "%s%s", jail, flag_in);
+	cr_assert_eq(hb_sym_addr(jailed, host, "je_prof_active_state", &addr), 0);
+	cr_assert_eq(hb_peek(jailed, addr, &b, 1), 0);
+	cr_assert_eq(b, 0, "the jailed service's flag was left on");
+	kill(jailed, SIGKILL);
+	hb_wait(jailed, 60000);
+	kids[0] = 0;
+}
+
+Test(host_safety, jailed_binary_link_leads_nowhere)
+{
+	jailed_object_is_the_mapped_one(hb_path("examples/alloc-service-static"), NULL, NULL,
+					"/bin/svc");
+}
+
+Test(host_safety, jailed_libjemalloc_link_leads_nowhere)
+{
+	jailed_object_is_the_mapped_one(hb_path("examples/alloc-service-shared"),
+					hb_path("jemalloc/libjemalloc.so.2"),
+					"/lib/x86_64-linux-gnu",
+					"/lib/x86_64-linux-gnu/libjemalloc.so.2");
 }

@@ -711,3 +711,60 @@ double hb_bytes_after(const char *text, const char *prefix)
 	}
 	return -1;
 }
+
+const char *hb_jail(const char *binary, const char *lib, const char *libdir)
+{
+	const char *jail = hb_tmp("jail");
+
+	/* the test's directory: others may pass through it, not list or write it */
+	cr_assert_eq(chmod(hb_tmpdir(), 0711), 0);
+	hb_sh("mkdir -p '%s/bin' && cp '%s' '%s/bin/svc'", jail, binary, jail);
+	/* the loader and every library ldd finds, each at its own path inside */
+	hb_sh("for f in $(ldd '%s' | grep -o '/[^ ]*'); do "
+	      "mkdir -p \"%s$(dirname $f)\" && cp -L \"$f\" \"%s$f\"; done",
+	      binary, jail, jail);
+	if (lib)
+		hb_sh("mkdir -p '%s%s' && cp '%s' '%s%s/'", jail, libdir, lib, jail, libdir);
+	hb_sh("chown -R %d:%d '%s'", HB_NOBODY, HB_NOBODY, jail);
+	return jail;
+}
+
+pid_t hb_jail_start(const char *jail, const char *malloc_conf, const char *const *args,
+		    const char *errpath)
+{
+	char uid[32], gid[32];
+	const char *argv[32] = {
+		"/usr/bin/setpriv", uid,  gid,	     "--clear-groups", "/usr/bin/unshare", "-Ur",
+		"/usr/sbin/chroot", jail, "/bin/svc"
+	};
+	size_t n = 9;
+	pid_t pid;
+
+	snprintf(uid, sizeof(uid), "--reuid=%d", HB_NOBODY);
+	snprintf(gid, sizeof(gid), "--regid=%d", HB_NOBODY);
+	for (; args && *args && n < 31; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	setenv("MALLOC_CONF", malloc_conf, 1);
+	pid = hb_spawn(argv, errpath);
+	unsetenv("MALLOC_CONF");
+	cr_assert_gt(pid, 0);
+	/* one process all along (each step execs the next): its first words are its own */
+	cr_assert(hb_wait_text(errpath, "alloc-service: pid", 60000, pid),
+		  "the jailed service did not start");
+	return pid;
+}
+
+void hb_jail_plant(const char *jail, const char *path, const char *target)
+{
+	char inner[PATH_MAX * 2];
+	char cmd[PATH_MAX * 6];
+
+	/* the host's name of the file, as /proc/PID/maps shows it to root, made inside the jail */
+	snprintf(inner, sizeof(inner), "%s%s", jail, path);
+	snprintf(cmd, sizeof(cmd),
+		 "setpriv --reuid=%d --regid=%d --clear-groups /bin/sh -c "
+		 "'mkdir -p \"$(dirname %s)\" && ln -s %s %s'",
+		 HB_NOBODY, HB_NOBODY, inner, target, inner);
+	cr_assert_eq(system(cmd), 0, "as nobody: %s", cmd);
+}

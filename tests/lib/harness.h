@@ -150,4 +150,27 @@ void hb_sleep_ms(int ms);
  */
 double hb_bytes_after(const char *text, const char *prefix);
 
+/* An unprivileged user's uid and gid: nobody. */
+#define HB_NOBODY 65534
+
+/*
+ * An unprivileged user's jail, <test dir>/jail, owned by nobody: binary at
+ * /bin/svc inside it with the loader and the libraries ldd finds, and lib
+ * (may be NULL) copied into the directory libdir inside. Returns its path.
+ */
+const char *hb_jail(const char *binary, const char *lib, const char *libdir);
+/*
+ * /bin/svc with args run in the jail by nobody (setpriv, unshare -Ur,
+ * chroot), MALLOC_CONF=malloc_conf, its output into errpath; waits for its
+ * first line. Returns its pid (one process: each step execs the next).
+ */
+pid_t hb_jail_start(const char *jail, const char *malloc_conf, const char *const *args,
+		    const char *errpath);
+/*
+ * What the jailed process can plant: inside the jail, at the host's path of
+ * one of its files (as root reads it in /proc/PID/maps: jail + path), an
+ * absolute link to target, made by nobody.
+ */
+void hb_jail_plant(const char *jail, const char *path, const char *target);
+
 #endif /* __HEAPBPF_HARNESS_H */

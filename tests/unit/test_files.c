@@ -8,9 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "errmsg.h"
@@ -106,4 +109,88 @@ Test(files, a_regular_file_opens_blocking_and_close_on_exec)
 	cr_assert_eq(read(fd, buf, sizeof(buf) - 1), 7);
 	cr_assert_str_eq(buf, "content");
 	close(fd);
+}
+
+/* ---- paths through a process's root ---- */
+
+static pid_t jailed;
+
+static void jail_fini(void)
+{
+	if (jailed > 0) {
+		kill(jailed, SIGKILL);
+		waitpid(jailed, NULL, 0);
+		jailed = 0;
+	}
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(in_root, .fini = jail_fini, .timeout = 30);
+
+/* A child chrooted into root, waiting to be killed; its pid once it is in. */
+static pid_t chrooted(const char *root)
+{
+	int fds[2];
+	char c;
+
+	cr_assert_eq(pipe(fds), 0);
+	jailed = fork();
+	cr_assert_geq(jailed, 0);
+	if (jailed == 0) {
+		if (chroot(root) || chdir("/") || write(fds[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(fds[1]);
+	cr_assert_eq(read(fds[0], &c, 1), 1, "the child could not chroot (root needed)");
+	close(fds[0]);
+	return jailed;
+}
+
+/*
+ * A jail holding an absolute link to a file of the host (/etc/passwd): the
+ * link named through the jailed process's root leads to the jail's own
+ * /etc/passwd, never to the host's, for opening, reading a link and
+ * realpath alike.
+ */
+Test(in_root, an_absolute_link_stays_inside_the_root)
+{
+	const char *root = hb_tmp("jail");
+	char path[PATH_MAX], want[PATH_MAX], buf[64] = "";
+	char *real;
+	pid_t pid;
+	int fd;
+
+	hb_sh("mkdir -p '%s/etc' '%s/usr/lib' && echo inside > '%s/etc/passwd' && "
+	      "ln -s /etc/passwd '%s/usr/lib/link' && ln -s /etc '%s/etcdir' && "
+	      "ln -s ../../../../../../../../etc/passwd '%s/up'",
+	      root, root, root, root, root, root);
+	pid = chrooted(root);
+	for (int i = 0; i < 3; i++) {
+		static const char *const names[] = { "usr/lib/link", "etcdir/passwd", "up" };
+
+		snprintf(path, sizeof(path), "/proc/%d/root/%s", pid, names[i]);
+		fd = open_regular_ro(path);
+		cr_assert_geq(fd, 0, "%s: %s", path, strerror(-fd));
+		memset(buf, 0, sizeof(buf));
+		cr_assert_eq(read(fd, buf, sizeof(buf) - 1), 7);
+		close(fd);
+		cr_assert_str_eq(buf, "inside\n", "%s led outside the jail", path);
+		real = hb_realpath(path);
+		snprintf(want, sizeof(want), "/proc/%d/root/etc/passwd", pid);
+		cr_assert_not_null(real, "%s", path);
+		cr_assert_str_eq(real, want);
+		free(real);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/root/usr/lib/link", pid);
+	cr_assert_eq(hb_readlink(path, buf, sizeof(buf)), (ssize_t)strlen("/etc/passwd"));
+	cr_assert_str_eq(buf, "/etc/passwd");
+	/* the link's own directory reached through a link inside: still the jail's */
+	snprintf(path, sizeof(path), "/proc/%d/root/etcdir/passwd", pid);
+	cr_assert_eq(hb_readlink(path, buf, sizeof(buf)), -EINVAL, "not a link");
+	/* any other path is the plain one */
+	real = hb_realpath("/proc/self/../self/exe");
+	cr_assert_not_null(real);
+	free(real);
 }

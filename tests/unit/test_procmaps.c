@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -370,4 +371,34 @@ Test(procmaps, comm)
 	cr_assert_str_eq(buf, want);
 	proc_comm(dead_pid(), buf, sizeof(buf));
 	cr_assert_str_eq(buf, "?");
+}
+
+/*
+ * The file a mapping maps, and only it: our own executable's first mapping
+ * opens as that file; the same mapping said to hold another inode (what a
+ * file replaced since, or a link planted at its path, leads to) is refused
+ * with -ESTALE, never opened as something else.
+ */
+Test(procmaps, open_is_the_mapped_file)
+{
+	struct proc_maps *maps = NULL;
+	struct proc_map e;
+	struct stat st;
+	int fd;
+
+	cr_assert_eq(proc_maps__read(getpid(), &maps), 0);
+	e = maps->v[0];
+	cr_assert_not_null(e.path);
+	fd = proc_map_open(getpid(), &e);
+	cr_assert_geq(fd, 0, "%s: %s", e.path, strerror(-fd));
+	cr_assert(proc_map_is(&e, fd));
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(st.st_ino, e.inode);
+	close(fd);
+	e.inode++;
+	cr_assert_eq(proc_map_open(getpid(), &e), -ESTALE);
+	e.inode--;
+	e.dev_minor++;
+	cr_assert_eq(proc_map_open(getpid(), &e), -ESTALE);
+	proc_maps__free(maps);
 }

@@ -107,6 +107,7 @@ static int core_heap_target(struct core_heap *h, const char *const *dirs, char *
 		return -ENOMEM;
 	}
 	t->pid = h->core->pid;
+	t->obj_fd = -1;
 	snprintf(t->comm, sizeof(t->comm), "%s", h->core->comm);
 	rc = core_file__proc_maps(h->core, &t->maps);
 	if (!rc) {

@@ -314,6 +314,8 @@ void jemalloc_target__free(struct jemalloc_target *t)
 	free(t->debug_file);
 	free(t->path);
 	free(t->open_path);
+	if (t->obj_fd >= 0)
+		close(t->obj_fd);
 	free(t);
 }
 
@@ -321,8 +323,8 @@ void jemalloc_target__free(struct jemalloc_target *t)
  * A stripped object's full symbol table from its separate debug info
  * (build-id directory, .gnu_debuglink, debuginfod). Fills build_id for messages.
  */
-static struct elf_object *debug_symbols(const char *open_path, char **debug_file, char *build_id,
-					size_t idlen, struct debug_miss *why)
+static struct elf_object *debug_symbols(const char *open_path, const char *name, char **debug_file,
+					char *build_id, size_t idlen, struct debug_miss *why)
 {
 	struct elf_object *symelf = NULL;
 	struct dbg_object *d;
@@ -332,7 +334,7 @@ static struct elf_object *debug_symbols(const char *open_path, char **debug_file
 	if (fd < 0)
 		return NULL;
 	/* named by its path in the target's namespace: debuglink files sit next to it */
-	if (dbg_object__get(fd, open_path, &d) == 0) {
+	if (dbg_object__get(fd, name, &d) == 0) {
 		snprintf(build_id, idlen, "%s",
 			 dbg_object__build_id(d) ? dbg_object__build_id(d) : "(none)");
 		file = dbg_object__symtab_file(d);
@@ -345,26 +347,44 @@ static struct elf_object *debug_symbols(const char *open_path, char **debug_file
 	return symelf;
 }
 
+/*
+ * The candidate mapped from path: its ELF object, the path heapbpf opens it
+ * by and, for a live pid, the descriptor that path names. A live pid's
+ * object is the very file it maps (proc_map_open), held open, and named
+ * /proc/self/fd/N from then on: everything later (its DWARF, the uprobes'
+ * attach, the stat that tells files apart) reaches that file, never a path
+ * resolved again.
+ */
 static int open_candidate(const struct jemalloc_target *t, const char *path,
-			  struct elf_object **elf, char **open_path)
+			  struct elf_object **elf, char **open_path, int *fd)
 {
+	const struct proc_map *m;
 	char buf[4096];
 	int err;
 
+	*fd = -1;
 	/* a core file's objects are found on disk by its own rules (user/heap/memsrc_core.c) */
-	err = t->open_object ? t->open_object(t->open_ctx, path, buf, sizeof(buf))
-			     : proc_map_open_path(t->pid, path, buf, sizeof(buf));
-	if (err)
-		return err;
-	err = elf_object__open(buf, elf);
-	if (err)
-		return err;
-	*open_path = strdup(buf);
-	if (!*open_path) {
-		elf_object__free(*elf);
-		return -ENOMEM;
+	if (t->open_object) {
+		err = t->open_object(t->open_ctx, path, buf, sizeof(buf));
+	} else {
+		m = first_mapping(t->maps, path);
+		*fd = m ? proc_map_open(t->pid, m) : -ENOENT;
+		if (*fd < 0)
+			return *fd;
+		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", *fd);
+		err = 0;
 	}
-	return 0;
+	err = err ?: elf_object__open(buf, elf);
+	*open_path = err ? NULL : strdup(buf);
+	if (!err && !*open_path) {
+		elf_object__free(*elf);
+		err = -ENOMEM;
+	}
+	if (err && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return err;
 }
 
 /* /proc/PID/maps, or why the pid has none. */
@@ -392,6 +412,7 @@ struct find_miss {
 	char stripped[4096];   /* no symbol table, and no debug info found */
 	char noprof[4096];     /* symbols, but no sampling function */
 	char build_id[128];    /* what the debug info lookup looked for */
+	char stale[4096];      /* its path leads to another file than the one mapped */
 	struct debug_miss why; /* files refused, debuginfod's answer */
 	int prof;	    /* the stripped one's start settings: PROF_ON, PROF_OFF, PROF_UNKNOWN */
 	char conf_env[48];  /* the variable they are read from, when known */
@@ -484,11 +505,13 @@ static int start_prof(const struct jemalloc_target *t, const char *path,
 	if (t->mem || !exported_prefix(elf, pfx, sizeof(pfx)))
 		return PROF_UNKNOWN;
 	snprintf(name, sizeof(name), "%smalloc_conf", pfx);
-	if (exe && strcmp(exe, path) != 0 &&
-	    proc_map_open_path(t->pid, exe, file, sizeof(file)) == 0 &&
-	    elf_object__open(file, &exe_elf) == 0)
+	fd = exe && strcmp(exe, path) != 0 ? proc_map_open(t->pid, &t->maps->v[0]) : -ENOENT;
+	snprintf(file, sizeof(file), "/proc/self/fd/%d", fd);
+	if (fd >= 0 && elf_object__open(file, &exe_elf) == 0)
 		rc = exported_string(t, exe, exe_elf, name, conf, sizeof(conf));
 	elf_object__free(exe_elf);
+	if (fd >= 0)
+		close(fd);
 	if (rc == 0)
 		rc = exported_string(t, path, elf, name, conf, sizeof(conf));
 	if (rc <= 0)
@@ -496,9 +519,10 @@ static int start_prof(const struct jemalloc_target *t, const char *path,
 	conf_prof(conf, &prof);
 	snprintf(link, linklen, "/etc/%smalloc.conf", pfx);
 	snprintf(file, sizeof(file), "/proc/%d/root%s", t->pid, link);
-	got = readlink(file, conf, sizeof(conf) - 1);
+	/* the link as the process reads it: inside its own root */
+	got = hb_readlink(file, conf, sizeof(conf));
 	/* none there, or not a link: jemalloc reads nothing from it either */
-	if (got < 0 && errno != ENOENT && errno != EINVAL && errno != ENOTDIR)
+	if (got < 0 && got != -ENOENT && got != -EINVAL && got != -ENOTDIR)
 		return PROF_UNKNOWN;
 	conf[got > 0 ? got : 0] = '\0';
 	conf_prof(conf, &prof);
@@ -562,14 +586,20 @@ static const struct elf_sym *try_candidate(struct jemalloc_target *t, const char
 	struct debug_miss why = { .debuginfod = 0 };
 	struct elf_object *elf, *symelf;
 	const struct elf_sym *s;
-	char *open_path;
+	char *open_path, name[4096];
+	int fd, rc = open_candidate(t, path, &elf, &open_path, &fd);
 
-	if (open_candidate(t, path, &elf, &open_path))
+	if (rc == -ESTALE && !miss->stale[0])
+		snprintf(miss->stale, sizeof(miss->stale), "%s", path);
+	if (rc)
 		return NULL;
+	/* its debuglink neighbours are found by its name, inside the process's root */
+	if (t->open_object || proc_map_open_path(t->pid, path, name, sizeof(name)))
+		snprintf(name, sizeof(name), "%s", open_path);
 	symelf = elf;
 	s = elf_object__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
 	if (!s && !elf_object__has_symtab(elf) && looks_like_jemalloc(elf)) {
-		symelf = debug_symbols(open_path, &t->debug_file, miss->build_id,
+		symelf = debug_symbols(open_path, name, &t->debug_file, miss->build_id,
 				       sizeof(miss->build_id), &why);
 		s = symelf ? elf_object__sym_by_suffix(symelf, SAMPLE_FN, STT_FUNC) : NULL;
 		if (!s) {
@@ -583,6 +613,7 @@ static const struct elf_sym *try_candidate(struct jemalloc_target *t, const char
 		t->elf = elf;
 		t->symelf = symelf;
 		t->open_path = open_path;
+		t->obj_fd = fd;
 		t->path = strdup(path);
 		t->is_main_exe = t->maps->v[0].path && strcmp(path, t->maps->v[0].path) == 0;
 		return s;
@@ -601,6 +632,8 @@ static const struct elf_sym *try_candidate(struct jemalloc_target *t, const char
 	}
 	elf_object__free(elf);
 	free(open_path);
+	if (fd >= 0)
+		close(fd);
 	return NULL;
 }
 
@@ -643,6 +676,12 @@ static int fail_not_found(const struct jemalloc_target *t, const struct find_mis
 			       dbgd ? urls : "", why, prof);
 	if (miss->noprof[0])
 		return fail_noprof(err, errlen, t->pid, miss->noprof);
+	if (miss->stale[0])
+		return hb_fail(err, errlen, -ESTALE,
+			       "pid %d (%s) maps %s, but that path leads to another file than the "
+			       "one mapped (a link in its tree, or a file replaced since); heapbpf "
+			       "reads only the file a process maps",
+			       t->pid, t->comm, miss->stale);
 	return hb_fail(err, errlen, JEMALLOC_ENOTFOUND,
 		       "pid %d (%s) does not use jemalloc: no jemalloc found in its mappings",
 		       t->pid, t->comm);
@@ -768,6 +807,7 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 	if (!t)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	t->pid = pid;
+	t->obj_fd = -1;
 	proc_comm(pid, t->comm, sizeof(t->comm));
 	/* before the maps: an exec in between makes the two disagree (prof_toggle__on refuses) */
 	proc_exec_random(pid, t->exec_random);

@@ -20,12 +20,17 @@
 
 struct jemalloc_target {
 	pid_t pid;
+	int obj_fd; /* open_path's descriptor, a live pid's object; -1: none */
 	char comm[32];
 	struct proc_maps *maps; /* snapshot taken at discovery */
 	/* the image's auxv AT_RANDOM bytes, read right before maps (toggle.h); zeros: unknown */
 	uint8_t exec_random[PROC_EXEC_RANDOM];
-	char *path;		   /* the object's path inside the target's mount namespace */
-	char *open_path;	   /* the same object as we open it: /proc/PID/root/... */
+	char *path; /* the object's path inside the target's mount namespace */
+	/*
+	 * The same object as we open it: a live pid's mapped file, held open as
+	 * obj_fd (proc_map_open) and named /proc/self/fd/N; a core's, its path.
+	 */
+	char *open_path;
 	struct elf_object *elf;	   /* the mapped object: segments, version string */
 	struct elf_object *symelf; /* where its full symbol table is: elf, or its debug file */
 	char *debug_file;	   /* separate debug info used for symbols, or NULL */

@@ -309,7 +309,7 @@ int debug_search(const struct debug_query *q, char **found)
 		fd = try_one(q, q->link, found);
 	if (fd < 0)
 		fd = with_entries(q, q->file_name, found);
-	if (fd < 0 && q->file_name && (real = realpath(q->file_name, NULL))) {
+	if (fd < 0 && q->file_name && (real = hb_realpath(q->file_name))) {
 		/* a link's target directory may hold the debug file instead */
 		if (strcmp(real, q->file_name) != 0)
 			fd = with_entries(q, real, found);

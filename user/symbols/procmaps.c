@@ -6,10 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "procmaps.h"
 
 #define DELETED_SUFFIX " (deleted)"
@@ -141,6 +146,50 @@ int proc_map_open_path(pid_t pid, const char *path, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+bool proc_map_is(const struct proc_map *m, int fd)
+{
+	struct statfs sf;
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != m->inode)
+		return false;
+	if (major(st.st_dev) == m->dev_major && minor(st.st_dev) == m->dev_minor)
+		return true;
+	/* btrfs: stat gives each subvolume a device of its own, maps the file system's */
+	return fstatfs(fd, &sf) == 0 && sf.f_type == BTRFS_SUPER_MAGIC;
+}
+
+/* fd (or -errno) when it is m's file; closed and -ESTALE when it is another. */
+static int checked(const struct proc_map *m, int fd)
+{
+	if (fd < 0 || proc_map_is(m, fd))
+		return fd;
+	close(fd);
+	return -ESTALE;
+}
+
+int proc_map_open(pid_t pid, const struct proc_map *m)
+{
+	char buf[4096];
+	int fd, rc;
+
+	if (!m->path || m->path[0] != '/' || !m->inode)
+		return -EINVAL;
+	/* the kernel's own link to the file mapped there (needs CAP_SYS_ADMIN) */
+	snprintf(buf, sizeof(buf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
+		 m->end);
+	fd = checked(m, open_regular_ro(buf));
+	if (fd >= 0 || fd == -ESTALE)
+		return fd;
+	/* its name, inside the process's root */
+	rc = proc_map_open_path(pid, m->path, buf, sizeof(buf));
+	fd = rc ? rc : checked(m, open_regular_ro(buf));
+	if (fd >= 0 || fd == -ESTALE || fd != -ESRCH)
+		return fd;
+	/* the process is gone: a file of ours is used only if it is the same inode */
+	return checked(m, open_regular_ro(m->path));
 }
 
 int proc_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)

@@ -41,6 +41,18 @@ bool proc_maps__writable_in(const struct proc_maps *m, uint64_t addr, const char
 /* Path to open the object of a mapping from our mount namespace: /proc/PID/root/<path>. */
 int proc_map_open_path(pid_t pid, const char *path, char *buf, size_t len);
 
+/* True when fd is the file m maps: its inode and device (any device on btrfs). */
+bool proc_map_is(const struct proc_map *m, int fd);
+
+/*
+ * The file mapping m of pid maps, opened read-only (open_regular_ro): through
+ * /proc/PID/map_files, else by its path inside pid's root, else, pid gone,
+ * by its path here; each checked with proc_map_is. The descriptor, or
+ * -errno: -ESTALE when the way there leads to another file (a link planted
+ * in the process's tree, a file replaced since it was mapped).
+ */
+int proc_map_open(pid_t pid, const struct proc_map *m);
+
 /* process_vm_readv/process_vm_writev of exactly len bytes; negative errno otherwise. */
 int proc_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 int proc_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);

@@ -135,22 +135,12 @@ static struct elf_object *pooled_elf(struct sym_pool *p, const struct sym_file *
 	return v[p->n++].elf;
 }
 
-/* Opens the mapped file: the exact inode mapped, else by path in the target's mount namespace. */
+/* Opens the mapped file (proc_map_open); root_path: its name inside the process's root. */
 static int open_mapped(pid_t pid, const struct proc_map *pm, char *root_path, size_t len)
 {
-	char buf[96];
-	int fd;
-
 	root_path[0] = '\0';
 	proc_map_open_path(pid, pm->path, root_path, len);
-	snprintf(buf, sizeof(buf), "/proc/%d/map_files/%llx-%llx", pid,
-		 (unsigned long long)pm->start, (unsigned long long)pm->end);
-	fd = open_regular_ro(buf);
-	if (fd < 0 && root_path[0])
-		fd = open_regular_ro(root_path);
-	if (fd < 0)
-		fd = open_regular_ro(pm->path);
-	return fd;
+	return proc_map_open(pid, pm);
 }
 
 /* The file's own path when it is the same file from here, else the path through /proc/PID/root. */
