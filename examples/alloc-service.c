@@ -35,7 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h> /* struct clone_args */
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -914,6 +916,41 @@ static void cmd_hold(const char *arg)
 	reply("held %zu", nheld);
 }
 
+/*
+ * forkat PID: a child as fork makes, given the pid PID (clone3's set_tid;
+ * root), a copy of this very image. PID is free once its last holder is
+ * reaped, which the kernel does right after a child this process ignores
+ * exits: taken while that is under way, it is tried again, a bounded number
+ * of times.
+ */
+static void cmd_forkat(const char *arg)
+{
+	uint64_t want;
+	pid_t tid, child = -1;
+	struct clone_args ca = { .exit_signal = SIGCHLD, .set_tid_size = 1 };
+
+	if (parse_u64(arg, INT_MAX, &want) || !want) {
+		reply("error forkat takes a pid");
+		return;
+	}
+	tid = (pid_t)want;
+	ca.set_tid = (uint64_t)(uintptr_t)&tid;
+	signal(SIGCHLD, SIG_IGN);
+	for (int i = 0; i < 100000 && child < 0; i++) {
+		child = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		if (child < 0 && errno != EEXIST)
+			break;
+		if (child < 0)
+			sched_yield();
+	}
+	if (child == 0)
+		forked_child(120, NULL);
+	if (child < 0)
+		reply("error forkat: %s", strerror(errno));
+	else
+		reply("forked %d", (int)child);
+}
+
 /* fork, fork2 [SECONDS]; forkw SECONDS DIR; forkhold MIB DIR; forkexec PROG [ARG...] */
 static void cmd_fork(const char *cmd, char *arg)
 {
@@ -1570,6 +1607,8 @@ static void run_command(char *line)
 	} else if (!strcmp(line, "fork") || !strcmp(line, "fork2") || !strcmp(line, "forkw") ||
 		   !strcmp(line, "forkhold") || !strcmp(line, "forkexec")) {
 		cmd_fork(line, arg);
+	} else if (!strcmp(line, "forkat")) {
+		cmd_forkat(arg);
 	} else if (!strcmp(line, "forkmany")) {
 		cmd_forkmany(arg);
 	} else if (!strcmp(line, "exec")) {
@@ -1746,6 +1785,7 @@ static void usage(FILE *f)
 		"                 blocks (child_held_buffers; DIR/child-PID.held), frees them\n"
 		"                 at SIGUSR2 (DIR/child-PID.freed) and exits -> forked CHILD\n"
 		"  forkexec PROG [ARG...]  fork a child that execs PROG -> forked CHILD\n"
+		"  forkat PID     a child as fork's, as the pid PID (root)  -> forked CHILD\n"
 		"  forkmany N [MS [BATCH]]  N children that exit MS ms (default 300) after\n"
 		"                 their fork, BATCH (300) alive at once, each batch waited for\n"
 		"                                                          -> forked N\n"

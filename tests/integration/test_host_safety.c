@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/inotify.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -799,4 +802,95 @@ Test(host_safety, jailed_libjemalloc_link_leads_nowhere)
 					hb_path("jemalloc/libjemalloc.so.2"),
 					"/lib/x86_64-linux-gnu",
 					"/lib/x86_64-linux-gnu/libjemalloc.so.2");
+}
+
+/* ---- the pid taken between discovery and the write ---- */
+
+/* Opens the FIFO path for mode (no blocking), heapbpf (pid hb) still alive; a guard of 60 s. */
+static int fifo_end(const char *path, int mode, pid_t hb)
+{
+	for (int waited = 0; waited < 60000; waited += 20) {
+		int fd = open(path, mode | O_NONBLOCK | O_CLOEXEC);
+
+		/* a writer's end with no reader yet fails with ENXIO */
+		if (fd >= 0)
+			return fd;
+		cr_assert_eq(errno, ENXIO, "%s: %s", path, strerror(errno));
+		cr_assert_eq(waitpid(hb, NULL, WNOHANG), 0, "heapbpf exited");
+		hb_sleep_ms(20);
+	}
+	cr_assert_fail("heapbpf never opened %s", path);
+	return -1;
+}
+
+/*
+ * A forked child of the service is the target. Right before heapbpf writes
+ * its flag (HEAPBPF_TEST_FLAG_PAUSE) the child is killed and a new fork of
+ * the same image, alike in every mapping and in its AT_RANDOM bytes, is
+ * given its pid. Before, only the image was compared and the byte went into
+ * the newcomer (sampled from then on); now its start time tells them apart:
+ * nothing is written into it, and heapbpf says why.
+ */
+Test(host_safety, pid_taken_before_the_write_gets_no_flag)
+{
+	const char *dir = hb_tmp("pause"), *errpath = hb_tmp("heapbpf.err");
+	char reached[PATH_MAX], go[PATH_MAX], reply[64], target[16], got[64], *text = NULL;
+	struct pollfd pfd = { .events = POLLIN };
+	pid_t child, newcomer, hb;
+	int fd, pidfd, rc;
+	ssize_t n;
+
+	start();
+	cr_assert_eq(svc_cmd(&svc, "fork", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
+	kids[0] = child;
+	snprintf(target, sizeof(target), "%d", child);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	snprintf(reached, sizeof(reached), "%s/reached", dir);
+	snprintf(go, sizeof(go), "%s/go", dir);
+	cr_assert_eq(mkfifo(reached, 0600), 0);
+	cr_assert_eq(mkfifo(go, 0600), 0);
+	setenv("HEAPBPF_TEST_FLAG_PAUSE", dir, 1);
+	hb = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", target, "-d", "600", "-o",
+					hb_tmp("heap.pb.gz"), NULL },
+		      errpath);
+	unsetenv("HEAPBPF_TEST_FLAG_PAUSE");
+	cr_assert_gt(hb, 0);
+	/* heapbpf found the child and is about to write: it waits for the test */
+	fd = fifo_end(reached, O_RDONLY, hb);
+	pfd.fd = fd;
+	for (int waited = 0; waited < 60000 && poll(&pfd, 1, 200) == 0; waited += 200)
+		cr_assert_eq(waitpid(hb, NULL, WNOHANG), 0, "heapbpf exited");
+	n = read(fd, got, sizeof(got) - 1);
+	close(fd);
+	cr_assert_gt(n, 0, "heapbpf never reached the write");
+	got[n] = '\0';
+	cr_assert_eq(atoi(got), child, "%s", got);
+	/* the target goes; the service forks its copy as the same pid */
+	pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+	cr_assert_geq(pidfd, 0);
+	cr_assert_eq(kill(child, SIGKILL), 0);
+	pfd.fd = pidfd;
+	cr_assert_eq(poll(&pfd, 1, 60000), 1, "the child did not exit");
+	close(pidfd);
+	snprintf(got, sizeof(got), "forkat %d", child);
+	cr_assert_eq(svc_cmd(&svc, got, reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &newcomer), 1, "%s", reply);
+	cr_assert_eq(newcomer, child);
+	cr_assert_eq(flag_of(newcomer), 0);
+	/* heapbpf goes on: it writes, or says why not */
+	fd = fifo_end(go, O_WRONLY, hb);
+	close(fd);
+	/* until the byte goes on, or heapbpf exits without writing it */
+	cr_assert_not(hb_wait_byte(newcomer, flag_addr, 1, 60000, hb),
+		      "heapbpf wrote the flag into the newcomer");
+	kill(hb, SIGTERM);
+	rc = hb_wait(hb, 60000);
+	cr_assert_geq(hb_read_file(errpath, &text), 0);
+	cr_assert_eq(rc, 1, "%s", text);
+	cr_assert(strstr(text, "its pid is another process's now"), "%s", text);
+	free(text);
+	cr_assert_eq(flag_of(newcomer), 0);
+	cr_assert_eq(flag_of(svc.pid), 0);
+	cr_assert_eq(svc_stop(&svc), 0);
 }

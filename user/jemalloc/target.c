@@ -810,6 +810,7 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 	t->obj_fd = -1;
 	proc_comm(pid, t->comm, sizeof(t->comm));
 	/* before the maps: an exec in between makes the two disagree (prof_toggle__on refuses) */
+	t->started = proc_start_time(pid);
 	proc_exec_random(pid, t->exec_random);
 	rc = read_maps(t, err, errlen);
 	if (!rc)

@@ -23,6 +23,7 @@ struct jemalloc_target {
 	int obj_fd; /* open_path's descriptor, a live pid's object; -1: none */
 	char comm[32];
 	struct proc_maps *maps; /* snapshot taken at discovery */
+	uint64_t started; /* the process's start time (proc_start_time), read first; 0: unknown */
 	/* the image's auxv AT_RANDOM bytes, read right before maps (toggle.h); zeros: unknown */
 	uint8_t exec_random[PROC_EXEC_RANDOM];
 	char *path; /* the object's path inside the target's mount namespace */

@@ -1245,7 +1245,8 @@ static const char *toggle_error(int rc)
 	return rc == -EFAULT   ? "the flag's address is not in jemalloc's writable data"
 	       : rc == -EILSEQ ? "the flag does not hold a boolean (wrong layout?)"
 	       : rc == -ESRCH  ? "the process exited"
-	       : rc == -ESTALE ? "the process exec'd since it was found"
+	       : rc == -ESTALE ? "the process exec'd since it was found, or its pid is another "
+				 "process's now"
 			       : strerror(-rc);
 }
 

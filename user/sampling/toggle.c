@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "toggle.h"
 
@@ -13,7 +17,7 @@ int prof_toggle_validate(const struct jemalloc_target *t, uint64_t addr)
 
 /* The image addr lies in: maps's file mapping there, with the image's AT_RANDOM bytes. */
 static int home_of(const struct proc_maps *maps, uint64_t addr, const uint8_t *random,
-		   struct prof_toggle_home *h)
+		   uint64_t started, struct prof_toggle_home *h)
 {
 	const struct proc_map *e = proc_maps__find(maps, addr);
 
@@ -27,30 +31,98 @@ static int home_of(const struct proc_maps *maps, uint64_t addr, const uint8_t *r
 	h->inode = e->inode;
 	h->dev_major = e->dev_major;
 	h->dev_minor = e->dev_minor;
+	h->started = started;
 	memcpy(h->random, random, sizeof(h->random));
 	return 0;
 }
 
-/* 0 when tg's flag still lies in the image it was found in; -ESTALE after an exec. */
+/*
+ * pid's memory, for writing: the descriptor stays bound to the process that
+ * had the pid when it was opened, whatever takes the pid later.
+ */
+static int open_mem(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	return fd >= 0 ? fd : errno == ENOENT ? -ESRCH : -errno;
+}
+
+/*
+ * The memory of tg's process (a descriptor), when its flag still lies in the
+ * image it was found in: -ESTALE after an exec, or when the pid is another
+ * process's now. The identity is read after the descriptor is opened: if it
+ * matches, the process the descriptor is bound to is the one found.
+ */
 static int same_image(const struct prof_toggle *tg)
 {
 	struct prof_toggle_home now;
 	struct proc_maps *maps = NULL;
 	uint8_t random[PROC_EXEC_RANDOM];
-	int rc;
+	uint64_t started;
+	int rc, fd = open_mem(tg->pid);
 
+	if (fd < 0)
+		return fd;
 	/* before the maps, as at discovery: an exec in between reads as one */
+	started = proc_start_time(tg->pid);
 	rc = proc_exec_random(tg->pid, random);
 	rc = rc ?: proc_maps__read(tg->pid, &maps);
-	if (rc)
-		return rc;
 	/* a zombie's maps read empty: it exited */
-	rc = maps->n ? 0 : -ESRCH;
-	rc = rc ?: home_of(maps, tg->addr, random, &now);
+	rc = rc ?: maps->n ? 0 : -ESRCH;
+	rc = rc ?: home_of(maps, tg->addr, random, started, &now);
 	proc_maps__free(maps);
-	if (rc)
+	rc = rc ?: memcmp(&now, &tg->home, sizeof(now)) ? -ESTALE : 0;
+	if (rc) {
+		close(fd);
 		return rc;
-	return memcmp(&now, &tg->home, sizeof(now)) ? -ESTALE : 0;
+	}
+	return fd;
+}
+
+/* One byte written through the memory descriptor same_image gave (closed). */
+static int write_byte(int fd, uint64_t addr, uint8_t v)
+{
+	ssize_t n = pwrite(fd, &v, 1, (off_t)addr);
+	int err = n < 0 ? -errno : 0;
+
+	close(fd);
+	/* nothing written: the process has no memory any more, it exited since it was opened */
+	if (n == 0)
+		return -ESRCH;
+	/* the address is not mapped (what process_vm_writev says as EFAULT) */
+	return err == -EIO ? -EFAULT : err;
+}
+
+/*
+ * HEAPBPF_TEST_FLAG_PAUSE=DIR, for the tests alone: right before a flag is
+ * written, the pid is written into the FIFO DIR/reached (waiting for the
+ * test to read it) and DIR/go is read to its end (until the test closes
+ * it), so that a test acts at the moment heapbpf writes, a process found
+ * long before.
+ */
+static void test_pause(pid_t pid)
+{
+	const char *dir = getenv("HEAPBPF_TEST_FLAG_PAUSE");
+	char path[4096], buf[64];
+	int fd;
+
+	if (!dir || !dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/reached", dir);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		dprintf(fd, "%d\n", pid);
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "%s/go", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+		;
+	if (fd >= 0)
+		close(fd);
 }
 
 int prof_toggle__init(struct prof_toggle *tg, const struct jemalloc_target *t)
@@ -58,7 +130,7 @@ int prof_toggle__init(struct prof_toggle *tg, const struct jemalloc_target *t)
 	memset(tg, 0, sizeof(*tg));
 	tg->pid = t->pid;
 	tg->addr = t->active_addr;
-	return home_of(t->maps, tg->addr, t->exec_random, &tg->home);
+	return home_of(t->maps, tg->addr, t->exec_random, t->started, &tg->home);
 }
 
 int prof_toggle__read(const struct prof_toggle *tg, uint8_t *val)
@@ -88,8 +160,9 @@ int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
 		if (err)
 			return err;
 	}
+	test_pause(tg->pid);
 	err = same_image(tg);
-	err = err ?: proc_mem_write(tg->pid, tg->addr, &one, 1);
+	err = err < 0 ? err : write_byte(err, tg->addr, one);
 	if (err)
 		return err;
 	tg->changed = true;
@@ -108,7 +181,7 @@ int prof_toggle__restore(struct prof_toggle *tg)
 	err = same_image(tg);
 	if (err == -ESTALE)
 		tg->changed = false; /* its flag went with the old image: nothing is owed */
-	err = err ?: proc_mem_write(tg->pid, tg->addr, &tg->orig, 1);
+	err = err < 0 ? err : write_byte(err, tg->addr, tg->orig);
 	if (err)
 		return err;
 	tg->changed = false;

@@ -17,10 +17,13 @@
  * holding the flag (or right before the anonymous .bss holding it), and the
  * 16 random bytes the kernel put on the image's stack (auxv AT_RANDOM). An
  * exec replaces both (another file or address; new random bytes even where
- * nothing moves, ASLR off), so a write never lands in a new image.
+ * nothing moves, ASLR off), so a write never lands in a new image. And the
+ * process's start time: a process forked from the same image and given the
+ * pid when the target is gone has both alike, but started later.
  */
 struct prof_toggle_home {
 	uint64_t start, inode;
+	uint64_t started; /* the process's start time (proc_start_time) */
 	unsigned int dev_major, dev_minor;
 	uint8_t random[16];
 };
@@ -47,9 +50,12 @@ typedef int (*prof_toggle_hook)(void *arg, uint64_t addr, uint8_t orig);
 
 /*
  * Reads the flag; writes 1 if it was 0 (after before_write, if given, agreed);
- * reads it back. -EIO if the write did not stick. Every write first re-reads
- * /proc/PID/maps: -ESTALE, nothing written, when the process exec'd since t
- * was found (the flag's image is gone).
+ * reads it back. -EIO if the write did not stick. Every write goes through
+ * /proc/PID/mem opened first, which stays bound to the process it opened,
+ * then re-reads the process's start time and /proc/PID/maps: -ESTALE,
+ * nothing written, when the process exec'd since t was found (the flag's
+ * image is gone) or the pid is another process's now; so a byte is never
+ * written into a process that took the pid, even between check and write.
  */
 int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
 		    prof_toggle_hook before_write, void *arg);
