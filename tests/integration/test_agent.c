@@ -1520,3 +1520,85 @@ Test(agent, jailed_binary_link_leads_nowhere)
 	kill(jailed, SIGKILL);
 	hb_wait(jailed, 60000);
 }
+
+/* How many windows of pid the agent has said. */
+static int windows_said(pid_t pid)
+{
+	char *err = agent_err_all(), mark[48];
+	int n = 0;
+
+	snprintf(mark, sizeof(mark), "pid %d (", pid);
+	for (const char *l = strstr(err, mark); l; l = strstr(l + 1, mark)) {
+		const char *eol = strchr(l, '\n'), *w = strstr(l, "): window ");
+
+		n += w && (!eol || w < eol);
+	}
+	free(err);
+	return n;
+}
+
+/* A process's peak resident set (VmHWM) in KiB; -1 when unreadable. */
+static long peak_rss_kib(pid_t pid)
+{
+	char path[64], *text = NULL;
+	const char *l;
+	long kib = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (hb_read_file(path, &text) > 0 && (l = strstr(text, "VmHWM:")))
+		kib = strtol(l + strlen("VmHWM:"), NULL, 10);
+	free(text);
+	return kib;
+}
+
+/*
+ * A fork storm in a sampled target: 6000 children (more than the BPF map of
+ * tracked processes holds at once, 8192 less those reused, counted with
+ * the ones the sweep lets go), 1000 alive at a time, each copying the flag
+ * on. The agent goes on (its next window of the service has samples), its
+ * peak memory stays within its --max-rss, and once it stops no process
+ * left, the service and a child forked after the storm, samples.
+ */
+Test(agent_budget, fork_storm_holds_the_budget, .timeout = 600)
+{
+	char out[PATH_MAX], reply[128], sel[128];
+	pid_t child;
+	long peak;
+	struct svc s;
+	int n = 0;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "200");
+	place(s.pid, "system.slice/storm.service");
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent((const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel,
+				      "--max-rss", "256M", NULL });
+	for (int waited = 0; waited < WAIT_MS && most_samples(s.pid) <= 0; waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_gt(most_samples(s.pid), 0, "%s", agent_err());
+	cr_assert_eq(svc_cmd(&s, "forkmany 6000 2000 1000", reply, sizeof(reply), 540000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &n), 1, "%s", reply);
+	cr_assert_eq(n, 6000);
+	cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s", agent_err());
+	cr_assert_eq(svc_cmd(&s, "fork 120", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
+	/* still served: two more windows of it said after the storm */
+	n = windows_said(s.pid);
+	for (int waited = 0; waited < WAIT_MS && windows_said(s.pid) < n + 2; waited += 200) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		hb_sleep_ms(200);
+	}
+	cr_assert_geq(windows_said(s.pid), n + 2, "the agent stopped serving: %s", agent_err());
+	peak = peak_rss_kib(agent_pid);
+	cr_assert_gt(peak, 0);
+	cr_assert_lt(peak, 256 * 1024, "the agent's peak RSS was %ld KiB: %s", peak, agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	cr_assert_eq(flag_of(s.pid), 0, "the service still samples");
+	cr_assert_eq(flag_of(child), 0, "a child forked after the storm still samples");
+	fprintf(stderr, "fork_storm_holds_the_budget: the agent's peak RSS %ld KiB\n", peak);
+	kill(child, SIGKILL);
+	cr_assert_eq(svc_stop(&s), 0);
+}
