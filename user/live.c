@@ -3,7 +3,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +46,7 @@ struct live_set {
 	struct session *s;
 	size_t n;
 	struct watch *watch; /* heapbpf watch: its triggers, or NULL */
+	int usr1;	     /* --interval's SIGUSR1 (a signalfd), or -1 */
 };
 
 /* Where a target's window ends: now, or when it exited. */
@@ -161,6 +164,18 @@ static int finish_recording(const struct cli *o, struct recorder *rec, struct se
 	return 0;
 }
 
+/* --interval's SIGUSR1: the windows end now, and the next ones begin. */
+static int on_usr1(struct session *s0, void *arg)
+{
+	struct live_set *ls = arg;
+	struct signalfd_siginfo si;
+	bool asked = false;
+
+	while (read(ls->usr1, &si, sizeof(si)) == sizeof(si))
+		asked = true;
+	return asked ? on_window(s0, ls) : 0;
+}
+
 static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 		   struct guard *const *gs, char *err, size_t errlen)
 {
@@ -191,6 +206,18 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 		so.interval = o->interval;
 		so.on_interval = on_window;
 		so.interval_arg = ls;
+	}
+	/* heapbpf watch takes SIGUSR1 itself; an --interval run writes its windows now */
+	if (o->interval && !o->watch) {
+		sigset_t usr1;
+
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		ls->usr1 = signalfd(-1, &usr1, SFD_CLOEXEC | SFD_NONBLOCK);
+		if (ls->usr1 < 0)
+			return hb_fail(err, errlen, -errno, "cannot take SIGUSR1: %s",
+				       strerror(errno));
+		so.watch[so.nwatch++] = (struct session_watch){ ls->usr1, on_usr1, ls };
 	}
 	if (o->watch) {
 		rc = watch__new(o, ls->tr, ls->s, ls->n, &ls->watch, err, errlen);
@@ -310,7 +337,7 @@ int live_run_targets(struct target_run *trs, struct jemalloc_target **ts, size_t
 {
 	struct guard **gs = calloc(n, sizeof(*gs)), **ags = calloc(n, sizeof(*ags));
 	const struct jemalloc_target **ats = calloc(n, sizeof(*ats));
-	struct live_set ls = { .tr = calloc(n, sizeof(*ls.tr)) };
+	struct live_set ls = { .tr = calloc(n, sizeof(*ls.tr)), .usr1 = -1 };
 	int rc, rc2 = 0, r2;
 
 	ls.s = calloc(n, sizeof(*ls.s));
@@ -347,6 +374,8 @@ int live_run_targets(struct target_run *trs, struct jemalloc_target **ts, size_t
 	rc = rc ?: rc2;
 out:
 	watch__free(ls.watch);
+	if (ls.usr1 >= 0)
+		close(ls.usr1);
 	/* the first one last: its pool holds objects the others' symbolizers share */
 	for (size_t j = ls.n; ls.s && j-- > 0;)
 		session_cleanup(&ls.s[j]);

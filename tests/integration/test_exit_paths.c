@@ -180,3 +180,79 @@ Test(exit_paths, already_active_is_left_active)
 	assert_profile(&r);
 	cr_assert_eq(svc_stop(&r.s), 0);
 }
+
+/* ---- SIGUSR1 ---- */
+
+/* True once pid holds signal sig pending for the whole process (ShdPnd): blocked, not acted on. */
+static bool pending(pid_t pid, int sig)
+{
+	char path[64], *text = NULL;
+	const char *l;
+	bool yes = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (hb_read_file(path, &text) > 0 && (l = strstr(text, "ShdPnd:")))
+		yes = (strtoull(l + strlen("ShdPnd:"), NULL, 16) >> (sig - 1)) & 1;
+	free(text);
+	return yes;
+}
+
+/*
+ * A one-shot run told SIGUSR1 (as `kill -USR1 $(pidof heapbpf)` tells every
+ * heapbpf on a host): before, it died with exit 138 and left prof_active
+ * on. Now the signal waits, ignored (the kernel holds it pending), and the
+ * run ends as it would have: its profile, the flag back off.
+ */
+Test(exit_paths, sigusr1_leaves_a_one_shot_run_alone)
+{
+	struct run r;
+
+	start_target(&r, IDLE_CONF);
+	start_heapbpf(&r, "0");
+	cr_assert_eq(kill(r.hp, SIGUSR1), 0);
+	cr_assert(pending(r.hp, SIGUSR1), "SIGUSR1 is not held: it acts on heapbpf");
+	cr_assert_eq(kill(r.hp, SIGUSR1), 0);
+	kill(r.hp, SIGTERM);
+	cr_assert_eq(hb_wait(r.hp, 30000), 0, "heapbpf did not end cleanly after SIGUSR1");
+	assert_clean(&r, 0);
+	assert_profile(&r);
+	cr_assert_eq(svc_stop(&r.s), 0);
+}
+
+/* The windows of an --interval run into dir (its .pb.gz files). */
+static int windows_in(const char *dir)
+{
+	return hb_count_files(dir, ".pb.gz", NULL, 0);
+}
+
+/*
+ * An --interval run told SIGUSR1: its window ends now and is written (an
+ * hour-long interval would have written none yet), and the run goes on to
+ * its end, the flag back off.
+ */
+Test(exit_paths, sigusr1_writes_an_interval_window_now)
+{
+	struct run r;
+	char dir[PATH_MAX];
+	const char *argv[] = { hb_path("heapbpf"), "--pid", NULL, "--interval", "3600",
+			       "--output-dir",	   dir,	    NULL };
+
+	start_target(&r, IDLE_CONF);
+	snprintf(dir, sizeof(dir), "%s/windows", hb_tmpdir());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	argv[2] = r.pid;
+	r.hp = hb_spawn(argv, r.err);
+	cr_assert_gt(r.hp, 0);
+	cr_assert(hb_wait_byte(r.s.pid, r.flag, 1, 20000, r.hp),
+		  "heapbpf did not switch prof_active on");
+	cr_assert_eq(windows_in(dir), 0);
+	cr_assert_eq(kill(r.hp, SIGUSR1), 0);
+	for (int waited = 0; waited < 30000 && windows_in(dir) < 1; waited += 50)
+		hb_sleep_ms(50);
+	cr_assert_eq(windows_in(dir), 1, "no window written on SIGUSR1");
+	cr_assert_eq(peek(&r, r.flag), 1, "the run stopped sampling");
+	kill(r.hp, SIGTERM);
+	cr_assert_eq(hb_wait(r.hp, 30000), 0, "heapbpf did not end cleanly");
+	assert_clean(&r, 0);
+	cr_assert_eq(svc_stop(&r.s), 0);
+}

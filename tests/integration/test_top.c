@@ -326,6 +326,27 @@ Test(top, ctrl_c_in_tmux_with_output)
 	free(buf);
 }
 
+/*
+ * SIGUSR1 to top (what `kill -USR1 $(pidof heapbpf)` sends every heapbpf):
+ * before, the view died with exit 138, the terminal left raw and the flag
+ * on. Now it is ignored: the view stays, and q ends it cleanly.
+ */
+Test(top, sigusr1_in_tmux_is_ignored)
+{
+	char screen[8192];
+	struct tt t;
+
+	start_top(&t, "");
+	cr_assert_eq(kill(t.hp, SIGUSR1), 0);
+	cr_assert_eq(kill(t.hp, SIGUSR1), 0);
+	/* the view goes on: a refresh after the signal (the next interval's rows) */
+	cr_assert_eq(tmux(&t, NULL, 0, "send-keys -t top a"), 0);
+	cr_assert(has(&t, screen, 20000, "heapbpf top  pid", "churn_small"), "%s", screen);
+	cr_assert_eq(kill(t.hp, 0), 0, "top died of SIGUSR1");
+	cr_assert_eq(tmux(&t, NULL, 0, "send-keys -t top q"), 0);
+	assert_restored(&t, true);
+}
+
 Test(top, target_exit_in_tmux)
 {
 	struct tt t;

@@ -81,6 +81,12 @@ int session_block_signals(void)
 	sigset_t set;
 
 	sigset_stop(&set);
+	/*
+	 * SIGUSR1 ("write now") never kills a run: the modes where it means
+	 * something read it through a signalfd of theirs (watch, the agent,
+	 * --interval), the others leave it pending, ignored
+	 */
+	sigaddset(&set, SIGUSR1);
 	signal(SIGPIPE, SIG_IGN);
 	return sigprocmask(SIG_BLOCK, &set, NULL) ? -errno : 0;
 }

@@ -128,7 +128,10 @@ struct session {
 	void *loop;
 };
 
-/* Blocks the signals the session stops on; call first thing in main. */
+/*
+ * Blocks the signals the session stops on, and SIGUSR1 (read by whoever asks
+ * for it with a signalfd, else ignored); call first thing in main.
+ */
 int session_block_signals(void);
 
 /* Runs a session; on failure returns negative errno with a one-sentence message in err. */
