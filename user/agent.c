@@ -291,7 +291,7 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	struct jemalloc_target *t = NULL;
 	enum discover_verdict v;
 	struct workload w;
-	char comm[32], exe[256];
+	char comm[32], exe[256], svc[HB_CLEAN_SIZE(sizeof(old->svc))];
 
 	/*
 	 * named again: it exec'ed (its jemalloc is a new one), or its pid is
@@ -328,8 +328,8 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	image_of(pid, t, &p->image);
 	snprintf(p->comm, sizeof(p->comm), "%s", t->comm);
 	name_proc(a, p, &w, rule);
-	hb_note("agent: pid %d (%s): jemalloc %s with prof:true, service_name %s", pid, comm,
-		t->version, p->svc);
+	hb_note("agent: pid %d (%s): jemalloc %s with prof:true, service_name %s", pid, p->comm,
+		t->version, hb_clean(svc, sizeof(svc), p->svc));
 	return DISCOVER_TAKEN;
 }
 
@@ -398,6 +398,7 @@ static bool image_is(const struct agent_proc *p, const struct jemalloc_target *t
 /* p joins the node session: its flag on, its windows and triggers from now. */
 static int admit(struct agent *a, struct agent_proc *p)
 {
+	char path[HB_CLEAN_SIZE(256)], svc[HB_CLEAN_SIZE(sizeof(p->svc))];
 	struct agent_target *at = calloc(1, sizeof(*at));
 	char err[2048];
 	int rc;
@@ -440,13 +441,14 @@ static int admit(struct agent *a, struct agent_proc *p)
 		return rc;
 	}
 	snprintf(at->tr.source, sizeof(at->tr.source), "pid %d (%s), jemalloc %s in %s", p->pid,
-		 at->t->comm, at->t->version, at->t->path);
+		 at->t->comm, at->t->version, hb_clean(path, sizeof(path), at->t->path));
 	at->tr.start_ns = at->s.start_wall_ns;
 	at->next_window = at->s.start_wall_ns + (int64_t)(a->o->interval * 1e9);
 	p->on = at;
 	p->active_since = clock_ns(CLOCK_MONOTONIC);
 	a->active++;
-	hb_note("agent: sampling pid %d (%s) as service_name %s", p->pid, p->comm, p->svc);
+	hb_note("agent: sampling pid %d (%s) as service_name %s", p->pid, p->comm,
+		hb_clean(svc, sizeof(svc), p->svc));
 	return 0;
 }
 

@@ -105,6 +105,7 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 		   char *err, size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
+	char path[HB_CLEAN_SIZE(256)];
 	struct guard_recovery rec;
 	int rc;
 
@@ -131,7 +132,7 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 	}
 	tr->t = *t;
 	snprintf(tr->source, sizeof(tr->source), "pid %d (%s), jemalloc %s in %s", tr->pid,
-		 (*t)->comm, (*t)->version, (*t)->path);
+		 (*t)->comm, (*t)->version, hb_clean(path, sizeof(path), (*t)->path));
 	say_target(tr, *t, o->duration > 0);
 	return 0;
 }

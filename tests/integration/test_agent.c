@@ -1602,3 +1602,33 @@ Test(agent_budget, fork_storm_holds_the_budget, .timeout = 600)
 	kill(child, SIGKILL);
 	cr_assert_eq(svc_stop(&s), 0);
 }
+
+/*
+ * A process whose command name is an escape sequence (exec'd through a link
+ * of that name): before, the agent wrote it raw in its "jemalloc ... with
+ * prof:true" line. Now every line says it escaped.
+ */
+Test(agent, an_escape_in_comm_is_never_written_raw)
+{
+	const char *link = hb_tmp("\x1b]0;owned\x07\x1b[2J");
+	const char *args[] = { "--threads", "1", "--rate", "200", NULL };
+	char out[PATH_MAX], *err;
+	struct svc s;
+
+	hb_require_bpf();
+	make_parent();
+	cr_assert_eq(symlink(hb_path(SERVICE), link), 0);
+	cr_assert_eq(svc_start(&s, link, IDLE_CONF, args), 0);
+	place(s.pid, "system.slice/escape.service");
+	agent_over_cgroup(out, sizeof(out));
+	for (int waited = 0; waited < WAIT_MS && most_samples(s.pid) <= 0; waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_gt(most_samples(s.pid), 0, "%s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	err = agent_err_all();
+	cr_assert(strstr(err, "(\\x1b]0;owned\\x07"), "the name is not said escaped: %s", err);
+	cr_assert_null(strchr(err, '\x1b'), "a raw escape reached the log: %s", err);
+	cr_assert_null(strchr(err, '\x07'), "a raw BEL reached the log: %s", err);
+	free(err);
+	cr_assert_eq(svc_stop(&s), 0);
+}

@@ -894,3 +894,60 @@ Test(host_safety, pid_taken_before_the_write_gets_no_flag)
 	cr_assert_eq(flag_of(svc.pid), 0);
 	cr_assert_eq(svc_stop(&svc), 0);
 }
+
+/* ---- names a target chose ---- */
+
+/* No byte of an escape sequence in the file at path (or in name). */
+static void no_escape_in(const char *what, const char *text)
+{
+	cr_assert_null(strchr(text, '\x1b'), "%s holds a raw escape: %s", what, text);
+	cr_assert_null(strchr(text, '\x07'), "%s holds a raw BEL: %s", what, text);
+}
+
+/*
+ * A service whose command name is an escape sequence (it was exec'd through
+ * a link of that name: what `ps` shows, and /proc/PID/comm) profiled by a
+ * one-shot run, an --interval run and heapbpf watch: nothing any of them
+ * says, and no name of a file they write, holds the raw bytes.
+ */
+Test(host_safety, an_escape_in_comm_is_never_written_raw)
+{
+	const char *link = hb_tmp("\x1b]0;owned\x07\x1b[2J"), *dir = hb_tmp("windows");
+	const char *errpath = hb_tmp("run.err"), *one = hb_tmp("one.pb.gz");
+	const char *args[] = { "--threads", "1", NULL };
+	char names[16][256], *text = NULL;
+	int n;
+
+	hb_require_bpf();
+	cr_assert_eq(symlink(hb_path("examples/alloc-service-static"), link), 0);
+	cr_assert_eq(svc_start(&svc, link, IDLE_CONF, args), 0);
+	snprintf(pid, sizeof(pid), "%d", svc.pid);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	{
+		const char *const modes[][10] = {
+			{ hb_path("heapbpf"), "--pid", pid, "-d", "1", "-o", one, NULL },
+			{ hb_path("heapbpf"), "--pid", pid, "--interval", "1", "-d", "2",
+			  "--output-dir", dir, NULL },
+			{ hb_path("heapbpf"), "watch", "--pid", pid, "-d", "2", "--output-dir", dir,
+			  NULL },
+		};
+
+		for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+			pid_t hb = hb_spawn((const char **)modes[m], errpath);
+			int rc = hb_wait(hb, 120000);
+
+			cr_assert_gt(hb_read_file(errpath, &text), 0);
+			cr_assert_eq(rc, 0, "%s %s failed: %s", modes[m][1], modes[m][3], text);
+			cr_assert(strstr(text, "\\x1b]0;owned\\x07"),
+				  "the name is not said escaped: %s", text);
+			no_escape_in("heapbpf's output", text);
+			free(text);
+			text = NULL;
+		}
+	}
+	n = hb_count_files(dir, "", names, 16);
+	cr_assert_gt(n, 0, "no file written into %s", dir);
+	for (int i = 0; i < n && i < 16; i++)
+		no_escape_in("a file's name", names[i]);
+	cr_assert_eq(svc_stop(&svc), 0);
+}

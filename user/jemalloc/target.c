@@ -775,6 +775,7 @@ static int read_prof_state(struct jemalloc_target *t, char *err, size_t errlen)
 int jemalloc_target__identify(struct jemalloc_target *t, const char *layout_name, char *err,
 			      size_t errlen)
 {
+	char raw[sizeof(t->version)];
 	const struct elf_sym *s = NULL;
 	int rc = find_jemalloc(t, &s, err, errlen);
 
@@ -785,8 +786,11 @@ int jemalloc_target__identify(struct jemalloc_target *t, const char *layout_name
 	detect_public_prefix(t);
 	if (built_without_prof(t))
 		return fail_noprof(err, errlen, t->pid, t->path);
-	if (elf_object__jemalloc_version(t->elf, t->version, sizeof(t->version)))
+	/* the object's own bytes: said only as hb_clean shows them */
+	if (elf_object__jemalloc_version(t->elf, raw, sizeof(raw)))
 		snprintf(t->version, sizeof(t->version), "unknown");
+	else
+		hb_clean(t->version, sizeof(t->version), raw);
 	rc = choose_layout(t, layout_name, err, errlen);
 	if (!rc)
 		rc = resolve_addresses(t, err, errlen);
@@ -799,6 +803,7 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 			  char *err, size_t errlen)
 {
 	struct jemalloc_target *t;
+	char raw[32];
 	int rc;
 
 	if (pid <= 0)
@@ -808,7 +813,9 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	t->pid = pid;
 	t->obj_fd = -1;
-	proc_comm(pid, t->comm, sizeof(t->comm));
+	/* the process chose its name: said only as hb_clean shows it */
+	proc_comm(pid, raw, sizeof(raw));
+	hb_clean(t->comm, sizeof(t->comm), raw);
 	/* before the maps: an exec in between makes the two disagree (prof_toggle__on refuses) */
 	t->started = proc_start_time(pid);
 	proc_exec_random(pid, t->exec_random);
