@@ -478,6 +478,50 @@ Test(host_safety, reset_restores_every_child_listed)
 	cr_assert_eq(svc_stop(&svc), 0);
 }
 
+/*
+ * kill -9 of a run that had not caught up with the target's forks: children
+ * forked while it ran and after it died (the flag copied on, none of them
+ * in the state file), and a grandchild. --reset walks the target's
+ * descendants: none is left sampling. Before, only the listed ones were
+ * restored. The state file's temporary copy a killed write leaves is
+ * removed too.
+ */
+Test(host_safety, reset_restores_descendants_never_listed)
+{
+	char err[8192], reply[128], tmp[128];
+	const int n = 40;
+	pid_t hp;
+
+	start();
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "-o",
+					hb_tmp("killed.pb.gz"), NULL },
+		      hb_tmp("killed.err"));
+	cr_assert(hb_wait_byte(svc.pid, flag_addr, 1, 30000, hp), "heapbpf did not start sampling");
+	kill(hp, SIGKILL);
+	hb_wait(hp, 10000);
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(svc_cmd(&svc, i ? "fork 120" : "fork2 120", reply, sizeof(reply),
+				     10000),
+			     0);
+		cr_assert_geq(sscanf(reply, "forked %d %d", &kids[i], &kids[n]), 1, "%s", reply);
+	}
+	cr_assert_gt(kids[n], 0, "no grandchild");
+	for (int i = 0; i <= n; i++)
+		cr_assert_eq(flag_of(kids[i]), 1, "pid %d: the test shows nothing", kids[i]);
+	snprintf(tmp, sizeof(tmp), "/run/heapbpf/%d.state.tmp.Ab12Cd", svc.pid);
+	hb_sh("install -m 0600 /dev/null '%s'", tmp);
+	cr_assert_eq(hb_run((const char *[]){ "--reset", "--pid", pid, NULL }, err, sizeof(err),
+			    60000),
+		     0, "%s", err);
+	cr_assert_eq(flag_of(svc.pid), 0);
+	for (int i = 0; i <= n; i++)
+		cr_assert_eq(flag_of(kids[i]), 0, "pid %d (#%d) was left sampling: %s", kids[i], i,
+			     err);
+	cr_assert_null(state_text());
+	cr_assert_neq(access(tmp, F_OK), 0, "%s was left behind", tmp);
+	cr_assert_eq(svc_stop(&svc), 0);
+}
+
 /* One child whose flag holds what no heapbpf wrote: --reset says so, fails, and keeps the state. */
 Test(host_safety, reset_keeps_the_state_of_a_child_it_cannot_restore)
 {

@@ -354,6 +354,134 @@ static void recover_children(const struct state *st, struct guard_recovery *r)
 	}
 }
 
+/* True when another heapbpf holds pid's lock in dfd: that process is its to restore. */
+static bool held_elsewhere(int dfd, pid_t pid)
+{
+	char name[32];
+	bool held;
+	int fd;
+
+	snprintf(name, sizeof(name), "%d.lock", pid);
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return held;
+}
+
+/* The children of every thread of pid (/proc/PID/task/TID/children) appended to *v. */
+static int children_of(pid_t pid, pid_t **v, size_t *n, size_t *cap)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0; /* gone: nothing below it to reach */
+	while ((de = readdir(d))) {
+		char file[320];
+		FILE *f;
+		int c;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "/proc/%d/task/%s/children", pid, de->d_name);
+		f = fopen(file, "re");
+		while (f && fscanf(f, "%d", &c) == 1) {
+			if (*n == *cap) {
+				size_t nc = *cap ? 2 * *cap : 256;
+				pid_t *nv = realloc(*v, nc * sizeof(*nv));
+
+				if (!nv) {
+					fclose(f);
+					closedir(d);
+					return -ENOMEM;
+				}
+				*v = nv;
+				*cap = nc;
+			}
+			(*v)[(*n)++] = c;
+		}
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return 0;
+}
+
+/*
+ * Every descendant of the killed run's target that runs its jemalloc with
+ * the flag on, listed in the state file or not (a run killed while it was
+ * behind on the fork events listed only some): each restored like a
+ * listed child, unless another heapbpf holds it. Counted in r as
+ * recover_children does.
+ */
+static void recover_descendants(int dfd, const struct state *st, struct guard_recovery *r)
+{
+	uint8_t image[PROC_EXEC_RANDOM], its[PROC_EXEC_RANDOM];
+	pid_t *v = NULL;
+	size_t n = 0, cap = 0;
+
+	if (st->orig > 1 || !st->path[0] || !st->start || proc_start_time(st->pid) != st->start ||
+	    proc_exec_random(st->pid, image))
+		return;
+	/* breadth first: v grows as each one's children are read; a pid once */
+	if (children_of(st->pid, &v, &n, &cap))
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool listed = false;
+		int rc;
+
+		for (size_t j = 0; j < i && !listed; j++)
+			listed = v[j] == v[i];
+		for (size_t j = 0; j < st->nchildren && !listed; j++)
+			listed = st->child[j] == v[i] &&
+				 st->child_start[j] == proc_start_time(v[i]);
+		if (children_of(v[i], &v, &n, &cap))
+			break;
+		/* a fork of the target's image, never one that exec'ed (its flag is its own) */
+		if (listed || held_elsewhere(dfd, v[i]) || proc_exec_random(v[i], its) ||
+		    memcmp(its, image, sizeof(image)) != 0)
+			continue;
+		rc = forks_restore_one(v[i], proc_start_time(v[i]), st->addr, (uint8_t)st->orig,
+				       st->path);
+		if (!rc) {
+			r->children++;
+		} else if (rc != -ESRCH && !r->failed++) {
+			r->failed_pid = v[i];
+			r->failed_rc = rc;
+		}
+	}
+	free(v);
+}
+
+/*
+ * The state file's temporary copies a killed run left ("PID.state.tmp.*"):
+ * removed, as g's lock says no run of pid writes them now.
+ */
+static void sweep_temps(const struct guard *g)
+{
+	char prefix[48];
+	struct dirent *de;
+	int fd = openat(g->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	snprintf(prefix, sizeof(prefix), "%s.tmp.", g->state);
+	while ((de = readdir(d))) {
+		if (!strncmp(de->d_name, prefix, strlen(prefix)))
+			unlinkat(g->dfd, de->d_name, 0);
+	}
+	closedir(d);
+}
+
 /* Any child left on: the state file stays, for another --reset, and the run stops. */
 static int children_left_on(struct guard *g, pid_t pid, const struct guard_recovery *r, char *err,
 			    size_t errlen)
@@ -373,6 +501,7 @@ int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guar
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	sweep_temps(g);
 	rc = read_state(g->dfd, g->state, &st);
 	if (rc == -ENOENT)
 		return 0;
@@ -407,6 +536,7 @@ int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guar
 	}
 	r->parent = true;
 	recover_children(&st, r);
+	recover_descendants(g->dfd, &st, r);
 	free_state(&st);
 	if (r->failed)
 		return children_left_on(g, t->pid, r, err, errlen);
@@ -419,6 +549,7 @@ int guard__recover_orphans(struct guard *g, struct guard_recovery *r, char *err,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
+	sweep_temps(g);
 	rc = read_state(g->dfd, g->state, &st);
 	if (rc == -ENOENT)
 		return 0;
