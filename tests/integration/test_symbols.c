@@ -6,9 +6,13 @@
  *    directory, a .gnu_debuglink file next to it, or a real debuginfod server
  *    on loopback; with none of them a clear error naming the build-id;
  *  - Debian's redis-server (stripped) under redis-benchmark, with a stripped
- *    libjemalloc whose debug info only the local debuginfod server has.
+ *    libjemalloc whose debug info only the local debuginfod server has;
+ *  - a debuginfod cache in another user's directory, links planted in it:
+ *    refused, heapbpf's own cache used, nothing written through the links.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -477,6 +482,181 @@ Test(symbols, stripped_jemalloc_debuginfod_unreachable_says_why)
 	cr_assert(strstr(err, "debuginfod: cannot connect to it (connection refused"),
 		  "debuginfod's failure has no reason: %s", err);
 	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "not one line: %s", err);
+}
+
+/* ---- debuginfod's cache in another user's directory ----------------------- */
+
+/* heapbpf's own cache, used when the one libdebuginfod would choose is refused */
+#define FALLBACK_PARENT "/var/cache/heapbpf"
+#define FALLBACK	FALLBACK_PARENT "/debuginfod"
+#define LOCK		"/tmp/heapbpf-test-debuginfod-cache.lock"
+
+/* What the test found at FALLBACK before heapbpf ran, for removing what it made there. */
+static struct {
+	bool recorded, parent_existed, existed;
+	char before[256][256];
+	int nbefore, lock;
+} fallback = { .lock = -1 };
+
+static bool in_before(const char *name)
+{
+	for (int i = 0; i < fallback.nbefore; i++)
+		if (strcmp(fallback.before[i], name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Serialized with the same test of the other build (make test runs both
+ * builds' tests at once): one run's clean-up would remove what the other's
+ * heapbpf is downloading into the same directory.
+ */
+static void fallback_record(void)
+{
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	fallback.lock = open(LOCK, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert_geq(fallback.lock, 0);
+	cr_assert_eq(flock(fallback.lock, LOCK_EX), 0);
+	fallback.parent_existed = stat(FALLBACK_PARENT, &st) == 0;
+	fallback.existed = stat(FALLBACK, &st) == 0;
+	d = opendir(FALLBACK);
+	while (d && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			cr_assert_lt(fallback.nbefore, 256, "too much in " FALLBACK);
+			snprintf(fallback.before[fallback.nbefore++], 256, "%s", e->d_name);
+		}
+	}
+	if (d)
+		closedir(d);
+	fallback.recorded = true;
+}
+
+/* Removes what the test made at FALLBACK, pass or fail; the directories if it made them. */
+static void fallback_fini(void)
+{
+	char cmd[PATH_MAX + 64];
+	struct dirent *e;
+	DIR *d;
+
+	if (fallback.recorded && !fallback.existed) {
+		if (system("rm -rf '" FALLBACK "'") != 0)
+			fprintf(stderr, "warning: could not remove " FALLBACK "\n");
+		if (!fallback.parent_existed)
+			rmdir(FALLBACK_PARENT);
+	} else if (fallback.recorded && (d = opendir(FALLBACK))) {
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+			    in_before(e->d_name))
+				continue;
+			snprintf(cmd, sizeof(cmd), "rm -rf '" FALLBACK "/%s'", e->d_name);
+			if (system(cmd) != 0)
+				fprintf(stderr, "warning: could not remove " FALLBACK "/%s\n",
+					e->d_name);
+		}
+		closedir(d);
+	}
+	fallback.recorded = false;
+	if (fallback.lock >= 0)
+		close(fallback.lock);
+	fallback.lock = -1;
+	hb_tmpdir_cleanup();
+}
+
+/* Everything under dir but access times: names, types, owners, modes, sizes, mtimes, targets. */
+static char *tree_of(const char *dir, const char *name)
+{
+	const char *list = hb_tmp(name);
+	char *text;
+
+	hb_sh("cd '%s' && find . -printf '%%p %%y %%U:%%G %%m %%s %%T@ %%l\\n' | sort > '%s'", dir,
+	      list);
+	cr_assert_geq(hb_read_file(list, &text), 0);
+	return text;
+}
+
+/*
+ * DEBUGINFOD_CACHE_PATH naming nobody's directory, with links planted in it
+ * to root's files (cache_clean_interval_s to an empty file of root's that
+ * libdebuginfod would write its interval into, max_unused_age_s to a name
+ * it would create, the build-id's directory to a directory of root's it
+ * would download into): heapbpf refuses it, says so once, and uses its own
+ * cache; nothing there or behind the links changes, and the symbols are
+ * still found, through the server, in heapbpf's cache.
+ */
+Test(symbols, debuginfod_cache_of_another_user_is_refused, .fini = fallback_fini)
+{
+	struct stripped st;
+	char err[8192], srv[PATH_MAX], want[3 * PATH_MAX], fetched[PATH_MAX], *folded = NULL;
+	char *before, *after, *said;
+	const char *cache, *victim, *created, *rootdir;
+	struct stat vst;
+	bool got;
+	int port, rc, times = 0;
+	pid_t d;
+
+	hb_require_bpf();
+	make_stripped(&st);
+	snprintf(srv, sizeof(srv), "%s/srv", st.dir);
+	hb_sh("mkdir -p '%s' && cp '%s' '%s/'", srv, st.debug, srv);
+	d = start_debuginfod(srv, st.build_id, &port);
+
+	/* root's, outside nobody's reach; the victim last changed long ago (past the interval) */
+	victim = hb_tmp("victim");
+	created = hb_tmp("created-through-a-link");
+	rootdir = hb_tmp("rootdir");
+	hb_sh("install -m 0600 /dev/null '%s' && touch -d 2001-01-01 '%s' && mkdir -m 0700 '%s'",
+	      victim, victim, rootdir);
+	/* nobody's cache, with nobody's links */
+	cache = hb_tmp("nobody-cache");
+	cr_assert_eq(chmod(hb_tmpdir(), 0711), 0);
+	cr_assert_eq(mkdir(cache, 0755), 0);
+	cr_assert_eq(chown(cache, 65534, 65534), 0);
+	hb_sh("cd '%s' && ln -s '%s' cache_clean_interval_s && ln -s '%s' max_unused_age_s && "
+	      "ln -s '%s' '%s' && chown -h 65534:65534 cache_clean_interval_s max_unused_age_s "
+	      "'%s'",
+	      cache, victim, created, rootdir, st.build_id, st.build_id);
+	before = tree_of(cache, "before.list");
+
+	fallback_record();
+	set_debuginfod_env(port);
+	setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+	rc = profile_stripped(&st, NULL, err, sizeof(err), &folded);
+	unsetenv("DEBUGINFOD_URLS");
+	unsetenv("DEBUGINFOD_CACHE_PATH");
+	kill(d, SIGTERM);
+	hb_wait(d, 10000);
+	snprintf(fetched, sizeof(fetched), FALLBACK "/%s/debuginfo", st.build_id);
+	got = stat(fetched, &vst) == 0 && vst.st_size > 0;
+
+	/* the attacker's directory and what its links lead to, as they were */
+	after = tree_of(cache, "after.list");
+	cr_assert_str_eq(after, before, "nobody's cache changed:\n%s\nwas:\n%s", after, before);
+	cr_assert_eq(stat(victim, &vst), 0);
+	cr_assert_eq(vst.st_size, 0, "written through cache_clean_interval_s");
+	cr_assert_lt(vst.st_mtime, 1000000000 + 100000000, "touched through the link");
+	cr_assert_not(stat(created, &vst) == 0, "%s created through max_unused_age_s", created);
+	hb_sh("test -z \"$(ls -A '%s')\"", rootdir);
+
+	/* said once, naming both directories and why */
+	snprintf(want, sizeof(want),
+		 "heapbpf: warning: debuginfod's cache is " FALLBACK ", not %s, which heapbpf "
+		 "refuses: the directory belongs to another user",
+		 cache);
+	cr_assert(strstr(err, want), "no \"%s\" in: %s", want, err);
+	for (said = err; (said = strstr(said, "debuginfod's cache is")); said++)
+		times++;
+	cr_assert_eq(times, 1, "said %d times: %s", times, err);
+
+	/* the profile, named through heapbpf's own cache */
+	cr_assert_eq(rc, 0, "%s", err);
+	assert_named(folded);
+	cr_assert(got, "nothing fetched into " FALLBACK);
+	free(folded);
+	free(before);
+	free(after);
 }
 
 Test(symbols, stripped_jemalloc_debug_dir_copy_with_another_build_id)

@@ -549,6 +549,10 @@ int debuginfo_find_executable(const char *build_id, char *found, size_t len)
 
 	if (!build_id || !build_id[0] || !urls || !urls[0])
 		return -ENOENT;
+	/* its cache checked first, as every directory heapbpf writes into (debugsearch.h) */
+	fd = debug_debuginfod_prepare();
+	if (fd)
+		return fd;
 	c = debuginfod_begin();
 	if (!c)
 		return -ENOMEM;

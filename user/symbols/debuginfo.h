@@ -5,7 +5,8 @@
  * inlined frames from DWARF. Separate debug info is found the way gdb and
  * perf find it: /usr/lib/debug/.build-id/xx/yyyy.debug, .gnu_debuglink (CRC
  * checked) next to the file, in .debug/ and under the debug directories, and
- * debuginfod when DEBUGINFOD_URLS is set (libdebuginfod, with its cache).
+ * debuginfod when DEBUGINFOD_URLS is set (libdebuginfod, with its cache,
+ * checked first as heapbpf's own directories are: debugsearch.h).
  *
  * Objects are cached process-wide by build-id, so a second profile of the same
  * binary does not read its DWARF again.
@@ -98,7 +99,8 @@ int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *
 /*
  * An executable or shared object by build-id (hex) from debuginfod, when
  * DEBUGINFOD_URLS is set: its open descriptor, path in found; else a negative errno
- * (-ENOENT when debuginfod is not configured or does not have it).
+ * (-ENOENT when debuginfod is not configured or does not have it, -DEBUG_ECACHE
+ * when it has no cache heapbpf can use safely: debug_debuginfod_prepare()).
  */
 int debuginfo_find_executable(const char *build_id, char *found, size_t len);
 

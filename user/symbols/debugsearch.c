@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +16,9 @@
 #include <zlib.h>
 
 #include "debugsearch.h"
+#include "errmsg.h"
 #include "files.h"
+#include "output.h"
 
 static void to_hex(const unsigned char *id, size_t idlen, char *hex, size_t len)
 {
@@ -266,15 +270,235 @@ static int with_entries(const struct debug_query *q, const char *file_name, char
 	return fd;
 }
 
+/*
+ * The directory libdebuginfod would keep its cache in, by its own rules
+ * (elfutils 0.188, debuginfod_query_server_by_buildid), and how many of its
+ * last components it would make itself: none for a cache it found, one
+ * under DEBUGINFOD_CACHE_PATH's parent, two for the XDG name (the cache
+ * home, then debuginfod_client). 0, or -ENAMETOOLONG.
+ */
+static int libdebuginfod_cache(char *path, size_t len, int *levels)
+{
+	const char *env = getenv("DEBUGINFOD_CACHE_PATH"), *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+	struct stat st;
+	int n;
+
+	if (!home)
+		home = "/";
+	if (env && env[0]) {
+		*levels = 1;
+		n = snprintf(path, len, "%s", env);
+	} else {
+		/* a cache at the old name takes precedence, whatever it is (stat, as it does) */
+		*levels = 0;
+		n = snprintf(path, len, "%s/.debuginfod_client_cache", home);
+		if (n >= 0 && (size_t)n < len && stat(path, &st) != 0) {
+			*levels = 2;
+			if (xdg && xdg[0])
+				n = snprintf(path, len, "%s/debuginfod_client", xdg);
+			else
+				n = snprintf(path, len, "%s/.cache/debuginfod_client", home);
+		}
+	}
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * path opened and checked as output_open_dir(kind) does it; when it is
+ * missing, up to levels of its last components made, mode for the last and
+ * parent_mode above it, each in a parent that passes the checks of a
+ * directory on the way. A descriptor, or a negative errno or -OUTPUT_E*.
+ */
+static int open_making(const char *path, enum output_dir_kind kind, int levels, mode_t mode,
+		       mode_t parent_mode)
+{
+	char *parent, *slash, *name;
+	int fd = output_open_dir(path, kind), pfd, err = 0;
+
+	if (fd != -ENOENT || levels <= 0)
+		return fd;
+	parent = strdup(path);
+	if (!parent)
+		return -ENOMEM;
+	/* "a/b/" is "a/b" */
+	for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--)
+		parent[n - 1] = '\0';
+	slash = strrchr(parent, '/');
+	name = strdup(slash ? slash + 1 : parent);
+	if (!name) {
+		free(parent);
+		return -ENOMEM;
+	}
+	if (!slash) {
+		pfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		pfd = pfd >= 0 ? pfd : -errno;
+	} else {
+		/* "/a" is in "/" */
+		if (slash == parent)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		pfd = open_making(parent, OUTPUT_DIR_FILES, levels - 1, parent_mode, parent_mode);
+	}
+	/* in a directory that passed its checks: made ours, or raced by someone it trusts */
+	if (pfd < 0)
+		err = pfd;
+	else if (mkdirat(pfd, name, mode) && errno != EEXIST)
+		err = -errno;
+	if (pfd >= 0)
+		close(pfd);
+	free(name);
+	free(parent);
+	/* opened again the whole way: what is there now passes the same checks, or is refused */
+	return err ? err : output_open_dir(path, kind);
+}
+
+/* A directory in the cache that others can write: they could plant what libdebuginfod reads. */
+static bool shared_subdir(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool shared = fd >= 0 && output_dir_check(fd, OUTPUT_DIR_PRIVATE) != 0;
+
+	if (fd >= 0)
+		close(fd);
+	return shared;
+}
+
+/*
+ * What the cache open as dfd holds at its top, each name libdebuginfod opens
+ * or walks into: owned by a user heapbpf trusts, and a directory writable by
+ * no one else. 0, or -DEBUG_EFOREIGN with the entry in why.
+ */
+static int contents_check(int dfd, char *why, size_t len)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+	char name[HB_CLEAN_SIZE(64)];
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	while (!err && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue; /* or gone meanwhile */
+		hb_clean(name, sizeof(name), e->d_name);
+		if (!output_trusted_uid(st.st_uid)) {
+			snprintf(why, len,
+				 "it holds %s, a %s another user owns, and libdebuginfod follows "
+				 "what it holds by name",
+				 name, S_ISLNK(st.st_mode) ? "symbolic link" : "file");
+			err = -DEBUG_EFOREIGN;
+		} else if (S_ISDIR(st.st_mode) && shared_subdir(dfd, e->d_name)) {
+			snprintf(why, len,
+				 "it holds %s, a directory other users can write, who could plant "
+				 "what libdebuginfod reads or writes there",
+				 name);
+			err = -DEBUG_EFOREIGN;
+		}
+	}
+	closedir(d);
+	return err;
+}
+
+/* path as a cache: opened (made when missing, levels deep), checked, its contents too. */
+static int check_cache(const char *path, int levels, mode_t parent_mode, char *why, size_t len)
+{
+	int fd = open_making(path, OUTPUT_DIR_PRIVATE, levels, 0700, parent_mode), err;
+
+	if (fd < 0) {
+		snprintf(why, len, "%s", output_strerror(fd));
+		return fd;
+	}
+	err = contents_check(fd, why, len);
+	close(fd);
+	return err;
+}
+
+void debug_cache_decide(const char *fallback, struct debug_cache *c)
+{
+	int levels = 0;
+
+	memset(c, 0, sizeof(*c));
+	c->refused = libdebuginfod_cache(c->chosen, sizeof(c->chosen), &levels);
+	if (c->refused)
+		snprintf(c->why, sizeof(c->why), "%s", strerror(-c->refused));
+	else
+		c->refused = check_cache(c->chosen, levels, 0700, c->why, sizeof(c->why));
+	if (!c->refused) {
+		snprintf(c->used, sizeof(c->used), "%s", c->chosen);
+		return;
+	}
+	/* /var/cache/heapbpf as a package's directory in /var/cache is, then debuginfod 0700 */
+	c->fallback_refused =
+		check_cache(fallback, 2, 0755, c->fallback_why, sizeof(c->fallback_why));
+	if (!c->fallback_refused)
+		snprintf(c->used, sizeof(c->used), "%s", fallback);
+}
+
+int debug_debuginfod_prepare(void)
+{
+	/* 1: set up, -1: not to be used; decided once a process */
+	static int ready;
+	const size_t n = HB_CLEAN_SIZE(PATH_MAX);
+	struct debug_cache *c;
+	char *names;
+
+	if (ready)
+		return ready > 0 ? 0 : -DEBUG_ECACHE;
+	ready = -1;
+	c = malloc(sizeof(*c));
+	names = malloc(2 * n);
+	if (!c || !names) {
+		free(c);
+		free(names);
+		hb_warn("debuginfod is not used: %s", strerror(ENOMEM));
+		return -DEBUG_ECACHE;
+	}
+	debug_cache_decide(DEBUG_CACHE_FALLBACK, c);
+	hb_clean(names, n, c->chosen);
+	hb_clean(names + n, n, c->used[0] ? c->used : DEBUG_CACHE_FALLBACK);
+	/* libdebuginfod decides again at each query: from now on there is one answer */
+	if (c->used[0] && !setenv("DEBUGINFOD_CACHE_PATH", c->used, 1))
+		ready = 1;
+	if (ready > 0 && c->refused)
+		hb_warn("debuginfod's cache is %s, not %s, which heapbpf refuses: %s", names + n,
+			names, c->why);
+	else if (ready < 0 && c->refused)
+		hb_warn("debuginfod is not used: heapbpf refuses its cache %s (%s) and cannot use "
+			"%s instead: %s",
+			names, c->why, names + n,
+			c->fallback_refused ? c->fallback_why : strerror(ENOMEM));
+	else if (ready < 0)
+		hb_warn("debuginfod is not used: %s", strerror(ENOMEM));
+	free(names);
+	free(c);
+	return ready > 0 ? 0 : -DEBUG_ECACHE;
+}
+
 static int by_debuginfod(const struct debug_query *q, char **found)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	debuginfod_client *c;
 	char *path = NULL;
-	int fd;
+	int fd, rc;
 
 	if (!q->idlen || !urls || !urls[0])
 		return -1;
+	rc = debug_debuginfod_prepare();
+	if (rc) {
+		if (q->miss)
+			q->miss->debuginfod = rc;
+		return -1;
+	}
 	c = debuginfod_begin();
 	if (!c) {
 		if (q->miss)
@@ -324,6 +548,8 @@ const char *debug_debuginfod_reason(int rc)
 {
 	/* libdebuginfod's translation of libcurl's errors (debuginfod-client.c) */
 	switch (rc) {
+	case -DEBUG_ECACHE:
+		return "not asked, as it has no cache heapbpf can use safely (said above)";
 	case -ENOENT:
 		return "the server has no such build-id (a miss stays in libdebuginfod's cache, "
 		       "10 minutes by default)";

@@ -21,6 +21,7 @@
 #ifndef __HEAPBPF_DEBUGSEARCH_H
 #define __HEAPBPF_DEBUGSEARCH_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,8 +67,50 @@ int debug_search(const struct debug_query *q, char **found);
  * What debuginfod's negative errno (debuginfod_find_debuginfo's, after
  * libcurl's error) means, as a message says it: -ENOENT "the server has no
  * such build-id", -ECONNREFUSED, -EHOSTUNREACH (the name did not resolve)...
+ * and -DEBUG_ECACHE, debuginfod not asked for want of a safe cache.
  */
 const char *debug_debuginfod_reason(int rc);
+
+/*
+ * libdebuginfod's cache, which it writes as root by name, following links
+ * (cache_clean_interval_s, max_unused_age_s, the files it downloads), and
+ * reads debug info from: checked as heapbpf's own directories are before
+ * libdebuginfod is used (docs/security.md). The directory libdebuginfod
+ * would choose, by its own rules (elfutils 0.188's debuginfod-client.c):
+ * $DEBUGINFOD_CACHE_PATH; else $HOME/.debuginfod_client_cache when it
+ * exists; else $XDG_CACHE_HOME/debuginfod_client; else
+ * $HOME/.cache/debuginfod_client ("/" for an unset HOME). It and every
+ * directory on the way pass output_open_dir(OUTPUT_DIR_PRIVATE), and what
+ * it holds belongs to root or the invoking user, directories writable by
+ * no one else; else heapbpf's own, DEBUG_CACHE_FALLBACK, checked the same
+ * way. Missing directories that libdebuginfod would make are made, 0700,
+ * in a parent that passes the same checks (the fallback's parent, 0755).
+ * --allow-shared-dir loosens the directories' checks as output_open_dir()
+ * does, not the one of what the cache holds.
+ */
+#define DEBUG_CACHE_FALLBACK "/var/cache/heapbpf/debuginfod"
+/* Beyond the kernel's errnos and output.h's OUTPUT_E* codes: */
+#define DEBUG_ECACHE   5101 /* debuginfod not asked: no cache it could use safely */
+#define DEBUG_EFOREIGN 5102 /* the cache holds what another user owns or can write */
+
+struct debug_cache {
+	char chosen[PATH_MAX]; /* the directory libdebuginfod would use */
+	int refused;	       /* 0, or why not: a negative errno, -OUTPUT_E*, -DEBUG_EFOREIGN */
+	char why[1024];	       /* the same in words, names cleaned (hb_clean) */
+	char used[PATH_MAX];   /* chosen when accepted, else the fallback; "" for none */
+	int fallback_refused;  /* why the fallback cannot be used either, or 0 */
+	char fallback_why[1024];
+};
+
+/* The decision for the environment as it is, with fallback in place of DEBUG_CACHE_FALLBACK. */
+void debug_cache_decide(const char *fallback, struct debug_cache *c);
+
+/*
+ * Before libdebuginfod is first used: the decision made (once a process),
+ * DEBUGINFOD_CACHE_PATH set to the directory to use, a refusal said once
+ * (hb_warn). 0 when libdebuginfod may be used, else -DEBUG_ECACHE.
+ */
+int debug_debuginfod_prepare(void);
 
 /* The .gnu_debugaltlink of elf: its name and the multifile's build-id; false when it has none. */
 bool debug_altlink(Elf *elf, const char **name, const unsigned char **id, size_t *idlen);

@@ -40,6 +40,11 @@ const char *output_strerror(int rc);
 void output_allow_shared_dir(bool allow);
 /* The user heapbpf acts for: SUDO_UID when root by sudo, else the real uid. */
 uid_t output_invoking_uid(void);
+/*
+ * Whose directories, files and links heapbpf trusts: root, heapbpf's own
+ * user and output_invoking_uid() (the rule output_dir_check() applies).
+ */
+bool output_trusted_uid(uid_t uid);
 
 enum output_dir_kind {
 	/*
