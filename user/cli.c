@@ -19,6 +19,7 @@ static const char usage[] =
 	"       heapbpf diff BASE NEW [options]\n"
 	"       heapbpf watch --pid PID --output-dir DIR [options]\n"
 	"       heapbpf agent [--select RULE] --pyroscope URL|--output-dir DIR [options]\n"
+	"       heapbpf status\n"
 	"\n"
 	"Profiles the heap of a running process that uses jemalloc, from outside: attaches\n"
 	"uprobes to jemalloc's sampling path, switches jemalloc's prof_active on for the\n"
@@ -216,7 +217,10 @@ static const char usage[] =
 	"      --cooldown SECONDS     between pressure profiles (default 300)\n"
 	"      --no-oom               no profile of an OOM victim\n"
 	"  sudo heapbpf watch --unit redis --output-dir /var/lib/heapbpf/redis --on-growth 256M\n"
-	"  sudo kill -USR1 $(pidof heapbpf)                    # one profile now\n"
+	"  sudo heapbpf status                                 # its pid, among every run's\n"
+	"  sudo kill -USR1 WATCH_PID                           # one profile now\n"
+	"SIGUSR1 never stops a run: an --interval run writes its window now, a one-shot run\n"
+	"and top ignore it.\n"
 	"\n"
 	"heapbpf agent: every process of the node whose jemalloc runs with prof:true, found at\n"
 	"the start and as processes exec, watched as by heapbpf watch, with a window every\n"
@@ -239,6 +243,11 @@ static const char usage[] =
 	"      --test-root DIR        for tests only: read /var/log/pods, /var/log/containers\n"
 	"                             and /var/lib/docker/containers under DIR\n"
 	"  sudo heapbpf agent --pyroscope http://pyroscope:4040 --select namespace=shop\n"
+	"\n"
+	"heapbpf status: every heapbpf running on the host, one line each: its pid, mode\n"
+	"(one-shot, interval, top, watch, agent), since when, where it writes, the pids it\n"
+	"holds. A run refused a process another one holds names that one the same way.\n"
+	"  sudo heapbpf status\n"
 	"\n"
 	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
 	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
@@ -1372,17 +1381,29 @@ static int parse_agent(struct cli *c, const struct given *g, int n, char **opera
 	return check_combinations(c, g->type, true);
 }
 
-/* "heapbpf report|top|diff|watch|agent ...": the command, taken off argv; else a live run. */
+/* heapbpf status: every heapbpf on the host; nothing to choose. */
+static int parse_status(struct cli *c, const struct given *g, int n, char **operands)
+{
+	if (n)
+		return check_no_operand(n, operands);
+	if (g->pid || g->duration || c->output_set || c->output_dir || c->record || c->unit ||
+	    c->pidfile || c->pyroscope || c->reset || c->interval || c->live_heap)
+		return bad("status lists every heapbpf running on the host: it takes no option "
+			   "but -q");
+	return 0;
+}
+
+/* "heapbpf report|top|diff|watch|agent|status ...": the command, taken off argv; else a live run. */
 static enum cli_mode take_command(int *argc, char ***argv)
 {
 	static const char *const names[] = {
 		[MODE_REPORT] = "report", [MODE_TOP] = "top",	  [MODE_DIFF] = "diff",
-		[MODE_WATCH] = "watch",	  [MODE_AGENT] = "agent",
+		[MODE_WATCH] = "watch",	  [MODE_AGENT] = "agent", [MODE_STATUS] = "status",
 	};
 
 	if (*argc < 2)
 		return MODE_LIVE;
-	for (enum cli_mode m = MODE_REPORT; m <= MODE_AGENT; m++) {
+	for (enum cli_mode m = MODE_REPORT; m <= MODE_STATUS; m++) {
 		if (strcmp((*argv)[1], names[m]) == 0) {
 			(*argc)--;
 			(*argv)++;
@@ -1411,8 +1432,10 @@ static void set_defaults(struct cli *c)
 int cli_parse(int argc, char **argv, struct cli *c)
 {
 	static int (*const parse_command[])(struct cli *, const struct given *, int, char **) = {
-		[MODE_LIVE] = parse_live, [MODE_REPORT] = parse_report, [MODE_TOP] = parse_top,
-		[MODE_DIFF] = parse_diff, [MODE_WATCH] = parse_watch,	[MODE_AGENT] = parse_agent,
+		[MODE_LIVE] = parse_live,     [MODE_REPORT] = parse_report,
+		[MODE_TOP] = parse_top,	      [MODE_DIFF] = parse_diff,
+		[MODE_WATCH] = parse_watch,   [MODE_AGENT] = parse_agent,
+		[MODE_STATUS] = parse_status,
 	};
 	struct given g = { 0 };
 	int rc;

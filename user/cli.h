@@ -20,6 +20,7 @@ enum cli_mode {
 	MODE_DIFF,   /* heapbpf diff BASE NEW */
 	MODE_WATCH,  /* heapbpf watch --pid N: parsed, then run as MODE_LIVE with watch set */
 	MODE_AGENT,  /* heapbpf agent: every selected jemalloc process of the node (user/agent.c) */
+	MODE_STATUS, /* heapbpf status: every heapbpf running on the host (user/status.c) */
 };
 
 #define CLI_MAX_DIRS	 16

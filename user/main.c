@@ -28,7 +28,9 @@
 #include "replay.h"
 #include "report_cmd.h"
 #include "run.h"
+#include "runs.h"
 #include "session.h"
+#include "status.h"
 #include "window.h"
 
 /* libbpf's messages, debug level included; installed only with -v */
@@ -56,6 +58,7 @@ int main(int argc, char **argv)
 	struct cli opts;
 	struct run r = { .opts = &opts, .start = time(NULL) };
 	char err[2048] = "", clean[HB_CLEAN_SIZE(sizeof(err))];
+	struct runs_reg *reg;
 	int rc;
 
 	rc = cli_parse(argc, argv, &opts);
@@ -71,7 +74,12 @@ int main(int argc, char **argv)
 	output_allow_shared_dir(opts.allow_shared_dir);
 	libbpf_set_print(opts.verbose ? libbpf_print : NULL);
 	dbg_set_debug_dirs(opts.debug_dirs);
+	/* heapbpf status and other runs' messages say who this run is */
+	reg = status_register(&opts);
 	switch (opts.mode) {
+	case MODE_STATUS:
+		rc = status_run(err, sizeof(err));
+		break;
 	case MODE_REPORT:
 		rc = report_file(&r, err, sizeof(err));
 		break;
@@ -89,6 +97,7 @@ int main(int argc, char **argv)
 		hb_error("%s", err[0] ? hb_clean(clean, sizeof(clean), err) : strerror(-rc));
 		r.outcome |= RUN_FAILED;
 	}
+	runs_unregister(reg);
 	dbg_cache_clear();
 	free(opts.debug_dirs);
 	return exit_code(r.outcome);

@@ -860,3 +860,20 @@ Test(cli, reset_without_a_target_is_the_node_wide_reset)
 	cr_assert(r.c.reset);
 	run_free(&r);
 }
+
+/* heapbpf status: nothing to choose; an option that picks a target is refused, said. */
+Test(cli, status_takes_nothing)
+{
+	struct run r = parse("status");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.mode, MODE_STATUS);
+	run_free(&r);
+	r = parse("status", "--pid", "1234");
+	cr_assert_lt(r.rc, 0);
+	cr_assert(strstr(r.err, "status lists every heapbpf running on the host"), "%s", r.err);
+	run_free(&r);
+	r = parse("status", "extra");
+	cr_assert_lt(r.rc, 0);
+	run_free(&r);
+}

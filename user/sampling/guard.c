@@ -16,6 +16,7 @@
 #include "guard.h"
 #include "output.h"
 #include "procmaps.h"
+#include "runs.h"
 #include "toggle.h"
 
 struct guard {
@@ -118,6 +119,31 @@ static void sweep_stale_locks(int dfd)
 	closedir(dir);
 }
 
+/*
+ * pid held by another run: who holds it (its mode, since when, where it
+ * writes, as it registered: runs.h) and what to do instead.
+ */
+static int busy(pid_t pid, const char *holder, char *err, size_t errlen)
+{
+	struct runs_entry e;
+	bool daemon;
+
+	if (runs_holder_of(guard_dir(), pid, &e))
+		return hb_fail(err, errlen, -EBUSY,
+			       "another heapbpf (pid %s) is already profiling pid %d; wait for it "
+			       "to finish or stop it (heapbpf status lists every run)",
+			       holder, pid);
+	daemon = !strcmp(e.mode, "agent") || !strcmp(e.mode, "watch") ||
+		 !strcmp(e.mode, "interval");
+	return hb_fail(err, errlen, -EBUSY,
+		       "another heapbpf (pid %d) is already profiling pid %d: held by heapbpf "
+		       "%s, pid %d, since %s, writing %s; %s",
+		       e.pid, pid, e.mode, e.pid, e.since, e.output[0] ? e.output : "nothing",
+		       daemon ? "its profiles of it are there, and `kill -USR1` to its pid asks it "
+				"for one of every process it holds now"
+			      : "wait for it to finish or stop it");
+}
+
 int guard__acquire(const struct jemalloc_target *t, struct guard **out, char *err, size_t errlen)
 {
 	return guard__acquire_pid(t->pid, t->path, out, err, errlen);
@@ -157,11 +183,7 @@ int guard__acquire_pid(pid_t pid, const char *object, struct guard **out, char *
 		close(g->lock_fd);
 		close(g->dfd);
 		free(g);
-		return hb_fail(
-			err, errlen, -EBUSY,
-			"another heapbpf (pid %s) is already profiling pid %d; wait for it to "
-			"finish or stop it",
-			holder[0] ? holder : "?", pid);
+		return busy(pid, holder[0] ? holder : "?", err, errlen);
 	}
 	if (n) {
 		close(g->dfd);

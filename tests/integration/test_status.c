@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Several heapbpf on one host: `heapbpf status` lists every run (its mode,
+ * since when, where it writes, what it holds), a run refused a process
+ * another holds names that one, and a run killed with -9 is not listed.
+ * Each test keeps its runs' locks and registrations in a state directory
+ * of its own (HEAPBPF_STATE_DIR), apart from the other tests' runs.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+#define IDLE_CONF "prof:true,prof_active:false"
+
+static struct svc a, b;
+static pid_t runs[3];
+
+static void status_fini(void)
+{
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		if (runs[i] > 0) {
+			kill(runs[i], SIGKILL);
+			hb_wait(runs[i], 10000);
+			runs[i] = 0;
+		}
+	}
+	if (a.pid > 0)
+		svc_stop(&a);
+	if (b.pid > 0)
+		svc_stop(&b);
+	unsetenv("HEAPBPF_STATE_DIR");
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(status, .fini = status_fini, .timeout = 180);
+
+/* The services, and a state directory of the test's own for every heapbpf it runs. */
+static void start_services(void)
+{
+	const char *args[] = { "--threads", "1", "--rate", "20000", NULL };
+	const char *state = hb_tmp("state");
+
+	hb_require_bpf();
+	cr_assert_eq(mkdir(state, 0700), 0);
+	setenv("HEAPBPF_STATE_DIR", state, 1);
+	cr_assert_eq(svc_start(&a, hb_path("examples/alloc-service-static"), IDLE_CONF, args), 0);
+	cr_assert_eq(svc_start(&b, hb_path("examples/alloc-service-static"), IDLE_CONF, args), 0);
+}
+
+/* heapbpf with argv[1..], its output into errpath; waits until it samples. */
+static pid_t sampling(const char *const *argv, const char *errpath)
+{
+	pid_t hp = hb_spawn(argv, errpath);
+
+	cr_assert_gt(hp, 0);
+	cr_assert(hb_wait_text(errpath, "sampling every", 60000, hp), "heapbpf did not start");
+	return hp;
+}
+
+/* `heapbpf status`'s output (static). */
+static const char *status(void)
+{
+	static char out[16384];
+
+	cr_assert_eq(hb_run((const char *[]){ "status", NULL }, out, sizeof(out), 60000), 0, "%s",
+		     out);
+	return out;
+}
+
+/* A file's text (static), for messages. */
+static const char *output_of(const char *path)
+{
+	static char copy[16384];
+	char *text = NULL;
+
+	copy[0] = '\0';
+	if (hb_read_file(path, &text) >= 0)
+		snprintf(copy, sizeof(copy), "%s", text);
+	free(text);
+	return copy;
+}
+
+static void has(const char *text, const char *want)
+{
+	cr_assert(strstr(text, want), "expected \"%s\" in: %s", want, text);
+}
+
+Test(status, lists_every_run_and_names_the_holder)
+{
+	char pa[16], pb[16], line[256], err[8192];
+	const char *dir = hb_tmp("watch"), *one = hb_tmp("one.pb.gz"), *text;
+	int rc;
+
+	start_services();
+	snprintf(pa, sizeof(pa), "%d", a.pid);
+	snprintf(pb, sizeof(pb), "%d", b.pid);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pa,
+					     "--output-dir", dir, NULL },
+			   hb_tmp("watch.err"));
+	runs[1] = sampling((const char *[]){ hb_path("heapbpf"), "--pid", pb, "-d", "600", "-o",
+					     one, NULL },
+			   hb_tmp("one.err"));
+	text = status();
+	snprintf(line, sizeof(line), "pid %d  watch  since ", runs[0]);
+	has(text, line);
+	snprintf(line, sizeof(line), "writes %s\n    holds pid %d (alloc-service-s)", dir, a.pid);
+	has(text, line);
+	snprintf(line, sizeof(line), "pid %d  one-shot  since ", runs[1]);
+	has(text, line);
+	snprintf(line, sizeof(line), "writes %s\n    holds pid %d (alloc-service-s)", one, b.pid);
+	has(text, line);
+	/* a third run on the watched service: refused, naming the holder and what to do */
+	cr_assert_eq(
+		hb_run((const char *[]){ "--pid", pa, "-d", "1", "-o", hb_tmp("x.pb.gz"), NULL },
+		       err, sizeof(err), 60000),
+		1, "%s", err);
+	snprintf(line, sizeof(line), "held by heapbpf watch, pid %d, since ", runs[0]);
+	has(err, line);
+	has(err, "kill -USR1");
+	/* ended: not listed */
+	kill(runs[0], SIGTERM);
+	kill(runs[1], SIGTERM);
+	/* cleanly: 0, or 3 when its short window had no sample */
+	rc = hb_wait(runs[0], 60000);
+	cr_assert(rc == 0 || rc == 3, "the watch ended with %d: %s", rc,
+		  output_of(hb_tmp("watch.err")));
+	rc = hb_wait(runs[1], 60000);
+	cr_assert(rc == 0 || rc == 3, "the one-shot ended with %d: %s", rc,
+		  output_of(hb_tmp("one.err")));
+	runs[0] = runs[1] = 0;
+	has(status(), "no heapbpf is running on this host");
+}
+
+/* A run killed with -9 leaves its registration behind: status neither lists it nor keeps it. */
+Test(status, a_killed_run_is_not_listed)
+{
+	char pa[16], reg[PATH_MAX];
+
+	start_services();
+	snprintf(pa, sizeof(pa), "%d", a.pid);
+	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "--pid", pa, "-d", "600", "-o",
+					     hb_tmp("killed.pb.gz"), NULL },
+			   hb_tmp("killed.err"));
+	snprintf(reg, sizeof(reg), "%s/%d.run", getenv("HEAPBPF_STATE_DIR"), runs[0]);
+	cr_assert_eq(access(reg, F_OK), 0, "%s: the run is not registered", reg);
+	kill(runs[0], SIGKILL);
+	hb_wait(runs[0], 60000);
+	runs[0] = 0;
+	has(status(), "no heapbpf is running on this host");
+	cr_assert_neq(access(reg, F_OK), 0, "%s was kept", reg);
+	/* what the killed run left on, as ever: --reset */
+	cr_assert_eq(hb_run((const char *[]){ "--reset", "--pid", pa, NULL }, reg, sizeof(reg),
+			    60000),
+		     0, "%s", reg);
+}

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errmsg.h"
+#include "guard.h"
+#include "procmaps.h"
+#include "runs.h"
+#include "status.h"
+
+/* "http://user@host:4040/x" -> "Pyroscope at http://host:4040/x": never a credential. */
+static void pyroscope_words(const char *url, char *buf, size_t len)
+{
+	const char *sep = strstr(url, "://");
+	int scheme = sep ? (int)(sep - url) + 3 : 0;
+	const char *host = url + scheme, *at = strchr(host, '@');
+
+	if (at && at < host + strcspn(host, "/"))
+		host = at + 1;
+	snprintf(buf, len, "Pyroscope at %.*s%s", scheme, url, host);
+}
+
+struct runs_reg *status_register(const struct cli *o)
+{
+	char out[1024];
+	const char *mode;
+
+	if (o->reset || o->live_heap || o->mode == MODE_REPORT || o->mode == MODE_DIFF ||
+	    o->mode == MODE_STATUS)
+		return NULL;
+	mode = o->mode == MODE_AGENT ? "agent"
+	       : o->mode == MODE_TOP ? "top"
+	       : o->watch	     ? "watch"
+	       : o->interval	     ? "interval"
+				     : "one-shot";
+	if (o->pyroscope)
+		pyroscope_words(o->pyroscope, out, sizeof(out));
+	else if (o->output_dir)
+		snprintf(out, sizeof(out), "%s", o->output_dir);
+	else if (o->output)
+		snprintf(out, sizeof(out), "%s", o->output);
+	else
+		snprintf(out, sizeof(out), "%s",
+			 o->mode == MODE_TOP ? "the terminal" : "its summary");
+	return runs_register(guard_dir(), mode, out);
+}
+
+int status_run(char *err, size_t errlen)
+{
+	struct runs_entry *v = NULL;
+	size_t n = 0;
+	int rc = runs_list(guard_dir(), &v, &n);
+
+	if (rc)
+		return hb_fail(err, errlen, rc, "cannot read %s: %s", guard_dir(), strerror(-rc));
+	if (!n)
+		printf("no heapbpf is running on this host\n");
+	for (size_t i = 0; i < n; i++) {
+		char out[HB_CLEAN_SIZE(sizeof(v[i].output))], comm[32], name[HB_CLEAN_SIZE(32)];
+
+		printf("pid %d  %s  since %s  writes %s\n", v[i].pid, v[i].mode, v[i].since,
+		       hb_clean(out, sizeof(out), v[i].output));
+		for (size_t j = 0; j < v[i].ntargets; j++) {
+			proc_comm(v[i].targets[j], comm, sizeof(comm));
+			printf("    holds pid %d (%s)\n", v[i].targets[j],
+			       hb_clean(name, sizeof(name), comm));
+		}
+		if (!v[i].ntargets)
+			printf("    holds no process now\n");
+	}
+	free(v);
+	return 0;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* heapbpf status: every heapbpf running on the host (user/sampling/runs.h). */
+#ifndef __HEAPBPF_STATUS_H
+#define __HEAPBPF_STATUS_H
+
+#include <stddef.h>
+
+#include "cli.h"
+
+/*
+ * The registration of this run, when it samples (mode and destination from
+ * o), for status and for other runs' messages; NULL for what does not.
+ */
+struct runs_reg *status_register(const struct cli *o);
+/* Lists every run on stdout. 0, or negative errno with a sentence in err. */
+int status_run(char *err, size_t errlen);
+
+#endif /* __HEAPBPF_STATUS_H */
