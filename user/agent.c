@@ -26,6 +26,7 @@
 #include "errmsg.h"
 #include "fleet.h"
 #include "guard.h"
+#include "runs.h"
 #include "privs.h"
 #include "procmaps.h"
 #include "selection.h"
@@ -73,6 +74,7 @@ struct agent_proc {
 	int64_t idle_since;	   /* CLOCK_MONOTONIC ns it left the budget; 0: never sampled */
 	int64_t active_since;
 	struct agent_target *on; /* sampled now, or NULL */
+	pid_t held_by;		 /* another heapbpf held it when it was next: waits for it */
 };
 
 /* A process sampled now: its jemalloc, guard, collection and windows. */
@@ -344,19 +346,23 @@ static void discover_now(struct agent *a)
 				  consider(a, due[i].pid, due[i].start, due[i].age));
 }
 
-/* Its guard taken and what a killed run left restored; false when it cannot be sampled. */
-static bool guard_target(struct agent_target *at, char *err, size_t errlen)
+/*
+ * Its guard taken and what a killed run left restored; else why not: -EBUSY
+ * when another heapbpf holds it.
+ */
+static int guard_target(struct agent_target *at, char *err, size_t errlen)
 {
 	struct guard_recovery rec;
+	int rc = guard__acquire(at->t, &at->g, err, errlen);
 
-	if (guard__acquire(at->t, &at->g, err, errlen) ||
-	    guard__recover(at->g, at->t, &rec, err, errlen))
-		return false;
+	rc = rc ?: guard__recover(at->g, at->t, &rec, err, errlen);
+	if (rc)
+		return rc;
 	if (rec.parent || rec.children)
 		hb_say("restored prof_active in pid %d (and %zu process(es) it forked), left on "
 		       "by a heapbpf run that was killed",
 		       at->t->pid, rec.children);
-	return true;
+	return 0;
 }
 
 static void free_target(struct agent_target *at)
@@ -424,8 +430,7 @@ static int admit(struct agent *a, struct agent_proc *p)
 		free_target(at);
 		return -ESTALE;
 	}
-	if (!rc && !guard_target(at, err, sizeof(err)))
-		rc = -EBUSY;
+	rc = rc ?: guard_target(at, err, sizeof(err));
 	at->tr =
 		(struct target_run){ .run = a->r, .pid = p->pid, .t = at->t, .naming = &p->naming };
 	rc = rc ?: session_add(&a->node, at->t, at->g, &at->s, err, sizeof(err));
@@ -732,6 +737,31 @@ static void rotate(struct agent *a)
 }
 
 /* The waiting process whose turn it is: never sampled first, then the longest idle. */
+/*
+ * Whether another heapbpf (a one-shot run, top, watch, a snapshot timer's)
+ * holds p now: it waits, said once, and is taken at the first tick after
+ * it is released, said too.
+ */
+static bool held(struct agent_proc *p)
+{
+	struct runs_entry e;
+	pid_t h = runs_lock_holder(guard_dir(), p->pid);
+
+	if (h && h != getpid() && !p->held_by) {
+		p->held_by = h;
+		if (runs_holder_of(guard_dir(), p->pid, &e))
+			snprintf(e.mode, sizeof(e.mode), "run");
+		hb_note("agent: pid %d (%s) is held by heapbpf %s, pid %d: taken once it is "
+			"released",
+			p->pid, p->comm, e.mode, h);
+	} else if (!h && p->held_by) {
+		hb_note("agent: pid %d (%s) released by heapbpf pid %d: taken", p->pid, p->comm,
+			p->held_by);
+		p->held_by = 0;
+	}
+	return h && h != getpid();
+}
+
 static struct agent_proc *next_in(const struct agent *a)
 {
 	struct agent_proc *best = NULL;
@@ -739,7 +769,7 @@ static struct agent_proc *next_in(const struct agent *a)
 	for (size_t i = 0; i < a->nprocs; i++) {
 		struct agent_proc *p = a->procs[i];
 
-		if (!p->pid || p->on)
+		if (!p->pid || p->on || held(p))
 			continue;
 		if (!best || p->idle_since < best->idle_since)
 			best = p;
@@ -753,8 +783,11 @@ static void fill(struct agent *a)
 	struct agent_proc *p;
 
 	while (a->active < a->budget && (p = next_in(a))) {
-		if (admit(a, p))
-			p->pid = 0; /* cannot be sampled: forgotten at the next tick */
+		int rc = admit(a, p);
+
+		/* cannot be sampled: forgotten at the next tick; held by another run: it waits */
+		if (rc && rc != -EBUSY)
+			p->pid = 0;
 	}
 }
 

@@ -1632,3 +1632,46 @@ Test(agent, an_escape_in_comm_is_never_written_raw)
 	free(err);
 	cr_assert_eq(svc_stop(&s), 0);
 }
+
+/*
+ * The agent started while a one-shot run holds a service: it says the
+ * service is held and by whom, waits, and samples it once the one-shot
+ * ends. Before, it gave up on it for good ("another heapbpf is already
+ * profiling") and never tried again, OOM profile included.
+ */
+Test(agent, a_held_target_is_taken_once_released)
+{
+	char out[PATH_MAX], p[16], want[160], errpath[PATH_MAX];
+	pid_t one;
+	struct svc s;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "200");
+	place(s.pid, "system.slice/held.service");
+	snprintf(p, sizeof(p), "%d", s.pid);
+	/* the agent's state directory (start_agent_in): the same locks */
+	setenv("HEAPBPF_STATE_DIR", in_tmp(errpath, sizeof(errpath), "state"), 1);
+	mkdir(errpath, 0700);
+	one = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", p, "-d", "600", "-o",
+					 hb_tmp("one.pb.gz"), NULL },
+		       in_tmp(errpath, sizeof(errpath), "one.err"));
+	cr_assert_gt(one, 0);
+	cr_assert(hb_wait_text(errpath, "sampling every", WAIT_MS, one),
+		  "the one-shot did not start");
+	agent_over_cgroup(out, sizeof(out));
+	snprintf(want, sizeof(want), "pid %d (alloc-service-s) is held by heapbpf one-shot, pid %d",
+		 s.pid, one);
+	wait_said(want);
+	cr_assert_eq(times_sampled(s.pid), 0, "%s", agent_err());
+	kill(one, SIGTERM);
+	cr_assert_eq(hb_wait(one, 60000), 0, "the one-shot did not end cleanly");
+	snprintf(want, sizeof(want), "released by heapbpf pid %d: taken", one);
+	wait_said(want);
+	for (int waited = 0; waited < WAIT_MS && most_samples(s.pid) <= 0; waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_gt(most_samples(s.pid), 0, "%s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	cr_assert_eq(flag_of(s.pid), 0);
+	cr_assert_eq(svc_stop(&s), 0);
+}
