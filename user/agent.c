@@ -888,6 +888,8 @@ static int run_node(struct agent *a, char *err, size_t errlen)
 		.keep_privs = true,
 		.verbose = o->verbose,
 		.temporary_ns = o->temporary_ns,
+		/* other runs ask the agent for a window of a process it samples (serve.h) */
+		.serve_dir = guard_dir(),
 	};
 	int rc;
 

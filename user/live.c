@@ -15,6 +15,7 @@
 #include "output.h"
 #include "privs.h"
 #include "recording.h"
+#include "served.h"
 #include "session.h"
 #include "top.h"
 #include "watch.h"
@@ -102,7 +103,7 @@ static void say_target(const struct target_run *tr, const struct jemalloc_target
 
 /* Privileges, jemalloc, the guard, and what a killed run left behind; *done: --reset is over. */
 static int prepare(struct target_run *tr, struct jemalloc_target **t, struct guard **g, bool *done,
-		   char *err, size_t errlen)
+		   size_t n, char *err, size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
 	char path[HB_CLEAN_SIZE(256)];
@@ -114,6 +115,11 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 	rc = *t ? 0 : jemalloc_target__find(tr->pid, o->layout, t, err, errlen);
 	/* one heapbpf per target; and undo what a killed one left behind */
 	rc = rc ?: guard__acquire(*t, g, err, errlen);
+	/* held by another run: a one-shot run's window comes from it (served.h) */
+	if (rc == -EBUSY && served_can(o, n)) {
+		*done = true;
+		return served_window(tr, *t, err, errlen);
+	}
 	rc = rc ?: guard__recover(*g, *t, &rec, err, errlen);
 	if (rc)
 		return rc;
@@ -193,6 +199,8 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 		.keep_privs = o->watch && (o->unit || o->pidfile),
 		.verbose = o->verbose,
 		.temporary_ns = o->temporary_ns,
+		/* other runs ask this one for a window of its targets (served.h) */
+		.serve_dir = guard_dir(),
 	};
 	int rc;
 
@@ -316,7 +324,7 @@ static int prepare_all(struct target_run *trs, struct jemalloc_target **ts, stru
 {
 	for (size_t i = 0; i < n; i++) {
 		bool done;
-		int rc = prepare(&trs[i], &ts[i], &gs[i], &done, err, errlen);
+		int rc = prepare(&trs[i], &ts[i], &gs[i], &done, n, err, errlen);
 
 		if (rc && n == 1)
 			return rc;

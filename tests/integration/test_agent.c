@@ -1675,3 +1675,46 @@ Test(agent, a_held_target_is_taken_once_released)
 	cr_assert_eq(flag_of(s.pid), 0);
 	cr_assert_eq(svc_stop(&s), 0);
 }
+
+/*
+ * A one-shot run on a service the agent samples: its window comes from the
+ * agent (before: refused, "already profiling"), a profile with the
+ * service's sites and exit 0; the agent's own windows go on, and no
+ * trigger of its fires.
+ */
+Test(agent, a_one_shot_run_is_served_by_the_agent)
+{
+	char out[PATH_MAX], p[16], err[8192], *text = NULL, *all;
+	const char *folded = hb_tmp("served.folded");
+	struct svc s;
+	int n;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "20000");
+	place(s.pid, "system.slice/served.service");
+	agent_over_cgroup(out, sizeof(out));
+	for (int waited = 0; waited < WAIT_MS && most_samples(s.pid) <= 0; waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_gt(most_samples(s.pid), 0, "%s", agent_err());
+	snprintf(p, sizeof(p), "%d", s.pid);
+	/* the agent's state directory (start_agent_in set it): its lock and socket */
+	cr_assert_eq(hb_run((const char *[]){ "--pid", p, "-d", "2", "-f", "folded", "-t",
+					      "alloc_space", "-o", folded, NULL },
+			    err, sizeof(err), 120000),
+		     0, "%s", err);
+	cr_assert(strstr(err, "by heapbpf agent (pid"), "%s", err);
+	cr_assert_gt(hb_read_file(folded, &text), 0);
+	cr_assert(strstr(text, "churn_small") && strstr(text, "large_buffers"), "%s", text);
+	free(text);
+	n = windows_said(s.pid);
+	for (int waited = 0; waited < WAIT_MS && windows_said(s.pid) < n + 2; waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_geq(windows_said(s.pid), n + 2, "the agent's windows stopped: %s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	all = agent_err_all();
+	cr_assert_null(strstr(all, "demand"), "a trigger of the agent's fired: %s", all);
+	free(all);
+	cr_assert_eq(flag_of(s.pid), 0);
+	cr_assert_eq(svc_stop(&s), 0);
+}

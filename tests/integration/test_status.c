@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -118,11 +119,11 @@ Test(status, lists_every_run_and_names_the_holder)
 	has(text, line);
 	snprintf(line, sizeof(line), "writes %s\n    holds pid %d (alloc-service-s)", one, b.pid);
 	has(text, line);
-	/* a third run on the watched service: refused, naming the holder and what to do */
-	cr_assert_eq(
-		hb_run((const char *[]){ "--pid", pa, "-d", "1", "-o", hb_tmp("x.pb.gz"), NULL },
-		       err, sizeof(err), 60000),
-		1, "%s", err);
+	/* a second watch of the watched service (no holder serves one): refused, naming the holder */
+	cr_assert_eq(hb_run((const char *[]){ "watch", "--pid", pa, "-d", "1", "--output-dir", dir,
+					      NULL },
+			    err, sizeof(err), 60000),
+		     1, "%s", err);
 	snprintf(line, sizeof(line), "held by heapbpf watch, pid %d, since ", runs[0]);
 	has(err, line);
 	has(err, "kill -USR1");
@@ -161,4 +162,86 @@ Test(status, a_killed_run_is_not_listed)
 	cr_assert_eq(hb_run((const char *[]){ "--reset", "--pid", pa, NULL }, reg, sizeof(reg),
 			    60000),
 		     0, "%s", reg);
+}
+
+/* The names of the files in dir, one line each, sorted (static). */
+static const char *listing(const char *dir)
+{
+	static char text[8192];
+	char names[64][256];
+	int n = hb_count_files(dir, "", names, 64);
+	size_t len = 0;
+
+	text[0] = '\0';
+	for (int i = 0; i < n && i < 64; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n", names[i]);
+	return text;
+}
+
+/*
+ * A one-shot run on a service heapbpf watch holds: before, refused ("another
+ * heapbpf is already profiling"). Now its window comes from the watch: a
+ * profile with the service's sites, exit 0, and the watch's own files and
+ * flag untouched; the watch goes on and ends as it would have.
+ */
+Test(status, a_held_service_is_profiled_through_its_holder)
+{
+	char pa[16], err[8192], before[8192], *text = NULL;
+	const char *dir = hb_tmp("watch"), *out = hb_tmp("served.folded");
+	int rc;
+
+	start_services();
+	snprintf(pa, sizeof(pa), "%d", a.pid);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pa,
+					     "--output-dir", dir, NULL },
+			   hb_tmp("watch.err"));
+	snprintf(before, sizeof(before), "%s", listing(dir));
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pa, "-d", "2", "-f", "folded", "-t",
+					      "alloc_space", "-o", out, NULL },
+			    err, sizeof(err), 120000),
+		     0, "%s", err);
+	has(err, "which holds it: this run's window comes from it");
+	has(err, "wrote ");
+	cr_assert_gt(hb_read_file(out, &text), 0);
+	has(text, "churn_small");
+	has(text, "large_buffers");
+	free(text);
+	cr_assert_str_eq(listing(dir), before, "the watch's files changed");
+	cr_assert_eq(waitpid(runs[0], NULL, WNOHANG), 0, "the watch ended: %s",
+		     output_of(hb_tmp("watch.err")));
+	kill(runs[0], SIGTERM);
+	rc = hb_wait(runs[0], 60000);
+	runs[0] = 0;
+	cr_assert_eq(rc, 0, "the watch ended with %d: %s", rc, output_of(hb_tmp("watch.err")));
+	cr_assert_null(strstr(output_of(hb_tmp("watch.err")), "demand"),
+		       "the request fired a trigger of the watch's");
+}
+
+/* Only root reaches a run's socket: an unprivileged user's connection is refused. */
+Test(status, an_unprivileged_user_cannot_ask)
+{
+	char pa[16], cmd[PATH_MAX * 2], sock[PATH_MAX];
+	struct stat st;
+
+	start_services();
+	snprintf(pa, sizeof(pa), "%d", a.pid);
+	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "--pid", pa, "-d", "600", "-o",
+					     hb_tmp("one.pb.gz"), NULL },
+			   hb_tmp("one.err"));
+	snprintf(sock, sizeof(sock), "%s/%d.sock", getenv("HEAPBPF_STATE_DIR"), runs[0]);
+	cr_assert_eq(stat(sock, &st), 0, "%s: the run does not listen", sock);
+	cr_assert(S_ISSOCK(st.st_mode));
+	cr_assert_eq(st.st_mode & 07777, 0600);
+	cr_assert_eq(st.st_uid, 0);
+	/* the directory above it is root's 0700 too: nobody cannot even reach the name */
+	cr_assert_eq(chmod(hb_tmpdir(), 0711), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "setpriv --reuid=%d --regid=%d --clear-groups /usr/bin/python3 -c '"
+		 "import socket,sys\n"
+		 "s=socket.socket(socket.AF_UNIX,socket.SOCK_SEQPACKET)\n"
+		 "try:\n s.connect(sys.argv[1])\nexcept PermissionError:\n sys.exit(3)\n"
+		 "sys.exit(0)' '%s'",
+		 HB_NOBODY, HB_NOBODY, sock);
+	cr_assert_eq(WEXITSTATUS(system(cmd)), 3, "nobody connected to %s", sock);
 }

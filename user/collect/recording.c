@@ -129,10 +129,11 @@ static int zfeed(struct recorder *r, const void *in, size_t len, ZSTD_EndDirecti
 	return 0;
 }
 
+static int start(struct recorder *r, struct recorder **out);
+
 int recorder__open(const char *path, struct recorder **out)
 {
 	struct recorder *r = calloc(1, sizeof(*r));
-	uint8_t h[HEADER_LEN];
 	int err;
 
 	if (!r)
@@ -147,6 +148,27 @@ int recorder__open(const char *path, struct recorder **out)
 		free(r);
 		return err;
 	}
+	return start(r, out);
+}
+
+int recorder__open_fd(int fd, struct recorder **out)
+{
+	struct recorder *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r->fd = fd;
+	return start(r, out);
+}
+
+/* The compressor and the header, for r->fd; r freed (its fd closed) on failure. */
+static int start(struct recorder *r, struct recorder **out)
+{
+	uint8_t h[HEADER_LEN];
+	int err;
+
 	r->cctx = ZSTD_createCCtx();
 	r->out_cap = ZSTD_CStreamOutSize();
 	r->out = malloc(r->out_cap);

@@ -59,6 +59,8 @@ struct recorder;
 
 /* Creates path anew (output_create_replacing) and writes the header; -errno or -OUTPUT_E*. */
 int recorder__open(const char *path, struct recorder **out);
+/* The same into fd (taken: closed by recorder__close, or at once on failure), as it is. */
+int recorder__open_fd(int fd, struct recorder **out);
 /* Appends one record; flushes the compressor when RECORDING_FLUSH_MS has passed. */
 int recorder__write(struct recorder *r, enum rec_type type, const void *payload, uint32_t len);
 int recorder__meta(struct recorder *r, const char *key, const char *value);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include "probes.h"
 #include "recording.h"
 #include "selfcheck.h"
+#include "serve.h"
 #include "session.h"
 #include "summary.h"
 #include "toggle.h"
@@ -43,6 +45,22 @@ enum { EV_RING = 1, EV_SIGNAL, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE, EV_WA
 #define EV_MEMBER 0x10000u
 /* EV_PROC + i: the pidfd of process i, a child followed (--follow-forks) */
 #define EV_PROC 0x20000u
+/* another run's request (serve.h): EV_SERVE its socket, EV_TAP + 2i / + 2i + 1 tap i's end */
+#define EV_SERVE 0x30000u
+#define EV_TAP	 0x30010u
+/* requests served at once */
+#define MAX_TAPS 8
+
+/* A window another run asked for: one target's events, as a recording into the asker's file. */
+struct tap {
+	struct recorder *rec; /* NULL: the slot is free */
+	struct member *m;
+	pid_t pid;
+	int conn, tfd;		/* the asker's connection (readable: it hung up), the end's timer */
+	int64_t t0;		/* CLOCK_MONOTONIC it began */
+	uint64_t attach_coarse; /* CLOCK_MONOTONIC_COARSE then: older objects are not its */
+	struct heapbpf_counters c0;
+};
 
 /*
  * jemalloc 5.2.1's late-activation bug: a thread that allocated while
@@ -132,9 +150,9 @@ static int record_meta_u64(struct recorder *r, const char *key, uint64_t v)
 }
 
 /* What a report needs before the first event: who, which jemalloc, the mappings. */
-static int record_header(struct session *s, const struct jemalloc_target *t)
+static int record_header_to(struct recorder *r, const struct symbolizer *sym,
+			    const struct jemalloc_target *t)
 {
-	struct recorder *r = s->recorder;
 	char pid[16];
 	int err = 0;
 
@@ -148,8 +166,8 @@ static int record_header(struct session *s, const struct jemalloc_target *t)
 	err = err ?: recorder__meta(r, "ns_prefix", t->ns_prefix);
 	err = err ?: recorder__meta(r, "pub_prefix", t->pub_prefix);
 	err = err ?: record_meta_u64(r, "lg_prof_sample", t->lg_prof_sample);
-	for (size_t i = 0; !err && i < symbolizer__nobjects(s->symbolizer); i++) {
-		const struct sym_object *so = symbolizer__object(s->symbolizer, i);
+	for (size_t i = 0; !err && i < symbolizer__nobjects(sym); i++) {
+		const struct sym_object *so = symbolizer__object(sym, i);
 		struct rec_map m = { .start = so->start,
 				     .end = so->limit,
 				     .offset = so->file_offset };
@@ -160,6 +178,11 @@ static int record_header(struct session *s, const struct jemalloc_target *t)
 		err = recorder__map(r, &m);
 	}
 	return err ?: recorder__flush(r);
+}
+
+static int record_header(struct session *s, const struct jemalloc_target *t)
+{
+	return record_header_to(s->recorder, s->symbolizer, t);
 }
 
 static void record_start(struct session *s, int64_t t0, uint64_t attach_coarse)
@@ -270,6 +293,8 @@ struct loop {
 	int64_t deadline; /* CLOCK_MONOTONIC at or before the -d timer's expiry; 0: none */
 	uint64_t attach_coarse;
 	bool oom_pending; /* a target's OOM event waits for its callback (run_oom) */
+	struct serve *sv; /* other runs' requests (session_opts.serve_dir), or NULL */
+	struct tap taps[MAX_TAPS];
 	char *err;
 	size_t errlen;
 };
@@ -736,6 +761,174 @@ static int unfit_member(struct loop *l, const struct proc *pr)
 	return 0;
 }
 
+/* ---- windows other runs ask for (serve.h) ---- */
+
+/*
+ * Tap tp ends (why: the asker hung up, its duration passed, the target or
+ * the run ended): its STOP record with the hits of its own span, the
+ * recording closed, the asker told (rc, or the recording's error); the slot
+ * freed. The ring buffer is drained by the caller when it can be.
+ */
+static void tap_end(struct loop *l, struct tap *tp, enum stop_reason why)
+{
+	const struct heapbpf_counters *c = &l->s->counters;
+	int64_t now = now_ns(CLOCK_MONOTONIC);
+	struct rec_stop st = {
+		.stop_mono_ns = (uint64_t)now,
+		.attach_coarse_ns = tp->attach_coarse,
+		.duration_ns = (uint64_t)(now - tp->t0),
+		.alloc_hits = c->alloc_hits - tp->c0.alloc_hits,
+		.free_hits = c->free_hits - tp->c0.free_hits,
+		.alloc_drops = c->alloc_drops - tp->c0.alloc_drops,
+		.free_drops = c->free_drops - tp->c0.free_drops,
+		.read_faults = c->read_faults - tp->c0.read_faults,
+		.reason = why,
+	};
+	int err, cerr;
+
+	if (!tp->rec)
+		return;
+	err = record_meta_u64(tp->rec, "stop_mono_ns", (uint64_t)now);
+	err = err ?: recorder__stop(tp->rec, &st);
+	cerr = recorder__close(tp->rec);
+	err = err ? err : cerr;
+	tp->rec = NULL;
+	serve_reply(tp->conn, err, err ? strerror(-err) : "");
+	if (tp->tfd >= 0)
+		close(tp->tfd);
+	tp->conn = tp->tfd = -1;
+}
+
+/* Every tap of m (NULL: all), ended for why; what the ring buffer holds goes in first. */
+static void taps_end(struct loop *l, const struct member *m, enum stop_reason why)
+{
+	bool drained = false;
+
+	for (size_t i = 0; i < MAX_TAPS; i++) {
+		struct tap *tp = &l->taps[i];
+
+		if (!tp->rec || (m && tp->m != m))
+			continue;
+		if (!drained && l->rb)
+			consume(l->rb);
+		if (!drained)
+			read_counters(l);
+		drained = true;
+		tap_end(l, tp, why);
+	}
+}
+
+/*
+ * A target's events into the taps on it: the recording the asker turns into
+ * its window. Only events from the tap's start on: one sampled before it and
+ * read after it (the ring buffer's backlog) is the holder's alone, as it
+ * would not have been sampled for a run that attached then; its free, like
+ * those of older objects, is one of an object sampled before attach.
+ */
+static void taps_event(struct loop *l, __u32 pid, const void *data, size_t len)
+{
+	uint64_t ts = 0;
+
+	if (len >= offsetof(struct heapbpf_free_event, ts) + sizeof(ts))
+		memcpy(&ts, (const char *)data + offsetof(struct heapbpf_free_event, ts),
+		       sizeof(ts));
+	for (size_t i = 0; i < MAX_TAPS; i++) {
+		struct tap *tp = &l->taps[i];
+
+		/* a write error is sticky in its recorder, and said to the asker at the end */
+		if (tp->rec && (__u32)tp->pid == pid && ts >= (uint64_t)tp->t0)
+			recorder__event(tp->rec, data, len);
+	}
+}
+
+/* The target of the session with pid, running: a tap's; else NULL. */
+static struct member *served_member(struct loop *l, pid_t pid)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		struct member *m = &l->m[i];
+
+		if (!m->gone && m->running && !m->s->failed && !m->s->unconfirmed &&
+		    m->t->pid == pid)
+			return m;
+	}
+	return NULL;
+}
+
+/* Another run asks for a window of one of the targets: a tap from now on, or a refusal. */
+static int tap_start(struct loop *l)
+{
+	struct serve_req req;
+	struct member *m;
+	struct tap *tp = NULL;
+	size_t i;
+	int rc;
+
+	if (serve__accept(l->sv, &req))
+		return 0; /* refused; the asker was told */
+	m = served_member(l, req.pid);
+	for (i = 0; m && i < MAX_TAPS && !tp; i++)
+		tp = l->taps[i].rec ? NULL : &l->taps[i];
+	if (!m || !tp) {
+		close(req.out);
+		serve_reply(req.conn, m ? -EBUSY : -ESRCH,
+			    m ? "it serves as many requests as it can at once; ask again later"
+			      : "it does not sample that process (now)");
+		return 0;
+	}
+	i--;
+	/* what the ring buffer holds was sampled before the request: the holder's alone */
+	if (l->rb)
+		consume(l->rb);
+	read_counters(l);
+	*tp = (struct tap){ .m = m, .pid = req.pid, .conn = req.conn, .tfd = -1 };
+	tp->t0 = now_ns(CLOCK_MONOTONIC);
+	/* objects sampled before now are not the asker's, as for a run that attached now */
+	tp->attach_coarse = (uint64_t)now_ns(CLOCK_MONOTONIC_COARSE);
+	tp->c0 = l->s->counters;
+	rc = recorder__open_fd(req.out, &tp->rec);
+	if (rc) {
+		tp->rec = NULL;
+		serve_reply(req.conn, rc, strerror(-rc));
+		return 0;
+	}
+	rc = record_header_to(tp->rec, m->s->symbolizer, m->t);
+	rc = rc ?: record_meta_u64(tp->rec, "attach_coarse_ns", tp->attach_coarse);
+	rc = rc ?: record_meta_u64(tp->rec, "start_mono_ns", (uint64_t)tp->t0);
+	rc = rc ?: record_meta_u64(tp->rec, "start_wall_ns", (uint64_t)now_ns(CLOCK_REALTIME));
+	rc = rc ?: add_fd(l->ep, tp->conn, EV_TAP + 2 * (uint32_t)i);
+	if (!rc && req.duration_ns) {
+		tp->tfd = make_timer((double)req.duration_ns / 1e9, 0);
+		rc = tp->tfd < 0 ? tp->tfd : add_fd(l->ep, tp->tfd, EV_TAP + 2 * (uint32_t)i + 1);
+	}
+	if (rc) {
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
+		if (tp->tfd >= 0)
+			close(tp->tfd);
+		recorder__close(tp->rec);
+		tp->rec = NULL;
+		serve_reply(tp->conn, rc, strerror(-rc));
+	}
+	return 0;
+}
+
+/* A tap's event: its asker hung up (even), or its duration passed (odd). */
+static int tap_ready(struct loop *l, uint32_t k)
+{
+	struct tap *tp = &l->taps[k / 2];
+
+	if (!tp->rec)
+		return 0;
+	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
+	if (tp->tfd >= 0)
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->tfd, NULL);
+	/* everything sampled up to now is its */
+	if (l->rb)
+		consume(l->rb);
+	read_counters(l);
+	tap_end(l, tp, k % 2 ? STOP_DURATION : STOP_SIGNAL);
+	return 0;
+}
+
 /* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
 static int on_event(void *ctx, void *data, size_t len)
 {
@@ -761,6 +954,8 @@ static int on_event(void *ctx, void *data, size_t len)
 		return l->node ? unfit_member(l, pr) : -EPROTO;
 	if (s->recorder && !s->record_err)
 		s->record_err = recorder__event(s->recorder, data, len);
+	if (l->sv && len >= 2 * sizeof(__u32))
+		taps_event(l, type[1], data, len);
 	if (pr)
 		return pr->c ? collect_event(l->m[pr->member].s, pr->c, data, len) : 0;
 	/* one target: a short record is the collector's to count */
@@ -936,6 +1131,7 @@ static int member_exit(struct loop *l, struct member *m)
 	l->running--;
 	/* what it sampled until it exited is in the ring buffer: its collector takes it all */
 	consume(l->rb);
+	taps_end(l, m, STOP_TARGET_EXIT);
 	/* killed for memory: its OOM profile first (heapbpf watch) */
 	rc = run_oom(l);
 	if (rc)
@@ -1000,6 +1196,10 @@ static int on_ready(struct loop *l, uint32_t tag)
 		return followed_exit(l, tag - EV_PROC, true);
 	if (tag >= EV_MEMBER && tag - EV_MEMBER < l->n)
 		return member_exit(l, &l->m[tag - EV_MEMBER]);
+	if (tag == EV_SERVE)
+		return tap_start(l);
+	if (tag >= EV_TAP && tag - EV_TAP < 2 * MAX_TAPS)
+		return tap_ready(l, tag - EV_TAP);
 	if (tag >= EV_WATCH && tag - EV_WATCH < o->nwatch) {
 		/* what was sampled up to now is in the collectors first (heapbpf watch's demand) */
 		err = consume(l->rb);
@@ -1242,6 +1442,15 @@ static int open_session(struct loop *l)
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
 			       strerror(-rc));
+	/* other runs ask this one for their windows of its targets (serve.h): not vital */
+	if (o->serve_dir && (rc = serve__open(o->serve_dir, &l->sv)) == 0)
+		rc = add_fd(l->ep, serve__fd(l->sv), EV_SERVE);
+	if (o->serve_dir && rc) {
+		hb_warn("other heapbpf runs cannot ask this one for a window of its targets: %s",
+			strerror(-rc));
+		serve__free(l->sv);
+		l->sv = NULL;
+	}
 	return 0;
 }
 
@@ -1516,6 +1725,10 @@ static int stop(struct loop *l, int rc)
 		probes__close_ring_buffer(l->p);
 		l->rb = NULL;
 	}
+	/* the windows asked for end with the run, what it sampled in them */
+	taps_end(l, NULL, s->reason);
+	serve__free(l->sv);
+	l->sv = NULL;
 	restore_children(l);
 	if (l->p)
 		share_results(l, now_ns(CLOCK_MONOTONIC));

@@ -73,6 +73,11 @@ struct session_opts {
 	bool oom;
 	int (*on_oom)(struct session *s, const struct heapbpf_oom_event *e, void *arg);
 	void *oom_arg;
+	/*
+	 * Where this run listens for other runs' requests for a window of one
+	 * of its targets (serve.h; guard_dir()), or NULL: none.
+	 */
+	const char *serve_dir;
 	/* --temporary-threshold for the collectors; 0: theirs (1 ms) */
 	uint64_t temporary_ns;
 	/*
