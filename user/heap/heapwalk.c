@@ -162,6 +162,8 @@ static int read_head(struct walk *w, uint64_t addr, struct ckh_head *hd)
 
 	if (need < h->ckh_count + 8)
 		need = h->ckh_count + 8;
+	if (need < h->ckh_lg_curbuckets + 4)
+		need = h->ckh_lg_curbuckets + 4;
 	if (need > sizeof(b))
 		return hb_fail(w->err, w->errlen, -EINVAL, "the layout's ckh_t is too large");
 	rc = rd(w, addr, b, need, "bt2gctx table");
@@ -187,20 +189,32 @@ static int read_head(struct walk *w, uint64_t addr, struct ckh_head *hd)
 static uint32_t tctx_span(const struct jemalloc_layout *l)
 {
 	const struct jemalloc_heap_layout *h = &l->heap;
-	uint32_t s = h->tctx_cnts + h->cnt_size;
+	/* where each field the walk reads ends: a layout from DWARF may put any of them anywhere */
+	const uint32_t end[] = {
+		h->tctx_cnts + h->cnt_size,
+		h->tctx_state + 4,
+		h->tctx_link + h->rbn_left + 8,
+		h->tctx_link + h->rbn_right_red + 8,
+		l->bpf.tctx_gctx_off + 8,
+		h->tctx_tdata + 8,
+		h->tctx_thr_uid + 8,
+		h->tctx_thr_discrim + 8,
+		h->tctx_uid + 8,
+		h->tctx_cnts + h->cnt_curobjs + 8,
+		h->tctx_cnts + h->cnt_curbytes + 8,
+		h->tctx_cnts + h->cnt_accumobjs + 8,
+		h->tctx_cnts + h->cnt_accumbytes + 8,
+		h->tctx_cnts + h->cnt_curobjs_su + 8,
+		h->tctx_cnts + h->cnt_curbytes_u + 8,
+		h->tctx_cnts + h->cnt_accumobjs_su + 8,
+		h->tctx_cnts + h->cnt_accumbytes_u + 8,
+	};
+	uint32_t s = 0;
 
-	if (s < h->tctx_state + 4)
-		s = h->tctx_state + 4;
-	if (s < h->tctx_link + h->rbn_right_red + 8)
-		s = h->tctx_link + h->rbn_right_red + 8;
-	if (s < l->bpf.tctx_gctx_off + 8)
-		s = l->bpf.tctx_gctx_off + 8;
-	if (s < h->tctx_tdata + 8)
-		s = h->tctx_tdata + 8;
-	if (s < h->tctx_uid + 8)
-		s = h->tctx_uid + 8;
-	if (s < h->tctx_thr_discrim + 8)
-		s = h->tctx_thr_discrim + 8;
+	for (size_t i = 0; i < sizeof(end) / sizeof(end[0]); i++) {
+		if (s < end[i])
+			s = end[i];
+	}
 	return s;
 }
 
@@ -333,7 +347,8 @@ static int walk_tree(struct walk *w, uint64_t root, uint64_t gctx, struct hw_sta
 /* A new stack with room for len frames at its frames index. */
 static struct hw_stack *new_stack(struct walk *w, uint32_t len)
 {
-	if (w->nframes + len > w->capframes) {
+	/* also for stacks without frames: deliver() takes an address in the array of each */
+	if (!w->frames || w->nframes + len > w->capframes) {
 		size_t cap = w->capframes ? w->capframes * 2 : 4096;
 		uint64_t *v;
 
@@ -372,6 +387,9 @@ static int walk_gctx(struct walk *w, uint64_t key, uint64_t gctx)
 	bool trunc;
 	int rc;
 
+	/* a layout from a target's DWARF may put vec and len anywhere */
+	if (l->bpf.bt_vec_off > sizeof(b) - 8 || l->bpf.bt_len_off > sizeof(b) - 4)
+		return hb_fail(w->err, w->errlen, -EINVAL, "the layout's prof_bt_t is too large");
 	/* the key is the gctx's own prof_bt_t (prof_lookup_global) */
 	if (key != gctx + l->bpf.gctx_bt_off)
 		return hb_fail(w->err, w->errlen, -EPROTO,
@@ -431,6 +449,10 @@ static int walk_once(struct walk *w, uint64_t bt2gctx)
 	rc = read_head(w, bt2gctx, &a);
 	if (rc)
 		return rc;
+	/* a layout from a target's DWARF may put a cell's key and data past its end */
+	if (h->ckhc_key + 8 > h->ckhc_size || h->ckhc_data + 8 > h->ckhc_size)
+		return hb_fail(w->err, w->errlen, -EINVAL,
+			       "the layout's ckhc_t does not hold its key and data");
 	ncells = 1ull << (a.lg_curbuckets + h->lg_bucket_cells);
 	memset(w->total, 0, sizeof(w->total));
 	/* an empty count is read over its cells too: they must agree */
