@@ -212,7 +212,8 @@ _plain-unit: $(BUILD)/tests/unit_tests
 _plain-integration _plain-serial: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) \
 	$(BUILD)/tests/integration_tests
 _plain-versions: $(BUILD)/heapbpf $(BUILD)/tests/integration_tests fixtures
-_plain-fuzz: $(BUILD)/fuzz/fuzz_recording $(BUILD)/fuzz/fuzz_pprof _san-build
+_plain-fuzz: $(BUILD)/fuzz/fuzz_recording $(BUILD)/fuzz/fuzz_pprof $(BUILD)/fuzz/fuzz_layout \
+	_san-build
 $(PLAIN_RUNS): _plain-%:
 	-$(Q)scripts/run-tests.sh $(BUILD) $*
 
@@ -315,8 +316,20 @@ $(BUILD)/fuzz/fuzz_pprof: tests/fuzz/fuzz_pprof.c $(FUZZ_PPROF_SRCS) $(wildcard 
 	$(Q)$(CLANG) $(FUZZ_FLAGS) -I$(BUILD) -I$(BUILD)/proto tests/fuzz/fuzz_pprof.c \
 		$(FUZZ_PPROF_SRCS) $(LDLIBS) -o $@
 
+# the layout reader (DWARF) and the live-heap walker that reads a target's
+# memory with a layout: heap/ and the stages below it but profile/ (not used)
+FUZZ_LAYOUT_LAYERS := util symbols jemalloc collect heap
+FUZZ_LAYOUT_SRCS := $(wildcard $(FUZZ_LAYOUT_LAYERS:%=user/%/*.c))
+$(BUILD)/fuzz/fuzz_layout: tests/fuzz/fuzz_layout.c $(FUZZ_LAYOUT_SRCS) \
+		$(wildcard $(FUZZ_LAYOUT_LAYERS:%=user/%/*.h)) bpf/heapbpf.h
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(FUZZ_FLAGS) -I$(BUILD) tests/fuzz/fuzz_layout.c $(FUZZ_LAYOUT_SRCS) \
+		$(LDLIBS) -o $@
+
+FUZZ_BINS := $(BUILD)/fuzz/fuzz_recording $(BUILD)/fuzz/fuzz_pprof $(BUILD)/fuzz/fuzz_layout
 fuzz: deps
-	$(Q)$(MAKE) --no-print-directory $(BUILD)/fuzz/fuzz_recording $(BUILD)/fuzz/fuzz_pprof
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
 	$(Q)scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
 
 # ---- install ----------------------------------------------------------------

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Fuzzes the recording reader and the pprof reader with heapbpf diff for a
-# bounded time with ASan and UBSan (libFuzzer), each for half of it, starting
-# from real files: the recordings in tests/fuzz/corpus, the profiles heapbpf
-# wrote and the crafted ones (decompression bomb, overflowing values) in
-# tests/fuzz/corpus-pprof. Exit 0: no finding.
+# Fuzzes the recording reader, the pprof reader with heapbpf diff, and the
+# jemalloc layout reader with the live-heap walker for a bounded time with
+# ASan and UBSan (libFuzzer), each for a third of it, starting from real
+# files: the recordings in tests/fuzz/corpus, the profiles heapbpf wrote and
+# the crafted ones (decompression bomb, overflowing values) in
+# tests/fuzz/corpus-pprof, jemalloc's DWARF and consistent heap images (with
+# the inputs that once crashed the walker) in tests/fuzz/corpus-layout.
+# Exit 0: no finding.
 set -euo pipefail
 
 build=${1:-build}
@@ -15,13 +18,13 @@ trap 'rm -rf "$work"' EXIT
 # this one: a 10 s limit was once hit by an input that reran in 1 ms
 # (a real hang still stops at 30 s)
 mkdir -p "$build/fuzz/findings"
-half=$(((seconds + 1) / 2))
-for target in recording:corpus pprof:corpus-pprof; do
+third=$(((seconds + 2) / 3))
+for target in recording:corpus pprof:corpus-pprof layout:corpus-layout; do
 	name=${target%%:*}
 	mkdir -p "$work/$name"
 	cp "tests/fuzz/${target#*:}"/* "$work/$name/"
 	log="$build/fuzz/last-run-$name.log"
-	"$build/fuzz/fuzz_$name" -max_total_time="$half" -max_len=262144 -rss_limit_mb=2048 \
+	"$build/fuzz/fuzz_$name" -max_total_time="$third" -max_len=262144 -rss_limit_mb=2048 \
 		-timeout=30 -print_final_stats=1 -artifact_prefix="$build/fuzz/findings/$name-" \
 		"$work/$name" > "$log" 2>&1 || {
 		tail -40 "$log"

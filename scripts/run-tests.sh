@@ -11,8 +11,8 @@
 #                liveheap, reach, core_versions, wrappers)
 #   serial       the suites in SERIAL_SUITES, one test at a time, with no
 #                other integration test beside it
-#   fuzz         the recording and pprof readers fuzzed for FUZZ_SECONDS (60) with ASan
-#                and UBSan (scripts/fuzz.sh)
+#   fuzz         the recording, pprof and jemalloc layout readers fuzzed for
+#                FUZZ_SECONDS (60) together with ASan and UBSan (scripts/fuzz.sh)
 #
 # Integration tests run HEAPBPF_TEST_JOBS (default: one more than there are
 # cores) at a time, counted over every group that shares the slot directory
