@@ -245,3 +245,35 @@ Test(status, an_unprivileged_user_cannot_ask)
 		 HB_NOBODY, HB_NOBODY, sock);
 	cr_assert_eq(WEXITSTATUS(system(cmd)), 3, "nobody connected to %s", sock);
 }
+
+/*
+ * --live-heap on a service a watch holds: it reads jemalloc's own tables and
+ * takes no lock, so it is neither refused nor served: the live heap with the
+ * service's sites, exit 0, the watch untouched.
+ */
+Test(status, the_live_heap_of_a_held_service)
+{
+	char pa[16], err[8192], *text = NULL;
+	const char *dir = hb_tmp("watch"), *out = hb_tmp("live.folded");
+	int rc;
+
+	start_services();
+	snprintf(pa, sizeof(pa), "%d", a.pid);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pa,
+					     "--output-dir", dir, NULL },
+			   hb_tmp("watch.err"));
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pa, "--live-heap", "-f", "folded", "-o", out,
+					      NULL },
+			    err, sizeof(err), 120000),
+		     0, "%s", err);
+	cr_assert_gt(hb_read_file(out, &text), 0);
+	has(text, "large_buffers");
+	free(text);
+	cr_assert_eq(waitpid(runs[0], NULL, WNOHANG), 0, "the watch ended");
+	kill(runs[0], SIGTERM);
+	rc = hb_wait(runs[0], 60000);
+	runs[0] = 0;
+	cr_assert(rc == 0 || rc == 3, "the watch ended with %d: %s", rc,
+		  output_of(hb_tmp("watch.err")));
+}
