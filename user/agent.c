@@ -889,7 +889,7 @@ static int run_node(struct agent *a, char *err, size_t errlen)
 		.verbose = o->verbose,
 		.temporary_ns = o->temporary_ns,
 		/* other runs ask the agent for a window of a process it samples (serve.h) */
-		.serve_dir = guard_dir(),
+		.serve = a->r->serve,
 	};
 	int rc;
 

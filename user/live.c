@@ -199,8 +199,8 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 		.keep_privs = o->watch && (o->unit || o->pidfile),
 		.verbose = o->verbose,
 		.temporary_ns = o->temporary_ns,
-		/* other runs ask this one for a window of its targets (served.h) */
-		.serve_dir = guard_dir(),
+		/* other runs ask this one for a window of its targets (serve.h) */
+		.serve = tr->run->serve,
 	};
 	int rc;
 

@@ -28,7 +28,9 @@
 #include "replay.h"
 #include "report_cmd.h"
 #include "run.h"
+#include "guard.h"
 #include "runs.h"
+#include "serve.h"
 #include "session.h"
 #include "status.h"
 #include "window.h"
@@ -74,8 +76,14 @@ int main(int argc, char **argv)
 	output_allow_shared_dir(opts.allow_shared_dir);
 	libbpf_set_print(opts.verbose ? libbpf_print : NULL);
 	dbg_set_debug_dirs(opts.debug_dirs);
-	/* heapbpf status and other runs' messages say who this run is */
+	/*
+	 * heapbpf status and other runs' messages say who this run is; and it
+	 * listens for their requests before it takes any lock (serve.h)
+	 */
 	reg = status_register(&opts);
+	if (reg && (rc = serve__open(guard_dir(), &r.serve)))
+		hb_warn("other heapbpf runs cannot ask this one for a window of its targets: %s",
+			strerror(-rc));
 	switch (opts.mode) {
 	case MODE_STATUS:
 		rc = status_run(err, sizeof(err));
@@ -97,6 +105,7 @@ int main(int argc, char **argv)
 		hb_error("%s", err[0] ? hb_clean(clean, sizeof(clean), err) : strerror(-rc));
 		r.outcome |= RUN_FAILED;
 	}
+	serve__free(r.serve);
 	runs_unregister(reg);
 	dbg_cache_clear();
 	free(opts.debug_dirs);

@@ -55,6 +55,8 @@ struct run {
 	bool name_targets;
 	/* after each --interval window of all targets: retention, delivery (set by the fleet) */
 	void (*window_done)(struct run *r);
+	/* where other runs ask this one for a window of its targets (serve.h), or NULL */
+	struct serve *serve;
 };
 
 /* What a profile is built from: a live session's or a recording's collection. */

@@ -179,6 +179,43 @@ static const char *listing(const char *dir)
 }
 
 /*
+ * heapbpf watch of service a into dir (runs[0]), its pid as text in pa; once
+ * its flag is on, until a has allocated 2000 times more (about 170 MiB at
+ * the example's mix, 340 sampling periods: some object is sampled).
+ */
+static void watch_a(const char *dir, char *pa, size_t len)
+{
+	uint64_t flag, allocs;
+
+	snprintf(pa, len, "%d", a.pid);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pa,
+					     "--output-dir", dir, NULL },
+			   hb_tmp("watch.err"));
+	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	cr_assert(hb_wait_byte(a.pid, flag, 1, 60000, runs[0]), "the watch did not switch it on");
+	allocs = svc_allocs(&a);
+	for (int waited = 0; waited < 60000 && svc_allocs(&a) < allocs + 2000; waited += 50)
+		hb_sleep_ms(50);
+}
+
+/* The watch still there, then stopped: cleanly (0, or 3 when its window had no sample). */
+static void stop_watch(void)
+{
+	int rc;
+
+	cr_assert_eq(waitpid(runs[0], NULL, WNOHANG), 0, "the watch ended: %s",
+		     output_of(hb_tmp("watch.err")));
+	kill(runs[0], SIGTERM);
+	rc = hb_wait(runs[0], 60000);
+	runs[0] = 0;
+	cr_assert(rc == 0 || rc == 3, "the watch ended with %d: %s", rc,
+		  output_of(hb_tmp("watch.err")));
+}
+
+/*
  * A one-shot run on a service heapbpf watch holds: before, refused ("another
  * heapbpf is already profiling"). Now its window comes from the watch: a
  * profile with the service's sites, exit 0, and the watch's own files and
@@ -188,14 +225,9 @@ Test(status, a_held_service_is_profiled_through_its_holder)
 {
 	char pa[16], err[8192], before[8192], *text = NULL;
 	const char *dir = hb_tmp("watch"), *out = hb_tmp("served.folded");
-	int rc;
 
 	start_services();
-	snprintf(pa, sizeof(pa), "%d", a.pid);
-	cr_assert_eq(mkdir(dir, 0700), 0);
-	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pa,
-					     "--output-dir", dir, NULL },
-			   hb_tmp("watch.err"));
+	watch_a(dir, pa, sizeof(pa));
 	snprintf(before, sizeof(before), "%s", listing(dir));
 	cr_assert_eq(hb_run((const char *[]){ "--pid", pa, "-d", "2", "-f", "folded", "-t",
 					      "alloc_space", "-o", out, NULL },
@@ -208,12 +240,7 @@ Test(status, a_held_service_is_profiled_through_its_holder)
 	has(text, "large_buffers");
 	free(text);
 	cr_assert_str_eq(listing(dir), before, "the watch's files changed");
-	cr_assert_eq(waitpid(runs[0], NULL, WNOHANG), 0, "the watch ended: %s",
-		     output_of(hb_tmp("watch.err")));
-	kill(runs[0], SIGTERM);
-	rc = hb_wait(runs[0], 60000);
-	runs[0] = 0;
-	cr_assert_eq(rc, 0, "the watch ended with %d: %s", rc, output_of(hb_tmp("watch.err")));
+	stop_watch();
 	cr_assert_null(strstr(output_of(hb_tmp("watch.err")), "demand"),
 		       "the request fired a trigger of the watch's");
 }
@@ -255,14 +282,9 @@ Test(status, the_live_heap_of_a_held_service)
 {
 	char pa[16], err[8192], *text = NULL;
 	const char *dir = hb_tmp("watch"), *out = hb_tmp("live.folded");
-	int rc;
 
 	start_services();
-	snprintf(pa, sizeof(pa), "%d", a.pid);
-	cr_assert_eq(mkdir(dir, 0700), 0);
-	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pa,
-					     "--output-dir", dir, NULL },
-			   hb_tmp("watch.err"));
+	watch_a(dir, pa, sizeof(pa));
 	cr_assert_eq(hb_run((const char *[]){ "--pid", pa, "--live-heap", "-f", "folded", "-o", out,
 					      NULL },
 			    err, sizeof(err), 120000),
@@ -270,10 +292,5 @@ Test(status, the_live_heap_of_a_held_service)
 	cr_assert_gt(hb_read_file(out, &text), 0);
 	has(text, "large_buffers");
 	free(text);
-	cr_assert_eq(waitpid(runs[0], NULL, WNOHANG), 0, "the watch ended");
-	kill(runs[0], SIGTERM);
-	rc = hb_wait(runs[0], 60000);
-	runs[0] = 0;
-	cr_assert(rc == 0 || rc == 3, "the watch ended with %d: %s", rc,
-		  output_of(hb_tmp("watch.err")));
+	stop_watch();
 }

@@ -293,7 +293,7 @@ struct loop {
 	int64_t deadline; /* CLOCK_MONOTONIC at or before the -d timer's expiry; 0: none */
 	uint64_t attach_coarse;
 	bool oom_pending; /* a target's OOM event waits for its callback (run_oom) */
-	struct serve *sv; /* other runs' requests (session_opts.serve_dir), or NULL */
+	struct serve *sv; /* other runs' requests (session_opts.serve), or NULL */
 	struct tap taps[MAX_TAPS];
 	char *err;
 	size_t errlen;
@@ -1443,12 +1443,10 @@ static int open_session(struct loop *l)
 		return hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
 			       strerror(-rc));
 	/* other runs ask this one for their windows of its targets (serve.h): not vital */
-	if (o->serve_dir && (rc = serve__open(o->serve_dir, &l->sv)) == 0)
-		rc = add_fd(l->ep, serve__fd(l->sv), EV_SERVE);
-	if (o->serve_dir && rc) {
+	l->sv = o->serve;
+	if (l->sv && (rc = add_fd(l->ep, serve__fd(l->sv), EV_SERVE))) {
 		hb_warn("other heapbpf runs cannot ask this one for a window of its targets: %s",
 			strerror(-rc));
-		serve__free(l->sv);
 		l->sv = NULL;
 	}
 	return 0;
@@ -1727,7 +1725,6 @@ static int stop(struct loop *l, int rc)
 	}
 	/* the windows asked for end with the run, what it sampled in them */
 	taps_end(l, NULL, s->reason);
-	serve__free(l->sv);
 	l->sv = NULL;
 	restore_children(l);
 	if (l->p)

@@ -41,6 +41,7 @@ enum stop_reason {
 
 struct recorder;
 struct guard;
+struct serve;
 struct session;
 
 struct session_opts {
@@ -75,9 +76,9 @@ struct session_opts {
 	void *oom_arg;
 	/*
 	 * Where this run listens for other runs' requests for a window of one
-	 * of its targets (serve.h; guard_dir()), or NULL: none.
+	 * of its targets (serve.h), opened before its locks are taken; or NULL.
 	 */
-	const char *serve_dir;
+	struct serve *serve;
 	/* --temporary-threshold for the collectors; 0: theirs (1 ms) */
 	uint64_t temporary_ns;
 	/*
