@@ -35,7 +35,8 @@ error --fail-code (default unavailable) to push, with Retry-After
 --retry-after when given (and 503 to /ingest, as the ingest stand-in does).
 --echo-auth PAD answers every request with PAD characters and its Authorization
 header (unauthenticated to push, 400 to /ingest), as a server that echoes what
-it was sent.
+it was sent, in the encoding --echo-as names (pyroscope_rules_server.py); a
+JSON-escaped echo goes into the Connect body's message as it is.
 It listens on 127.0.0.1 only, writes its port to --port-file and exits after
 --lifetime seconds whatever happens.
 """
@@ -57,7 +58,8 @@ from http.server import HTTPServer
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 from google.protobuf.message import DecodeError
 
-from pyroscope_rules_server import Handler, Reject, parse_profile, validate_profile
+from pyroscope_rules_server import (ECHO_ENCODINGS, Handler, Reject, parse_profile,
+                                    validate_profile)
 
 PUSH_PATH = "/push.v1.PusherService/Push"
 PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
@@ -75,9 +77,10 @@ MAX_LABEL_NAMES, MAX_NAME_LEN, MAX_VALUE_LEN = 30, 1024, 2048
 
 
 class ConnectError(Exception):
-    def __init__(self, code, msg):
+    def __init__(self, code, msg, raw=None):
         super().__init__(msg)
         self.code = code
+        self.raw = raw  # msg already JSON-escaped, or None
 
 
 def push_request_class():
@@ -158,7 +161,8 @@ class PushHandler(Handler):
             try:
                 self.check_auth()
             except Reject as e:
-                raise ConnectError("unauthenticated", str(e))
+                raise ConnectError("unauthenticated", str(e),
+                                   str(e) if getattr(e, "json_escaped", False) else None)
             if srv.fail_all or n <= srv.fail_first:
                 raise ConnectError(srv.fail_code, "test server told to fail")
             recs = self.push(ctype, body)
@@ -185,7 +189,10 @@ class PushHandler(Handler):
                                     "path": self.path}) + "\n")
 
     def connect_error(self, e):
-        out = json.dumps({"code": e.code, "message": str(e)}).encode()
+        if e.raw is not None:
+            out = ('{"code": "%s", "message": "%s"}' % (e.code, e.raw)).encode()
+        else:
+            out = json.dumps({"code": e.code, "message": str(e)}).encode()
         self.send_response(HTTP_OF[e.code])
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
@@ -278,6 +285,7 @@ def main():
     ap.add_argument("--retry-after", type=int, default=0)
     ap.add_argument("--reject-older-than", type=int, default=3600)
     ap.add_argument("--echo-auth", type=int, metavar="PAD")
+    ap.add_argument("--echo-as", choices=ECHO_ENCODINGS, default="raw")
     ap.add_argument("--lifetime", type=float, default=120)
     ap.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
     ap.add_argument("--tls-key")
@@ -285,7 +293,7 @@ def main():
 
     srv = HTTPServer(("127.0.0.1", a.port), PushHandler)
     srv.push_request = push_request_class()
-    srv.echo_auth = a.echo_auth
+    srv.echo_auth, srv.echo_as = a.echo_auth, a.echo_as
     srv.lock = threading.Lock()
     srv.requests = 0
     srv.fail_first, srv.fail_all, srv.fail_code = a.fail_first, a.fail_all, a.fail_code

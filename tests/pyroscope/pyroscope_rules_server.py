@@ -28,7 +28,11 @@ Accepted profiles are appended as JSON lines to --log. --fail-first N answers
 503 to the first N requests, --fail-all to every one (a server that is up but
 unhealthy). --echo-auth PAD refuses every request (400) with PAD characters and
 then the request's Authorization header in the answer, as a server that echoes
-what it was sent. --tls-cert/--tls-key serve https. It listens on 127.0.0.1 only, writes its port to --port-file and
+what it was sent; --echo-as ENCODING writes it (and, for basic auth, the
+user:password it decodes to) URL-encoded (url, url-lower: upper- or lower-case
+hex, form: '+' for a space) or JSON-escaped (json: a quote, a backslash and a
+slash escaped, and what is beyond ASCII as a \\u escape; json-u: every
+character a \\u escape). --tls-cert/--tls-key serve https. It listens on 127.0.0.1 only, writes its port to --port-file and
 exits after --lifetime seconds whatever happens.
 """
 import argparse
@@ -201,6 +205,27 @@ def validate_profile(p, qfrom, reject_older):
     return types, sums, funcs
 
 
+ECHO_ENCODINGS = ("raw", "url", "url-lower", "form", "json", "json-u")
+
+
+def echo_encode(value, how):
+    """value as a server that echoes it may write it (--echo-as)."""
+    if how == "url":
+        return urllib.parse.quote(value, safe="")
+    if how == "url-lower":
+        return re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(),
+                      urllib.parse.quote(value, safe=""))
+    if how == "form":
+        return urllib.parse.quote_plus(value, safe="")
+    if how == "json":
+        return json.dumps(value)[1:-1].replace("/", "\\/")
+    if how == "json-u":
+        units = value.encode("utf-16-be")
+        return "".join("\\u%04x" % int.from_bytes(units[i:i + 2], "big")
+                       for i in range(0, len(units), 2))
+    return value
+
+
 def parse_name(name):
     """Pyroscope's labelset.Parse plus the label validation it applies later."""
     if "{" in name:
@@ -276,7 +301,18 @@ class Handler(BaseHTTPRequestHandler):
     def check_auth(self):
         pad = getattr(self.server, "echo_auth", None)
         if pad is not None:
-            raise Reject(400, "x" * pad + "Authorization: " + (self.headers.get("Authorization") or ""))
+            how = getattr(self.server, "echo_as", "raw")
+            # the header's bytes (http.server reads them as latin-1), as UTF-8
+            auth = (self.headers.get("Authorization") or "").encode("latin-1").decode(
+                "utf-8", "replace")
+            msg = "x" * pad + "Authorization: " + echo_encode(auth, how)
+            if how != "raw" and auth.startswith("Basic "):
+                pair = base64.b64decode(auth[6:]).decode("utf-8", "replace")
+                msg += " credentials: " + echo_encode(pair, how)
+            e = Reject(400, msg)
+            # already JSON-escaped: push's Connect body takes it as it is
+            e.json_escaped = how.startswith("json")
+            raise e
         tenant = os.environ.get("PYRO_EXPECT_TENANT")
         if tenant and self.headers.get("X-Scope-OrgID") != tenant:
             raise Reject(401, "no org id" if not self.headers.get("X-Scope-OrgID") else "unknown org id")
@@ -362,13 +398,14 @@ def main():
     ap.add_argument("--fail-all", action="store_true")
     ap.add_argument("--reject-older-than", type=int, default=3600)
     ap.add_argument("--echo-auth", type=int, metavar="PAD")
+    ap.add_argument("--echo-as", choices=ECHO_ENCODINGS, default="raw")
     ap.add_argument("--lifetime", type=float, default=120)
     ap.add_argument("--tls-cert", help="serve https with this certificate (PEM)")
     ap.add_argument("--tls-key")
     a = ap.parse_args()
 
     srv = HTTPServer(("127.0.0.1", a.port), Handler)
-    srv.echo_auth = a.echo_auth
+    srv.echo_auth, srv.echo_as = a.echo_auth, a.echo_as
     srv.lock = threading.Lock()
     srv.requests = 0
     srv.fail_first, srv.fail_all = a.fail_first, a.fail_all

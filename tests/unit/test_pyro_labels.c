@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "pyro_labels.h"
+#include "pyro_push.h"
 
 Test(pyro_labels, name_sorted_and_validated)
 {
@@ -154,4 +155,104 @@ Test(pyro_labels, naming_check_says_what_is_wrong)
 	labels[1] = b;
 	n.nlabels = 2;
 	check_fails(&n, "the Pyroscope labels make too long a name");
+}
+
+/* Characters of name outside Pyroscope's rules, and how many of each of ,{}= it holds. */
+static void shape(const char *name, int *braces, int *commas, int *equals)
+{
+	*braces = *commas = *equals = 0;
+	for (const char *c = name; *c; c++) {
+		unsigned char u = (unsigned char)*c;
+
+		cr_assert(u > 0x20 && u < 0x7f && u != '"', "%s holds 0x%02x", name, u);
+		*braces += u == '{' || u == '}';
+		*commas += u == ',';
+		*equals += u == '=';
+	}
+}
+
+/*
+ * Names a target chooses (its comm, the unit its cgroup names) made to
+ * inject labels or break name='s syntax: each comes out one value, the name
+ * has exactly its three labels, and both APIs' parsers read it so.
+ */
+Test(pyro_labels, crafted_names_inject_no_label)
+{
+	static const char *const crafted[] = {
+		"a}{evil=1",  "x,evil=1",	    "x=1,evil=2}",	"q\"evil\"=\"1\"",
+		"nl\nevil=1", "cr\revil=1\x1b[31m", "sp ace\tevil=1",	"\xff\xfe{}\x7f",
+		"",	      "a}{evil=1}.service", "x,evil=1.service",
+	};
+	char name[PYRO_NAME_MAX], buf[PYRO_NAME_MAX], unit[400];
+	struct pyro_label l[PYRO_MAX_LABELS + PYRO_PUSH_EXTRA_LABELS];
+	int braces, commas, equals, n;
+
+	for (size_t i = 0; i < sizeof(crafted) / sizeof(crafted[0]); i++) {
+		struct pyro_naming nm = {};
+
+		for (int with_unit = 0; with_unit < 2; with_unit++) {
+			nm.unit = with_unit ? crafted[i] : NULL;
+			cr_assert_eq(pyro_profile_name(&nm, 42, crafted[i], name, sizeof(name)), 0,
+				     "%s", crafted[i]);
+			shape(name, &braces, &commas, &equals);
+			cr_assert_eq(braces, 2, "%s", name);
+			cr_assert_eq(commas, 2, "%s", name);
+			cr_assert_eq(equals, 3, "%s", name);
+			cr_assert(strchr(name, '{') < strstr(name, "comm="), "%s", name);
+			cr_assert_eq(name[strlen(name) - 1], '}', "%s", name);
+			cr_assert(pyro_valid_name(name), "%s", name);
+			n = pyro_push_labels(name, l, sizeof(l) / sizeof(l[0]), buf, sizeof(buf));
+			cr_assert_eq(n, 3 + PYRO_PUSH_EXTRA_LABELS, "%s", name);
+		}
+	}
+	/* a unit longer than a service name may be: cut, still one valid service */
+	memset(unit, 'u', sizeof(unit));
+	snprintf(unit + 300, sizeof(unit) - 300, "}{x=1.service");
+	{
+		struct pyro_naming nm = { .unit = unit };
+
+		cr_assert_eq(pyro_profile_name(&nm, 42, "c", name, sizeof(name)), 0);
+		cr_assert(pyro_valid_name(name), "%s", name);
+	}
+}
+
+/* pyro_valid_name(): what pyro_build_name() writes, and what it never would. */
+Test(pyro_labels, valid_name_is_what_build_name_writes)
+{
+	static const char *const good[] = { "svc{a=b,c=d}", "svc{}", "svc",
+					    "a.b/c-d{x=10.0.0.1:80/y}" };
+	static const char *const bad[] = {
+		"",
+		"svc{a=b",
+		"svc{a=b}x",
+		"svc{a=b{c=d}}",
+		"svc{a=b=c}",
+		"svc{a=b,a=c}",
+		"svc{service_name=x}",
+		"svc{a=}",
+		"svc{=b}",
+		"s c{a=b}",
+		"svc{a=\"b\"}",
+		"svc{a=b c}",
+		"svc{a=b\n,c=d}",
+		"svc{,a=b}",
+		"svc{__x=1}",
+		"{a=b}",
+		"svc}",
+	};
+	char many[PYRO_NAME_MAX];
+	int off;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_assert(pyro_valid_name(good[i]), "%s", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_not(pyro_valid_name(bad[i]), "%s", bad[i]);
+	/* PYRO_MAX_LABELS labels, then one more */
+	off = snprintf(many, sizeof(many), "svc{");
+	for (int i = 0; i < PYRO_MAX_LABELS; i++)
+		off += snprintf(many + off, sizeof(many) - off, "%sk%d=v", i ? "," : "", i);
+	snprintf(many + off, sizeof(many) - off, "}");
+	cr_assert(pyro_valid_name(many), "%s", many);
+	snprintf(many + off, sizeof(many) - off, ",k99=v}");
+	cr_assert_not(pyro_valid_name(many), "%s", many);
 }

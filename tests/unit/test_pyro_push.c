@@ -182,6 +182,18 @@ Test(pyro_push, connect_error_bodies)
 		     -EINVAL);
 }
 
+/* Connect's codes are words to show; anything else a body calls a code is not. */
+Test(pyro_push, connect_codes_are_known_words)
+{
+	cr_assert(pyro_connect_code("unauthenticated"));
+	cr_assert(pyro_connect_code("invalid_argument"));
+	cr_assert(pyro_connect_code("data_loss"));
+	cr_assert_not(pyro_connect_code(""));
+	cr_assert_not(pyro_connect_code(NULL));
+	cr_assert_not(pyro_connect_code("Unauthenticated"));
+	cr_assert_not(pyro_connect_code("tok-s3cret"));
+}
+
 Test(pyro_push, what_each_answer_means)
 {
 	cr_assert_eq(pyro_push_classify(200, ""), PUSH_SENT);

@@ -333,3 +333,35 @@ Test(pyroscope, a_full_spool_drops_the_oldest)
 	cr_assert_eq(r.pending, 2);
 	pyro__free(p);
 }
+
+/*
+ * A spooled name that is not SERVICE{LABEL=VALUE,...} (a label injected,
+ * a value that would split) is refused for good before anything is sent,
+ * to push and to /ingest alike: 127.0.0.1:1 refuses connections, so a
+ * request sent would keep the profile as pending instead.
+ */
+Test(pyroscope, a_name_with_injected_labels_is_never_sent)
+{
+	static const char *const names[] = { "svc{pid=1}x{evil=1}", "svc{comm=a b}",
+					     "svc{comm=a,comm=b}", "svc{comm=\"a\"}" };
+	struct pyro_flush_result r;
+	char err[512];
+
+	for (int ingest = 0; ingest < 2; ingest++) {
+		struct pyro_opts po = { .url = "http://127.0.0.1:1",
+					.spool_dir = hb_tmpdir(),
+					.timeout = 2,
+					.ingest = ingest };
+		struct pyro *p = NULL;
+
+		cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			cr_assert_eq(pyro__spool(p, names[i], 1, 2, "gz", 2, err, sizeof(err)), 0,
+				     "%s", err);
+		pyro__flush(p, true, 0, &r);
+		cr_assert_eq(r.rejected, 4, "ingest %d", ingest);
+		cr_assert_eq(r.pending, 0, "ingest %d", ingest);
+		cr_assert_eq(spool_files(), 0);
+		pyro__free(p);
+	}
+}

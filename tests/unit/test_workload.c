@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -629,4 +630,96 @@ Test(workload, of_this_process)
 	cr_assert(pyro_valid_service(w.service_name));
 	/* a pid that is not there */
 	cr_assert_eq(workload_of(-5, NULL, &w), -ESRCH);
+}
+
+/* ---- names a target or its runtime chose ---- */
+
+/* A file named name under root/dir, made without a shell (names hold quotes and spaces). */
+static void touch_in(const char *root, const char *dir, const char *name)
+{
+	char path[4096];
+	FILE *f;
+
+	/* each directory on the way, up to the '/' after dir */
+	snprintf(path, sizeof(path), "%s/%s/", root, dir);
+	for (char *c = path + strlen(root) + 1; *c; c++) {
+		if (*c != '/')
+			continue;
+		*c = '\0';
+		cr_assert(mkdir(path, 0755) == 0 || errno == EEXIST, "%s", path);
+		*c = '/';
+	}
+	snprintf(path, sizeof(path), "%s/%s/%s", root, dir, name);
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	fclose(f);
+}
+
+/*
+ * w's name= as heapbpf agent makes it (agent.c: service_name, then each
+ * label as KEY=VALUE): valid for both APIs, with exactly nlabels labels
+ * besides hostname, pid and comm.
+ */
+static void assert_name(const char *comm, size_t nlabels)
+{
+	struct pyro_label l[PYRO_MAX_LABELS];
+	char kv[PYRO_MAX_LABELS][512], name[PYRO_NAME_MAX];
+	const char *labels[PYRO_MAX_LABELS];
+	struct pyro_naming nm = { .service_name = w.service_name, .labels = labels };
+	size_t n = workload_labels(&w, l, PYRO_MAX_LABELS - 4);
+	int commas = 0;
+
+	cr_assert_eq(n, nlabels);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(pyro_valid_label_value(l[i].value), "%s=%s", l[i].key, l[i].value);
+		snprintf(kv[i], sizeof(kv[i]), "%s=%s", l[i].key, l[i].value);
+		labels[i] = kv[i];
+	}
+	nm.nlabels = (int)n;
+	cr_assert(pyro_valid_service(w.service_name), "%s", w.service_name);
+	cr_assert_eq(pyro_profile_name(&nm, 42, comm, name, sizeof(name)), 0, "%s", w.service_name);
+	cr_assert(pyro_valid_name(name), "%s", name);
+	for (const char *c = name; *c; c++)
+		commas += *c == ',';
+	cr_assert_eq(commas, (int)n + 2, "%s", name);
+}
+
+/*
+ * A unit, a pod, a namespace, a container and a Docker name made to inject
+ * labels or break name='s syntax ({ } , = " space, control characters, bytes
+ * beyond ASCII): each stays one value of its own label, or of service_name.
+ */
+Test(workload, crafted_names_inject_no_label)
+{
+	const char *root = hb_tmpdir();
+
+	/* a unit in a delegated subtree: any name but '/' and a line break */
+	from("0::/user.slice/x{y=1,z=\"2\"} \x1b[0m\xc3\xa9}{a=b.service\n", NULL);
+	cr_assert_str_eq(w.unit, "x{y=1,z=\"2\"} \x1b[0m\xc3\xa9}{a=b.service");
+	cr_assert_str_eq(w.service_name, "x_y_1_z__2_____0m____a_b");
+	assert_name("sh,evil=1", 0);
+
+	/* the kubelet's link name POD_NAMESPACE_CONTAINER-ID.log, each part crafted */
+	touch_in(root, "var/log/containers", "p{o}d,x=1_n\"s=\x01}_c=t r{,\xff-" ID ".log");
+	from("0::/kubepods/burstable/pod" UID "/" ID "\n", root);
+	cr_assert_str_eq(w.pod, "p_o_d_x_1");
+	cr_assert_str_eq(w.k8s_namespace, "n_s___");
+	cr_assert_str_eq(w.container, "c_t_r___");
+	assert_name("c", 4);
+
+	/* a pod's directory, when no link names the container */
+	hb_sh("rm -rf %s/var/log", root);
+	touch_in(root, "var/log/pods/n{s}_p,o=d_" UID "/c\"t{r}=1 x", "0.log");
+	from("0::/kubepods/pod" UID "/" ID "\n", root);
+	cr_assert_str_eq(w.k8s_namespace, "n_s_");
+	cr_assert_str_eq(w.pod, "p_o_d");
+	cr_assert_str_eq(w.container, "c_t_r__1_x");
+	assert_name("c", 4);
+
+	/* Docker's "Name", raw characters in it */
+	hb_sh("rm -rf %s/var/log", root);
+	docker_config(root, ID, "{\"Name\":\"/re{dis,a=b}= x\t\xc3\xa9\"}");
+	from("0::/system.slice/docker-" ID ".scope\n", root);
+	cr_assert_str_eq(w.service_name, "/re_dis_a_b___x___");
+	assert_name("redis", 1);
 }

@@ -451,3 +451,239 @@ void pyro_auth__redact(const struct pyro_auth *a, char *msg)
 		}
 	}
 }
+
+/* ---- what a server's reply may hold ---- */
+
+static int hex_digit(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The value of the n hex digits at s (avail bytes there), or -1. */
+static long hex_at(const unsigned char *s, size_t avail, size_t n)
+{
+	long v = 0;
+
+	if (avail < n)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int d = hex_digit(s[i]);
+
+		if (d < 0)
+			return -1;
+		v = v << 4 | d;
+	}
+	return v;
+}
+
+/* cp as UTF-8 into out (4 bytes); its length. */
+static size_t utf8(unsigned long cp, unsigned char *out)
+{
+	if (cp < 0x80) {
+		out[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (unsigned char)(0xc0 | cp >> 6);
+		out[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (unsigned char)(0xe0 | cp >> 12);
+		out[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+		out[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (unsigned char)(0xf0 | cp >> 18);
+	out[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3f));
+	out[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+	out[3] = (unsigned char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * A JSON, JavaScript or Python escape at s[0] == '\\': its length in s,
+ * 0 when it is none; its bytes into out (never more than its length).
+ */
+static size_t backslash(const unsigned char *s, size_t avail, unsigned char *out, size_t *outlen)
+{
+	static const char from[] = "\"\\/'bfnrt", to[] = "\"\\/'\b\f\n\r\t";
+	const char *at = avail > 1 && s[1] ? strchr(from, s[1]) : NULL;
+	long cp, lo;
+
+	*outlen = 1;
+	if (at) {
+		out[0] = (unsigned char)to[at - from];
+		return 2;
+	}
+	if (avail > 1 && s[1] == 'x' && (cp = hex_at(s + 2, avail - 2, 2)) >= 0) {
+		out[0] = (unsigned char)cp;
+		return 4;
+	}
+	if (avail < 2 || s[1] != 'u' || (cp = hex_at(s + 2, avail - 2, 4)) < 0)
+		return 0;
+	/* a UTF-16 surrogate pair is one character; a lone surrogate goes as it is */
+	if (cp >= 0xd800 && cp < 0xdc00 && avail >= 12 && s[6] == '\\' && s[7] == 'u' &&
+	    (lo = hex_at(s + 8, avail - 8, 4)) >= 0xdc00 && lo < 0xe000) {
+		*outlen = utf8(0x10000 + ((unsigned long)(cp - 0xd800) << 10) +
+				       (unsigned long)(lo - 0xdc00),
+			       out);
+		return 12;
+	}
+	*outlen = utf8((unsigned long)cp, out);
+	return 6;
+}
+
+/* An HTML character reference at s[0] == '&': as backslash(). */
+static size_t entity(const unsigned char *s, size_t avail, unsigned char *out, size_t *outlen)
+{
+	static const struct {
+		const char *name;
+		char c;
+	} named[] = { { "&quot;", '"' },
+		      { "&amp;", '&' },
+		      { "&apos;", '\'' },
+		      { "&lt;", '<' },
+		      { "&gt;", '>' } };
+	unsigned long cp = 0;
+	size_t i = 2, digits = 0;
+	bool hex;
+
+	*outlen = 1;
+	for (size_t k = 0; k < sizeof(named) / sizeof(named[0]); k++) {
+		size_t n = strlen(named[k].name);
+
+		if (avail >= n && memcmp(s, named[k].name, n) == 0) {
+			out[0] = (unsigned char)named[k].c;
+			return n;
+		}
+	}
+	if (avail < 4 || s[1] != '#')
+		return 0;
+	hex = s[2] == 'x' || s[2] == 'X';
+	for (i += hex; i < avail && digits < 8; i++, digits++) {
+		int d = hex ? hex_digit(s[i]) : s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : -1;
+
+		if (d < 0)
+			break;
+		cp = cp * (hex ? 16 : 10) + (unsigned long)d;
+	}
+	/* its UTF-8 is never longer than the reference: "&#9;" is 4 bytes, U+10FFFF 4 */
+	if (!digits || i >= avail || s[i] != ';' || cp > 0x10ffff)
+		return 0;
+	*outlen = utf8(cp, out);
+	return i + 1;
+}
+
+/* One round of pyro_unescape(); *changed when anything was decoded. out may be in. */
+static size_t unescape(const char *in, size_t len, char *out, bool *changed)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	unsigned char *o = (unsigned char *)out;
+	size_t i = 0, n = 0;
+
+	/* each escape is read whole before its bytes are written, at or behind it */
+	*changed = false;
+	while (i < len) {
+		size_t used = 0, olen = 1;
+		long v;
+
+		if (s[i] == '%' && (v = hex_at(s + i + 1, len - i - 1, 2)) >= 0) {
+			o[n] = (unsigned char)v;
+			used = 3;
+		} else if (s[i] == '+') {
+			o[n] = ' ';
+			used = 1;
+		} else if (s[i] == '\\') {
+			used = backslash(s + i, len - i, o + n, &olen);
+		} else if (s[i] == '&') {
+			used = entity(s + i, len - i, o + n, &olen);
+		}
+		if (used)
+			*changed = true;
+		else
+			o[n] = s[i];
+		i += used ? used : 1;
+		n += used ? olen : 1;
+	}
+	return n;
+}
+
+size_t pyro_unescape(const char *in, size_t len, char *out)
+{
+	bool changed;
+
+	return unescape(in, len, out, &changed);
+}
+
+static void lower(char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		s[i] = (char)tolower((unsigned char)s[i]);
+}
+
+/*
+ * Whether a form of secret (each round of decoding, lower-cased) of at
+ * least shortest bytes is in text; form has room for the secret.
+ */
+static bool secret_in(const char *secret, const char *text, size_t len, size_t shortest, char *form)
+{
+	size_t n = strlen(secret);
+	bool changed = true;
+
+	memcpy(form, secret, n);
+	lower(form, n);
+	for (int round = 0; changed && round <= PYRO_UNESCAPE_ROUNDS; round++) {
+		if (n >= shortest && memmem(text, len, form, n))
+			return true;
+		n = unescape(form, n, form, &changed);
+		lower(form, n);
+	}
+	return false;
+}
+
+/*
+ * Masking each encoding of each secret would have to list them all (which
+ * characters an encoder escapes is its choice, and they nest): the text is
+ * decoded instead, as far as it goes, and so is each secret, so that an
+ * escape the secret holds itself ("%41" in a password) is decoded alike on
+ * both sides. What this cannot tell, it counts as holding one.
+ */
+bool pyro_auth__holds(const struct pyro_auth *a, const void *text, size_t len, size_t shortest)
+{
+	const char *secrets[] = { a->basic, a->password, a->token, a->user, a->tenant };
+	size_t longest = 0, n = len;
+	char *cur = malloc(len + 1), *form;
+	bool found = false, changed = true;
+	int round;
+
+	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++) {
+		if (secrets[i] && strlen(secrets[i]) > longest)
+			longest = strlen(secrets[i]);
+	}
+	form = malloc(longest + 1);
+	if (!cur || !form) {
+		free(cur);
+		free(form);
+		return true;
+	}
+	memcpy(cur, text, len);
+	lower(cur, n);
+	for (round = 0; !found && changed && round <= PYRO_UNESCAPE_ROUNDS; round++) {
+		for (size_t i = 0; !found && i < sizeof(secrets) / sizeof(secrets[0]); i++)
+			found = secrets[i] && secret_in(secrets[i], cur, n, shortest, form);
+		n = unescape(cur, n, cur, &changed);
+		lower(cur, n);
+	}
+	/* still decoding after the last round: nested deeper than is checked */
+	if (changed && round > PYRO_UNESCAPE_ROUNDS)
+		found = true;
+	explicit_bzero(cur, len);
+	explicit_bzero(form, longest);
+	free(cur);
+	free(form);
+	return found;
+}

@@ -12,6 +12,7 @@
 #ifndef __HEAPBPF_PYRO_AUTH_H
 #define __HEAPBPF_PYRO_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <curl/curl.h>
@@ -39,11 +40,26 @@ void pyro_auth__free(struct pyro_auth *a);
 void pyro_auth__apply(const struct pyro_auth *a, CURL *c, struct curl_slist **hdrs);
 
 /*
- * Replaces every configured secret in msg (in place) by "***": the password,
- * the token, the base64 of user:password (the Authorization header's value),
- * the user and the tenant.
+ * Replaces every configured secret of three characters or more in msg (in
+ * place) by "***": the password, the token, the base64 of user:password
+ * (the Authorization header's value), the user and the tenant, as they are
+ * (a last guard for heapbpf's own messages; a server's reply is checked
+ * with pyro_auth__holds() and withheld whole instead).
  */
 void pyro_auth__redact(const struct pyro_auth *a, char *msg);
+
+/*
+ * Whether text (len bytes, any bytes) holds a configured secret of at
+ * least shortest characters (those pyro_auth__redact() names) in any form
+ * a server may echo it in: as it is, percent-encoded (either case of hex,
+ * '+' for a space), JSON-, JavaScript- or HTML-escaped, any of these
+ * nested, in upper or lower case. Both the text and each secret are
+ * decoded (pyro_unescape()) and lower-cased again and again, and each form
+ * of a secret is looked for in each form of the text. A text that still
+ * decodes further after PYRO_UNESCAPE_ROUNDS rounds, or one that memory is
+ * too short to check, counts as holding one.
+ */
+bool pyro_auth__holds(const struct pyro_auth *a, const void *text, size_t len, size_t shortest);
 
 /* The CURLOPT_RESOLVE entry pyro_auth__apply() pins a credential's requests to, or "". */
 const char *pyro_auth__pin(const struct pyro_auth *a);
@@ -63,5 +79,16 @@ int pyro_auth_transport(const char *url, char *pin, size_t len, char *err, size_
 
 /* --pyroscope-proxy: an http, https or socks URL without credentials; -EINVAL otherwise. */
 int pyro_proxy_check(const char *proxy, char *err, size_t errlen);
+
+#define PYRO_UNESCAPE_ROUNDS 8
+
+/*
+ * One round of decoding of in (len bytes) into out (len bytes at least):
+ * %XX in either case, '+' as a space, the JSON escapes (\" \\ \/ \b \f \n
+ * \r \t, \uXXXX with surrogate pairs, as UTF-8), JavaScript's and Python's
+ * \' and \xXX, and HTML's &#N; &#xX; &quot; &amp; &apos; &lt; &gt;.
+ * Anything else is copied. Returns the length of out, never more than len.
+ */
+size_t pyro_unescape(const char *in, size_t len, char *out);
 
 #endif /* __HEAPBPF_PYRO_AUTH_H */

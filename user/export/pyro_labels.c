@@ -99,6 +99,46 @@ int pyro_build_name(char *buf, size_t len, const char *service, const struct pyr
 	return off < len ? 0 : -ENAMETOOLONG;
 }
 
+bool pyro_valid_name(const char *name)
+{
+	const char *keys[PYRO_MAX_LABELS];
+	char buf[PYRO_NAME_MAX], *brace, *pair;
+	size_t len = strlen(name), n = 0;
+
+	if (len >= sizeof(buf))
+		return false;
+	memcpy(buf, name, len + 1);
+	brace = strchr(buf, '{');
+	if (brace) {
+		if (buf[len - 1] != '}')
+			return false;
+		buf[len - 1] = '\0';
+		*brace = '\0';
+	}
+	if (!pyro_valid_service(buf))
+		return false;
+	for (pair = brace ? brace + 1 : NULL; pair && *pair;) {
+		char *comma = strchr(pair, ','), *eq;
+
+		if (comma)
+			*comma = '\0';
+		eq = strchr(pair, '=');
+		if (!eq || n >= PYRO_MAX_LABELS)
+			return false;
+		*eq = '\0';
+		if (!pyro_valid_label_key(pair) || strcmp(pair, "service_name") == 0 ||
+		    !pyro_valid_label_value(eq + 1))
+			return false;
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(keys[i], pair) == 0)
+				return false;
+		}
+		keys[n++] = pair;
+		pair = comma ? comma + 1 : NULL;
+	}
+	return true;
+}
+
 /* ---- the user's naming options ---- */
 
 /*

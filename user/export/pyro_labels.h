@@ -27,6 +27,12 @@ bool pyro_valid_label_key(const char *k);
 bool pyro_valid_label_value(const char *v);
 /* Makes any string a valid value (or service name when service): others become '_'. */
 void pyro_sanitize(const char *in, bool service, char *out, size_t len);
+/*
+ * Whether name is what pyro_build_name() writes: a valid service, then
+ * optionally {k=v,...} with valid, distinct keys (not service_name) and
+ * valid values, at most PYRO_MAX_LABELS of them, shorter than PYRO_NAME_MAX.
+ */
+bool pyro_valid_name(const char *name);
 /* "service{k1=v1,k2=v2}" from labels (keys sorted); -ENAMETOOLONG or -EINVAL. */
 int pyro_build_name(char *buf, size_t len, const char *service, const struct pyro_label *labels,
 		    size_t n);

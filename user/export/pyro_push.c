@@ -274,6 +274,29 @@ static bool one_of(const char *code, const char *const *list)
 	return false;
 }
 
+bool pyro_connect_code(const char *code)
+{
+	static const char *const codes[] = { "canceled",
+					     "unknown",
+					     "invalid_argument",
+					     "deadline_exceeded",
+					     "not_found",
+					     "already_exists",
+					     "permission_denied",
+					     "resource_exhausted",
+					     "failed_precondition",
+					     "aborted",
+					     "out_of_range",
+					     "unimplemented",
+					     "internal",
+					     "unavailable",
+					     "data_loss",
+					     "unauthenticated",
+					     NULL };
+
+	return code && one_of(code, codes);
+}
+
 enum pyro_push_answer pyro_push_classify(long status, const char *code)
 {
 	static const char *const retry[] = {

@@ -24,6 +24,7 @@
 #ifndef __HEAPBPF_PYRO_PUSH_H
 #define __HEAPBPF_PYRO_PUSH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,9 @@ void pyro_push_uuid(char out[37]);
  * page, for instance). code and msg are always NUL-terminated.
  */
 int pyro_connect_error(const char *body, char *code, size_t codelen, char *msg, size_t msglen);
+
+/* Whether code is one of Connect's error codes ("unauthenticated", ...): a word to show. */
+bool pyro_connect_code(const char *code);
 
 enum pyro_push_answer {
 	PUSH_SENT,

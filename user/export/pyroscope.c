@@ -23,8 +23,13 @@
 #define BACKOFF_MAX_MS	  8000
 #define RETRY_AFTER_MAX_S 30
 #define BODY_SNIPPET	  512
-/* read past the snippet's end, so that a secret it cuts is still whole when redacted */
-#define BODY_CAPTURE (BODY_SNIPPET + 3 * 4096) /* base64 of two 4096-character secrets */
+/*
+ * A reply is checked whole for the credentials before its start is shown
+ * (reply_withheld()): one longer than this is not shown at all, so that no
+ * encoded secret that begins in the snippet can run on past what was checked.
+ */
+#define BODY_CAPTURE (64 * 1024)
+#define WITHHELD     "reply withheld: it contained the credential"
 
 struct pyro {
 	struct pyro_opts o;
@@ -83,6 +88,13 @@ static void say(const struct pyro *p, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	pyro_auth__redact(p->auth, msg);
+	/*
+	 * A server's words were checked whole before they got here; what else
+	 * a message quotes (libcurl's, a path) gets the same check as a last
+	 * guard, for secrets of three characters or more as redaction
+	 */
+	if (pyro_auth__holds(p->auth, msg, strlen(msg), 3))
+		snprintf(msg, sizeof(msg), "a message withheld: it contained the credential");
 	/* a server's reply may be quoted: it reaches the terminal as hb_clean shows it */
 	hb_say("pyroscope: %s", hb_clean(clean, sizeof(clean), msg));
 }
@@ -154,23 +166,60 @@ int pyro__spool(struct pyro *p, const char *name, int64_t from, int64_t until, c
 
 /* ---- one request ---- */
 
+/* The reply as it came (its first BODY_CAPTURE bytes), and what of it may be shown. */
 struct resp {
-	char snippet[BODY_CAPTURE + 1];
+	char *data; /* BODY_CAPTURE bytes, or NULL when memory was short */
 	size_t n;
+	bool cut; /* longer than BODY_CAPTURE */
+	char snippet[BODY_SNIPPET + 1];
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct resp *r = arg;
-	size_t len = size * nmemb;
+	size_t len = size * nmemb, room = r->data ? BODY_CAPTURE - r->n : 0;
 
-	for (size_t i = 0; i < len && r->n < BODY_CAPTURE; i++) {
-		unsigned char c = (unsigned char)data[i];
-
-		r->snippet[r->n++] = c >= 0x20 && c < 0x7f ? (char)c : ' ';
+	if (len > room)
+		r->cut = true;
+	if (len && room) {
+		memcpy(r->data + r->n, data, len < room ? len : room);
+		r->n += len < room ? len : room;
 	}
-	r->snippet[r->n] = '\0';
 	return len;
+}
+
+/*
+ * Why the reply may not be shown, or NULL; r->snippet gets its start, cut
+ * to BODY_SNIPPET, one space for each byte outside printable ASCII.
+ *
+ * Redacting a credential from a reply would have to know each way a server
+ * may encode it (percent-encoding of any set of characters, in either case,
+ * JSON's escapes of some or all of them, both nested...), and a server's
+ * reply is not worth a credential: the whole reply is checked instead, with
+ * every secret and in every decoding pyro_auth__holds() knows, however short
+ * the secret, and if it holds one nothing of it is shown but the status
+ * (and Connect's code). The snippet is then its start: no secret is cut in
+ * two by it, as none is there whole.
+ */
+static const char *reply_withheld(const struct pyro *p, struct resp *r)
+{
+	size_t n = r->n < BODY_SNIPPET ? r->n : BODY_SNIPPET;
+
+	for (size_t i = 0; r->data && i < n; i++) {
+		unsigned char c = (unsigned char)r->data[i];
+
+		r->snippet[i] = c >= 0x20 && c < 0x7f ? (char)c : ' ';
+	}
+	while (n && r->snippet[n - 1] == ' ') /* a line break's remains */
+		n--;
+	r->snippet[n] = '\0';
+	if (!r->data)
+		return "reply withheld: no memory to check it for the credential";
+	if (r->cut)
+		return "reply withheld: too long to check for the credential";
+	if (pyro_auth__holds(p->auth, r->data, r->n, 1))
+		return WITHHELD;
+	return NULL;
 }
 
 enum outcome {
@@ -277,15 +326,26 @@ static uint8_t *set_push_body(const struct pyro *p, const struct spool_profile *
 	return req;
 }
 
-/* What a push's answer means; why gets its status and Connect code and message. */
-static enum outcome push_outcome(long status, const struct resp *body, char *why, size_t whylen)
+/*
+ * What a push's answer means; why gets its status and Connect code and
+ * message, or only the status and a known code with withheld, the reason
+ * the reply is not shown.
+ */
+static enum outcome push_outcome(long status, const struct resp *body, const char *withheld,
+				 char *why, size_t whylen)
 {
 	char code[32], msg[BODY_SNIPPET + 1];
+	bool connect = pyro_connect_error(body->snippet, code, sizeof(code), msg, sizeof(msg)) == 0;
 
-	if (pyro_connect_error(body->snippet, code, sizeof(code), msg, sizeof(msg)) == 0)
+	if (withheld)
+		snprintf(why, whylen, "HTTP %ld%s%s (%s)", status,
+			 pyro_connect_code(code) ? " " : "", pyro_connect_code(code) ? code : "",
+			 withheld);
+	else if (connect)
 		snprintf(why, whylen, "HTTP %ld %s%s%s", status, code, msg[0] ? ": " : "", msg);
 	else
-		snprintf(why, whylen, "HTTP %ld%s%s", status, body->n ? ": " : "", body->snippet);
+		snprintf(why, whylen, "HTTP %ld%s%s", status, body->snippet[0] ? ": " : "",
+			 body->snippet);
 	switch (pyro_push_classify(status, code)) {
 	case PUSH_SENT:
 		return SENT;
@@ -307,6 +367,7 @@ static enum outcome post_once(struct pyro *p, const struct spool_profile *s, boo
 	char curlerr[CURL_ERROR_SIZE] = "", *url = push ? NULL : request_url(p, s);
 	struct curl_slist *hdrs = NULL;
 	struct resp body = {};
+	const char *withheld;
 	curl_mime *mime = NULL;
 	uint8_t *req = NULL;
 	curl_off_t ra = 0;
@@ -315,10 +376,17 @@ static enum outcome post_once(struct pyro *p, const struct spool_profile *s, boo
 	CURLcode cc;
 
 	*retry_after = 0;
+	/* /ingest takes the name as push does: SERVICE{LABEL=VALUE,...}, nothing to inject */
+	if (!push && !pyro_valid_name(s->name)) {
+		free(url);
+		snprintf(why, whylen, "its name is not SERVICE{LABEL=VALUE,...} with valid labels");
+		return REJECTED;
+	}
 	if (!push && !url) {
 		snprintf(why, whylen, "out of memory");
 		return RETRY;
 	}
+	body.data = malloc(BODY_CAPTURE);
 	curl_easy_reset(p->curl);
 	set_transport(p, push ? p->push_url : url, curlerr, &body);
 	/* no "Expect: 100-continue" round trip for large bodies */
@@ -341,6 +409,11 @@ static enum outcome post_once(struct pyro *p, const struct spool_profile *s, boo
 	curl_mime_free(mime);
 	free(req);
 	free(url);
+	withheld = cc == CURLE_OK && !bad ? reply_withheld(p, &body) : NULL;
+	if (body.data) {
+		explicit_bzero(body.data, body.n);
+		free(body.data);
+	}
 	if (bad) {
 		snprintf(why, whylen,
 			 "its name is not SERVICE{LABEL=VALUE,...} with at most %d labels",
@@ -352,16 +425,13 @@ static enum outcome post_once(struct pyro *p, const struct spool_profile *s, boo
 		/* a bad certificate or URL does not heal by itself, but the profile is kept all the same */
 		return RETRY;
 	}
-	/* the server's words are printed: no credential it echoes, even one the cut would split */
-	pyro_auth__redact(p->auth, body.snippet);
-	body.n = strlen(body.snippet);
-	if (body.n > BODY_SNIPPET)
-		body.snippet[body.n = BODY_SNIPPET] = '\0';
-	while (body.n && body.snippet[body.n - 1] == ' ') /* a line break's remains */
-		body.snippet[--body.n] = '\0';
 	if (push)
-		return push_outcome(status, &body, why, whylen);
-	snprintf(why, whylen, "HTTP %ld%s%s", status, body.n ? ": " : "", body.snippet);
+		return push_outcome(status, &body, withheld, why, whylen);
+	if (withheld)
+		snprintf(why, whylen, "HTTP %ld (%s)", status, withheld);
+	else
+		snprintf(why, whylen, "HTTP %ld%s%s", status, body.snippet[0] ? ": " : "",
+			 body.snippet);
 	return classify(status);
 }
 

@@ -743,8 +743,9 @@ size_t workload_labels(const struct workload *w, struct pyro_label *out, size_t 
 
 	if (max > PYRO_MAX_LABELS)
 		max = PYRO_MAX_LABELS;
+	/* sanitized as they were read: a value that is not valid all the same stays out */
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]) && n < max; i++) {
-		if (all[i].value[0])
+		if (all[i].value[0] && pyro_valid_label_value(all[i].value))
 			out[n++] = all[i];
 	}
 	return n;

@@ -98,7 +98,8 @@ void workload_service_name(const struct workload *w, const char *comm, char *out
 
 /*
  * The labels Alloy would give the process, beside service_name: namespace, pod,
- * container, container_id (only those known); at most PYRO_MAX_LABELS in all.
+ * container, container_id (only those known, each a valid value: the names
+ * are sanitized with pyro_sanitize when read); at most PYRO_MAX_LABELS in all.
  * Returns how many were written to out (pointers into w).
  */
 size_t workload_labels(const struct workload *w, struct pyro_label *out, size_t max);
