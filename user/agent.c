@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -31,6 +32,7 @@
 #include "procmaps.h"
 #include "selection.h"
 #include "session.h"
+#include "snapshot.h"
 #include "watch.h"
 #include "window.h"
 #include "workload.h"
@@ -957,15 +959,69 @@ static void host_cgroups(void)
 	}
 }
 
+/*
+ * The run's options while the agent runs: --keep and --max-bytes left out,
+ * for the fleet's retention (fleet_window_done, fleet_outputs_finish)
+ * counts the directory's snapshots, every process's together; the agent
+ * applies them itself (prune_outputs), from the options as given.
+ */
+struct agent_opts {
+	struct cli fleet; /* first: r->opts points here */
+	const struct cli *o;
+};
+
+/*
+ * --keep and --max-bytes as the agent means them: the newest --keep
+ * profiles of each process (each pid's windows and triggers, counted
+ * apart), then the oldest of any process while the directory holds more
+ * than --max-bytes.
+ */
+static void prune_outputs(const struct cli *o)
+{
+	struct retain_result rr;
+	char err[512], clean[HB_CLEAN_SIZE(sizeof(err))];
+
+	if (!o->output_dir || (!o->keep && !o->max_bytes))
+		return;
+	if (snapshot_prune_per_process(o->output_dir, o->keep, o->max_bytes, &rr, err,
+				       sizeof(err))) {
+		hb_error("retention: %s", hb_clean(clean, sizeof(clean), err));
+		return;
+	}
+	if (rr.future_files) {
+		char names[4 * sizeof(rr.future)];
+
+		hb_warn("retention leaves alone %zu snapshot file(s) in %s dated in the future: %s",
+			rr.future_files, o->output_dir, hb_clean(names, sizeof(names), rr.future));
+	}
+	if (rr.deleted_files && o->verbose)
+		hb_say("deleted %zu old snapshot file(s) (%" PRIu64 " bytes)", rr.deleted_files,
+		       rr.deleted_bytes);
+	if (rr.newest_over)
+		hb_warn("the newest snapshot alone is larger than --max-bytes; it is kept");
+}
+
+/* After a tick's profiles: the agent's retention, then the fleet's delivery. */
+static void window_done(struct run *r)
+{
+	prune_outputs(((const struct agent_opts *)r->opts)->o);
+	fleet_window_done(r);
+}
+
 int agent_run(struct run *r, char *err, size_t errlen)
 {
 	struct agent a = { .r = r, .o = r->opts, .budget = r->opts->max_targets };
+	struct agent_opts ao = { .fleet = *r->opts, .o = r->opts };
 	int rc;
 
 	if (r->opts->reset)
 		return agent_reset(r, err, errlen);
-	r->window_done = fleet_window_done;
+	r->window_done = window_done;
 	r->name_targets = true;
+	/* --keep and --max-bytes are prune_outputs()'s, of each process: not the fleet's */
+	ao.fleet.keep = 0;
+	ao.fleet.max_bytes = 0;
+	r->opts = &ao.fleet;
 	rc = parse_rules(&a, err, errlen);
 	rc = rc ?: privs_check(err, errlen);
 	rc = rc ?: fleet_outputs_setup(r, err, errlen);
@@ -973,6 +1029,7 @@ int agent_run(struct run *r, char *err, size_t errlen)
 	rc = rc ?: watch__new(a.o, NULL, NULL, 0, &a.wt, err, errlen);
 	if (rc) {
 		finish(&a);
+		r->opts = ao.o;
 		return rc;
 	}
 	if (!discover__has_connector(a.d))
@@ -984,7 +1041,9 @@ int agent_run(struct run *r, char *err, size_t errlen)
 	if (!first_target(&a))
 		rc = run_node(&a, err, errlen);
 	finish(&a);
+	prune_outputs(a.o);
 	fleet_outputs_finish(r);
+	r->opts = ao.o;
 	return rc;
 }
 

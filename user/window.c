@@ -8,6 +8,8 @@
 #include <time.h>
 
 #include "errmsg.h"
+#include "flamegraph.h"
+#include "folded.h"
 #include "leaks.h"
 #include "procmaps.h"
 #include "procsum.h"
@@ -151,17 +153,54 @@ static int describe(struct hb_profile *p, const struct target_run *tr, const str
 	return err;
 }
 
-/* --output-dir: one file per format, named after the window's start. */
+struct snapshot_body {
+	const struct hb_profile *p;
+	const struct sink *s;
+	const uint8_t *buf; /* encoded already, or NULL: text written as it is made */
+	size_t len;
+};
+
+static int write_body(FILE *f, void *arg)
+{
+	const struct snapshot_body *b = arg;
+
+	if (b->buf) {
+		errno = 0;
+		if (b->len && fwrite(b->buf, 1, b->len, f) != b->len)
+			return errno ? -errno : -EIO;
+		return 0;
+	}
+	/* a profile of 100k stacks is tens of MiB of text, which a buffer would hold twice */
+	if (b->s->format == FMT_HTML)
+		return flamegraph_write(b->p, b->s->sample_type, f);
+	return folded_write(b->p, b->s->sample_type, f);
+}
+
+/*
+ * --output-dir: one file per format, named after the window's start, each a
+ * new file (snapshot_write()): a name a file holds already (two profiles of
+ * one second) takes the next number, the same for every format of the
+ * profile where it can.
+ */
 static int write_snapshot(const struct target_run *tr, const struct hb_profile *p, int64_t end_ns,
 			  char *where, size_t wlen, char *err, size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
-	char stamp[SNAPSHOT_STAMP_LEN + 1], name[NAME_MAX + 1], path[PATH_MAX], who[64];
+	char stamp[SNAPSHOT_STAMP_LEN + 1], who[64];
+	struct snapshot_file sf = {
+		.dir = o->output_dir, .stamp = stamp, .who = who, .pid = tr->pid, .seq = 1
+	};
 	int rc;
 
-	/* a watch's profile: when and why it was written; a window: the window's start */
+	/*
+	 * a watch's profile: when and why it was written; an agent's window: its
+	 * own start (each process's windows count from when it joined); a
+	 * window: the run's, which every target of the run shares
+	 */
 	if (tr->trigger)
 		snapshot_stamp((time_t)(end_ns / 1000000000LL), stamp);
+	else if (o->mode == MODE_AGENT)
+		snapshot_stamp((time_t)(tr->start_ns / 1000000000LL), stamp);
 	else
 		snapshot_stamp(tr->run->start + (time_t)(tr->k * o->interval), stamp);
 	if (tr->trigger)
@@ -169,29 +208,36 @@ static int write_snapshot(const struct target_run *tr, const struct hb_profile *
 	else
 		snprintf(who, sizeof(who), "%s", tr->t->comm);
 	for (enum out_format f = 0; f < FMT_COUNT; f++) {
-		struct sink s = {
+		const struct sink s = {
 			.kind = SINK_FILE,
 			.format = f,
 			.sample_type = o->sample_type,
 			.zstd = o->zstd,
-			.path = path,
 		};
+		struct snapshot_body b = { .p = p, .s = &s };
+		uint8_t *buf = NULL;
+		const char *name;
 
 		if (!(o->formats & (1u << f)))
 			continue;
-		rc = snapshot_name(name, sizeof(name), stamp, tr->pid, who,
-				   sink_extension(f, o->zstd));
-		if (rc ||
-		    snprintf(path, sizeof(path), "%s/%s", o->output_dir, name) >= (int)sizeof(path))
-			return hb_fail(err, errlen, -ENAMETOOLONG,
-				       "cannot name a snapshot in %s: the name is too long",
-				       o->output_dir);
-		rc = sink_write(p, &s, err, errlen);
+		sf.ext = sink_extension(f, o->zstd);
+		/* what sink_write() encodes first: pprof, zstd-compressed folded text */
+		if (f == FMT_PPROF || (f == FMT_FOLDED && o->zstd)) {
+			rc = sink_encode(p, &s, &buf, &b.len);
+			if (rc)
+				return hb_fail(err, errlen, rc,
+					       "cannot encode the profile for %s: %s",
+					       o->output_dir, strerror(-rc));
+			b.buf = buf;
+		}
+		rc = snapshot_write(&sf, write_body, &b, err, errlen);
+		free(buf);
 		if (rc)
 			return rc;
 		/* every file, for the summary: the first by its path, the others by name */
+		name = strrchr(sf.path, '/') + 1;
 		if (!where[0])
-			snprintf(where, wlen, "%s", path);
+			snprintf(where, wlen, "%s", sf.path);
 		else if (strlen(where) + strlen(name) + 6 < wlen)
 			snprintf(where + strlen(where), wlen - strlen(where), ", %s", name);
 	}

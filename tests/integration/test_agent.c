@@ -1679,6 +1679,53 @@ Test(agent, a_held_target_is_taken_once_released)
 }
 
 /*
+ * --keep counts each process's profiles: a service sampled from the start
+ * and one that joins later, a window a second each, --keep 2. During the
+ * run neither has more than 3 files (a tick's window, before the tick's
+ * pruning); after the stop each has its 2 newest, its stop profile and
+ * its last window, however many the other wrote. Before, --keep counted
+ * the directory's stamps, every process's together, and the later one's
+ * windows were stamped from the agent's start, as if older.
+ */
+Test(agent, keep_counts_each_processs_profiles)
+{
+	char sel[128], out[PATH_MAX];
+	struct svc s[2];
+
+	hb_require_bpf();
+	make_parent();
+	snprintf(sel, sizeof(sel), "cgroup=%s/", cg_name);
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_service(&s[0], IDLE_CONF, "200");
+	place(s[0].pid, "system.slice/kept-first.service");
+	start_agent((const char *[]){ "--output-dir", out, "--interval", "1", "--keep", "2",
+				      "--max-bytes", "1G", "--select", sel, NULL });
+	for (int waited = 0; waited < WAIT_MS && windows_said(s[0].pid) < 4; waited += 100) {
+		cr_assert_leq(windows_of(out, s[0].pid), 3, "%s", agent_err());
+		hb_sleep_ms(100);
+	}
+	cr_assert_geq(windows_said(s[0].pid), 4, "%s", agent_err());
+	start_service(&s[1], IDLE_CONF, "200");
+	place(s[1].pid, "system.slice/kept-later.service");
+	for (int waited = 0; waited < WAIT_MS && windows_said(s[1].pid) < 4; waited += 100) {
+		for (int i = 0; i < 2; i++)
+			cr_assert_leq(windows_of(out, s[i].pid), 3, "pid %d: %s", s[i].pid,
+				      agent_err());
+		hb_sleep_ms(100);
+	}
+	cr_assert_geq(windows_said(s[1].pid), 4, "%s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(windows_of(out, s[i].pid), 2, "pid %d: %d of its %d profiles kept: %s",
+			     s[i].pid, windows_of(out, s[i].pid), windows_said(s[i].pid),
+			     agent_err());
+		cr_assert_eq(profiles_of(out, s[i].pid, "-stop.pb.gz"), 1, "pid %d: %s", s[i].pid,
+			     agent_err());
+		cr_assert_eq(svc_stop(&s[i]), 0);
+	}
+}
+
+/*
  * A one-shot run on a service the agent samples: its window comes from the
  * agent (before: refused, "already profiling"), a profile with the
  * service's sites and exit 0; the agent's own windows go on, and no

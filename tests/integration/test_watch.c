@@ -599,3 +599,70 @@ Test(watch, started_before_the_service_waits_for_it)
 	cr_assert_eq(svc_stop(&svc), 0);
 	svc.pid = 0;
 }
+
+/* The files heapbpf's "wrote PATH" lines name, in the order said; their number. */
+static int wrote_lines(const char *text, char names[][PATH_MAX], int max)
+{
+	int n = 0;
+
+	for (const char *at = strstr(text, "heapbpf: wrote "); at;
+	     at = strstr(at + 1, "heapbpf: wrote ")) {
+		const char *path = at + strlen("heapbpf: wrote ");
+
+		if (names && n < max)
+			snprintf(names[n], PATH_MAX, "%.*s", (int)strcspn(path, "\n"), path);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Five SIGUSR1, each sent as soon as the profile before it was said: the
+ * profiles of one second share their stamp, and each must still be a file
+ * of its own (three files for five "wrote" lines before: a profile of the
+ * same second was renamed over the one before it). Every line names a file
+ * that is there, no two the same.
+ */
+Test(watch, profiles_of_one_second_each_get_a_file)
+{
+	const char *out = hb_tmp("out");
+	char names[16][256], said[8][PATH_MAX], *text = NULL;
+	struct stat st;
+	int n, lines = 0;
+
+	start_service(IDLE_CONF);
+	start_watch(out, NULL);
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(kill(watcher, SIGUSR1), 0);
+		/* one at a time: signals sent together may merge into one */
+		for (int w = 0; w < 30000 && lines <= i; w++) {
+			free(text);
+			text = watch_err();
+			lines = wrote_lines(text, NULL, 0);
+			if (lines <= i)
+				hb_sleep_ms(1);
+		}
+		cr_assert_gt(lines, i, "SIGUSR1 %d wrote nothing:\n%s", i + 1, text);
+	}
+	free(text);
+	kill(watcher, SIGINT);
+	cr_assert_eq(hb_wait(watcher, 60000), 0);
+	watcher = 0;
+	text = watch_err();
+	lines = wrote_lines(text, said, 8);
+	n = hb_count_files(out, ".pb.gz", names, 16);
+	cr_assert_eq(lines, 6, "five demand profiles and the stop profile:\n%s", text);
+	cr_assert_eq(n, lines, "%d files for %d \"wrote\" lines:\n%s", n, lines, text);
+	cr_assert_eq(hb_count_files(out, "-demand.pb.gz", NULL, 0), 5, "%s", text);
+	cr_assert_eq(hb_count_files(out, "-stop.pb.gz", NULL, 0), 1, "%s", text);
+	for (int i = 0; i < lines; i++) {
+		cr_assert_eq(stat(said[i], &st), 0, "heapbpf said it wrote %s: %s", said[i],
+			     strerror(errno));
+		for (int j = 0; j < i; j++)
+			cr_assert_str_neq(said[i], said[j], "written twice: %s", said[i]);
+	}
+	free(text);
+	cr_assert(hb_wait_byte(svc.pid, flag, 0, 10000, 0), "prof_active left on");
+	cr_assert_eq(svc_stop(&svc), 0);
+	svc.pid = 0;
+}

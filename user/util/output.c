@@ -427,19 +427,20 @@ int output_create_replacing(const char *path, mode_t mode, int *fd_out)
 	return 0;
 }
 
-int output_write_atomic_in(int dfd, const char *base, mode_t mode,
-			   int (*write_fn)(FILE *f, void *arg), void *arg)
+/*
+ * A complete temporary file of ours beside @base: created by create_temp(),
+ * written through @write_fn, flushed, synced and made exactly @mode. Its
+ * name in *tmp (freed by the caller), or the temporary removed and a
+ * negative errno.
+ */
+static int write_temp(int dfd, const char *base, mode_t mode, int (*write_fn)(FILE *f, void *arg),
+		      void *arg, char **tmp)
 {
-	char *tmp = NULL;
 	FILE *f = NULL;
 	int fd, err;
 
-	err = existing(dfd, base);
-	if (err == 1)
-		return write_dev_null(dfd, base, write_fn, arg);
-	if (err)
-		return err;
-	fd = create_temp(dfd, base, &tmp);
+	*tmp = NULL;
+	fd = create_temp(dfd, base, tmp);
 	if (fd < 0)
 		return fd;
 	f = fdopen(fd, "w");
@@ -469,23 +470,94 @@ int output_write_atomic_in(int dfd, const char *base, mode_t mode,
 		err = neg_errno();
 		goto fail;
 	}
-	/* replaces what is at @base, a planted file included, and follows nothing */
-	if (renameat(dfd, tmp, dfd, base)) {
-		err = neg_errno();
-		goto fail;
-	}
-	/* makes the rename itself durable; best effort: the new file is in place */
-	fsync(dfd);
-	free(tmp);
 	return 0;
 
 fail:
 	if (f)
 		fclose(f);
-	if (tmp)
-		unlinkat(dfd, tmp, 0);
-	free(tmp);
+	if (*tmp)
+		unlinkat(dfd, *tmp, 0);
+	free(*tmp);
+	*tmp = NULL;
 	return err;
+}
+
+int output_write_atomic_in(int dfd, const char *base, mode_t mode,
+			   int (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	char *tmp = NULL;
+	int err;
+
+	err = existing(dfd, base);
+	if (err == 1)
+		return write_dev_null(dfd, base, write_fn, arg);
+	if (err)
+		return err;
+	err = write_temp(dfd, base, mode, write_fn, arg, &tmp);
+	if (err || !tmp)
+		return err ?: -EIO;
+	/* replaces what is at @base, a planted file included, and follows nothing */
+	if (renameat(dfd, tmp, dfd, base)) {
+		err = neg_errno();
+		unlinkat(dfd, tmp, 0);
+		free(tmp);
+		return err;
+	}
+	/* makes the rename itself durable; best effort: the new file is in place */
+	fsync(dfd);
+	free(tmp);
+	return 0;
+}
+
+/*
+ * @tmp renamed to @name only if nothing is there: 0, -EEXIST or another
+ * negative errno. A file system without RENAME_NOREPLACE (EINVAL) gets a
+ * hard link, which never replaces either, and the temporary's name unlinked.
+ */
+static int rename_new(int dfd, const char *tmp, const char *name)
+{
+	if (!renameat2(dfd, tmp, dfd, name, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return neg_errno();
+	if (linkat(dfd, tmp, dfd, name, 0))
+		return neg_errno();
+	unlinkat(dfd, tmp, 0);
+	return 0;
+}
+
+int output_write_new_in(int dfd, mode_t mode, output_name_fn *name_fn, void *name_arg,
+			unsigned int *seq, char *name, size_t len,
+			int (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	unsigned int last = *seq + OUTPUT_NEW_TRIES - 1;
+	char *tmp = NULL;
+	int err;
+
+	err = name_fn(*seq, name, len, name_arg);
+	if (err)
+		return err;
+	err = write_temp(dfd, name, mode, write_fn, arg, &tmp);
+	if (err || !tmp)
+		return err ?: -EIO;
+	/* what holds a name, whatever it is (a link, a pipe), keeps it; the next is tried */
+	for (;;) {
+		err = rename_new(dfd, tmp, name);
+		if (err != -EEXIST || *seq == last)
+			break;
+		++*seq;
+		err = name_fn(*seq, name, len, name_arg);
+		if (err)
+			break;
+	}
+	if (err) {
+		unlinkat(dfd, tmp, 0);
+		free(tmp);
+		return err;
+	}
+	fsync(dfd);
+	free(tmp);
+	return 0;
 }
 
 int output_check_path(const char *path)

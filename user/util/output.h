@@ -89,6 +89,27 @@ int output_write_atomic_mode(const char *path, mode_t mode, int (*write_fn)(FILE
 int output_write_atomic_in(int dfd, const char *base, mode_t mode,
 			   int (*write_fn)(FILE *f, void *arg), void *arg);
 
+/* The most names output_write_new_in() tries before it gives up with -EEXIST. */
+#define OUTPUT_NEW_TRIES 1000
+
+/* The name of try @seq into @name (@len bytes): 0, or a negative errno that ends the tries. */
+typedef int output_name_fn(unsigned int seq, char *name, size_t len, void *arg);
+
+/*
+ * A new file in @dfd (already checked) that never takes another's name:
+ * written as output_write_atomic_in() writes it (a temporary of ours,
+ * flushed, synced, made exactly @mode), then given the first name
+ * @name_fn makes for *@seq, *@seq + 1, ... that nothing holds, by a rename
+ * that cannot replace (RENAME_NOREPLACE; a hard link where the file system
+ * has no such rename): two writers never take one name, and whatever holds
+ * a name (a file, a planted link) is left as it is. At most
+ * OUTPUT_NEW_TRIES names; then -EEXIST. The name taken in @name, its
+ * number in *@seq; on failure no file is left.
+ */
+int output_write_new_in(int dfd, mode_t mode, output_name_fn *name_fn, void *name_arg,
+			unsigned int *seq, char *name, size_t len,
+			int (*write_fn)(FILE *f, void *arg), void *arg);
+
 /*
  * What output_write_atomic(@path) would refuse, said before a window is
  * spent: its directory missing or failing output_dir_check(), a link, a

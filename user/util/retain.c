@@ -18,7 +18,9 @@
 struct entry {
 	char name[NAME_MAX + 1];
 	char group[NAME_MAX + 1];
+	char series[NAME_MAX + 1]; /* "" without rules->series */
 	uint64_t size;
+	bool gone; /* deleted by keep (or tried: its group counts as gone) */
 };
 
 struct listing {
@@ -27,12 +29,29 @@ struct listing {
 	uint64_t total;
 };
 
-static int cmp_entry(const void *a, const void *b)
+/* Oldest first: by group, then series, then name. */
+static int cmp_time(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
 	int c = strcmp(x->group, y->group);
 
+	c = c ?: strcmp(x->series, y->series);
 	return c ? c : strcmp(x->name, y->name);
+}
+
+/* Each series together, oldest first within it. */
+static int cmp_series(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	int c = strcmp(x->series, y->series);
+
+	return c ? c : cmp_time(a, b);
+}
+
+/* Files of one group of one series: what retention deletes together. */
+static bool same_unit(const struct entry *a, const struct entry *b)
+{
+	return strcmp(a->group, b->group) == 0 && strcmp(a->series, b->series) == 0;
 }
 
 /* An output_write_atomic() temporary ("MEMBER.tmp.XXXXXX") untouched for STALE_TEMP_S. */
@@ -51,7 +70,8 @@ static bool stale_temp(int dfd, const char *name, retain_member_fn *member)
 	       st.st_mtime < time(NULL) - STALE_TEMP_S;
 }
 
-static int add_entry(struct listing *l, const char *name, const char *group, uint64_t size)
+static int add_entry(struct listing *l, const char *name, const char *group, const char *series,
+		     uint64_t size)
 {
 	if (l->n == l->cap) {
 		size_t ncap = l->cap ? l->cap * 2 : 64;
@@ -64,7 +84,9 @@ static int add_entry(struct listing *l, const char *name, const char *group, uin
 	}
 	snprintf(l->e[l->n].name, sizeof(l->e[0].name), "%s", name);
 	snprintf(l->e[l->n].group, sizeof(l->e[0].group), "%s", group);
+	snprintf(l->e[l->n].series, sizeof(l->e[0].series), "%s", series);
 	l->e[l->n].size = size;
+	l->e[l->n].gone = false;
 	l->total += size;
 	l->n++;
 	return 0;
@@ -95,7 +117,7 @@ static int list_members(int dfd, DIR *d, const struct retain_rules *rules, struc
 	int rc = 0;
 
 	while (!rc && (de = readdir(d))) {
-		char group[NAME_MAX + 1];
+		char group[NAME_MAX + 1], series[NAME_MAX + 1] = "";
 		struct stat st;
 
 		/* what a run killed in the middle of a write left behind, once surely dead */
@@ -111,46 +133,83 @@ static int list_members(int dfd, DIR *d, const struct retain_rules *rules, struc
 			note_future(r, de->d_name);
 			continue;
 		}
-		rc = add_entry(l, de->d_name, group, (uint64_t)st.st_size);
+		if (rules->series)
+			rules->series(de->d_name, series);
+		rc = add_entry(l, de->d_name, group, series, (uint64_t)st.st_size);
 	}
 	closedir(d);
 	return rc;
 }
 
-/* Deletes the oldest remaining group, the one that starts at *i; returns the bytes that went. */
-static uint64_t delete_oldest(int dfd, const struct listing *l, size_t *i, struct retain_result *r)
+/* Deletes the unit (a group of one series) that starts at *i, *i moved past it; the bytes that went. */
+static uint64_t delete_unit(int dfd, struct listing *l, size_t *i, struct retain_result *r)
 {
-	const char *group = l->e[*i].group;
+	const struct entry *first = &l->e[*i];
 	uint64_t bytes = 0;
 	size_t j;
 
-	for (j = *i; j < l->n && strcmp(l->e[j].group, group) == 0; j++) {
+	for (j = *i; j < l->n && same_unit(&l->e[j], first); j++) {
 		if (unlinkat(dfd, l->e[j].name, 0) == 0 || errno == ENOENT) {
 			r->deleted_files++;
 			r->deleted_bytes += l->e[j].size;
 			bytes += l->e[j].size;
 		}
+		l->e[j].gone = true;
 	}
 	*i = j;
 	return bytes;
 }
 
-/* l sorted: oldest groups go first, by count, then by size, never the newest one. */
-static void prune_sorted(int dfd, const struct listing *l, const struct retain_rules *rules,
-			 struct retain_result *r)
+/* The units of l->e[from, to), which sort as cmp_time or cmp_series put them. */
+static size_t count_units(const struct listing *l, size_t from, size_t to)
+{
+	size_t units = 0;
+
+	for (size_t k = from; k < to; k++) {
+		if (k == from || !same_unit(&l->e[k], &l->e[k - 1]))
+			units++;
+	}
+	return units;
+}
+
+/* keep: the oldest groups of each series beyond keep; the bytes that went. */
+static uint64_t prune_keep(int dfd, struct listing *l, size_t keep, struct retain_result *r)
+{
+	uint64_t bytes = 0;
+	size_t end;
+
+	qsort(l->e, l->n, sizeof(*l->e), cmp_series);
+	for (size_t start = 0; start < l->n; start = end) {
+		size_t units, i = start;
+
+		for (end = start; end < l->n && !strcmp(l->e[end].series, l->e[start].series);)
+			end++;
+		for (units = count_units(l, start, end); units > keep; units--)
+			bytes += delete_unit(dfd, l, &i, r);
+	}
+	return bytes;
+}
+
+/* Oldest first: by count (of each series), then by size, never the newest group. */
+static void prune(int dfd, struct listing *l, const struct retain_rules *rules,
+		  struct retain_result *r)
 {
 	uint64_t total = l->total;
-	size_t groups = 0, i = 0;
+	size_t units, i = 0, n = 0;
 
+	if (rules->keep)
+		total -= prune_keep(dfd, l, rules->keep, r);
+	/* what keep left, oldest first over every series */
 	for (size_t k = 0; k < l->n; k++) {
-		if (!k || strcmp(l->e[k].group, l->e[k - 1].group) != 0)
-			groups++;
+		if (!l->e[k].gone)
+			l->e[n++] = l->e[k];
 	}
-	for (; rules->keep && groups > rules->keep; groups--)
-		total -= delete_oldest(dfd, l, &i, r);
-	for (; rules->max_bytes && total > rules->max_bytes && groups > 1; groups--)
-		total -= delete_oldest(dfd, l, &i, r);
-	r->groups = groups;
+	l->n = n;
+	qsort(l->e, l->n, sizeof(*l->e), cmp_time);
+	for (units = count_units(l, 0, l->n);
+	     rules->max_bytes && total > rules->max_bytes && units > 1; units--)
+		total -= delete_unit(dfd, l, &i, r);
+	r->groups = units;
 	r->bytes = total;
 	r->newest_over = rules->max_bytes && total > rules->max_bytes;
 }
@@ -186,8 +245,7 @@ int retain_prune(const char *dir, const struct retain_rules *rules, struct retai
 		goto out;
 	}
 	if (l.n)
-		qsort(l.e, l.n, sizeof(*l.e), cmp_entry);
-	prune_sorted(dfd, &l, rules, r);
+		prune(dfd, &l, rules, r);
 	if (r->deleted_files)
 		fsync(dfd);
 out:
