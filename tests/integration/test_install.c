@@ -403,6 +403,70 @@ Test(install, watch_and_snapshot_units_keep_apart)
 		      "%s is inside %s", sdir, wdir);
 }
 
+/* The value the unit's Environment= lines give var, into out ("" when none does). */
+static void unit_env(const char *text, const char *var, char *out, size_t len)
+{
+	size_t vl = strlen(var);
+
+	out[0] = '\0';
+	for (const char *l = strstr(text, "\nEnvironment="); l;
+	     l = strstr(l + 1, "\nEnvironment=")) {
+		const char *end = strchr(l + 1, '\n'), *p = l + strlen("\nEnvironment=");
+
+		if (!end)
+			end = p + strlen(p);
+		/* space-separated assignments; a quoted one ("VAR=a b") is not a retention setting */
+		while (p < end) {
+			size_t n = strcspn(p, " \n");
+
+			if ((size_t)(end - p) > vl && strncmp(p, var, vl) == 0 && p[vl] == '=')
+				snprintf(out, len, "%.*s", (int)(n - vl - 1), p + vl + 1);
+			p += n;
+			p += strspn(p, " ");
+		}
+	}
+}
+
+/*
+ * Every unit that writes profiles bounds what it keeps: its ExecStart=
+ * passes --keep and --max-bytes from HEAPBPF_KEEP and HEAPBPF_MAX_BYTES,
+ * before $HEAPBPF_OPTS (which may give its own: the last one counts), into
+ * the --output-dir that is its StateDirectory=, and its Environment= gives
+ * both a value. The agent's unit had neither and kept every profile: with
+ * 16 services and a window a minute each, 23,000 files a day.
+ */
+Test(install, units_bound_the_profiles_they_keep)
+{
+	static const char *const units[] = {
+		"examples/systemd/heapbpf-snapshot@.service",
+		"examples/systemd/heapbpf-watch@.service",
+		"examples/systemd/heapbpf-agent.service",
+	};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		char *text = slurp(units[i]), exec[1024], dir[256], state[256], want[300], v[64];
+		const char *line = strstr(text, "\nExecStart="), *opts, *keep, *max;
+
+		cr_assert_not_null(line, "%s: no ExecStart=", units[i]);
+		snprintf(exec, sizeof(exec), "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+		keep = strstr(exec, " --keep ${HEAPBPF_KEEP} ");
+		max = strstr(exec, " --max-bytes ${HEAPBPF_MAX_BYTES} ");
+		opts = strstr(exec, " $HEAPBPF_OPTS");
+		cr_assert(keep && max, "%s keeps every profile: %s", units[i], exec);
+		cr_assert(opts && keep < opts && max < opts, "%s: $HEAPBPF_OPTS comes first: %s",
+			  units[i], exec);
+		unit_env(text, "HEAPBPF_KEEP", v, sizeof(v));
+		cr_assert(v[0] >= '1' && v[0] <= '9' && strspn(v, "0123456789") == strlen(v),
+			  "%s: HEAPBPF_KEEP=%s", units[i], v);
+		unit_env(text, "HEAPBPF_MAX_BYTES", v, sizeof(v));
+		cr_assert(v[0] >= '1' && v[0] <= '9', "%s: HEAPBPF_MAX_BYTES=%s", units[i], v);
+		unit_dirs(units[i], dir, state, sizeof(dir));
+		snprintf(want, sizeof(want), "%%S/%s", state);
+		cr_assert_str_eq(dir, want, "%s writes outside its StateDirectory=", units[i]);
+		free(text);
+	}
+}
+
 Test(install, man_page_renders_without_warnings)
 {
 	const char *dest = scratch("dest");
