@@ -988,17 +988,7 @@ static void prune_outputs(const struct cli *o)
 		hb_error("retention: %s", hb_clean(clean, sizeof(clean), err));
 		return;
 	}
-	if (rr.future_files) {
-		char names[4 * sizeof(rr.future)];
-
-		hb_warn("retention leaves alone %zu snapshot file(s) in %s dated in the future: %s",
-			rr.future_files, o->output_dir, hb_clean(names, sizeof(names), rr.future));
-	}
-	if (rr.deleted_files && o->verbose)
-		hb_say("deleted %zu old snapshot file(s) (%" PRIu64 " bytes)", rr.deleted_files,
-		       rr.deleted_bytes);
-	if (rr.newest_over)
-		hb_warn("the newest snapshot alone is larger than --max-bytes; it is kept");
+	fleet_say_pruned(o, &rr);
 }
 
 /* After a tick's profiles: the agent's retention, then the fleet's delivery. */

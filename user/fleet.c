@@ -128,16 +128,22 @@ static void retention(const struct run *r)
 		hb_error("retention: %s", hb_clean(clean, sizeof(clean), err));
 		return;
 	}
-	if (rr.future_files) {
-		char names[4 * sizeof(rr.future)];
+	fleet_say_pruned(o, &rr);
+}
+
+void fleet_say_pruned(const struct cli *o, const struct retain_result *rr)
+{
+	if (rr->future_files) {
+		char names[4 * sizeof(rr->future)];
 
 		hb_warn("retention leaves alone %zu snapshot file(s) in %s dated in the future: %s",
-			rr.future_files, o->output_dir, hb_clean(names, sizeof(names), rr.future));
+			rr->future_files, o->output_dir,
+			hb_clean(names, sizeof(names), rr->future));
 	}
-	if (rr.deleted_files && o->verbose)
-		hb_say("deleted %zu old snapshot file(s) (%" PRIu64 " bytes)", rr.deleted_files,
-		       rr.deleted_bytes);
-	if (rr.newest_over)
+	if (rr->deleted_files && o->verbose)
+		hb_say("deleted %zu old snapshot file(s) (%" PRIu64 " bytes)", rr->deleted_files,
+		       rr->deleted_bytes);
+	if (rr->newest_over)
 		hb_warn("the newest snapshot alone is larger than --max-bytes; it is kept");
 }
 

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "retain.h"
 #include "run.h"
 
 /*
@@ -28,5 +29,7 @@ int fleet_outputs_setup(struct run *r, char *err, size_t errlen);
 void fleet_window_done(struct run *r);
 /* At the end: retention, the last delivery (its outcome in r), Pyroscope closed. */
 void fleet_outputs_finish(struct run *r);
+/* What retention in --output-dir did that is worth saying (files dated ahead, -v's count). */
+void fleet_say_pruned(const struct cli *o, const struct retain_result *rr);
 
 #endif /* __HEAPBPF_FLEET_H */
