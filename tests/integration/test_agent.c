@@ -843,6 +843,18 @@ static long most_samples(pid_t pid)
 	return most;
 }
 
+/* Waits (a guard against a hang) until a window of pid had samples, the agent up. */
+static void wait_sampled(pid_t pid)
+{
+	for (int waited = 0; waited < WAIT_MS && most_samples(pid) <= 0; waited += 200) {
+		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
+			     agent_err());
+		hb_sleep_ms(200);
+	}
+	cr_assert_gt(most_samples(pid), 0, "no window of pid %d had a sample: %s", pid,
+		     agent_err());
+}
+
 /*
  * Two jemalloc layouts on one node (Debian's 5.3.0 in the example, 5.2.1
  * with upstream's late-activation fix): one BPF object each, one session,
@@ -1506,13 +1518,7 @@ Test(agent, jailed_binary_link_leads_nowhere)
 	cr_assert_geq(ino, 0);
 	cr_assert_geq(inotify_add_watch(ino, decoy, IN_OPEN | IN_ACCESS), 0);
 	agent_over_cgroup(out, sizeof(out));
-	for (int waited = 0; waited < WAIT_MS && most_samples(jailed) <= 0; waited += 200) {
-		cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s",
-			     agent_err());
-		hb_sleep_ms(200);
-	}
-	cr_assert_gt(most_samples(jailed), 0, "no window of the jailed service had a sample: %s",
-		     agent_err());
+	wait_sampled(jailed);
 	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
 	cr_assert(read(ino, buf, sizeof(buf)) < 0 && errno == EAGAIN,
 		  "%s, the host file the link leads to, was opened: %s", decoy, agent_err());
@@ -1575,9 +1581,7 @@ Test(agent_budget, fork_storm_holds_the_budget, .timeout = 600)
 	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
 	start_agent((const char *[]){ "--output-dir", out, "--interval", "1", "--select", sel,
 				      "--max-rss", "256M", NULL });
-	for (int waited = 0; waited < WAIT_MS && most_samples(s.pid) <= 0; waited += 200)
-		hb_sleep_ms(200);
-	cr_assert_gt(most_samples(s.pid), 0, "%s", agent_err());
+	wait_sampled(s.pid);
 	cr_assert_eq(svc_cmd(&s, "forkmany 6000 2000 1000", reply, sizeof(reply), 540000), 0);
 	cr_assert_eq(sscanf(reply, "forked %d", &n), 1, "%s", reply);
 	cr_assert_eq(n, 6000);
@@ -1623,9 +1627,7 @@ Test(agent, an_escape_in_comm_is_never_written_raw)
 	cr_assert_eq(svc_start(&s, link, IDLE_CONF, args), 0);
 	place(s.pid, "system.slice/escape.service");
 	agent_over_cgroup(out, sizeof(out));
-	for (int waited = 0; waited < WAIT_MS && most_samples(s.pid) <= 0; waited += 200)
-		hb_sleep_ms(200);
-	cr_assert_gt(most_samples(s.pid), 0, "%s", agent_err());
+	wait_sampled(s.pid);
 	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
 	err = agent_err_all();
 	cr_assert(strstr(err, "(\\x1b]0;owned\\x07"), "the name is not said escaped: %s", err);
@@ -1670,9 +1672,7 @@ Test(agent, a_held_target_is_taken_once_released)
 	cr_assert_eq(hb_wait(one, 60000), 0, "the one-shot did not end cleanly");
 	snprintf(want, sizeof(want), "released by heapbpf pid %d: taken", one);
 	wait_said(want);
-	for (int waited = 0; waited < WAIT_MS && most_samples(s.pid) <= 0; waited += 200)
-		hb_sleep_ms(200);
-	cr_assert_gt(most_samples(s.pid), 0, "%s", agent_err());
+	wait_sampled(s.pid);
 	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
 	cr_assert_eq(flag_of(s.pid), 0);
 	cr_assert_eq(svc_stop(&s), 0);
@@ -1743,9 +1743,7 @@ Test(agent, a_one_shot_run_is_served_by_the_agent)
 	start_service(&s, IDLE_CONF, "20000");
 	place(s.pid, "system.slice/served.service");
 	agent_over_cgroup(out, sizeof(out));
-	for (int waited = 0; waited < WAIT_MS && most_samples(s.pid) <= 0; waited += 200)
-		hb_sleep_ms(200);
-	cr_assert_gt(most_samples(s.pid), 0, "%s", agent_err());
+	wait_sampled(s.pid);
 	snprintf(p, sizeof(p), "%d", s.pid);
 	/* the agent's state directory (start_agent_in set it): its lock and socket */
 	cr_assert_eq(hb_run((const char *[]){ "--pid", p, "-d", "2", "-f", "folded", "-t",

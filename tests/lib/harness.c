@@ -768,3 +768,25 @@ void hb_jail_plant(const char *jail, const char *path, const char *target)
 		 HB_NOBODY, HB_NOBODY, inner, target, inner);
 	cr_assert_eq(system(cmd), 0, "as nobody: %s", cmd);
 }
+
+void hb_touch(const char *name, size_t size)
+{
+	char path[PATH_MAX + 256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
+	f = fopen(path, "we");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	for (size_t i = 0; i < size; i++)
+		fputc('x', f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+bool hb_tmp_exists(const char *name)
+{
+	char path[PATH_MAX + 256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
+	return lstat(path, &st) == 0;
+}

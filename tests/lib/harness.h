@@ -150,6 +150,11 @@ void hb_sleep_ms(int ms);
  */
 double hb_bytes_after(const char *text, const char *prefix);
 
+/* A file of size bytes ('x's) named name in the test's directory. */
+void hb_touch(const char *name, size_t size);
+/* Whether the test's directory holds name (a link counts, whatever it leads to). */
+bool hb_tmp_exists(const char *name);
+
 /* An unprivileged user's uid and gid: nobody. */
 #define HB_NOBODY 65534
 

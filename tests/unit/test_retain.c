@@ -17,27 +17,6 @@
 
 TestSuite(retain, .fini = hb_tmpdir_cleanup);
 
-static void touch(const char *name, size_t size)
-{
-	char path[PATH_MAX + 256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
-	f = fopen(path, "w");
-	cr_assert_not_null(f, "%s", path);
-	for (size_t i = 0; i < size; i++)
-		fputc('x', f);
-	fclose(f);
-}
-
-static bool exists(const char *name)
-{
-	char path[PATH_MAX + 256];
-
-	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
-	return access(path, F_OK) == 0;
-}
-
 /* Makes name look untouched for two hours: what a killed run left. */
 static void age(const char *name)
 {
@@ -66,12 +45,12 @@ Test(retain, groups_go_together_oldest_first_by_count_then_size)
 	struct retain_result r;
 	char err[256], sub[PATH_MAX];
 
-	touch("g1-a.dat", 10);
-	touch("g1-b.dat", 10);
-	touch("g2-a.dat", 10);
-	touch("g3-a.dat", 10);
-	touch("g3-b.dat", 10);
-	touch("other.dat", 1000);
+	hb_touch("g1-a.dat", 10);
+	hb_touch("g1-b.dat", 10);
+	hb_touch("g2-a.dat", 10);
+	hb_touch("g3-a.dat", 10);
+	hb_touch("g3-b.dat", 10);
+	hb_touch("other.dat", 1000);
 	snprintf(sub, sizeof(sub), "%s/g0-dir.dat", hb_tmpdir());
 	cr_assert_eq(mkdir(sub, 0700), 0);
 	cr_assert_eq(retain_prune(hb_tmpdir(), &rules, &r, err, sizeof(err)), 0, "%s", err);
@@ -80,11 +59,11 @@ Test(retain, groups_go_together_oldest_first_by_count_then_size)
 	cr_assert_eq(r.deleted_bytes, 20);
 	cr_assert_eq(r.groups, 2);
 	cr_assert_eq(r.bytes, 30);
-	cr_assert_not(exists("g1-a.dat"));
-	cr_assert_not(exists("g1-b.dat"));
-	cr_assert(exists("g2-a.dat"));
-	cr_assert(exists("other.dat"));
-	cr_assert(exists("g0-dir.dat"));
+	cr_assert_not(hb_tmp_exists("g1-a.dat"));
+	cr_assert_not(hb_tmp_exists("g1-b.dat"));
+	cr_assert(hb_tmp_exists("g2-a.dat"));
+	cr_assert(hb_tmp_exists("other.dat"));
+	cr_assert(hb_tmp_exists("g0-dir.dat"));
 	/* by size: g2 goes for g3's 20 bytes; then g3 stays alone even over the limit */
 	rules = (struct retain_rules){ .member = dat_member, .max_bytes = 25 };
 	cr_assert_eq(retain_prune(hb_tmpdir(), &rules, &r, err, sizeof(err)), 0, "%s", err);
@@ -95,8 +74,8 @@ Test(retain, groups_go_together_oldest_first_by_count_then_size)
 	cr_assert_eq(r.deleted_files, 0);
 	cr_assert_eq(r.groups, 1);
 	cr_assert(r.newest_over);
-	cr_assert(exists("g3-a.dat"));
-	cr_assert(exists("g3-b.dat"));
+	cr_assert(hb_tmp_exists("g3-a.dat"));
+	cr_assert(hb_tmp_exists("g3-b.dat"));
 }
 
 Test(retain, limits_zero_keep_everything_and_a_missing_directory_is_said)
@@ -105,8 +84,8 @@ Test(retain, limits_zero_keep_everything_and_a_missing_directory_is_said)
 	struct retain_result r;
 	char err[256] = "", missing[PATH_MAX];
 
-	touch("g1-a.dat", 10);
-	touch("g2-a.dat", 10);
+	hb_touch("g1-a.dat", 10);
+	hb_touch("g2-a.dat", 10);
 	cr_assert_eq(retain_prune(hb_tmpdir(), &rules, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(r.deleted_files, 0);
 	cr_assert_eq(r.groups, 2);
@@ -124,36 +103,36 @@ Test(retain, snapshots_keep_the_newest_windows)
 		char n[128];
 
 		snprintf(n, sizeof(n), "heap-2025010%dT000000Z-1-a.pb.gz", s);
-		touch(n, 100);
+		hb_touch(n, 100);
 		snprintf(n, sizeof(n), "heap-2025010%dT000000Z-2-b.pb.gz", s);
-		touch(n, 100);
+		hb_touch(n, 100);
 	}
-	touch("README", 10000);
-	touch("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123", 10000);
-	touch("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123", 10000);
-	touch("notes.tmp.OLD123", 10);
+	hb_touch("README", 10000);
+	hb_touch("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123", 10000);
+	hb_touch("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123", 10000);
+	hb_touch("notes.tmp.OLD123", 10);
 	/* temporaries nobody touched for two hours: left by a killed run */
 	age("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123");
 	age("notes.tmp.OLD123");
 	cr_assert_eq(snapshot_prune(hb_tmpdir(), 2, 0, &r, err, sizeof(err)), 0, "%s", err);
-	cr_assert_not(exists("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123"));
+	cr_assert_not(hb_tmp_exists("heap-20250108T000000Z-1-a.pb.gz.tmp.OLD123"));
 	cr_assert_eq(r.deleted_files, 4);
 	cr_assert_eq(r.groups, 2);
-	cr_assert_not(exists("heap-20250102T000000Z-2-b.pb.gz"));
-	cr_assert(exists("heap-20250103T000000Z-1-a.pb.gz"));
-	cr_assert(exists("heap-20250104T000000Z-2-b.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250102T000000Z-2-b.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250103T000000Z-1-a.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250104T000000Z-2-b.pb.gz"));
 	/* never anything that is not a finished snapshot, nor the temporary of one still written */
-	cr_assert(exists("README"));
-	cr_assert(exists("notes.tmp.OLD123"));
-	cr_assert(exists("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123"));
+	cr_assert(hb_tmp_exists("README"));
+	cr_assert(hb_tmp_exists("notes.tmp.OLD123"));
+	cr_assert(hb_tmp_exists("heap-20250109T000000Z-1-a.pb.gz.tmp.XYZ123"));
 	/* by size: the oldest snapshot goes, the newest stays even when alone too large */
 	cr_assert_eq(snapshot_prune(hb_tmpdir(), 0, 250, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(r.groups, 1);
-	cr_assert(exists("heap-20250104T000000Z-1-a.pb.gz"));
-	cr_assert_not(exists("heap-20250103T000000Z-1-a.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250104T000000Z-1-a.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250103T000000Z-1-a.pb.gz"));
 	cr_assert_eq(snapshot_prune(hb_tmpdir(), 0, 150, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert(r.newest_over);
-	cr_assert(exists("heap-20250104T000000Z-2-b.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250104T000000Z-2-b.pb.gz"));
 }
 
 Test(retain, the_spool_counts_files_one_by_one)
@@ -162,21 +141,21 @@ Test(retain, the_spool_counts_files_one_by_one)
 	struct spool *sp = NULL;
 	char err[256];
 
-	touch("20250101T000000Z-000000001-7.spool", 10);
-	touch("20250101T000000Z-000000002-7.spool", 10);
-	touch("20250102T000000Z-000000001-7.spool", 10);
-	touch("20250101T000000Z-000000000-7.spool.tmp.OLD123", 10);
+	hb_touch("20250101T000000Z-000000001-7.spool", 10);
+	hb_touch("20250101T000000Z-000000002-7.spool", 10);
+	hb_touch("20250102T000000Z-000000001-7.spool", 10);
+	hb_touch("20250101T000000Z-000000000-7.spool.tmp.OLD123", 10);
 	age("20250101T000000Z-000000000-7.spool.tmp.OLD123");
-	touch(".deliver.lock", 0);
+	hb_touch(".deliver.lock", 0);
 	cr_assert_eq(spool__new(hb_tmpdir(), 2, 0, &sp), 0);
 	cr_assert_eq(spool__prune(sp, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(r.deleted_files, 1);
 	cr_assert_eq(r.groups, 2);
-	cr_assert_not(exists("20250101T000000Z-000000001-7.spool"));
-	cr_assert(exists("20250101T000000Z-000000002-7.spool"));
-	cr_assert(exists("20250102T000000Z-000000001-7.spool"));
-	cr_assert_not(exists("20250101T000000Z-000000000-7.spool.tmp.OLD123"));
-	cr_assert(exists(".deliver.lock"));
+	cr_assert_not(hb_tmp_exists("20250101T000000Z-000000001-7.spool"));
+	cr_assert(hb_tmp_exists("20250101T000000Z-000000002-7.spool"));
+	cr_assert(hb_tmp_exists("20250102T000000Z-000000001-7.spool"));
+	cr_assert_not(hb_tmp_exists("20250101T000000Z-000000000-7.spool.tmp.OLD123"));
+	cr_assert(hb_tmp_exists(".deliver.lock"));
 	spool__free(sp);
 }
 
@@ -186,12 +165,12 @@ Test(retain, snapshots_dated_in_the_future_are_left_alone_and_named)
 	struct retain_result r;
 
 	/* planted (or a clock that was wrong): they would sort newest of all */
-	touch("heap-29991231T235959Z-1-evil.pb.gz", 100);
-	touch("heap-29991231T235958Z-1-evil.html", 100);
+	hb_touch("heap-29991231T235959Z-1-evil.pb.gz", 100);
+	hb_touch("heap-29991231T235958Z-1-evil.html", 100);
 	for (int i = 0; i < 3; i++) {
 		snapshot_stamp(time(NULL) - 300 + i * 60, now);
 		snprintf(n[i], sizeof(n[i]), "heap-%s-7-app.pb.gz", now);
-		touch(n[i], 100);
+		hb_touch(n[i], 100);
 	}
 	/* a little ahead of the clock still counts: a step back of the clock */
 	snapshot_stamp(time(NULL) + RETAIN_FUTURE_SLACK_S / 2, soon);
@@ -200,11 +179,11 @@ Test(retain, snapshots_dated_in_the_future_are_left_alone_and_named)
 	cr_assert_eq(snapshot_stamp_time("2999123xT235959Z"), -1);
 	cr_assert_eq(snapshot_prune(hb_tmpdir(), 2, 0, &r, err, sizeof(err)), 0, "%s", err);
 	/* the two newest real ones stay, the oldest goes; the future ones are not touched */
-	cr_assert_not(exists(n[0]));
-	cr_assert(exists(n[1]));
-	cr_assert(exists(n[2]));
-	cr_assert(exists("heap-29991231T235959Z-1-evil.pb.gz"));
-	cr_assert(exists("heap-29991231T235958Z-1-evil.html"));
+	cr_assert_not(hb_tmp_exists(n[0]));
+	cr_assert(hb_tmp_exists(n[1]));
+	cr_assert(hb_tmp_exists(n[2]));
+	cr_assert(hb_tmp_exists("heap-29991231T235959Z-1-evil.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-29991231T235958Z-1-evil.html"));
 	cr_assert_eq(r.deleted_files, 1);
 	cr_assert_eq(r.groups, 2);
 	cr_assert_eq(r.future_files, 2);
@@ -224,9 +203,9 @@ Test(retain, a_long_list_of_future_names_is_cut)
 
 		snprintf(n, sizeof(n), "heap-299912%02dT000000Z-1-some-long-name.pb.gz",
 			 1 + i % 12);
-		touch(n, 1);
+		hb_touch(n, 1);
 		snprintf(n, sizeof(n), "heap-2999%02d01T000000Z-%d-x.pb.gz", 1 + i % 12, i);
-		touch(n, 1);
+		hb_touch(n, 1);
 	}
 	cr_assert_eq(snapshot_prune(hb_tmpdir(), 1, 0, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(r.deleted_files, 0);

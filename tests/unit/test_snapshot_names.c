@@ -30,28 +30,6 @@ static int write_text(FILE *f, void *arg)
 	return fputs(arg, f) < 0 ? -EIO : 0;
 }
 
-static void touch(const char *name, size_t size)
-{
-	char path[PATH_MAX + 256];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
-	f = fopen(path, "w");
-	cr_assert_not_null(f, "%s", path);
-	for (size_t i = 0; i < size; i++)
-		fputc('x', f);
-	fclose(f);
-}
-
-static bool exists(const char *name)
-{
-	char path[PATH_MAX + 256];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
-	return lstat(path, &st) == 0;
-}
-
 /* The text of the file name in the test directory (a static buffer). */
 static const char *text_of(const char *name)
 {
@@ -143,7 +121,7 @@ Test(snapshot_names, a_link_at_the_name_is_passed_over)
 {
 	char name[256], target[PATH_MAX], link[PATH_MAX];
 
-	touch("target", 3);
+	hb_touch("target", 3);
 	snprintf(target, sizeof(target), "%s/target", hb_tmpdir());
 	snprintf(link, sizeof(link), "%s/heap-" STAMP "-42-app.pb.gz", hb_tmpdir());
 	cr_assert_eq(symlink(target, link), 0);
@@ -164,7 +142,7 @@ Test(snapshot_names, every_number_taken_is_said)
 	for (unsigned int i = 1; i <= SNAPSHOT_MAX_SEQ; i++) {
 		cr_assert_eq(snapshot_name_seq(name, sizeof(name), STAMP, i, 42, "app", "pb.gz"),
 			     0);
-		touch(name, 0);
+		hb_touch(name, 0);
 	}
 	cr_assert_eq(snapshot_write(&f, write_text, "profile", err, sizeof(err)), -EEXIST);
 	cr_assert(strstr(err, "cannot write ") && strstr(err, "-42-app.pb.gz"), "%s", err);
@@ -210,7 +188,7 @@ Test(snapshot_names, writers_at_once_never_share_a_name)
 	for (unsigned int i = 1; i <= 100; i++) {
 		cr_assert_eq(snapshot_name_seq(name, sizeof(name), STAMP, i, 42, "app", "pb.gz"),
 			     0);
-		cr_assert(exists(name), "%s", name);
+		cr_assert(hb_tmp_exists(name), "%s", name);
 	}
 }
 
@@ -224,21 +202,21 @@ Test(snapshot_names, retention_counts_and_orders_numbered_profiles)
 	struct retain_result r;
 	char err[256];
 
-	touch("heap-20250102T030405Z-42-app-demand.pb.gz", 10);
-	touch("heap-20250102T030405Z.2-42-app-demand.pb.gz", 10);
-	touch("heap-20250102T030405Z.10-42-app-demand.pb.gz", 10);
-	touch("heap-20250102T030406Z-42-app-demand.pb.gz", 10);
+	hb_touch("heap-20250102T030405Z-42-app-demand.pb.gz", 10);
+	hb_touch("heap-20250102T030405Z.2-42-app-demand.pb.gz", 10);
+	hb_touch("heap-20250102T030405Z.10-42-app-demand.pb.gz", 10);
+	hb_touch("heap-20250102T030406Z-42-app-demand.pb.gz", 10);
 	cr_assert_eq(snapshot_prune(hb_tmpdir(), 2, 0, &r, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(r.deleted_files, 2);
 	cr_assert_eq(r.groups, 2);
-	cr_assert_not(exists("heap-20250102T030405Z-42-app-demand.pb.gz"));
-	cr_assert_not(exists("heap-20250102T030405Z.2-42-app-demand.pb.gz"));
-	cr_assert(exists("heap-20250102T030405Z.10-42-app-demand.pb.gz"));
-	cr_assert(exists("heap-20250102T030406Z-42-app-demand.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250102T030405Z-42-app-demand.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250102T030405Z.2-42-app-demand.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250102T030405Z.10-42-app-demand.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250102T030406Z-42-app-demand.pb.gz"));
 	/* by size the same order: .10 goes before the next second's */
 	cr_assert_eq(snapshot_prune(hb_tmpdir(), 0, 15, &r, err, sizeof(err)), 0, "%s", err);
-	cr_assert_not(exists("heap-20250102T030405Z.10-42-app-demand.pb.gz"));
-	cr_assert(exists("heap-20250102T030406Z-42-app-demand.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250102T030405Z.10-42-app-demand.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250102T030406Z-42-app-demand.pb.gz"));
 }
 
 /*
@@ -253,38 +231,38 @@ Test(snapshot_names, per_process_keep_counts_each_pid)
 
 	for (int s = 1; s <= 5; s++) {
 		snprintf(n, sizeof(n), "heap-2025010%dT000000Z-7-busy.pb.gz", s + 2);
-		touch(n, 100);
+		hb_touch(n, 100);
 	}
-	touch("heap-20250101T000000Z-8-quiet.pb.gz", 100);
-	touch("heap-20250102T000000Z-8-quiet-exit.pb.gz", 100);
-	touch("heap-20250102T000000Z.2-8-quiet-demand.pb.gz", 100);
+	hb_touch("heap-20250101T000000Z-8-quiet.pb.gz", 100);
+	hb_touch("heap-20250102T000000Z-8-quiet-exit.pb.gz", 100);
+	hb_touch("heap-20250102T000000Z.2-8-quiet-demand.pb.gz", 100);
 	/* 2 of each pid: pid 8's stay beside pid 7's (the directory's 2 newest stamps are pid 7's) */
 	cr_assert_eq(snapshot_prune_per_process(hb_tmpdir(), 2, 0, &r, err, sizeof(err)), 0, "%s",
 		     err);
 	cr_assert_eq(r.deleted_files, 4);
 	cr_assert_eq(r.groups, 4);
-	cr_assert_not(exists("heap-20250105T000000Z-7-busy.pb.gz"));
-	cr_assert(exists("heap-20250106T000000Z-7-busy.pb.gz"));
-	cr_assert(exists("heap-20250107T000000Z-7-busy.pb.gz"));
-	cr_assert_not(exists("heap-20250101T000000Z-8-quiet.pb.gz"));
-	cr_assert(exists("heap-20250102T000000Z-8-quiet-exit.pb.gz"));
-	cr_assert(exists("heap-20250102T000000Z.2-8-quiet-demand.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250105T000000Z-7-busy.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250106T000000Z-7-busy.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250107T000000Z-7-busy.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250101T000000Z-8-quiet.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250102T000000Z-8-quiet-exit.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250102T000000Z.2-8-quiet-demand.pb.gz"));
 	/* by size over every pid: the oldest first, whoever's */
 	cr_assert_eq(snapshot_prune_per_process(hb_tmpdir(), 2, 250, &r, err, sizeof(err)), 0, "%s",
 		     err);
 	cr_assert_eq(r.deleted_files, 2);
-	cr_assert_not(exists("heap-20250102T000000Z-8-quiet-exit.pb.gz"));
-	cr_assert_not(exists("heap-20250102T000000Z.2-8-quiet-demand.pb.gz"));
-	cr_assert(exists("heap-20250106T000000Z-7-busy.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250102T000000Z-8-quiet-exit.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250102T000000Z.2-8-quiet-demand.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250106T000000Z-7-busy.pb.gz"));
 	/* never the newest */
 	cr_assert_eq(snapshot_prune_per_process(hb_tmpdir(), 0, 1, &r, err, sizeof(err)), 0, "%s",
 		     err);
 	cr_assert_eq(r.groups, 1);
 	cr_assert(r.newest_over);
-	cr_assert(exists("heap-20250107T000000Z-7-busy.pb.gz"));
+	cr_assert(hb_tmp_exists("heap-20250107T000000Z-7-busy.pb.gz"));
 	/* the directory-wide one is unchanged: 2 stamps of all */
-	touch("heap-20250108T000000Z-8-quiet.pb.gz", 100);
-	touch("heap-20250109T000000Z-8-quiet.pb.gz", 100);
+	hb_touch("heap-20250108T000000Z-8-quiet.pb.gz", 100);
+	hb_touch("heap-20250109T000000Z-8-quiet.pb.gz", 100);
 	cr_assert_eq(snapshot_prune(hb_tmpdir(), 2, 0, &r, err, sizeof(err)), 0, "%s", err);
-	cr_assert_not(exists("heap-20250107T000000Z-7-busy.pb.gz"));
+	cr_assert_not(hb_tmp_exists("heap-20250107T000000Z-7-busy.pb.gz"));
 }
