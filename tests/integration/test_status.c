@@ -127,6 +127,14 @@ Test(status, lists_every_run_and_names_the_holder)
 	snprintf(line, sizeof(line), "held by heapbpf watch, pid %d, since ", runs[0]);
 	has(err, line);
 	has(err, "kill -USR1");
+	/* top, which no holder serves yet: refused the same way, the served one-shot said */
+	cr_assert_eq(hb_run((const char *[]){ "top", "--pid", pa, "-d", "1", NULL }, err,
+			    sizeof(err), 60000),
+		     1, "%s", err);
+	has(err, line);
+	snprintf(line, sizeof(line), "a one-shot run (heapbpf --pid %d -d SECONDS) gets its window",
+		 a.pid);
+	has(err, line);
 	/* ended: not listed */
 	kill(runs[0], SIGTERM);
 	kill(runs[1], SIGTERM);
