@@ -71,37 +71,12 @@ TestSuite(agent_versions, .fini = agent_fini, .timeout = 240);
 
 /* ---- the node's cgroups ---- */
 
-/* The hierarchy systemd keeps: v1 name=systemd where mounted, else the cgroup2 mount. */
-static void cgroup_root(char *out, size_t len)
-{
-	char line[1024], mnt[512], type[64], opts[512];
-	FILE *f = fopen("/proc/self/mounts", "re");
-	bool v2 = false;
-
-	out[0] = '\0';
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*s %511s %63s %511s", mnt, type, opts) != 3)
-			continue;
-		if (!strcmp(type, "cgroup") && strstr(opts, "name=systemd")) {
-			snprintf(out, len, "%s", mnt);
-			break;
-		}
-		if (!strcmp(type, "cgroup2") && !v2) {
-			snprintf(out, len, "%s", mnt);
-			v2 = true;
-		}
-	}
-	fclose(f);
-	cr_assert(out[0], "no name=systemd or cgroup2 hierarchy is mounted");
-}
-
 /* The test's parent cgroup, made once per test. */
 static void make_parent(void)
 {
 	char root[512];
 
-	cgroup_root(root, sizeof(root));
+	hb_cgroup_root(root, sizeof(root));
 	snprintf(cg_name, sizeof(cg_name), "/hbagent-%d", getpid());
 	snprintf(cg_parent, sizeof(cg_parent), "%s%s", root, cg_name);
 	cr_assert(mkdir(cg_parent, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", cg_parent,

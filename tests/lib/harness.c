@@ -790,3 +790,28 @@ bool hb_tmp_exists(const char *name)
 	snprintf(path, sizeof(path), "%s/%s", hb_tmpdir(), name);
 	return lstat(path, &st) == 0;
 }
+
+/* The hierarchy systemd keeps: v1 name=systemd where mounted, else the cgroup2 mount. */
+void hb_cgroup_root(char *out, size_t len)
+{
+	char line[1024], mnt[512], type[64], opts[512];
+	FILE *f = fopen("/proc/self/mounts", "re");
+	bool v2 = false;
+
+	out[0] = '\0';
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %511s %63s %511s", mnt, type, opts) != 3)
+			continue;
+		if (!strcmp(type, "cgroup") && strstr(opts, "name=systemd")) {
+			snprintf(out, len, "%s", mnt);
+			break;
+		}
+		if (!strcmp(type, "cgroup2") && !v2) {
+			snprintf(out, len, "%s", mnt);
+			v2 = true;
+		}
+	}
+	fclose(f);
+	cr_assert(out[0], "no name=systemd or cgroup2 hierarchy is mounted");
+}

@@ -150,6 +150,8 @@ void hb_sleep_ms(int ms);
  */
 double hb_bytes_after(const char *text, const char *prefix);
 
+/* The cgroup hierarchy systemd keeps (v1 name=systemd where mounted, else cgroup2) into out. */
+void hb_cgroup_root(char *out, size_t len);
 /* A file of size bytes ('x's) named name in the test's directory. */
 void hb_touch(const char *name, size_t size);
 /* Whether the test's directory holds name (a link counts, whatever it leads to). */
