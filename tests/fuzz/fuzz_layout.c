@@ -185,21 +185,10 @@ static size_t build_heap(const struct jemalloc_layout *l, uint8_t *b, size_t cap
 	struct builder bd = { .b = b, .cap = cap, .pos = FIRST_FREE };
 	uint64_t bt_span = max_u64(max_u64(l->bpf.bt_vec_off + 8, l->bpf.bt_len_off + 4), 16);
 	uint64_t gsz = max_u64(l->bpf.gctx_bt_off + bt_span, h->gctx_tctxs + 8);
-	uint64_t tsz = 0, tab, g[2], vec[2], tdata, t[4];
-	const uint32_t fields[] = {
-		h->tctx_cnts + h->cnt_size,
-		h->tctx_state + 4,
-		h->tctx_link + h->rbn_left + 8,
-		h->tctx_link + h->rbn_right_red + 8,
-		l->bpf.tctx_gctx_off + 8,
-		h->tctx_tdata + 8,
-		h->tctx_thr_uid + 8,
-		h->tctx_thr_discrim + 8,
-		h->tctx_uid + 8,
-	};
+	uint64_t tsz, tab, g[2], vec[2], tdata, t[4];
 
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		tsz = max_u64(tsz, fields[i]);
+	/* every field the walk reads, where the layout puts it */
+	tsz = heapwalk_tctx_span(l);
 	memset(b, 0, cap);
 	tab = take(&bd, 4 * (uint64_t)h->ckhc_size);
 	for (int i = 0; i < 2; i++) {

@@ -185,8 +185,7 @@ static int read_head(struct walk *w, uint64_t addr, struct ckh_head *hd)
 	return 0;
 }
 
-/* The size of a tctx as far as the walk reads it. */
-static uint32_t tctx_span(const struct jemalloc_layout *l)
+uint32_t heapwalk_tctx_span(const struct jemalloc_layout *l)
 {
 	const struct jemalloc_heap_layout *h = &l->heap;
 	/* where each field the walk reads ends: a layout from DWARF may put any of them anywhere */
@@ -295,7 +294,7 @@ static int walk_tree(struct walk *w, uint64_t root, uint64_t gctx, struct hw_sta
 		struct tctx_key key;
 	} up[MAX_TREE_DEPTH];
 	struct tctx_key prev;
-	uint32_t span = tctx_span(w->l);
+	uint32_t span = heapwalk_tctx_span(w->l);
 	uint8_t t[MAX_STRUCT];
 	uint64_t node = root;
 	unsigned n = 0;

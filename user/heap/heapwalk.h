@@ -129,6 +129,9 @@ void heapwalk_truncated_text(char *buf, size_t len, const struct heapwalk_stats 
 
 struct jemalloc_target;
 
+/* The size of a prof_tctx_t as far as the walk reads it: the end of its last field read. */
+uint32_t heapwalk_tctx_span(const struct jemalloc_layout *l);
+
 /* The walker's symbol addresses in a found target (bt2gctx, lg_prof_sample, ...). */
 int heapwalk_target_syms(const struct jemalloc_target *t, struct heapwalk_syms *sy, char *err,
 			 size_t errlen);
