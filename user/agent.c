@@ -749,7 +749,8 @@ static bool held(struct agent_proc *p)
 	struct runs_entry e;
 	pid_t h = runs_lock_holder(guard_dir(), p->pid);
 
-	if (h && h != getpid() && !p->held_by) {
+	/* held by a run that has not said its pid yet (-1): said at the next tick */
+	if (h > 0 && h != getpid() && !p->held_by) {
 		p->held_by = h;
 		if (runs_holder_of(guard_dir(), p->pid, &e))
 			snprintf(e.mode, sizeof(e.mode), "run");

@@ -13,6 +13,7 @@
 #include "replay.h"
 #include "runs.h"
 #include "serve.h"
+#include "session.h"
 #include "served.h"
 #include "window.h"
 
@@ -27,10 +28,7 @@ static int stop_signals(void)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
+	session_stop_signals(&set);
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
@@ -71,11 +69,10 @@ int served_window(struct target_run *tr, const struct jemalloc_target *t, char *
 	struct runs_entry e;
 	int rc, fd, sfd;
 
-	if (!holder)
+	if (holder <= 0)
 		return hb_fail(err, errlen, -EAGAIN,
-			       "pid %d was held by another heapbpf, which let it go meanwhile; run "
-			       "again",
-			       tr->pid);
+			       "pid %d was held by another heapbpf, which %s; run again", tr->pid,
+			       holder ? "is still taking it" : "let it go meanwhile");
 	if (runs_holder_of(guard_dir(), tr->pid, &e))
 		snprintf(e.mode, sizeof(e.mode), "run");
 	hb_note("pid %d (%s): jemalloc %s in %s, sampling every %llu bytes on average, by heapbpf "

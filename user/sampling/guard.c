@@ -379,22 +379,6 @@ static void recover_children(const struct state *st, struct guard_recovery *r)
 	}
 }
 
-/* True when another heapbpf holds pid's lock in dfd: that process is its to restore. */
-static bool held_elsewhere(int dfd, pid_t pid)
-{
-	char name[32];
-	bool held;
-	int fd;
-
-	snprintf(name, sizeof(name), "%d.lock", pid);
-	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-	close(fd);
-	return held;
-}
-
 /* The children of every thread of pid (/proc/PID/task/TID/children) appended to *v. */
 static int children_of(pid_t pid, pid_t **v, size_t *n, size_t *cap)
 {
@@ -468,7 +452,7 @@ static void recover_descendants(int dfd, const struct state *st, struct guard_re
 		if (children_of(v[i], &v, &n, &cap))
 			break;
 		/* a fork of the target's image, never one that exec'ed (its flag is its own) */
-		if (listed || held_elsewhere(dfd, v[i]) || proc_exec_random(v[i], its) ||
+		if (listed || runs_lock_holder_at(dfd, v[i]) || proc_exec_random(v[i], its) ||
 		    memcmp(its, image, sizeof(image)) != 0)
 			continue;
 		rc = forks_restore_one(v[i], proc_start_time(v[i]), st->addr, (uint8_t)st->orig,

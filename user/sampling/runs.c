@@ -114,7 +114,7 @@ static bool read_run(int dfd, const char *name, pid_t pid, struct runs_entry *e)
 	return true;
 }
 
-/* pid's lock in dfd when a run holds it: that run's pid; else 0. */
+/* The lock file name in dfd when a run holds it: that run's pid (-1: not said yet); else 0. */
 static pid_t lock_holder(int dfd, const char *name)
 {
 	char text[32];
@@ -128,21 +128,30 @@ static pid_t lock_holder(int dfd, const char *name)
 		got = pread(fd, text, sizeof(text) - 1, 0);
 		text[got > 0 ? got : 0] = '\0';
 		holder = (pid_t)atoi(text);
+		/* held, and its holder has not written its pid yet */
+		if (holder <= 0)
+			holder = -1;
 	}
 	close(fd);
 	return holder;
 }
 
-pid_t runs_lock_holder(const char *dir, pid_t target)
+pid_t runs_lock_holder_at(int dfd, pid_t target)
 {
 	char name[32];
+
+	snprintf(name, sizeof(name), "%d.lock", target);
+	return lock_holder(dfd, name);
+}
+
+pid_t runs_lock_holder(const char *dir, pid_t target)
+{
 	pid_t holder;
 	int dfd = output_open_dir(dir, OUTPUT_DIR_PRIVATE);
 
 	if (dfd < 0)
 		return 0;
-	snprintf(name, sizeof(name), "%d.lock", target);
-	holder = lock_holder(dfd, name);
+	holder = runs_lock_holder_at(dfd, target);
 	close(dfd);
 	return holder;
 }

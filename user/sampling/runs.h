@@ -34,8 +34,10 @@ void runs_unregister(struct runs_reg *r);
  * them); files of runs that are gone are removed. 0 or negative errno.
  */
 int runs_list(const char *dir, struct runs_entry **v, size_t *n);
-/* The pid of the run that holds target's lock in dir now, else 0. */
+/* The pid of the run that holds target's lock in dir now (-1: held, pid not said yet), else 0. */
 pid_t runs_lock_holder(const char *dir, pid_t target);
+/* The same in the directory open as dfd. */
+pid_t runs_lock_holder_at(int dfd, pid_t target);
 /* The live run holding target's lock in dir, into e; 0, or -ENOENT when none is known. */
 int runs_holder_of(const char *dir, pid_t target, struct runs_entry *e);
 

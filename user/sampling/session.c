@@ -86,7 +86,7 @@ static int64_t now_ns(clockid_t clk)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void sigset_stop(sigset_t *set)
+void session_stop_signals(sigset_t *set)
 {
 	sigemptyset(set);
 	sigaddset(set, SIGINT);
@@ -98,7 +98,7 @@ int session_block_signals(void)
 {
 	sigset_t set;
 
-	sigset_stop(&set);
+	session_stop_signals(&set);
 	/*
 	 * SIGUSR1 ("write now") never kills a run: the modes where it means
 	 * something read it through a signalfd of theirs (watch, the agent,
@@ -1416,7 +1416,7 @@ static int open_session(struct loop *l)
 			       "BPF ring buffers; run with -v for libbpf's reasons): %s",
 			       strerror(-rc));
 	l->ep = epoll_create1(EPOLL_CLOEXEC);
-	sigset_stop(&set);
+	session_stop_signals(&set);
 	l->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (l->ep < 0 || l->sfd < 0)
 		return hb_fail(l->err, l->errlen, -errno, "cannot set up the event loop: %s",

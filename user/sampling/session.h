@@ -17,6 +17,7 @@
 
 #include <linux/types.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,6 +135,8 @@ struct session {
 	void *loop;
 };
 
+/* The signals a run stops on: SIGINT, SIGTERM, SIGHUP. */
+void session_stop_signals(sigset_t *set);
 /*
  * Blocks the signals the session stops on, and SIGUSR1 (read by whoever asks
  * for it with a signalfd, else ignored); call first thing in main.
