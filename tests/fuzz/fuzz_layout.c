@@ -62,6 +62,12 @@
 
 static char path[64];
 
+/* The scratch file gone when the run ends (a crash leaves it, with the input). */
+static void drop_scratch(void)
+{
+	unlink(path);
+}
+
 /* The target's memory: the input's bytes at BASE. */
 struct image {
 	const uint8_t *b;
@@ -483,6 +489,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	unsetenv("DEBUGINFOD_URLS");
 	find_entries();
 	snprintf(path, sizeof(path), "/dev/shm/heapbpf-fuzz-%d.elf", getpid());
+	atexit(drop_scratch);
 	if (seeds) {
 		write_seeds(seeds);
 		exit(0);

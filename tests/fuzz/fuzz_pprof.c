@@ -21,6 +21,12 @@
 
 static char path[64];
 
+/* The scratch file gone when the run ends (a crash leaves it, with the input). */
+static void drop_scratch(void)
+{
+	unlink(path);
+}
+
 static void put(const void *data, size_t len, int fd)
 {
 	const uint8_t *p = data;
@@ -65,8 +71,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
-	if (!path[0])
+	if (!path[0]) {
 		snprintf(path, sizeof(path), "/dev/shm/heapbpf-fuzz-%d.pb.gz", getpid());
+		atexit(drop_scratch);
+	}
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
 		abort();
