@@ -91,6 +91,13 @@ struct target_run {
 	 */
 	const char *trigger;
 	char trigger_note[512];
+	/*
+	 * --output-dir: the second the last profile's name holds and its number
+	 * there, so that the next of that second takes a higher one, whatever
+	 * retention deleted meanwhile: names sort as the profiles were written
+	 */
+	int64_t named_s;
+	unsigned int named_seq;
 	/* heapbpf agent: this target's own service name and labels, or NULL: the run's */
 	const struct pyro_naming *naming;
 	unsigned int outcome; /* RUN_* of this target */

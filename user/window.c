@@ -182,7 +182,7 @@ static int write_body(FILE *f, void *arg)
  * one second) takes the next number, the same for every format of the
  * profile where it can.
  */
-static int write_snapshot(const struct target_run *tr, const struct hb_profile *p, int64_t end_ns,
+static int write_snapshot(struct target_run *tr, const struct hb_profile *p, int64_t end_ns,
 			  char *where, size_t wlen, char *err, size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
@@ -190,6 +190,7 @@ static int write_snapshot(const struct target_run *tr, const struct hb_profile *
 	struct snapshot_file sf = {
 		.dir = o->output_dir, .stamp = stamp, .who = who, .pid = tr->pid, .seq = 1
 	};
+	time_t when;
 	int rc;
 
 	/*
@@ -198,11 +199,15 @@ static int write_snapshot(const struct target_run *tr, const struct hb_profile *
 	 * window: the run's, which every target of the run shares
 	 */
 	if (tr->trigger)
-		snapshot_stamp((time_t)(end_ns / 1000000000LL), stamp);
+		when = (time_t)(end_ns / 1000000000LL);
 	else if (o->mode == MODE_AGENT)
-		snapshot_stamp((time_t)(tr->start_ns / 1000000000LL), stamp);
+		when = (time_t)(tr->start_ns / 1000000000LL);
 	else
-		snapshot_stamp(tr->run->start + (time_t)(tr->k * o->interval), stamp);
+		when = tr->run->start + (time_t)(tr->k * o->interval);
+	snapshot_stamp(when, stamp);
+	/* after this target's last of that second, never in a gap retention left */
+	if (tr->named_seq && tr->named_s == when)
+		sf.seq = tr->named_seq + 1;
 	if (tr->trigger)
 		snprintf(who, sizeof(who), "%s-%s", tr->t->comm, tr->trigger);
 	else
@@ -240,6 +245,8 @@ static int write_snapshot(const struct target_run *tr, const struct hb_profile *
 			snprintf(where, wlen, "%s", sf.path);
 		else if (strlen(where) + strlen(name) + 6 < wlen)
 			snprintf(where + strlen(where), wlen - strlen(where), ", %s", name);
+		tr->named_s = when;
+		tr->named_seq = sf.seq;
 	}
 	return 0;
 }
@@ -276,7 +283,7 @@ static int write_spool(const struct target_run *tr, const struct hb_profile *p, 
 }
 
 /* Every destination of the run; where: the file the summary names. */
-static int write_outputs(const struct target_run *tr, const struct hb_profile *p, int64_t end_ns,
+static int write_outputs(struct target_run *tr, const struct hb_profile *p, int64_t end_ns,
 			 char *where, size_t wlen, char *err, size_t errlen)
 {
 	const struct cli *o = tr->run->opts;
