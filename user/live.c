@@ -88,6 +88,22 @@ static int on_window(struct session *s0, void *arg)
 	return 0;
 }
 
+/* heapbpf top's view of t, as the command line asks for it. */
+static void top_opts_of(const struct target_run *tr, const struct jemalloc_target *t,
+			struct top_opts *to)
+{
+	const struct cli *o = tr->run->opts;
+
+	*to = (struct top_opts){
+		.pid = tr->pid,
+		.t = t,
+		.raw = o->raw,
+		.ui = { .sort = o->top_sort, .by = o->top_by },
+		.wrappers = o->wrappers,
+		.nwrappers = o->nwrappers,
+	};
+}
+
 /* The first status line: which process, which jemalloc, how often it samples. */
 static void say_target(const struct target_run *tr, const struct jemalloc_target *t, bool timed)
 {
@@ -117,8 +133,13 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 	rc = rc ?: guard__acquire(*t, g, err, errlen);
 	/* held by another run: a one-shot run's window comes from it (served.h) */
 	if (rc == -EBUSY && served_can(o, n)) {
+		struct top_opts to;
+
 		*done = true;
-		return served_window(tr, *t, err, errlen);
+		if (o->mode != MODE_TOP)
+			return served_window(tr, *t, err, errlen);
+		top_opts_of(tr, *t, &to);
+		return served_top(tr, *t, &to, err, errlen);
 	}
 	rc = rc ?: guard__recover(*g, *t, &rec, err, errlen);
 	if (rc)
@@ -235,15 +256,9 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 		watch__session_opts(ls->watch, &so);
 	}
 	if (o->mode == MODE_TOP) {
-		struct top_opts to = {
-			.pid = tr->pid,
-			.t = tr->t,
-			.raw = o->raw,
-			.ui = { .sort = o->top_sort, .by = o->top_by },
-			.wrappers = o->wrappers,
-			.nwrappers = o->nwrappers,
-		};
+		struct top_opts to;
 
+		top_opts_of(tr, tr->t, &to);
 		rc = top__new(&to, &top, err, errlen);
 		if (rc)
 			return rc;

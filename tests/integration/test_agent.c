@@ -1734,6 +1734,45 @@ Test(agent, keep_counts_each_processs_profiles)
 }
 
 /*
+ * heapbpf top on a service the agent samples (before: refused): its view
+ * comes from the agent, drawn each second; on a pipe, a table a second
+ * with the service's sites, and exit 0 once -d's seconds passed. The
+ * agent's own windows go on, and no trigger of its fires.
+ */
+Test(agent, top_is_served_by_the_agent)
+{
+	char out[PATH_MAX], p[16], text[65536], *all;
+	struct svc s;
+	int n;
+
+	hb_require_bpf();
+	make_parent();
+	start_service(&s, IDLE_CONF, "20000");
+	place(s.pid, "system.slice/served.service");
+	agent_over_cgroup(out, sizeof(out));
+	wait_sampled(s.pid);
+	snprintf(p, sizeof(p), "%d", s.pid);
+	cr_assert_eq(hb_run((const char *[]){ "top", "--pid", p, "-d", "3", NULL }, text,
+			    sizeof(text), 120000),
+		     0, "%s", text);
+	cr_assert(strstr(text, "by heapbpf agent (pid"), "%s", text);
+	cr_assert(strstr(text, "which holds it: top's view comes from it"), "%s", text);
+	/* a table each second the holder flushed: the second's header, and the sites */
+	cr_assert(strstr(text, "up 2s"), "%s", text);
+	cr_assert(strstr(text, "large_buffers") && strstr(text, "churn_small"), "%s", text);
+	n = windows_said(s.pid);
+	for (int waited = 0; waited < WAIT_MS && windows_said(s.pid) < n + 2; waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_geq(windows_said(s.pid), n + 2, "the agent's windows stopped: %s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	all = agent_err_all();
+	cr_assert_null(strstr(all, "demand"), "a trigger of the agent's fired: %s", all);
+	free(all);
+	cr_assert_eq(flag_of(s.pid), 0);
+	cr_assert_eq(svc_stop(&s), 0);
+}
+
+/*
  * A one-shot run on a service the agent samples: its window comes from the
  * agent (before: refused, "already profiling"), a profile with the
  * service's sites and exit 0; the agent's own windows go on, and no

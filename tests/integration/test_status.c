@@ -127,12 +127,14 @@ Test(status, lists_every_run_and_names_the_holder)
 	snprintf(line, sizeof(line), "held by heapbpf watch, pid %d, since ", runs[0]);
 	has(err, line);
 	has(err, "kill -USR1");
-	/* top, which no holder serves yet: refused the same way, the served one-shot said */
-	cr_assert_eq(hb_run((const char *[]){ "top", "--pid", pa, "-d", "1", NULL }, err,
-			    sizeof(err), 60000),
+	/* --record, which no holder serves yet: refused the same way, what is served said */
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pa, "-d", "1", "--record",
+					      hb_tmp("held.hbr"), NULL },
+			    err, sizeof(err), 60000),
 		     1, "%s", err);
 	has(err, line);
-	snprintf(line, sizeof(line), "a one-shot run (heapbpf --pid %d -d SECONDS) gets its window",
+	snprintf(line, sizeof(line),
+		 "a one-shot run (heapbpf --pid %d -d SECONDS) or heapbpf top gets its view",
 		 a.pid);
 	has(err, line);
 	/* ended: not listed */
@@ -170,20 +172,6 @@ Test(status, a_killed_run_is_not_listed)
 	cr_assert_eq(hb_run((const char *[]){ "--reset", "--pid", pa, NULL }, reg, sizeof(reg),
 			    60000),
 		     0, "%s", reg);
-}
-
-/* The names of the files in dir, one line each, sorted (static). */
-static const char *listing(const char *dir)
-{
-	static char text[8192];
-	char names[64][256];
-	int n = hb_count_files(dir, "", names, 64);
-	size_t len = 0;
-
-	text[0] = '\0';
-	for (int i = 0; i < n && i < 64; i++)
-		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n", names[i]);
-	return text;
 }
 
 /*
@@ -236,7 +224,7 @@ Test(status, a_held_service_is_profiled_through_its_holder)
 
 	start_services();
 	watch_a(dir, pa, sizeof(pa));
-	snprintf(before, sizeof(before), "%s", listing(dir));
+	snprintf(before, sizeof(before), "%s", hb_listing(dir));
 	cr_assert_eq(hb_run((const char *[]){ "--pid", pa, "-d", "2", "-f", "folded", "-t",
 					      "alloc_space", "-o", out, NULL },
 			    err, sizeof(err), 120000),
@@ -247,7 +235,7 @@ Test(status, a_held_service_is_profiled_through_its_holder)
 	has(text, "churn_small");
 	has(text, "large_buffers");
 	free(text);
-	cr_assert_str_eq(listing(dir), before, "the watch's files changed");
+	cr_assert_str_eq(hb_listing(dir), before, "the watch's files changed");
 	stop_watch();
 	cr_assert_null(strstr(output_of(hb_tmp("watch.err")), "demand"),
 		       "the request fired a trigger of the watch's");

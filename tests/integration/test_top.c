@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,12 +123,11 @@ static bool screen_has(struct tt *t, const char *const *want, char *buf, size_t 
 /* The test's service and tmux server, for the suite's fini to end whatever the test left. */
 static struct tt *current;
 
-/* The service, a tmux server with an 80x24 pane running sh, and heapbpf top typed into it. */
-static void start_top(struct tt *t, const char *extra)
+/* The service, with its flag's and its probe's addresses. */
+static void start_svc(struct tt *t)
 {
 	const char *bin = hb_path("examples/alloc-service-static");
 	const char *args[] = { "--threads", "2", NULL };
-	char screen[8192], *pid = NULL;
 
 	hb_require_bpf();
 	memset(t, 0, sizeof(*t));
@@ -135,6 +135,13 @@ static void start_top(struct tt *t, const char *extra)
 	cr_assert_eq(svc_start(&t->s, bin, IDLE_CONF, args), 0);
 	cr_assert_eq(hb_sym_addr(t->s.pid, bin, "je_prof_active_state", &t->flag), 0);
 	cr_assert_eq(hb_sym_addr(t->s.pid, bin, "je_prof_malloc_sample_object", &t->probe), 0);
+}
+
+/* A tmux server with an 80x24 pane running sh, and heapbpf top typed into it. */
+static void start_pane(struct tt *t, const char *extra)
+{
+	char screen[8192], *pid = NULL;
+
 	snprintf(t->sock, sizeof(t->sock), "%s/tmux.sock", hb_tmpdir());
 	snprintf(t->pidfile, sizeof(t->pidfile), "%s/heapbpf.pid", hb_tmpdir());
 	cr_assert_eq(tmux(t, NULL, 0, "new-session -d -s top -x 80 -y 24 /bin/sh"), 0);
@@ -154,6 +161,12 @@ static void start_top(struct tt *t, const char *extra)
 	cr_assert(has(t, screen, 20000, "heapbpf top  pid", "churn_small"),
 		  "no view with sites: %s", screen);
 	cr_assert(alternate_on(t), "the view is not on the alternate screen");
+}
+
+static void start_top(struct tt *t, const char *extra)
+{
+	start_svc(t);
+	start_pane(t, extra);
 }
 
 /* heapbpf gone, the flag and the code as they were, the shell's screen back after exit 0. */
@@ -178,8 +191,17 @@ static void assert_restored(struct tt *t, bool pane_alive)
 	cr_assert_null(strstr(screen, "-echo "), "%s", screen);
 }
 
+/* heapbpf watch holding the service, in the held tests; their state directory's own */
+static pid_t watcher;
+
 static void tt_fini(void)
 {
+	if (watcher > 0) {
+		kill(watcher, SIGKILL);
+		hb_wait(watcher, 10000);
+		watcher = 0;
+	}
+	unsetenv("HEAPBPF_STATE_DIR");
 	if (current) {
 		if (current->sock[0])
 			tmux(current, NULL, 0, "kill-server 2>/dev/null");
@@ -517,4 +539,117 @@ Test(top, live_heap_beside_what_was_seen_since_attach)
 	cr_assert_lt(seen, held / 4, "since attach %.0f B, live heap %.0f B: %s", seen, held, out);
 	free(out);
 	cr_assert_eq(svc_stop(&t.s), 0);
+}
+
+/* ---- top of a service another heapbpf holds ---- */
+
+/*
+ * The service, and heapbpf watch holding it (its flag on), with a state
+ * directory of the test's own that the pane's heapbpf sees too (tmux's
+ * server starts with the test's environment). dir: the watch's output.
+ */
+static void start_held(struct tt *t, const char *dir)
+{
+	const char *state = hb_tmp("state");
+	char pid[16];
+
+	start_svc(t);
+	cr_assert_eq(mkdir(state, 0700), 0);
+	setenv("HEAPBPF_STATE_DIR", state, 1);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	snprintf(pid, sizeof(pid), "%d", t->s.pid);
+	watcher = hb_spawn((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pid,
+					     "--output-dir", dir, NULL },
+			   hb_tmp("watch.err"));
+	cr_assert_gt(watcher, 0);
+	cr_assert(hb_wait_byte(t->s.pid, t->flag, 1, 60000, watcher),
+		  "the watch did not switch it on");
+}
+
+/* The pane's lines as the program wrote them: those tmux wrapped joined again. */
+static void capture_joined(struct tt *t, char *buf, size_t len)
+{
+	cr_assert_eq(tmux(t, buf, len, "capture-pane -J -p -t top"), 0, "capture-pane failed");
+}
+
+/* The top in the pane gone with exit 0, its screen left; the view's screen in screen. */
+static void assert_pane_back(struct tt *t, char *screen, size_t len)
+{
+	cr_assert(gone(t->hp, 20000), "heapbpf top did not exit");
+	cr_assert(screen_has(t, (const char *const[]){ "top-exit=0", NULL }, screen, len, 10000),
+		  "no exit 0: %s", screen);
+	cr_assert_not(alternate_on(t), "the alternate screen was not left");
+	cr_assert_null(strstr(screen, "GROWTH/s"), "the view is still shown: %s", screen);
+}
+
+/*
+ * heapbpf top on a service heapbpf watch holds: before, refused ("another
+ * heapbpf is already profiling"). Now the view comes from the watch, drawn
+ * each second as in a top of its own: the service's sites, sorted by the
+ * keys. q ends the view only: the watch goes on holding it with the flag on
+ * and ends as it would have, with no profile the view asked for.
+ */
+Test(top, a_held_service_is_viewed_through_its_holder)
+{
+	char screen[8192], before[8192], *err = NULL;
+	const char *dir = hb_tmp("watch");
+	struct tt t;
+	int rc;
+
+	start_held(&t, dir);
+	snprintf(before, sizeof(before), "%s", hb_listing(dir));
+	start_pane(&t, "");
+	/* a second interval: the holder flushes its window each second */
+	cr_assert(has(&t, screen, 20000, "large_buffers", "up 2s"), "%s", screen);
+	cr_assert_eq(tmux(&t, NULL, 0, "send-keys -t top u"), 0);
+	cr_assert(has(&t, screen, 5000, "sorted by in use"), "%s", screen);
+	cr_assert_eq(tmux(&t, NULL, 0, "send-keys -t top q"), 0);
+	assert_pane_back(&t, screen, sizeof(screen));
+	capture_joined(&t, screen, sizeof(screen));
+	cr_assert(strstr(screen, "which holds it: top's view comes from it"), "%s", screen);
+	/* the watch holds it still, flag on, and stops as it would have */
+	cr_assert_eq(peek(&t, t.flag), 1, "the view switched the holder's flag off");
+	cr_assert_str_eq(hb_listing(dir), before, "the watch's files changed");
+	cr_assert_eq(waitpid(watcher, NULL, WNOHANG), 0, "the watch ended with the view");
+	kill(watcher, SIGTERM);
+	rc = hb_wait(watcher, 60000);
+	watcher = 0;
+	cr_assert_geq(hb_read_file(hb_tmp("watch.err"), &err), 0);
+	cr_assert(rc == 0 || rc == 3, "the watch ended with %d: %s", rc, err);
+	cr_assert_null(strstr(err, "demand"), "the view fired a trigger of the watch's: %s", err);
+	free(err);
+	cr_assert(hb_wait_byte(t.s.pid, t.flag, 0, 5000, 0), "prof_active not restored");
+	cr_assert_eq(svc_stop(&t.s), 0);
+}
+
+/*
+ * The held service exits while viewed: the holder ends the window, and the
+ * view ends as a top of its own would, saying so, with the profile of the
+ * whole view written (-o) from what the holder sent.
+ */
+Test(top, a_held_service_that_exits_ends_the_view)
+{
+	char screen[8192], extra[PATH_MAX + 8], said[64], *buf = NULL;
+	const char *out = hb_tmp("top.pb.gz");
+	pid_t pid;
+	Perftools__Profiles__Profile *p;
+	struct tt t;
+	ssize_t len;
+
+	start_held(&t, hb_tmp("watch"));
+	pid = t.s.pid;
+	snprintf(extra, sizeof(extra), " -o %s", out);
+	start_pane(&t, extra);
+	cr_assert(has(&t, screen, 20000, "large_buffers", "up 2s"), "%s", screen);
+	cr_assert_eq(svc_stop(&t.s), 0);
+	assert_pane_back(&t, screen, sizeof(screen));
+	capture_joined(&t, screen, sizeof(screen));
+	snprintf(said, sizeof(said), "heapbpf: pid %d exited", pid);
+	cr_assert(strstr(screen, said), "%s", screen);
+	len = hb_read_file(out, &buf);
+	cr_assert_gt(len, 0, "no profile written with -o: %s", screen);
+	cr_assert_eq(pprof_decode((uint8_t *)buf, len, &p), 0);
+	cr_assert_gt(p->n_sample, 0);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	free(buf);
 }

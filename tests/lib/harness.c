@@ -815,3 +815,16 @@ void hb_cgroup_root(char *out, size_t len)
 	fclose(f);
 	cr_assert(out[0], "no name=systemd or cgroup2 hierarchy is mounted");
 }
+
+const char *hb_listing(const char *dir)
+{
+	static char text[8192];
+	char names[64][256];
+	int n = hb_count_files(dir, "", names, 64);
+	size_t len = 0;
+
+	text[0] = '\0';
+	for (int i = 0; i < n && i < 64; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n", names[i]);
+	return text;
+}

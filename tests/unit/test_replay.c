@@ -191,3 +191,114 @@ Test(replay, absurd_times_are_refused)
 				  sizeof(err)),
 		     -ERANGE);
 }
+
+/* One allocation of 64 bytes at ts on a stack of its own (i). */
+static void put_alloc(struct recorder *r, uint32_t i, uint64_t ts)
+{
+	struct heapbpf_alloc_event a;
+
+	memset(&a, 0, sizeof(a));
+	a.type = HEAPBPF_EV_ALLOC;
+	a.pid = 42;
+	a.tid = 42;
+	a.nframes = 1;
+	a.frames[0] = 0x400000 + 0x100 * i;
+	a.usize = 64;
+	a.tctx = 0x7000 + 64 * i;
+	a.ts = ts;
+	cr_assert_eq(recorder__event(r, &a, sizeof(a)), 0);
+}
+
+/* The feed's allocations so far (0 while it has no collector). */
+static uint64_t fed_allocs(struct replay_feed *f)
+{
+	const struct replay *r = replay_feed__replay(f);
+
+	return r->collector ? collector__stats(r->collector)->allocs : 0;
+}
+
+/*
+ * A recording read as it is written (a served top, serve.h): nothing and no
+ * collector before the header's last line; each flush's events once it was
+ * flushed, a record cut mid-way waited for rather than refused; the drops
+ * said so far; then the end, its STOP record's reason and counters.
+ */
+Test(replay, a_feed_reads_a_recording_as_it_grows)
+{
+	struct replay_opts o = { .to = -1, .no_symbols = true };
+	struct rec_stop st = { .stop_mono_ns = START_NS + 3000000000ULL,
+			       .alloc_drops = 7,
+			       .reason = 3 };
+	struct replay_feed *f = NULL;
+	struct recorder *r;
+	char path[PATH_MAX], v[32], err[256] = "";
+
+	snprintf(path, sizeof(path), "%s/growing.hbr", dir);
+	cr_assert_eq(recorder__open(path, &r), 0);
+	cr_assert_eq(recorder__meta(r, "lg_prof_sample", "19"), 0);
+	cr_assert_eq(recorder__meta(r, "jemalloc_path", "/usr/bin/service"), 0);
+	cr_assert_eq(recorder__flush(r), 0);
+	cr_assert_eq(replay_feed__open(path, &o, &f, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(replay_feed__read(f, false, err, sizeof(err)), 0, "%s", err);
+	cr_assert_null(replay_feed__replay(f)->collector, "a collector before the header's end");
+	snprintf(v, sizeof(v), "%llu", START_NS);
+	cr_assert_eq(recorder__meta(r, "start_mono_ns", v), 0);
+	cr_assert_eq(recorder__meta(r, "start_wall_ns", "1700000000000000000"), 0);
+	put_alloc(r, 0, START_NS + 1000);
+	put_alloc(r, 1, START_NS + 2000);
+	cr_assert_eq(recorder__flush(r), 0);
+	cr_assert_eq(replay_feed__read(f, false, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(fed_allocs(f), 2);
+	/* nothing more written: nothing more read, and no error */
+	cr_assert_eq(replay_feed__read(f, false, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(fed_allocs(f), 2);
+	put_alloc(r, 2, START_NS + 3000);
+	cr_assert_eq(recorder__meta(r, "alloc_drops", "5"), 0);
+	cr_assert_eq(recorder__flush(r), 0);
+	cr_assert_eq(replay_feed__read(f, false, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(fed_allocs(f), 3);
+	cr_assert_eq(replay_feed__replay(f)->counters.alloc_drops, 5);
+	cr_assert_gt(replay_feed__file_offset(f), 16);
+	cr_assert_eq(recorder__stop(r, &st), 0);
+	cr_assert_eq(recorder__close(r), 0);
+	cr_assert_eq(replay_feed__read(f, true, err, sizeof(err)), 0, "%s", err);
+	cr_assert(replay_feed__replay(f)->stopped);
+	cr_assert_eq(replay_feed__replay(f)->reason, 3);
+	cr_assert_eq(replay_feed__replay(f)->counters.alloc_drops, 7);
+	cr_assert_not(replay_feed__replay(f)->truncated);
+	replay_feed__free(f);
+}
+
+/* A followed recording whose writer stopped mid-record: at the last read, cut and said. */
+Test(replay, a_feed_cut_short_is_said_at_its_last_read)
+{
+	struct replay_opts o = { .to = -1, .no_symbols = true };
+	struct replay_feed *f = NULL;
+	struct recorder *r;
+	char path[PATH_MAX], v[32], err[256] = "";
+	long size;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/cut.hbr", dir);
+	cr_assert_eq(recorder__open(path, &r), 0);
+	cr_assert_eq(recorder__meta(r, "lg_prof_sample", "19"), 0);
+	cr_assert_eq(recorder__meta(r, "jemalloc_path", "/usr/bin/service"), 0);
+	snprintf(v, sizeof(v), "%llu", START_NS);
+	cr_assert_eq(recorder__meta(r, "start_mono_ns", v), 0);
+	cr_assert_eq(recorder__flush(r), 0);
+	put_alloc(r, 0, START_NS + 1000);
+	cr_assert_eq(recorder__close(r), 0);
+	/* the last bytes (the frame's end and checksum, part of the event's block) gone */
+	fp = fopen(path, "r+e");
+	cr_assert_not_null(fp);
+	cr_assert_eq(fseek(fp, 0, SEEK_END), 0);
+	size = ftell(fp);
+	cr_assert_eq(ftruncate(fileno(fp), size - 12), 0);
+	fclose(fp);
+	cr_assert_eq(replay_feed__open(path, &o, &f, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(replay_feed__read(f, false, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(replay_feed__read(f, true, err, sizeof(err)), 0, "%s", err);
+	cr_assert(replay_feed__replay(f)->truncated, "not said cut");
+	cr_assert_not_null(replay_feed__replay(f)->collector);
+	replay_feed__free(f);
+}

@@ -325,6 +325,7 @@ struct rec_reader {
 	size_t in_cap;
 	ZSTD_inBuffer ib;
 	bool eof;
+	bool follow;	   /* rec_reader__follow: its end is where the writer is, not the end */
 	size_t frame_left; /* last ZSTD_decompressStream result: 0 = frame complete */
 	uint8_t *buf;	   /* decompressed, not yet consumed */
 	size_t buf_len, buf_cap, consumed;
@@ -391,7 +392,22 @@ void rec_reader__free(struct rec_reader *rd)
 	free(rd);
 }
 
-/* Decompresses more into buf; 1 when it produced bytes or may, 0 at end of input. */
+void rec_reader__follow(struct rec_reader *rd, bool on)
+{
+	rd->follow = on;
+}
+
+uint64_t rec_reader__file_offset(const struct rec_reader *rd)
+{
+	off_t off = ftello(rd->f);
+
+	return off > 0 ? (uint64_t)off : 0;
+}
+
+/*
+ * Decompresses more into buf; 1 when it produced bytes or may, 0 at end of
+ * input, 2 at the end of what a writer it follows has written so far.
+ */
 static int fill(struct rec_reader *rd, char *err, size_t errlen)
 {
 	/* drop what the previous record used */
@@ -412,9 +428,14 @@ static int fill(struct rec_reader *rd, char *err, size_t errlen)
 			rd->ib.src = rd->in;
 			rd->ib.pos = 0;
 			if (rd->ib.size == 0) {
-				rd->eof = true;
 				if (ferror(rd->f))
 					return hb_fail(err, errlen, -EIO, "read error");
+				if (rd->follow) {
+					/* the next fread reads again what was written since */
+					clearerr(rd->f);
+					return 2;
+				}
+				rd->eof = true;
 				return 0;
 			}
 		}
@@ -466,6 +487,8 @@ int rec_reader__next(struct rec_reader *rd, struct rec_record *rec, char *err, s
 
 		if (r < 0)
 			return r;
+		if (r == 2)
+			return -EAGAIN;
 		if (r == 0) {
 			if (rd->buf_len - rd->consumed == 0 && rd->frame_left == 0)
 				return 0;

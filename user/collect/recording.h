@@ -99,6 +99,14 @@ int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_
  * (truncated: everything before was valid). err says where and why.
  */
 int rec_reader__next(struct rec_reader *rd, struct rec_record *rec, char *err, size_t errlen);
+/*
+ * A recording its writer is still writing (on): at the end of what is
+ * there, rec_reader__next returns -EAGAIN and reads on from there when
+ * called again. Off once the writer is done, its end is the end.
+ */
+void rec_reader__follow(struct rec_reader *rd, bool on);
+/* Bytes of the file read so far: nothing before them is read again. */
+uint64_t rec_reader__file_offset(const struct rec_reader *rd);
 void rec_reader__free(struct rec_reader *rd);
 
 /* Payload decoders; -EBADMSG when the payload is malformed. */

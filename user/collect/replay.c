@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@ struct loader {
 	size_t cap_maps;
 	uint64_t lg_prof_sample, start_mono_ns, attach_coarse_ns, stop_mono_ns;
 	bool have_lg;
+	bool feed;     /* a replay_feed's: the symbols are made at the first event */
 	char why[160]; /* a record's value out of range, said instead of "malformed" */
 };
 
@@ -118,6 +120,11 @@ static int on_meta(struct loader *l, const struct rec_record *rec)
 		copy_val(r->comm, sizeof(r->comm), v, vl);
 	} else if (key_is(k, kl, "jemalloc_version")) {
 		copy_val(r->version, sizeof(r->version), v, vl);
+	} else if (key_is(k, kl, "alloc_drops")) {
+		/* a served window's drops so far; its STOP record has the last word */
+		r->counters.alloc_drops = to_u64(v, vl);
+	} else if (key_is(k, kl, "free_drops")) {
+		r->counters.free_drops = to_u64(v, vl);
 	}
 	/* unknown keys: written by a newer heapbpf, not needed here */
 	return 0;
@@ -216,6 +223,7 @@ static int on_stop(struct loader *l, const struct rec_record *rec)
 	l->r->counters.read_faults = s.read_faults;
 	l->r->duration_ns = (int64_t)s.duration_ns;
 	l->r->stopped = true;
+	l->r->reason = s.reason;
 	if (l->r->collector)
 		collector__set_stop_time(l->r->collector, s.stop_mono_ns);
 	return 0;
@@ -231,108 +239,207 @@ void replay__free(struct replay *r)
 	free(r);
 }
 
+/* What the records of path read into l left to make: symbols from its mappings; 0 or -errno. */
+static int make_symbolizer(struct loader *l, const char *path, char *err, size_t errlen)
+{
+	int rc;
+
+	if (l->o->no_symbols || l->r->symbolizer)
+		return 0;
+	if (!l->build_ids)
+		l->build_ids = calloc(1, sizeof(*l->build_ids));
+	if (!l->build_ids)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	l->build_ids[l->maps.n] = NULL;
+	rc = symbolizer__new_offline(&l->maps, (const char *const *)l->build_ids, l->o->dirs,
+				     &l->r->symbolizer);
+	if (rc)
+		return hb_fail(err, errlen, rc, "%s: cannot set up symbolization: %s", path,
+			       strerror(-rc));
+	return 0;
+}
+
+/*
+ * rd's records into l, to its end (0), to where its writer is (-EAGAIN, a
+ * followed recording), or to an error said in err. A recording that ends
+ * mid-record is used up to there, and said in l->r->note.
+ */
+static int read_records(struct loader *l, struct rec_reader *rd, const char *path, char *err,
+			size_t errlen)
+{
+	struct rec_record rec;
+	char rerr[256] = "";
+	int rc;
+
+	while ((rc = rec_reader__next(rd, &rec, rerr, sizeof(rerr))) == 1) {
+		switch (rec.type) {
+		case REC_META:
+			rc = on_meta(l, &rec);
+			break;
+		case REC_MAP:
+			rc = on_map(l, &rec);
+			break;
+		case REC_ALLOC:
+		case REC_FREE:
+			/* a followed recording's mappings all come before its first event */
+			rc = l->feed ? make_symbolizer(l, path, err, errlen) : 0;
+			if (rc)
+				return rc;
+			rc = on_event(l, &rec);
+			break;
+		case REC_STOP:
+			rc = on_stop(l, &rec);
+			break;
+		}
+		if (rc == -ERANGE)
+			return hb_fail(err, errlen, rc,
+				       "%s: %s (record at byte %llu of its records)", path, l->why,
+				       (unsigned long long)rec.offset);
+		if (rc)
+			return hb_fail(err, errlen, rc == -ENOMEM ? -ENOMEM : -EBADMSG,
+				       "%s: malformed %s record at byte %llu of its records", path,
+				       rec.type == REC_MAP    ? "mapping"
+				       : rec.type == REC_META ? "header"
+				       : rec.type == REC_STOP ? "end"
+							      : "event",
+				       (unsigned long long)rec.offset);
+	}
+	if (rc == -ENODATA) {
+		/* a killed run: what was flushed is valid, use it and say so */
+		l->r->truncated = true;
+		snprintf(l->r->note, sizeof(l->r->note), "%s", rerr);
+		return 0;
+	}
+	if (rc == -EAGAIN)
+		return rc;
+	return rc ? hb_fail(err, errlen, rc, "%s: %s", path, rerr) : 0;
+}
+
+/* True once l has the header a report needs: the sampling rate and jemalloc's identity. */
+static bool have_header(const struct loader *l)
+{
+	return l->have_lg && l->r->ident.path;
+}
+
+/* What the records read leave to make: the collector (even with no event), the duration. */
+static int finish(struct loader *l, const char *path, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!have_header(l))
+		return hb_fail(err, errlen, -EBADMSG,
+			       "%s has no complete header (sampling rate, jemalloc)", path);
+	if (!l->r->collector) {
+		rc = collector__new(1ULL << l->lg_prof_sample, &l->r->collector);
+		if (rc)
+			return hb_fail(err, errlen, rc, "out of memory");
+	}
+	if (!l->r->stopped) {
+		const struct collector_stats *st = collector__stats(l->r->collector);
+
+		if (st->last_ts > l->start_mono_ns)
+			l->r->duration_ns = (int64_t)(st->last_ts - l->start_mono_ns);
+	}
+	return make_symbolizer(l, path, err, errlen);
+}
+
+static void loader_free(struct loader *l)
+{
+	for (size_t i = 0; i < l->maps.n; i++) {
+		free(l->maps.v[i].path);
+		free(l->build_ids[i]);
+	}
+	free(l->maps.v);
+	free(l->build_ids);
+}
+
 int replay__load(const char *path, const struct replay_opts *o, struct replay **out, char *err,
 		 size_t errlen)
 {
 	struct loader l = { .o = o };
 	struct rec_reader *rd = NULL;
-	struct rec_record rec;
-	char rerr[256] = "";
 	int rc;
 
 	l.r = calloc(1, sizeof(*l.r));
 	if (!l.r)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	rc = rec_reader__open(path, &rd, err, errlen);
-	if (rc)
-		goto out;
-	while ((rc = rec_reader__next(rd, &rec, rerr, sizeof(rerr))) == 1) {
-		switch (rec.type) {
-		case REC_META:
-			rc = on_meta(&l, &rec);
-			break;
-		case REC_MAP:
-			rc = on_map(&l, &rec);
-			break;
-		case REC_ALLOC:
-		case REC_FREE:
-			rc = on_event(&l, &rec);
-			break;
-		case REC_STOP:
-			rc = on_stop(&l, &rec);
-			break;
-		}
-		if (rc == -ERANGE) {
-			rc = hb_fail(err, errlen, rc, "%s: %s (record at byte %llu of its records)",
-				     path, l.why, (unsigned long long)rec.offset);
-			goto out;
-		}
-		if (rc) {
-			rc = hb_fail(err, errlen, rc == -ENOMEM ? -ENOMEM : -EBADMSG,
-				     "%s: malformed %s record at byte %llu of its records", path,
-				     rec.type == REC_MAP    ? "mapping"
-				     : rec.type == REC_META ? "header"
-				     : rec.type == REC_STOP ? "end"
-							    : "event",
-				     (unsigned long long)rec.offset);
-			goto out;
-		}
-	}
-	if (rc == -ENODATA) {
-		/* a killed run: what was flushed is valid, use it and say so */
-		l.r->truncated = true;
-		snprintf(l.r->note, sizeof(l.r->note), "%s", rerr);
-		rc = 0;
-	} else if (rc) {
-		rc = hb_fail(err, errlen, rc, "%s: %s", path, rerr);
-		goto out;
-	}
-	if (!l.have_lg || !l.r->ident.path) {
-		rc = hb_fail(err, errlen, -EBADMSG,
-			     "%s has no complete header (sampling rate, jemalloc)", path);
-		goto out;
-	}
-	if (!l.r->collector) {
-		rc = collector__new(1ULL << l.lg_prof_sample, &l.r->collector);
-		if (rc) {
-			rc = hb_fail(err, errlen, rc, "out of memory");
-			goto out;
-		}
-	}
-	if (!l.r->stopped && l.r->collector) {
-		const struct collector_stats *st = collector__stats(l.r->collector);
-
-		if (st->last_ts > l.start_mono_ns)
-			l.r->duration_ns = (int64_t)(st->last_ts - l.start_mono_ns);
-	}
-	if (!o->no_symbols) {
-		if (!l.build_ids)
-			l.build_ids = calloc(1, sizeof(*l.build_ids));
-		if (!l.build_ids) {
-			rc = hb_fail(err, errlen, -ENOMEM, "out of memory");
-			goto out;
-		}
-		l.build_ids[l.maps.n] = NULL;
-		rc = symbolizer__new_offline(&l.maps, (const char *const *)l.build_ids, o->dirs,
-					     &l.r->symbolizer);
-		if (rc) {
-			rc = hb_fail(err, errlen, rc, "cannot set up symbolization: %s",
-				     strerror(-rc));
-			goto out;
-		}
-	}
-out:
+	rc = rc ?: read_records(&l, rd, path, err, errlen);
+	rc = rc ?: finish(&l, path, err, errlen);
 	rec_reader__free(rd);
-	for (size_t i = 0; i < l.maps.n; i++) {
-		free(l.maps.v[i].path);
-		free(l.build_ids[i]);
-	}
-	free(l.maps.v);
-	free(l.build_ids);
+	loader_free(&l);
 	if (rc) {
 		replay__free(l.r);
 		return rc;
 	}
 	*out = l.r;
 	return 0;
+}
+
+/* ---- a recording still being written ---- */
+
+struct replay_feed {
+	struct loader l;
+	struct rec_reader *rd;
+	char path[PATH_MAX];
+};
+
+int replay_feed__open(const char *path, const struct replay_opts *o, struct replay_feed **out,
+		      char *err, size_t errlen)
+{
+	struct replay_feed *f = calloc(1, sizeof(*f));
+	int rc;
+
+	if (!f)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	f->l = (struct loader){ .o = o, .feed = true };
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	f->l.r = calloc(1, sizeof(*f->l.r));
+	rc = f->l.r ? rec_reader__open(path, &f->rd, err, errlen)
+		    : hb_fail(err, errlen, -ENOMEM, "out of memory");
+	if (rc) {
+		replay_feed__free(f);
+		return rc;
+	}
+	rec_reader__follow(f->rd, true);
+	*out = f;
+	return 0;
+}
+
+int replay_feed__read(struct replay_feed *f, bool last, char *err, size_t errlen)
+{
+	int rc;
+
+	rec_reader__follow(f->rd, !last);
+	rc = read_records(&f->l, f->rd, f->path, err, errlen);
+	if (rc == -EAGAIN)
+		rc = 0;
+	if (rc)
+		return rc;
+	if (last)
+		return finish(&f->l, f->path, err, errlen);
+	/* the header written: a collector (nothing sampled yet) and the symbols from then on */
+	if (!f->l.r->collector && have_header(&f->l) && f->l.r->start_wall_ns)
+		return finish(&f->l, f->path, err, errlen);
+	return 0;
+}
+
+struct replay *replay_feed__replay(struct replay_feed *f)
+{
+	return f->l.r;
+}
+
+uint64_t replay_feed__file_offset(const struct replay_feed *f)
+{
+	return rec_reader__file_offset(f->rd);
+}
+
+void replay_feed__free(struct replay_feed *f)
+{
+	if (!f)
+		return;
+	rec_reader__free(f->rd);
+	loader_free(&f->l);
+	replay__free(f->l.r);
+	free(f);
 }

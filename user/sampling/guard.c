@@ -135,11 +135,11 @@ static int busy(pid_t pid, const char *holder, char *err, size_t errlen)
 			       holder, pid);
 	daemon = !strcmp(e.mode, "agent") || !strcmp(e.mode, "watch") ||
 		 !strcmp(e.mode, "interval");
-	/* what this run cannot have served (top, --interval, a watch, --record), and instead */
+	/* what this run cannot have served (--interval, a watch, --record), and instead */
 	return hb_fail(err, errlen, -EBUSY,
 		       "another heapbpf (pid %d) is already profiling pid %d: held by heapbpf "
 		       "%s, pid %d, since %s, writing %s; %s; a one-shot run (heapbpf --pid %d -d "
-		       "SECONDS) gets its window from it",
+		       "SECONDS) or heapbpf top gets its view from it",
 		       e.pid, pid, e.mode, e.pid, e.since, e.output[0] ? e.output : "nothing",
 		       daemon ? "its profiles of it are there, and `kill -USR1` to its pid asks it "
 				"for one of every process it holds now"

@@ -177,15 +177,14 @@ static int answer(int conn, pid_t holder, char *err, size_t errlen)
 		  : 0;
 }
 
-int serve_ask(const char *dir, pid_t holder, pid_t pid, uint64_t duration_ns, int out, int stop_fd,
-	      char *err, size_t errlen)
+int serve_send(const char *dir, pid_t holder, pid_t pid, uint64_t duration_ns, int out, char *err,
+	       size_t errlen)
 {
 	char buf[128], ctl[CMSG_SPACE(sizeof(int))] = { 0 };
 	struct iovec iov = { .iov_base = buf };
 	struct msghdr mh = {
 		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl)
 	};
-	struct pollfd pf[2];
 	struct cmsghdr *c;
 	struct sockaddr_un sa;
 	int conn, rc = socket_path(dir, holder, &sa);
@@ -221,6 +220,25 @@ int serve_ask(const char *dir, pid_t holder, pid_t pid, uint64_t duration_ns, in
 		return hb_fail(err, errlen, rc, "cannot ask heapbpf pid %d: %s", holder,
 			       strerror(-rc));
 	}
+	return conn;
+}
+
+int serve_answer(int conn, pid_t holder, char *err, size_t errlen)
+{
+	int rc = answer(conn, holder, err, errlen);
+
+	close(conn);
+	return rc;
+}
+
+int serve_ask(const char *dir, pid_t holder, pid_t pid, uint64_t duration_ns, int out, int stop_fd,
+	      char *err, size_t errlen)
+{
+	struct pollfd pf[2];
+	int conn = serve_send(dir, holder, pid, duration_ns, out, err, errlen);
+
+	if (conn < 0)
+		return conn;
 	/* the answer; a stop signal first ends the window early (the holder sees the hang-up) */
 	pf[0] = (struct pollfd){ .fd = conn, .events = POLLIN };
 	pf[1] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
@@ -232,7 +250,5 @@ int serve_ask(const char *dir, pid_t holder, pid_t pid, uint64_t duration_ns, in
 			pf[1].fd = -1;
 		}
 	}
-	rc = answer(conn, holder, err, errlen);
-	close(conn);
-	return rc;
+	return serve_answer(conn, holder, err, errlen);
 }

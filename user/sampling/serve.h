@@ -53,5 +53,17 @@ void serve_reply(int conn, int rc, const char *msg);
  */
 int serve_ask(const char *dir, pid_t holder, pid_t pid, uint64_t duration_ns, int out, int stop_fd,
 	      char *err, size_t errlen);
+/*
+ * serve_ask in two steps, for an asker with a loop of its own: the request
+ * sent, its connection returned (negative errno with a sentence in err);
+ * shutdown(conn, SHUT_WR) ends the window early, and conn is readable once
+ * the holder has ended it. Then serve_answer: the holder's answer (blocks
+ * until it comes), 0 or negative errno with its sentence; closes conn.
+ * With duration_ns 0 the holder flushes the recording every second, with
+ * the drops so far: a window that can be read as it grows.
+ */
+int serve_send(const char *dir, pid_t holder, pid_t pid, uint64_t duration_ns, int out, char *err,
+	       size_t errlen);
+int serve_answer(int conn, pid_t holder, char *err, size_t errlen);
 
 #endif /* __HEAPBPF_SERVE_H */

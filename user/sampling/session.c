@@ -56,7 +56,8 @@ struct tap {
 	struct recorder *rec; /* NULL: the slot is free */
 	struct member *m;
 	pid_t pid;
-	int conn, tfd;		/* the asker's connection (readable: it hung up), the end's timer */
+	int conn, tfd;		/* the asker's connection (readable: it hung up), its timer */
+	bool live;		/* no duration: tfd flushes it each second, the asker reads it */
 	int64_t t0;		/* CLOCK_MONOTONIC it began */
 	uint64_t attach_coarse; /* CLOCK_MONOTONIC_COARSE then: older objects are not its */
 	struct heapbpf_counters c0;
@@ -895,9 +896,13 @@ static int tap_start(struct loop *l)
 	rc = rc ?: record_meta_u64(tp->rec, "attach_coarse_ns", tp->attach_coarse);
 	rc = rc ?: record_meta_u64(tp->rec, "start_mono_ns", (uint64_t)tp->t0);
 	rc = rc ?: record_meta_u64(tp->rec, "start_wall_ns", (uint64_t)now_ns(CLOCK_REALTIME));
+	rc = rc ?: recorder__flush(tp->rec);
 	rc = rc ?: add_fd(l->ep, tp->conn, EV_TAP + 2 * (uint32_t)i);
-	if (!rc && req.duration_ns) {
-		tp->tfd = make_timer((double)req.duration_ns / 1e9, 0);
+	if (!rc) {
+		/* its end; or, until the asker hangs up, each second what came (taps_flush) */
+		tp->live = !req.duration_ns;
+		tp->tfd = tp->live ? make_timer(1, 1)
+				   : make_timer((double)req.duration_ns / 1e9, 0);
 		rc = tp->tfd < 0 ? tp->tfd : add_fd(l->ep, tp->tfd, EV_TAP + 2 * (uint32_t)i + 1);
 	}
 	if (rc) {
@@ -911,13 +916,42 @@ static int tap_start(struct loop *l)
 	return 0;
 }
 
-/* A tap's event: its asker hung up (even), or its duration passed (odd). */
+/*
+ * A live tap's second: what the ring buffer holds and the drops so far
+ * written, and flushed, so that the asker reads them now. A write error
+ * ends the tap (said to the asker).
+ */
+static int tap_flush(struct loop *l, struct tap *tp)
+{
+	const struct heapbpf_counters *c = &l->s->counters;
+	uint64_t n;
+	int rc;
+
+	if (read(tp->tfd, &n, sizeof(n)) != sizeof(n))
+		return 0;
+	if (l->rb)
+		consume(l->rb);
+	read_counters(l);
+	rc = record_meta_u64(tp->rec, "alloc_drops", c->alloc_drops - tp->c0.alloc_drops);
+	rc = rc ?: record_meta_u64(tp->rec, "free_drops", c->free_drops - tp->c0.free_drops);
+	rc = rc ?: recorder__flush(tp->rec);
+	if (!rc)
+		return 0;
+	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
+	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->tfd, NULL);
+	tap_end(l, tp, STOP_SIGNAL);
+	return 0;
+}
+
+/* A tap's event: its asker hung up (even), or its duration passed or a second (odd). */
 static int tap_ready(struct loop *l, uint32_t k)
 {
 	struct tap *tp = &l->taps[k / 2];
 
 	if (!tp->rec)
 		return 0;
+	if (k % 2 && tp->live)
+		return tap_flush(l, tp);
 	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
 	if (tp->tfd >= 0)
 		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->tfd, NULL);
