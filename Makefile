@@ -26,7 +26,7 @@ endif
 # folder or of lower ones, and the commands at user/ itself are on top
 # (scripts/layers.py checks it in make lint; docs/architecture.md)
 USER_LAYERS := util symbols jemalloc collect profile heap export sampling
-USER_INC   := -Iuser $(USER_LAYERS:%=-Iuser/%)
+USER_INC   := -Iuser
 CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf $(USER_INC) -MMD -MP
 LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lcurl -lm
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -Ibpf -I$(BUILD)

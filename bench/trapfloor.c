@@ -29,7 +29,7 @@
 
 #include "heapbpf.h"
 #include "heapbpf.skel.h"
-#include "probes.h"
+#include "sampling/probes.h"
 #include "trapfloor.skel.h"
 
 void hb_noop(void);

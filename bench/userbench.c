@@ -38,10 +38,10 @@
 
 #include <linux/types.h>
 
-#include "collector.h"
+#include "collect/collector.h"
 #include "heapbpf.h"
-#include "procmaps.h"
-#include "symbolize.h"
+#include "symbols/procmaps.h"
+#include "symbols/symbolize.h"
 
 static int64_t now_ns(clockid_t clk)
 {

@@ -5,11 +5,12 @@
 
 LAYER... are user/'s folders, lowest first (the Makefile's USER_LAYERS);
 the files at user/ itself, the commands, sit on top of them. Every
-#include "x.h" of a file under user/ must name a header of the file's own
-folder or of a lower one (bpf/'s headers and generated ones are below
-everything), and no module (x.c with x.h) may reach itself through
-includes: no cycle, even inside one folder. Exit 1, naming every
-violation, when one is found; 0 with one line otherwise.
+#include "x.h" of a file under user/ names its folder ("collect/x.h";
+user/'s own headers are bare): the layer is read from the include line.
+It must be the file's own folder or a lower one (bpf/'s headers and
+generated ones are below everything), and no module (x.c with x.h) may
+reach itself through includes: no cycle, even inside one folder. Exit 1,
+naming every violation, when one is found; 0 with one line otherwise.
 """
 import argparse
 import os
@@ -20,7 +21,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def scan(root, layers):
-    """{path: (level, module, [included header names])} for user/'s files, and header -> path."""
+    """{path: (level, module, [included names])} for user/'s files, and header -> path."""
     files, headers = {}, {}
     folders = [(len(layers), "")] + [(i, name) for i, name in enumerate(layers)]
     for level, folder in folders:
@@ -35,13 +36,17 @@ def scan(root, layers):
                 incs = INCLUDE.findall(f.read())
             files[path] = (level, os.path.splitext(name)[0], incs)
             if name.endswith(".h"):
-                if name in headers:
-                    raise SystemExit(f"layers: {name} is both {headers[name]} and {path}")
-                headers[name] = path
+                # the include line's name: its folder and its file
+                headers[os.path.relpath(path, "user")] = path
     for d in sorted(os.listdir(os.path.join(root, "user"))):
         if os.path.isdir(os.path.join(root, "user", d)) and d not in layers:
             raise SystemExit(f"layers: user/{d} is in no layer (add it to USER_LAYERS)")
     return files, headers
+
+
+def bare_names(headers):
+    """Header file name -> its path, for the headers of user/'s folders."""
+    return {os.path.basename(k): v for k, v in headers.items() if "/" in k}
 
 
 def level_name(layers, level):
@@ -52,10 +57,17 @@ def check(root, layers):
     files, headers = scan(root, layers)
     problems = []
     graph = {}  # module path stem -> set of module path stems it includes
+    bare = bare_names(headers)
     for path, (level, module, incs) in files.items():
         me = os.path.splitext(path)[0]
         for inc in incs:
-            target = headers.get(os.path.basename(inc))
+            target = headers.get(inc)
+            if target is None and "/" not in inc and inc in bare:
+                problems.append(
+                    f"{path} includes {inc} by its bare name: "
+                    f"name its folder, {os.path.relpath(bare[inc], 'user')}"
+                )
+                target = bare[inc]
             if target is None:
                 continue  # bpf/ or generated: below every layer
             tlevel = files[target][0]

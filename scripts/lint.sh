@@ -6,11 +6,8 @@ set -uo pipefail
 build=${1:-build}
 rc=0
 srcs=(user/*.c user/*/*.c tests/lib/*.c)
-# user/ and its stage folders
+# user/ alone: every include names its folder ("collect/collector.h")
 incs=(-Iuser)
-for d in user/*/; do
-	incs+=("-I${d%/}")
-done
 # generated headers (skeleton, protobuf) as system headers: their findings are not ours
 flags=(-std=gnu11 -D_GNU_SOURCE "${incs[@]}" -Ibpf -isystem "$build" -isystem "$build/proto")
 

@@ -23,19 +23,19 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "discover.h"
-#include "errmsg.h"
+#include "sampling/discover.h"
+#include "util/errmsg.h"
 #include "fleet.h"
-#include "guard.h"
-#include "runs.h"
-#include "privs.h"
-#include "procmaps.h"
-#include "selection.h"
-#include "session.h"
-#include "snapshot.h"
+#include "sampling/guard.h"
+#include "sampling/runs.h"
+#include "sampling/privs.h"
+#include "symbols/procmaps.h"
+#include "sampling/selection.h"
+#include "sampling/session.h"
+#include "export/snapshot.h"
 #include "watch.h"
 #include "window.h"
-#include "workload.h"
+#include "sampling/workload.h"
 
 /* Processes named by discovery checked per tick, at most (the rest wait for the next). */
 #define DUE_PER_TICK 64

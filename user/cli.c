@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "output.h"
+#include "util/output.h"
 
 static const char usage[] =
 	"Usage: heapbpf --pid PID [options]\n"

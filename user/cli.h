@@ -8,10 +8,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "profile.h"
-#include "sink.h"
+#include "util/profile.h"
+#include "export/sink.h"
 #include "top.h"
-#include "version.h"
+#include "util/version.h"
 
 enum cli_mode {
 	MODE_LIVE,   /* heapbpf --pid N */

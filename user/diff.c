@@ -9,15 +9,15 @@
 
 #include "cli.h"
 #include "diff.h"
-#include "errmsg.h"
-#include "files.h"
-#include "hashmap.h"
-#include "pprof.h"
-#include "replay.h"
-#include "report.h"
-#include "sink.h"
-#include "summary.h"
-#include "version.h"
+#include "util/errmsg.h"
+#include "util/files.h"
+#include "util/hashmap.h"
+#include "profile/pprof.h"
+#include "collect/replay.h"
+#include "profile/report.h"
+#include "export/sink.h"
+#include "profile/summary.h"
+#include "util/version.h"
 
 /* ---- loading ---- */
 

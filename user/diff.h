@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "util/profile.h"
 
 /* One stack's totals on each side; the diff profile's samples come from these. */
 struct diff_stack {

@@ -11,15 +11,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
+#include "util/errmsg.h"
 #include "fleet.h"
 #include "live.h"
-#include "output.h"
-#include "privs.h"
-#include "procmaps.h"
-#include "pyroscope.h"
-#include "snapshot.h"
-#include "targets.h"
+#include "util/output.h"
+#include "sampling/privs.h"
+#include "symbols/procmaps.h"
+#include "export/pyroscope.h"
+#include "export/snapshot.h"
+#include "sampling/targets.h"
 
 /*
  * Where profiles wait for Pyroscope: --spool-dir; else beside --output-dir's

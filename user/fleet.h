@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "retain.h"
+#include "util/retain.h"
 #include "run.h"
 
 /*

@@ -9,14 +9,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "guard.h"
+#include "util/errmsg.h"
+#include "sampling/guard.h"
 #include "live.h"
-#include "output.h"
-#include "privs.h"
-#include "recording.h"
+#include "util/output.h"
+#include "sampling/privs.h"
+#include "collect/recording.h"
 #include "served.h"
-#include "session.h"
+#include "sampling/session.h"
 #include "top.h"
 #include "watch.h"
 #include "window.h"

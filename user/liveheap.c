@@ -5,14 +5,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "errmsg.h"
+#include "util/errmsg.h"
 #include "liveheap.h"
-#include "report.h"
-#include "sink.h"
-#include "summary.h"
-#include "symbolize.h"
-#include "version.h"
-#include "wrappers.h"
+#include "profile/report.h"
+#include "export/sink.h"
+#include "profile/summary.h"
+#include "symbols/symbolize.h"
+#include "util/version.h"
+#include "profile/wrappers.h"
 
 static const char *sampling_text(const struct heapwalk_stats *st)
 {

@@ -12,11 +12,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "heapwalk.h"
-#include "memsrc.h"
-#include "memsrc_proc.h"
+#include "heap/heapwalk.h"
+#include "jemalloc/memsrc.h"
+#include "heap/memsrc_proc.h"
 #include "run.h"
-#include "target.h"
+#include "jemalloc/target.h"
 
 /* Runs --live-heap for r->opts->pid; its outcome joins r->outcome. */
 int liveheap_run(struct run *r, char *err, size_t errlen);

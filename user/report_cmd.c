@@ -14,18 +14,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "coreheap.h"
+#include "heap/coreheap.h"
 #include "diff.h"
-#include "errmsg.h"
-#include "files.h"
-#include "replay.h"
-#include "report.h"
+#include "util/errmsg.h"
+#include "util/files.h"
+#include "collect/replay.h"
+#include "profile/report.h"
 #include "report_cmd.h"
-#include "sink.h"
-#include "summary.h"
-#include "version.h"
+#include "export/sink.h"
+#include "profile/summary.h"
+#include "util/version.h"
 #include "window.h"
-#include "wrappers.h"
+#include "profile/wrappers.h"
 
 /* What the profile is of, as pprof comments. */
 static int core_describe(struct hb_profile *p, const struct core_heap *h,

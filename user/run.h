@@ -16,14 +16,14 @@
 #include <time.h>
 
 #include "cli.h"
-#include "collector.h"
-#include "forks.h"
+#include "collect/collector.h"
+#include "sampling/forks.h"
 #include "heapbpf.h"
-#include "procsum.h"
-#include "pyro_labels.h"
-#include "report.h"
-#include "symbolize.h"
-#include "target.h"
+#include "collect/procsum.h"
+#include "export/pyro_labels.h"
+#include "profile/report.h"
+#include "symbols/symbolize.h"
+#include "jemalloc/target.h"
 
 struct pyro;
 

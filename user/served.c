@@ -15,12 +15,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "errmsg.h"
-#include "guard.h"
-#include "replay.h"
-#include "runs.h"
-#include "serve.h"
-#include "session.h"
+#include "util/errmsg.h"
+#include "sampling/guard.h"
+#include "collect/replay.h"
+#include "sampling/runs.h"
+#include "sampling/serve.h"
+#include "sampling/session.h"
 #include "served.h"
 #include "top.h"
 #include "window.h"

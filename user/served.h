@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "run.h"
-#include "target.h"
+#include "jemalloc/target.h"
 
 /* Whether a run of o can have its window from a holder: a one-shot run or top, of one process. */
 bool served_can(const struct cli *o, size_t ntargets);

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "guard.h"
-#include "procmaps.h"
-#include "runs.h"
+#include "util/errmsg.h"
+#include "sampling/guard.h"
+#include "symbols/procmaps.h"
+#include "sampling/runs.h"
 #include "status.h"
 
 /* "http://user@host:4040/x" -> "Pyroscope at http://host:4040/x": never a credential. */

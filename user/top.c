@@ -10,16 +10,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector.h"
-#include "errmsg.h"
-#include "heapwalk.h"
-#include "memsrc_proc.h"
-#include "report.h"
-#include "session.h"
-#include "summary.h"
-#include "target.h"
+#include "collect/collector.h"
+#include "util/errmsg.h"
+#include "heap/heapwalk.h"
+#include "heap/memsrc_proc.h"
+#include "profile/report.h"
+#include "sampling/session.h"
+#include "profile/summary.h"
+#include "jemalloc/target.h"
 #include "top.h"
-#include "wrappers.h"
+#include "profile/wrappers.h"
 
 static const char *const sort_keys[TOP_NSORTS] = { "growth", "alloc", "inuse" };
 static const char *const sort_names[TOP_NSORTS] = { "in-use growth", "allocation rate", "in use" };

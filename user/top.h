@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "profile.h"
+#include "util/profile.h"
 
 enum top_sort {
 	TOP_SORT_GROWTH, /* in-use bytes gained over the interval */

@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "summary.h"
+#include "util/errmsg.h"
+#include "profile/summary.h"
 #include "watch.h"
 #include "window.h"
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "run.h"
-#include "session.h"
+#include "sampling/session.h"
 
 struct watch;
 

@@ -7,18 +7,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "errmsg.h"
-#include "flamegraph.h"
-#include "folded.h"
-#include "leaks.h"
-#include "procmaps.h"
-#include "procsum.h"
-#include "pyro_labels.h"
-#include "report.h"
-#include "sink.h"
-#include "snapshot.h"
-#include "summary.h"
-#include "targets.h"
+#include "util/errmsg.h"
+#include "profile/flamegraph.h"
+#include "profile/folded.h"
+#include "collect/leaks.h"
+#include "symbols/procmaps.h"
+#include "collect/procsum.h"
+#include "export/pyro_labels.h"
+#include "profile/report.h"
+#include "export/sink.h"
+#include "export/snapshot.h"
+#include "profile/summary.h"
+#include "sampling/targets.h"
 #include "window.h"
 
 /* The last window of --interval is written only when it is at least this long. */

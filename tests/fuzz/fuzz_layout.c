@@ -41,11 +41,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector.h"
-#include "elfobj.h"
-#include "heapwalk.h"
-#include "layout.h"
-#include "layout_dwarf.h"
+#include "collect/collector.h"
+#include "symbols/elfobj.h"
+#include "heap/heapwalk.h"
+#include "jemalloc/layout.h"
+#include "jemalloc/layout_dwarf.h"
 
 #define BASE	   0x10000ull
 #define CKH	   0x00

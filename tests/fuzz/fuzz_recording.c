@@ -18,8 +18,8 @@
 
 #include <zstd.h>
 
-#include "recording.h"
-#include "replay.h"
+#include "collect/recording.h"
+#include "collect/replay.h"
 
 static char path[64];
 

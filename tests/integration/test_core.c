@@ -24,11 +24,11 @@
 
 #include <criterion/criterion.h>
 
-#include "coreheap.h"
+#include "heap/coreheap.h"
 #include "harness.h"
 #include "oracle.h"
-#include "procmaps.h"
-#include "target.h"
+#include "symbols/procmaps.h"
+#include "jemalloc/target.h"
 
 /* prof.dump's raw counts (5.3.0), sampling on from the start, accumulated totals kept */
 #define CORE_CONF "prof:true,prof_active:true,prof_accum:true,prof_unbias:false,lg_prof_sample:14"

@@ -23,9 +23,9 @@
 
 #include <criterion/criterion.h>
 
-#include "flamegraph.h"
+#include "profile/flamegraph.h"
 #include "harness.h"
-#include "pprof.h"
+#include "profile/pprof.h"
 
 #define CHROMIUM "/usr/bin/chromium"
 #define DRIVER	 "tests/flamegraph/driver.js"

@@ -26,7 +26,7 @@
 
 #include "harness.h"
 #include "standin.h"
-#include "pprof.h"
+#include "profile/pprof.h"
 
 #define UNIT_DIR      "examples/systemd"
 #define UNIT_FILE     UNIT_DIR "/heapbpf-snapshot@.service"

@@ -22,7 +22,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
-#include "pprof.h"
+#include "profile/pprof.h"
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 

@@ -37,14 +37,14 @@
 #include <criterion/criterion.h>
 #include <zlib.h>
 
-#include "collector.h"
+#include "collect/collector.h"
 #include "harness.h"
-#include "heapwalk.h"
+#include "heap/heapwalk.h"
 #include "jedump.h"
-#include "layout.h"
-#include "layout_dwarf.h"
+#include "jemalloc/layout.h"
+#include "jemalloc/layout_dwarf.h"
 #include "liveheap.h"
-#include "target.h"
+#include "jemalloc/target.h"
 
 /* The service of the running test: killed at its end, so that a failed test leaves none stopped. */
 static pid_t svc_pid;

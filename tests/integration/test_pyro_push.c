@@ -20,8 +20,8 @@
 
 #include "harness.h"
 #include "standin.h"
-#include "pprof.h"
-#include "pyro_push.h"
+#include "profile/pprof.h"
+#include "export/pyro_push.h"
 
 #define PUSH_SERVER   "tests/pyroscope/pyroscope_push_server.py"
 #define INGEST_SERVER "tests/pyroscope/pyroscope_rules_server.py"

@@ -31,7 +31,7 @@
 
 #include "harness.h"
 #include "oracle.h"
-#include "target.h"
+#include "jemalloc/target.h"
 
 /* processes a test started outside svc_*: killed if the test ends early */
 static pid_t leftovers[4];

@@ -31,9 +31,9 @@
 /* temporary-directory paths are short; a truncated one would fail the test visibly */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-#include "elfobj.h"
+#include "symbols/elfobj.h"
 #include "harness.h"
-#include "pprof.h"
+#include "profile/pprof.h"
 
 #define IDLE_CONF "prof:true,prof_active:false"
 

@@ -16,8 +16,8 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
-#include "target.h"
-#include "toggle.h"
+#include "jemalloc/target.h"
+#include "sampling/toggle.h"
 
 #define SERVICE	  "examples/alloc-service-static"
 #define IDLE_CONF "prof:true,prof_active:false"

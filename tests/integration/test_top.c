@@ -23,7 +23,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
-#include "pprof.h"
+#include "profile/pprof.h"
 
 #define IDLE_CONF "prof:true,prof_active:false"
 

@@ -33,11 +33,11 @@
 
 #include "harness.h"
 #include "jedump.h"
-#include "layout.h"
-#include "layout_dwarf.h"
+#include "jemalloc/layout.h"
+#include "jemalloc/layout_dwarf.h"
 #include "oracle.h"
-#include "pprof.h"
-#include "target.h"
+#include "profile/pprof.h"
+#include "jemalloc/target.h"
 
 TestSuite(versions, .fini = hb_tmpdir_cleanup, .timeout = 120);
 

@@ -19,7 +19,7 @@
 
 #include "harness.h"
 #include "oracle.h"
-#include "pprof.h"
+#include "profile/pprof.h"
 #include "standin.h"
 
 #define IDLE_CONF   "prof:true,prof_active:false"

@@ -6,7 +6,7 @@
 #ifndef __HEAPBPF_TEST_JEDWARF_H
 #define __HEAPBPF_TEST_JEDWARF_H
 
-#include "layout_dwarf.h"
+#include "jemalloc/layout_dwarf.h"
 
 /* 5.3.0's offsets and argument positions; the heap tables left zero. */
 struct jemalloc_dwarf hb_dwarf_530(void);

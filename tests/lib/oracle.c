@@ -14,14 +14,14 @@
 
 #include <criterion/criterion.h>
 
-#include "collector.h"
+#include "collect/collector.h"
 #include "harness.h"
 #include "jedump.h"
 #include "oracle.h"
-#include "pprof.h"
-#include "report.h"
-#include "symbolize.h"
-#include "target.h"
+#include "profile/pprof.h"
+#include "profile/report.h"
+#include "symbols/symbolize.h"
+#include "jemalloc/target.h"
 
 struct entry {
 	char *key; /* function names leaf first, ';'-joined */

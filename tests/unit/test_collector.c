@@ -9,9 +9,9 @@
 
 #include <linux/types.h>
 
-#include "collector.h"
+#include "collect/collector.h"
 #include "heapbpf.h"
-#include "unbias.h"
+#include "collect/unbias.h"
 
 #define PERIOD 4096
 

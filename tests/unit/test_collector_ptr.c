@@ -11,7 +11,7 @@
 
 #include <linux/types.h>
 
-#include "collector.h"
+#include "collect/collector.h"
 #include "heapbpf.h"
 
 #define PERIOD 4096

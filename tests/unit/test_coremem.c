@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coreheap.h"
+#include "heap/coreheap.h"
 
 #define PAGE 4096ULL
 

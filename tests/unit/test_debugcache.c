@@ -21,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "debugsearch.h"
+#include "symbols/debugsearch.h"
 #include "harness.h"
-#include "output.h"
+#include "util/output.h"
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 

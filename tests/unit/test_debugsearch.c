@@ -25,9 +25,9 @@
 
 #include <elfutils/libdwelf.h>
 
-#include "debuginfo.h"
-#include "debugsearch.h"
-#include "files.h"
+#include "symbols/debuginfo.h"
+#include "symbols/debugsearch.h"
+#include "util/files.h"
 #include "harness.h"
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"

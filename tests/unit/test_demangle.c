@@ -14,11 +14,11 @@
 
 #include <criterion/criterion.h>
 
-#include "collector.h"
-#include "demangle.h"
-#include "report.h"
-#include "symbolize.h"
-#include "target.h"
+#include "collect/collector.h"
+#include "symbols/demangle.h"
+#include "profile/report.h"
+#include "symbols/symbolize.h"
+#include "jemalloc/target.h"
 
 #define CPP_NAME    "_ZN7storage5Cache6insertEPKcm"
 #define RUST_LEGACY "_ZN4core3fmt5write17h0123456789abcdefE"

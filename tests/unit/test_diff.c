@@ -9,10 +9,10 @@
 #include <zlib.h>
 
 #include "diff.h"
-#include "flamegraph.h"
-#include "folded.h"
-#include "pprof.h"
-#include "sink.h"
+#include "profile/flamegraph.h"
+#include "profile/folded.h"
+#include "profile/pprof.h"
+#include "export/sink.h"
 
 /* Stacks of function names (leaf first, NULL-terminated), at addresses that differ by build. */
 static struct hb_profile *profile(uint64_t addr_base, const char *const stacks[][4],

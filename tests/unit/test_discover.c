@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "discover.h"
+#include "sampling/discover.h"
 
 static double mono_s(void)
 {

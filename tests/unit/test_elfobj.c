@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elfobj.h"
+#include "symbols/elfobj.h"
 #include "harness.h"
-#include "procmaps.h"
+#include "symbols/procmaps.h"
 
 #define JE_VERSION "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"
 

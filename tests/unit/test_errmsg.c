@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "util/errmsg.h"
 
 TestSuite(diag);
 

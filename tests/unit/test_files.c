@@ -16,8 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "files.h"
+#include "util/errmsg.h"
+#include "util/files.h"
 #include "harness.h"
 
 TestSuite(clean);

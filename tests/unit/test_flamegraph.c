@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "flamegraph.h"
-#include "sink.h"
-#include "snapshot.h"
+#include "profile/flamegraph.h"
+#include "export/sink.h"
+#include "export/snapshot.h"
 #include "harness.h"
 
 /* A location: its lines' functions callee first (no name: an unsymbolized address), lines. */

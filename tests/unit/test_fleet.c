@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "snapshot.h"
-#include "targets.h"
+#include "export/snapshot.h"
+#include "sampling/targets.h"
 
 static char dir[PATH_MAX];
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folded.h"
+#include "profile/folded.h"
 #include "harness.h"
 
 /* Location i gets the given names as its lines, callee first (NULL ends the list). */

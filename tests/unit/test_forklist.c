@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
-#include "forks.h"
+#include "sampling/forks.h"
 
 /* A child that waits to be killed. */
 static pid_t sleeper(void)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hashmap.h"
+#include "util/hashmap.h"
 
 static struct hashmap m;
 

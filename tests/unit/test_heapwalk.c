@@ -11,9 +11,9 @@
 
 #include <criterion/criterion.h>
 
-#include "collector.h"
-#include "heapwalk.h"
-#include "layout.h"
+#include "collect/collector.h"
+#include "heap/heapwalk.h"
+#include "jemalloc/layout.h"
 
 #define BASE	0x10000ull
 #define SIZE	0x10000ull

@@ -2,7 +2,8 @@
 /*
  * scripts/layers.py, the check make lint runs on user/'s stage folders: the
  * real tree passes; a made-up tree with an upward include, an include cycle
- * inside one folder, or a folder in no layer fails, naming the culprit.
+ * inside one folder, a bare include of a folder's header, or a folder in no
+ * layer fails, naming the culprit.
  */
 #include <criterion/criterion.h>
 #include <limits.h>
@@ -54,10 +55,10 @@ static int run_check(const char *root, const char *layers, char *out, size_t len
 static void small_tree(void)
 {
 	put("user/util/base.h", "#include <stdio.h>\n#include \"heapbpf.h\"\n");
-	put("user/util/base.c", "#include \"base.h\"\n");
-	put("user/a/mid.h", "#include \"base.h\"\n");
-	put("user/a/mid.c", "#include \"mid.h\"\n#include \"base.h\"\n");
-	put("user/main.c", "#include \"mid.h\"\n");
+	put("user/util/base.c", "#include \"util/base.h\"\n");
+	put("user/a/mid.h", "#include \"util/base.h\"\n");
+	put("user/a/mid.c", "#include \"a/mid.h\"\n#include \"util/base.h\"\n");
+	put("user/main.c", "#include \"a/mid.h\"\n");
 }
 
 Test(layers, the_repository_passes)
@@ -84,15 +85,15 @@ Test(layers, an_upward_include_fails)
 
 	small_tree();
 	/* the bottom reaching up into a/ */
-	put("user/util/base.c", "#include \"base.h\"\n#include \"mid.h\"\n");
+	put("user/util/base.c", "#include \"util/base.h\"\n#include \"a/mid.h\"\n");
 	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
-	cr_assert(strstr(out, "user/util/base.c includes mid.h, which is in user/a/, above "
+	cr_assert(strstr(out, "user/util/base.c includes a/mid.h, which is in user/a/, above "
 			      "user/util/"),
 		  "%s", out);
 	/* and into the commands */
-	put("user/util/base.c", "#include \"base.h\"\n");
+	put("user/util/base.c", "#include \"util/base.h\"\n");
 	put("user/main.h", "\n");
-	put("user/a/mid.c", "#include \"mid.h\"\n#include \"main.h\"\n");
+	put("user/a/mid.c", "#include \"a/mid.h\"\n#include \"main.h\"\n");
 	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "user/a/mid.c includes main.h, which is in user/ (the commands)"),
 		  "%s", out);
@@ -103,8 +104,8 @@ Test(layers, a_cycle_inside_a_folder_fails)
 	char out[4096];
 
 	small_tree();
-	put("user/a/other.h", "#include \"mid.h\"\n");
-	put("user/a/mid.c", "#include \"mid.h\"\n#include \"other.h\"\n");
+	put("user/a/other.h", "#include \"a/mid.h\"\n");
+	put("user/a/mid.c", "#include \"a/mid.h\"\n#include \"a/other.h\"\n");
 	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "include cycle: user/a/mid -> user/a/other -> user/a/mid"), "%s",
 		  out);
@@ -118,4 +119,25 @@ Test(layers, a_folder_in_no_layer_fails)
 	put("user/stray/x.c", "\n");
 	cr_assert_neq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "user/stray is in no layer"), "%s", out);
+}
+
+/* An include must name its folder: bare, of another folder's header or of its own, it fails. */
+Test(layers, a_bare_include_fails)
+{
+	char out[4096];
+
+	small_tree();
+	put("user/a/mid.c", "#include \"a/mid.h\"\n#include \"base.h\"\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "user/a/mid.c includes base.h by its bare name: name its folder, "
+			      "util/base.h"),
+		  "%s", out);
+	put("user/a/mid.c", "#include \"mid.h\"\n#include \"util/base.h\"\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "user/a/mid.c includes mid.h by its bare name"), "%s", out);
+	/* an upward one, bare, is both */
+	put("user/a/mid.c", "#include \"a/mid.h\"\n");
+	put("user/util/base.c", "#include \"mid.h\"\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "user/util/base.c includes mid.h, which is in user/a/"), "%s", out);
 }

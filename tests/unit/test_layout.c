@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "layout.h"
-#include "layout_dwarf.h"
+#include "jemalloc/layout.h"
+#include "jemalloc/layout_dwarf.h"
 #include "jedwarf.h"
 
 #define V530 "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"

@@ -16,16 +16,16 @@
 #include <linux/types.h>
 
 #include "cli.h"
-#include "collector.h"
-#include "flamegraph.h"
+#include "collect/collector.h"
+#include "profile/flamegraph.h"
 #include "heapbpf.h"
-#include "leaks.h"
-#include "pprof.h"
-#include "procsum.h"
-#include "profile.h"
-#include "report.h"
-#include "summary.h"
-#include "unbias.h"
+#include "collect/leaks.h"
+#include "profile/pprof.h"
+#include "collect/procsum.h"
+#include "util/profile.h"
+#include "profile/report.h"
+#include "profile/summary.h"
+#include "collect/unbias.h"
 
 #define PERIOD	4096
 #define MS	1000000ULL

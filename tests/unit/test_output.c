@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "output.h"
+#include "util/output.h"
 
 static char dir[] = "/tmp/heapbpf-output-XXXXXX";
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "pprof.h"
+#include "profile/pprof.h"
 #include "harness.h"
 
 #define PROTO_DIR "/usr/share/gocode/src/github.com/google/pprof/proto"

@@ -19,7 +19,7 @@
 #include <sys/syscall.h>
 
 #include "harness.h"
-#include "privs.h"
+#include "sampling/privs.h"
 
 /* A fake /sys under the test's temporary directory, with the uprobe PMU or without. */
 static void fake_sysfs(bool uprobe_pmu)

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "procmaps.h"
+#include "symbols/procmaps.h"
 
 static struct proc_map m;
 

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pyro_labels.h"
-#include "pyro_push.h"
+#include "export/pyro_labels.h"
+#include "export/pyro_push.h"
 
 Test(pyro_labels, name_sorted_and_validated)
 {

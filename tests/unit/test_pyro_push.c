@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "push/v1/push.pb-c.h"
-#include "pyro_push.h"
+#include "export/pyro_push.h"
 
 TestSuite(pyro_push);
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyro_auth.h"
+#include "export/pyro_auth.h"
 
 #define USER   "u.ser/12345"
 #define PASSWD "p@ss w/rd\"x+y&z"

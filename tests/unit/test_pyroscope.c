@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 
 #include "harness.h"
-#include "pyro_auth.h"
-#include "pyroscope.h"
-#include "spool.h"
+#include "export/pyro_auth.h"
+#include "export/pyroscope.h"
+#include "export/spool.h"
 
 TestSuite(pyroscope, .fini = hb_tmpdir_cleanup);
 

@@ -15,7 +15,7 @@
 #include <linux/types.h>
 
 #include "heapbpf.h"
-#include "recording.h"
+#include "collect/recording.h"
 
 static char dir[64];
 

@@ -15,8 +15,8 @@
 #include <linux/types.h>
 
 #include "heapbpf.h"
-#include "recording.h"
-#include "replay.h"
+#include "collect/recording.h"
+#include "collect/replay.h"
 
 static char dir[64];
 

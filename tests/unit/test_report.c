@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdbool.h>
 
-#include "report.h"
+#include "profile/report.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "retain.h"
-#include "snapshot.h"
-#include "spool.h"
+#include "util/retain.h"
+#include "export/snapshot.h"
+#include "export/spool.h"
 
 TestSuite(retain, .fini = hb_tmpdir_cleanup);
 

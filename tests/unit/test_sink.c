@@ -10,9 +10,9 @@
 
 #include <zstd.h>
 
-#include "folded.h"
-#include "pprof.h"
-#include "sink.h"
+#include "profile/folded.h"
+#include "profile/pprof.h"
+#include "export/sink.h"
 
 static char dir[] = "/tmp/heapbpf-sink-XXXXXX";
 

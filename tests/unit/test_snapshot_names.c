@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "output.h"
-#include "snapshot.h"
+#include "util/output.h"
+#include "export/snapshot.h"
 
 TestSuite(snapshot_names, .fini = hb_tmpdir_cleanup);
 

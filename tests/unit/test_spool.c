@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "snapshot.h"
-#include "spool.h"
+#include "export/snapshot.h"
+#include "export/spool.h"
 
 TestSuite(spool, .fini = hb_tmpdir_cleanup);
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
-#include "symbolize.h"
+#include "symbols/symbolize.h"
 
 /* A function of this test binary, not inlined: its name is looked up. */
 __attribute__((noinline)) int sympool_marker(int x)

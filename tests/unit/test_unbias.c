@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "unbias.h"
+#include "collect/unbias.h"
 
 #define LG19 (1u << 19) /* jemalloc's default R = 2^lg_prof_sample */
 

@@ -11,12 +11,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "elfobj.h"
-#include "layout.h"
-#include "layout_dwarf.h"
+#include "symbols/elfobj.h"
+#include "jemalloc/layout.h"
+#include "jemalloc/layout_dwarf.h"
 #include "jedwarf.h"
-#include "selfcheck.h"
-#include "target.h"
+#include "sampling/selfcheck.h"
+#include "jemalloc/target.h"
 
 #define R530 "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"
 #define R521 "5.2.1-0-gea6b3e973b477b8061e0076bb257dbd7f3faa756"

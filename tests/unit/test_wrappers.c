@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flamegraph.h"
-#include "folded.h"
-#include "summary.h"
+#include "profile/flamegraph.h"
+#include "profile/folded.h"
+#include "profile/summary.h"
 #include "top.h"
-#include "wrappers.h"
+#include "profile/wrappers.h"
 #include "harness.h"
 
 #define MAXF 12

@@ -6,10 +6,10 @@
 
 #include <linux/types.h>
 
-#include "collector.h"
-#include "hashmap.h"
+#include "collect/collector.h"
+#include "util/hashmap.h"
 #include "heapbpf.h"
-#include "unbias.h"
+#include "collect/unbias.h"
 
 /* A free's allocation time can be this much later than heapbpf's timestamp of the sample. */
 #define MATCH_SLACK_NS	     50000ULL

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lifetimes.h"
+#include "collect/lifetimes.h"
 
 /*
  * 88 bytes: what every event touches. What only some stacks have is beside

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector.h"
-#include "leaks.h"
-#include "profile.h"
+#include "collect/collector.h"
+#include "collect/leaks.h"
+#include "util/profile.h"
 
 int hb_trend_fit(const double *t, const float *y, size_t n, struct hb_trend *out)
 {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lifetimes.h"
+#include "collect/lifetimes.h"
 
 struct collector;
 struct hb_profile;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lifetimes.h"
+#include "collect/lifetimes.h"
 
 #define SUB (1u << HB_LT_SUB_BITS)
 

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "procsum.h"
+#include "collect/procsum.h"
 
 struct procsum {
 	struct collector_totals now, peak;

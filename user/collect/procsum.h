@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collector.h"
+#include "collect/collector.h"
 
 struct procsum;
 

@@ -14,11 +14,11 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "errmsg.h"
-#include "files.h"
+#include "util/errmsg.h"
+#include "util/files.h"
 #include "heapbpf.h"
-#include "output.h"
-#include "recording.h"
+#include "util/output.h"
+#include "collect/recording.h"
 
 #define HEADER_LEN 16
 #define ALLOC_HDR  offsetof(struct heapbpf_alloc_event, frames)

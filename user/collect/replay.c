@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "recording.h"
-#include "replay.h"
-#include "target.h"
+#include "util/errmsg.h"
+#include "collect/recording.h"
+#include "collect/replay.h"
+#include "jemalloc/target.h"
 
 struct loader {
 	struct replay *r;

@@ -11,10 +11,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "collector.h"
+#include "collect/collector.h"
 #include "heapbpf.h"
-#include "symbolize.h"
-#include "target.h"
+#include "symbols/symbolize.h"
+#include "jemalloc/target.h"
 
 struct replay_opts {
 	double from, to;	 /* window in seconds from the start; to < 0: to the end */

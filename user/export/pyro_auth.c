@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "pyro_auth.h"
+#include "util/errmsg.h"
+#include "export/pyro_auth.h"
 
 #define MAX_SECRET 4096
 

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "pyro_labels.h"
+#include "util/errmsg.h"
+#include "export/pyro_labels.h"
 
 #define DEFAULT_LABELS 3 /* hostname, pid, comm */
 

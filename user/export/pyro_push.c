@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "push/v1/push.pb-c.h"
-#include "pyro_push.h"
+#include "export/pyro_push.h"
 
 #define INGEST_SUFFIX "/ingest"
 

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pyro_labels.h"
+#include "export/pyro_labels.h"
 
 #define PYRO_PUSH_PATH	       "/push.v1.PusherService/Push"
 #define PYRO_PUSH_CTYPE	       "application/proto"

@@ -12,12 +12,12 @@
 
 #include <curl/curl.h>
 
-#include "errmsg.h"
-#include "pyro_auth.h"
-#include "pyro_push.h"
-#include "pyroscope.h"
-#include "spool.h"
-#include "version.h"
+#include "util/errmsg.h"
+#include "export/pyro_auth.h"
+#include "export/pyro_push.h"
+#include "export/pyroscope.h"
+#include "export/spool.h"
+#include "util/version.h"
 
 #define BACKOFF_FIRST_MS  1000
 #define BACKOFF_MAX_MS	  8000

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pyro_labels.h"
+#include "export/pyro_labels.h"
 
 struct pyro_opts {
 	const char *url;	  /* the server (http[s]://host[:port][/prefix]) or its /ingest */

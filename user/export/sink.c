@@ -8,13 +8,13 @@
 
 #include <zstd.h>
 
-#include "errmsg.h"
-#include "flamegraph.h"
-#include "folded.h"
-#include "output.h"
-#include "pprof.h"
-#include "pyroscope.h"
-#include "sink.h"
+#include "util/errmsg.h"
+#include "profile/flamegraph.h"
+#include "profile/folded.h"
+#include "util/output.h"
+#include "profile/pprof.h"
+#include "export/pyroscope.h"
+#include "export/sink.h"
 
 #define ZSTD_LEVEL 9 /* a profile is written once and kept long: spend a little CPU */
 

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "util/profile.h"
 
 enum out_format {
 	FMT_PPROF,  /* gzip-compressed perftools.profiles.Profile, all four values */

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "output.h"
-#include "snapshot.h"
+#include "util/errmsg.h"
+#include "util/output.h"
+#include "export/snapshot.h"
 
 void snapshot_stamp(time_t t, char *buf)
 {

@@ -27,8 +27,8 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "profile.h"
-#include "retain.h"
+#include "util/profile.h"
+#include "util/retain.h"
 
 #define SNAPSHOT_STAMP_LEN 16 /* "20250102T030405Z" */
 

@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "output.h"
-#include "snapshot.h"
-#include "spool.h"
+#include "util/errmsg.h"
+#include "util/output.h"
+#include "export/snapshot.h"
+#include "export/spool.h"
 
 #define SPOOL_MAGIC "HBSPOOL1\n"
 #define SPOOL_EXT   ".spool"

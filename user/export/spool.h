@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "retain.h"
+#include "util/retain.h"
 
 #define SPOOL_MAX_FILE ((size_t)64 << 20) /* larger spool files are not read */
 

@@ -6,10 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coreheap.h"
-#include "elfobj.h"
-#include "errmsg.h"
-#include "files.h"
+#include "heap/coreheap.h"
+#include "symbols/elfobj.h"
+#include "util/errmsg.h"
+#include "util/files.h"
 
 /* How a core's objects are found on disk: --exe, --binary-path, their recorded paths. */
 struct core_open_ctx {

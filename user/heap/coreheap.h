@@ -4,11 +4,11 @@
 
 #include <stddef.h>
 
-#include "collector.h"
-#include "heapwalk.h"
-#include "memsrc_core.h"
-#include "symbolize.h"
-#include "target.h"
+#include "collect/collector.h"
+#include "heap/heapwalk.h"
+#include "heap/memsrc_core.h"
+#include "symbols/symbolize.h"
+#include "jemalloc/target.h"
 
 /*
  * jemalloc in a core file: the object holding it (from NT_FILE; opened from

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "heapwalk.h"
+#include "heap/heapwalk.h"
 
-#include "errmsg.h"
+#include "util/errmsg.h"
 #include "heapbpf.h"
-#include "target.h"
-#include "unbias.h"
+#include "jemalloc/target.h"
+#include "collect/unbias.h"
 
 /* Cells of the table read at once: 64 KiB. */
 #define CELL_CHUNK 4096

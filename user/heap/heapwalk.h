@@ -41,9 +41,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collector.h"
-#include "layout.h"
-#include "memsrc.h"
+#include "collect/collector.h"
+#include "jemalloc/layout.h"
+#include "jemalloc/memsrc.h"
 
 /* Runtime addresses (link-time address + load bias) of jemalloc's globals. */
 struct heapwalk_syms {

@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elfobj.h"
-#include "errmsg.h"
-#include "files.h"
-#include "memsrc_core.h"
+#include "symbols/elfobj.h"
+#include "util/errmsg.h"
+#include "util/files.h"
+#include "heap/memsrc_core.h"
 
 /* More than any process has (the kernel's default vm.max_map_count is 65530). */
 #define CORE_MAX_SEGMENTS (1U << 22)

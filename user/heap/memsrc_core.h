@@ -19,8 +19,8 @@
 
 #include <linux/types.h>
 
-#include "memsrc.h"
-#include "procmaps.h"
+#include "jemalloc/memsrc.h"
+#include "symbols/procmaps.h"
 
 /* One PT_LOAD of the core: [vaddr, vaddr + memsz) in memory, filesz bytes of it in the file. */
 struct core_segment {

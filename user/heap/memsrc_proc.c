@@ -20,9 +20,9 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "errmsg.h"
-#include "memsrc_proc.h"
-#include "procmaps.h"
+#include "util/errmsg.h"
+#include "heap/memsrc_proc.h"
+#include "symbols/procmaps.h"
 
 /* Fresh snapshots of the mappings one source may take after the first. */
 #define MAX_REREADS 64

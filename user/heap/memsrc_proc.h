@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "memsrc.h"
+#include "jemalloc/memsrc.h"
 
 /*
  * A live process as a memory image (user/heap/memsrc_proc.c): process_vm_readv,

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "layout.h"
+#include "jemalloc/layout.h"
 
 #define NONE HEAPBPF_ARG_NONE
 

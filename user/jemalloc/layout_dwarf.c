@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "debuginfo.h"
-#include "errmsg.h"
-#include "files.h"
-#include "layout_dwarf.h"
+#include "symbols/debuginfo.h"
+#include "util/errmsg.h"
+#include "util/files.h"
+#include "jemalloc/layout_dwarf.h"
 
 #define NONE HEAPBPF_ARG_NONE
 

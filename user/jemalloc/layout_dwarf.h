@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "layout.h"
+#include "jemalloc/layout.h"
 
 /* The heap tables (layout.h, struct jemalloc_heap_layout) as DWARF describes them; -1: not. */
 struct jemalloc_heap_dwarf {

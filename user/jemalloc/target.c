@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "debuginfo.h"
-#include "debugsearch.h"
-#include "files.h"
-#include "layout_dwarf.h"
-#include "target.h"
+#include "util/errmsg.h"
+#include "symbols/debuginfo.h"
+#include "symbols/debugsearch.h"
+#include "util/files.h"
+#include "jemalloc/layout_dwarf.h"
+#include "jemalloc/target.h"
 
 #define SAMPLE_FN "prof_malloc_sample_object"
 #define FREE_FN	  "prof_free_sampled_object"

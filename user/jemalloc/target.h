@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "elfobj.h"
-#include "layout.h"
-#include "memsrc.h"
-#include "procmaps.h"
+#include "symbols/elfobj.h"
+#include "jemalloc/layout.h"
+#include "jemalloc/memsrc.h"
+#include "symbols/procmaps.h"
 
 struct jemalloc_target {
 	pid_t pid;

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "flamegraph.h"
-#include "hashmap.h"
-#include "version.h"
+#include "profile/flamegraph.h"
+#include "util/hashmap.h"
+#include "util/version.h"
 
 /*
  * .incbin takes the path from the assembler's working directory: make

@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile.h"
+#include "util/profile.h"
 
 struct flamegraph;
 

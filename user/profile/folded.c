@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folded.h"
-#include "hashmap.h"
+#include "profile/folded.h"
+#include "util/hashmap.h"
 
 /* One location's frames as text; rank and prefix: of the first location with the same text. */
 struct loc_text {

@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-#include "profile.h"
+#include "util/profile.h"
 
 /*
  * Writes every sample whose value for @which is > 0. Inlined lines expand to

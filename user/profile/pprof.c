@@ -17,8 +17,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "hashmap.h"
-#include "pprof.h"
+#include "util/hashmap.h"
+#include "profile/pprof.h"
 
 #define STRTAB_RECENT 64
 /*

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "util/profile.h"
 #include "profile.pb-c.h"
 
 /*

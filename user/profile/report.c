@@ -8,11 +8,11 @@
 
 #include <linux/types.h>
 
-#include "demangle.h"
-#include "hashmap.h"
+#include "symbols/demangle.h"
+#include "util/hashmap.h"
 #include "heapbpf.h"
-#include "report.h"
-#include "wrappers.h"
+#include "profile/report.h"
+#include "profile/wrappers.h"
 
 #define LOC_CACHE 1024
 

@@ -14,11 +14,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "collector.h"
-#include "leaks.h"
-#include "profile.h"
-#include "symbolize.h"
-#include "target.h"
+#include "collect/collector.h"
+#include "collect/leaks.h"
+#include "util/profile.h"
+#include "symbols/symbolize.h"
+#include "jemalloc/target.h"
 
 /* --follow-forks: one more process's collection, its samples labelled with its pid. */
 struct report_proc {

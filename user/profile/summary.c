@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "errmsg.h"
-#include "summary.h"
-#include "wrappers.h"
+#include "util/errmsg.h"
+#include "profile/summary.h"
+#include "profile/wrappers.h"
 
 /* Columns of a sparkline, and rows of the lifetimes table. */
 #define SPARK_WIDTH	      40

@@ -6,10 +6,10 @@
 #include <linux/types.h>
 #include <stdio.h>
 
-#include "collector.h"
+#include "collect/collector.h"
 #include "heapbpf.h"
-#include "leaks.h"
-#include "profile.h"
+#include "collect/leaks.h"
+#include "util/profile.h"
 
 struct hb_site {
 	const char *function; /* the site: the caller of malloc, or of its wrappers */

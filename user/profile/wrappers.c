@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "hashmap.h"
-#include "wrappers.h"
+#include "util/errmsg.h"
+#include "util/hashmap.h"
+#include "profile/wrappers.h"
 
 /*
  * The well-known allocator wrappers, matched like --wrapper patterns

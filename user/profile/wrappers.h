@@ -34,7 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "profile.h"
+#include "util/profile.h"
 
 /* Rule 2: the distinct callers a function needs to be a wrapper by the samples alone. */
 #define WRAPPERS_MIN_CALLERS 2

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "discover.h"
-#include "errmsg.h"
-#include "procmaps.h"
+#include "sampling/discover.h"
+#include "util/errmsg.h"
+#include "symbols/procmaps.h"
 
 /*
  * After an exec, the process is checked at these delays (seconds): a

@@ -6,9 +6,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "errmsg.h"
-#include "forks.h"
-#include "procmaps.h"
+#include "util/errmsg.h"
+#include "sampling/forks.h"
+#include "symbols/procmaps.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 

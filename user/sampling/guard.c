@@ -11,13 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "forks.h"
-#include "guard.h"
-#include "output.h"
-#include "procmaps.h"
-#include "runs.h"
-#include "toggle.h"
+#include "util/errmsg.h"
+#include "sampling/forks.h"
+#include "sampling/guard.h"
+#include "util/output.h"
+#include "symbols/procmaps.h"
+#include "sampling/runs.h"
+#include "sampling/toggle.h"
 
 struct guard {
 	pid_t pid;

@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "forks.h"
-#include "target.h"
+#include "sampling/forks.h"
+#include "jemalloc/target.h"
 
 struct guard;
 

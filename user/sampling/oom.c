@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "forks.h"
-#include "oom.h"
+#include "util/errmsg.h"
+#include "sampling/forks.h"
+#include "sampling/oom.h"
 
 /* "\tfield:unsigned long total_vm;\toffset:16;\tsize:8;\tsigned:0;": the name, offset, size. */
 static bool parse_field(const char *line, char *name, size_t len, unsigned int *off,

@@ -10,8 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "privs.h"
+#include "util/errmsg.h"
+#include "sampling/privs.h"
 
 /* $HEAPBPF_SYSFS (tests) or /sys: where the kernel's features are looked up. */
 static const char *sysfs(void)

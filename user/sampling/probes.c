@@ -10,11 +10,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "errmsg.h"
+#include "util/errmsg.h"
 #include "heapbpf.h"
 
 #include "heapbpf.skel.h"
-#include "probes.h"
+#include "sampling/probes.h"
 
 struct probes {
 	struct heapbpf_bpf *skel;

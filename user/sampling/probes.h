@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "heapbpf.h"
-#include "target.h"
+#include "jemalloc/target.h"
 
 struct probes;
 struct bpf_link;

@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "output.h"
-#include "runs.h"
+#include "util/errmsg.h"
+#include "util/output.h"
+#include "sampling/runs.h"
 
 struct runs_reg {
 	int dfd, fd;

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "errmsg.h"
-#include "pyro_labels.h"
-#include "selection.h"
-#include "targets.h"
+#include "util/errmsg.h"
+#include "export/pyro_labels.h"
+#include "sampling/selection.h"
+#include "sampling/targets.h"
 
 /* Where the value of key goes in r, with its size; NULL for a key rules do not have. */
 static char *field_of(struct select_rule *r, const char *key, size_t klen, size_t *size)

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "errmsg.h"
-#include "procmaps.h"
-#include "selfcheck.h"
+#include "util/errmsg.h"
+#include "symbols/procmaps.h"
+#include "sampling/selfcheck.h"
 
 /* Allocations remembered for the free side's comparison. */
 #define SEEN_MAX 256

@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "heapbpf.h"
-#include "target.h"
+#include "jemalloc/target.h"
 
 #define SELFCHECK_ALLOCS 16
 #define SELFCHECK_FREES	 4

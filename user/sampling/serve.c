@@ -11,8 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "serve.h"
+#include "util/errmsg.h"
+#include "sampling/serve.h"
 
 #define REQUEST_MAGIC "heapbpf-serve 1"
 

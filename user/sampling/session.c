@@ -17,20 +17,20 @@
 
 #include <bpf/libbpf.h>
 
-#include "errmsg.h"
-#include "forks.h"
-#include "guard.h"
-#include "hashmap.h"
-#include "oom.h"
-#include "privs.h"
-#include "probes.h"
-#include "recording.h"
-#include "selfcheck.h"
-#include "serve.h"
-#include "session.h"
-#include "summary.h"
-#include "toggle.h"
-#include "version.h"
+#include "util/errmsg.h"
+#include "sampling/forks.h"
+#include "sampling/guard.h"
+#include "util/hashmap.h"
+#include "sampling/oom.h"
+#include "sampling/privs.h"
+#include "sampling/probes.h"
+#include "collect/recording.h"
+#include "sampling/selfcheck.h"
+#include "sampling/serve.h"
+#include "sampling/session.h"
+#include "profile/summary.h"
+#include "sampling/toggle.h"
+#include "util/version.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434

@@ -22,13 +22,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collector.h"
-#include "forks.h"
+#include "collect/collector.h"
+#include "sampling/forks.h"
 #include "heapbpf.h"
-#include "procsum.h"
-#include "report.h"
-#include "symbolize.h"
-#include "target.h"
+#include "collect/procsum.h"
+#include "profile/report.h"
+#include "symbols/symbolize.h"
+#include "jemalloc/target.h"
 
 enum stop_reason {
 	STOP_DURATION,

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "targets.h"
+#include "util/errmsg.h"
+#include "sampling/targets.h"
 
 #define MAX_ROOTS    8
 #define SEARCH_DEPTH 6 /* system.slice/foo.slice/bar.service and user@.service trees */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "toggle.h"
+#include "sampling/toggle.h"
 
 int prof_toggle_validate(const struct jemalloc_target *t, uint64_t addr)
 {

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "target.h"
+#include "jemalloc/target.h"
 
 /*
  * The program image the flag belongs to: the jemalloc object's file mapping

@@ -14,16 +14,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "pyro_labels.h"
+#include "export/pyro_labels.h"
 
 #define WORKLOAD_ID_LEN 64 /* a container id: 64 lower-case hex digits */
-/*
- * Pyroscope's default limit on the label names of one series
- * (-validation.max-label-names-per-series=30), counting __name__ and
- * service_name: a series with more is refused.
- */
-#define WORKLOAD_MAX_LABEL_NAMES 30
-
 /* What a process is, as a fleet labels it: its systemd unit, its container, its pod. */
 struct workload {
 	char unit[256]; /* "redis-server.service" (or .scope) the cgroup names; "" */

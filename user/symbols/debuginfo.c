@@ -12,10 +12,10 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
-#include "debuginfo.h"
-#include "debugsearch.h"
-#include "elfobj.h"
-#include "files.h"
+#include "symbols/debuginfo.h"
+#include "symbols/debugsearch.h"
+#include "symbols/elfobj.h"
+#include "util/files.h"
 
 struct dbg_object {
 	char *key; /* build-id, or "dev:ino:size:mtime" */

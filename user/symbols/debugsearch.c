@@ -15,10 +15,10 @@
 #include <gelf.h>
 #include <zlib.h>
 
-#include "debugsearch.h"
-#include "errmsg.h"
-#include "files.h"
-#include "output.h"
+#include "symbols/debugsearch.h"
+#include "util/errmsg.h"
+#include "util/files.h"
+#include "util/output.h"
 
 static void to_hex(const unsigned char *id, size_t idlen, char *hex, size_t len)
 {

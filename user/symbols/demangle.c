@@ -4,7 +4,7 @@
 
 #include <libiberty/demangle.h>
 
-#include "demangle.h"
+#include "symbols/demangle.h"
 
 char *hb_demangle(const char *name)
 {

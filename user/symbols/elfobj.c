@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elfobj.h"
-#include "files.h"
+#include "symbols/elfobj.h"
+#include "util/files.h"
 
 struct segment {
 	uint64_t vaddr, memsz, offset, filesz, align;

@@ -14,8 +14,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "files.h"
-#include "procmaps.h"
+#include "util/files.h"
+#include "symbols/procmaps.h"
 
 #define DELETED_SUFFIX " (deleted)"
 

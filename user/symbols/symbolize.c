@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "debuginfo.h"
-#include "elfobj.h"
-#include "files.h"
-#include "symbolize.h"
+#include "symbols/debuginfo.h"
+#include "symbols/elfobj.h"
+#include "util/files.h"
+#include "symbols/symbolize.h"
 
 /* One file, opened while the target lived, parsed on first use. */
 struct sym_file {

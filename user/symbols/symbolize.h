@@ -15,8 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "debuginfo.h"
-#include "procmaps.h"
+#include "symbols/debuginfo.h"
+#include "symbols/procmaps.h"
 
 struct sym_object {
 	char *path;	/* path inside the target's namespace */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errmsg.h"
+#include "util/errmsg.h"
 
 static bool quiet;
 

@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "files.h"
+#include "util/files.h"
 
 /*
  * "/proc/PID/root/REST": 1 with PID's root directory opened (O_PATH) in

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <stdlib.h>
 
-#include "hashmap.h"
+#include "util/hashmap.h"
 
 #define HASHMAP_MIN_CAP 64
 

@@ -9,7 +9,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "output.h"
+#include "util/output.h"
 
 /* --file-mode: every profile, snapshot and recording heapbpf writes */
 static mode_t file_mode = OUTPUT_DEFAULT_MODE;

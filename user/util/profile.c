@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "util/profile.h"
 
 const char *const hb_value_names[HB_NVALUES] = {
 	[HB_ALLOC_OBJECTS] = "alloc_objects",

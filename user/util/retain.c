@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errmsg.h"
-#include "retain.h"
+#include "util/errmsg.h"
+#include "util/retain.h"
 
 #define STALE_TEMP_S 3600 /* no write of one file takes an hour */
 
