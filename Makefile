@@ -23,9 +23,10 @@ override CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 		   -fno-sanitize-recover=undefined
 endif
 # user/ in stage folders, lowest first: a file includes only headers of its own
-# folder or of lower ones, and the commands at user/ itself are on top
-# (scripts/layers.py checks it in make lint; docs/architecture.md)
-USER_LAYERS := util symbols jemalloc collect profile heap export sampling
+# folder or of lower ones, naming the folder; run/ is what every live command
+# shares, cmd/ the commands (none includes another), main.c the command table
+# on top (scripts/layers.py checks it in make lint; docs/architecture.md)
+USER_LAYERS := util symbols jemalloc collect profile heap export sampling run cmd
 USER_INC   := -Iuser
 CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf $(USER_INC) -MMD -MP
 LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lcurl -lm
@@ -383,7 +384,7 @@ FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h user/*/*.c user/*/*.
 # cppcheck and clang-tidy on our own C code, no warning allowed (part of make
 # test, where it yields the CPU to the builds the tests wait for)
 lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
-	$(Q)python3 scripts/layers.py $(USER_LAYERS)
+	$(Q)python3 scripts/layers.py --isolated cmd $(USER_LAYERS)
 	$(Q)nice -n 10 scripts/lint.sh $(BUILD)
 
 format-check:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The stage folders of user/ form a strict stack (docs/architecture.md).
 
-    scripts/layers.py [--root DIR] LAYER...
+    scripts/layers.py [--root DIR] [--isolated FOLDER] LAYER...
 
 LAYER... are user/'s folders, lowest first (the Makefile's USER_LAYERS);
 the files at user/ itself, the commands, sit on top of them. Every
@@ -9,7 +9,9 @@ the files at user/ itself, the commands, sit on top of them. Every
 user/'s own headers are bare): the layer is read from the include line.
 It must be the file's own folder or a lower one (bpf/'s headers and
 generated ones are below everything), and no module (x.c with x.h) may
-reach itself through includes: no cycle, even inside one folder. Exit 1,
+reach itself through includes: no cycle, even inside one folder. The
+modules of an --isolated folder (cmd: the commands) include none of each
+other's headers: what two of them share goes a layer down. Exit 1,
 naming every violation, when one is found; 0 with one line otherwise.
 """
 import argparse
@@ -53,7 +55,7 @@ def level_name(layers, level):
     return "user/ (the commands)" if level == len(layers) else f"user/{layers[level]}/"
 
 
-def check(root, layers):
+def check(root, layers, isolated=()):
     files, headers = scan(root, layers)
     problems = []
     graph = {}  # module path stem -> set of module path stems it includes
@@ -71,6 +73,13 @@ def check(root, layers):
             if target is None:
                 continue  # bpf/ or generated: below every layer
             tlevel = files[target][0]
+            folder = os.path.basename(os.path.dirname(path))
+            if (folder in isolated and os.path.dirname(target) == os.path.dirname(path)
+                    and files[target][1] != module):
+                problems.append(
+                    f"{path} includes {inc}: one module of user/{folder}/ includes "
+                    f"another's (what they share goes a layer down)"
+                )
             if tlevel > level:
                 problems.append(
                     f"{path} includes {inc}, which is in {level_name(layers, tlevel)}, "
@@ -103,9 +112,10 @@ def check(root, layers):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=".")
+    ap.add_argument("--isolated", action="append", default=[])
     ap.add_argument("layers", nargs="+")
     a = ap.parse_args()
-    problems, n = check(a.root, a.layers)
+    problems, n = check(a.root, a.layers, a.isolated)
     for p in problems:
         print(f"layers: {p}", file=sys.stderr)
     if problems:

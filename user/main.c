@@ -17,23 +17,23 @@
 
 #include <bpf/libbpf.h>
 
-#include "agent.h"
-#include "cli.h"
+#include "cmd/agent.h"
+#include "run/cli.h"
 #include "symbols/debuginfo.h"
-#include "diff.h"
+#include "cmd/diff.h"
 #include "util/errmsg.h"
-#include "fleet.h"
-#include "liveheap.h"
+#include "run/fleet.h"
+#include "cmd/liveheap.h"
 #include "util/output.h"
 #include "collect/replay.h"
-#include "report_cmd.h"
-#include "run.h"
+#include "cmd/report.h"
+#include "run/run.h"
 #include "sampling/guard.h"
 #include "sampling/runs.h"
 #include "sampling/serve.h"
 #include "sampling/session.h"
-#include "status.h"
-#include "window.h"
+#include "cmd/status.h"
+#include "run/window.h"
 
 /* libbpf's messages, debug level included; installed only with -v */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)

@@ -17,7 +17,7 @@
 
 #include <zlib.h>
 
-#include "diff.h"
+#include "profile/diff.h"
 
 static char path[64];
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "run/cli.h"
 
 #define MAXARGS 160
 

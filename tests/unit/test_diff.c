@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "diff.h"
+#include "profile/diff.h"
 #include "profile/flamegraph.h"
 #include "profile/folded.h"
 #include "profile/pprof.h"

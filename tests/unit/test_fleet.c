@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "run/cli.h"
 #include "export/snapshot.h"
 #include "sampling/targets.h"
 

@@ -2,8 +2,9 @@
 /*
  * scripts/layers.py, the check make lint runs on user/'s stage folders: the
  * real tree passes; a made-up tree with an upward include, an include cycle
- * inside one folder, a bare include of a folder's header, or a folder in no
- * layer fails, naming the culprit.
+ * inside one folder, a bare include of a folder's header, a command
+ * including another command, or a folder in no layer fails, naming the
+ * culprit.
  */
 #include <criterion/criterion.h>
 #include <limits.h>
@@ -65,7 +66,9 @@ Test(layers, the_repository_passes)
 {
 	char out[8192];
 
-	cr_assert_eq(run_check(NULL, "util symbols jemalloc collect profile heap export sampling",
+	cr_assert_eq(run_check(NULL,
+			       "--isolated cmd util symbols jemalloc collect profile heap export "
+			       "sampling run cmd",
 			       out, sizeof(out)),
 		     0, "%s", out);
 	cr_assert(strstr(out, "no upward include, no cycle"), "%s", out);
@@ -140,4 +143,26 @@ Test(layers, a_bare_include_fails)
 	put("user/util/base.c", "#include \"mid.h\"\n");
 	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "user/util/base.c includes mid.h, which is in user/a/"), "%s", out);
+}
+
+/* The commands (an --isolated folder) include none of each other's headers; their own, yes. */
+Test(layers, a_command_including_a_command_fails)
+{
+	char out[4096];
+
+	small_tree();
+	put("user/cmd/one.h", "\n");
+	put("user/cmd/one.c", "#include \"cmd/one.h\"\n#include \"a/mid.h\"\n");
+	put("user/cmd/two.h", "\n");
+	put("user/cmd/two.c", "#include \"cmd/two.h\"\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "--isolated cmd util a cmd", out, sizeof(out)), 0, "%s",
+		     out);
+	put("user/cmd/two.c", "#include \"cmd/two.h\"\n#include \"cmd/one.h\"\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "--isolated cmd util a cmd", out, sizeof(out)), 1, "%s",
+		     out);
+	cr_assert(strstr(out, "user/cmd/two.c includes cmd/one.h: one module of user/cmd/ "
+			      "includes another's"),
+		  "%s", out);
+	/* the same tree without the rule: no violation */
+	cr_assert_eq(run_check(hb_tmpdir(), "util a cmd", out, sizeof(out)), 0, "%s", out);
 }

@@ -15,7 +15,7 @@
 
 #include <linux/types.h>
 
-#include "cli.h"
+#include "run/cli.h"
 #include "collect/collector.h"
 #include "profile/flamegraph.h"
 #include "heapbpf.h"

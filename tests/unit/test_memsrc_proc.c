@@ -14,7 +14,7 @@
 
 #include <criterion/criterion.h>
 
-#include "liveheap.h"
+#include "cmd/liveheap.h"
 
 #define PAGES 40 /* more than two of the cache's runs */
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "top.h"
+#include "run/cli.h"
+#include "run/top.h"
 #include "harness.h"
 
 /* A location's lines, callee first; function NULL ends the list. */

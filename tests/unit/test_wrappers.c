@@ -14,7 +14,7 @@
 #include "profile/flamegraph.h"
 #include "profile/folded.h"
 #include "profile/summary.h"
-#include "top.h"
+#include "run/top.h"
 #include "profile/wrappers.h"
 #include "harness.h"
 

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "run.h"
+#include "run/run.h"
 
 /*
  * Profiles tr->pid: checks privileges, finds jemalloc, takes the target's

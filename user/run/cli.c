@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "run/cli.h"
 #include "util/output.h"
 
 static const char usage[] =

@@ -20,8 +20,8 @@
 
 #include "util/errmsg.h"
 #include "profile/summary.h"
-#include "watch.h"
-#include "window.h"
+#include "run/watch.h"
+#include "run/window.h"
 
 /* The memory cgroup counters a target's pressure is read from. */
 enum cg_kind {

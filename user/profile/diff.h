@@ -53,13 +53,4 @@ void diff__free(struct diff *d);
 /* Indices of the n stacks that changed most in which (by absolute value); returns how many. */
 size_t diff_top(const struct diff *d, enum hb_value which, size_t *idx, size_t n);
 
-struct cli;
-
-/*
- * heapbpf diff BASE NEW: loads both, prints the largest changes of the
- * chosen sample type on stderr and, with -o, writes the differential
- * profile through the sink. 0 or a negative errno with a message in err.
- */
-int diff_command(const struct cli *o, char *err, size_t errlen);
-
 #endif /* __HEAPBPF_DIFF_H */

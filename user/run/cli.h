@@ -10,7 +10,7 @@
 
 #include "util/profile.h"
 #include "export/sink.h"
-#include "top.h"
+#include "run/top.h"
 #include "util/version.h"
 
 enum cli_mode {

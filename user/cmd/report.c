@@ -15,16 +15,16 @@
 #include <unistd.h>
 
 #include "heap/coreheap.h"
-#include "diff.h"
+#include "profile/diff.h"
 #include "util/errmsg.h"
 #include "util/files.h"
 #include "collect/replay.h"
 #include "profile/report.h"
-#include "report_cmd.h"
+#include "cmd/report.h"
 #include "export/sink.h"
 #include "profile/summary.h"
 #include "util/version.h"
-#include "window.h"
+#include "run/window.h"
 #include "profile/wrappers.h"
 
 /* What the profile is of, as pprof comments. */

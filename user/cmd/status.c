@@ -8,7 +8,7 @@
 #include "sampling/guard.h"
 #include "symbols/procmaps.h"
 #include "sampling/runs.h"
-#include "status.h"
+#include "cmd/status.h"
 
 /* "http://user@host:4040/x" -> "Pyroscope at http://host:4040/x": never a credential. */
 static void pyroscope_words(const char *url, char *buf, size_t len)

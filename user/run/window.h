@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "run.h"
+#include "run/run.h"
 
 /*
  * Writes the window that ends at end_ns (wall clock) and starts the next

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "run.h"
+#include "run/run.h"
 #include "jemalloc/target.h"
 
 /* Whether a run of o can have its window from a holder: a one-shot run or top, of one process. */

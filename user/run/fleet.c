@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "util/errmsg.h"
-#include "fleet.h"
-#include "live.h"
+#include "run/fleet.h"
+#include "run/live.h"
 #include "util/output.h"
 #include "sampling/privs.h"
 #include "symbols/procmaps.h"

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "run.h"
+#include "run/run.h"
 
 int report_file(struct run *r, char *err, size_t errlen);
 

@@ -18,7 +18,7 @@
 #include "sampling/session.h"
 #include "profile/summary.h"
 #include "jemalloc/target.h"
-#include "top.h"
+#include "run/top.h"
 #include "profile/wrappers.h"
 
 static const char *const sort_keys[TOP_NSORTS] = { "growth", "alloc", "inuse" };

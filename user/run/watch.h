@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "run.h"
+#include "run/run.h"
 #include "sampling/session.h"
 
 struct watch;

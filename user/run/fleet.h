@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "util/retain.h"
-#include "run.h"
+#include "run/run.h"
 
 /*
  * Runs every target of r. Returns 0 with r->outcome set, or a negative

@@ -22,10 +22,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "cmd/agent.h"
 #include "sampling/discover.h"
 #include "util/errmsg.h"
-#include "fleet.h"
+#include "run/fleet.h"
 #include "sampling/guard.h"
 #include "sampling/runs.h"
 #include "sampling/privs.h"
@@ -33,8 +33,8 @@
 #include "sampling/selection.h"
 #include "sampling/session.h"
 #include "export/snapshot.h"
-#include "watch.h"
-#include "window.h"
+#include "run/watch.h"
+#include "run/window.h"
 #include "sampling/workload.h"
 
 /* Processes named by discovery checked per tick, at most (the rest wait for the next). */

@@ -11,15 +11,15 @@
 
 #include "util/errmsg.h"
 #include "sampling/guard.h"
-#include "live.h"
+#include "run/live.h"
 #include "util/output.h"
 #include "sampling/privs.h"
 #include "collect/recording.h"
-#include "served.h"
+#include "run/served.h"
 #include "sampling/session.h"
-#include "top.h"
-#include "watch.h"
-#include "window.h"
+#include "run/top.h"
+#include "run/watch.h"
+#include "run/window.h"
 
 static int64_t wall_ns(void)
 {

@@ -14,16 +14,16 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "run/cli.h"
 #include "util/errmsg.h"
 #include "sampling/guard.h"
 #include "collect/replay.h"
 #include "sampling/runs.h"
 #include "sampling/serve.h"
 #include "sampling/session.h"
-#include "served.h"
-#include "top.h"
-#include "window.h"
+#include "run/served.h"
+#include "run/top.h"
+#include "run/window.h"
 
 bool served_can(const struct cli *o, size_t ntargets)
 {

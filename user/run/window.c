@@ -19,7 +19,7 @@
 #include "export/snapshot.h"
 #include "profile/summary.h"
 #include "sampling/targets.h"
-#include "window.h"
+#include "run/window.h"
 
 /* The last window of --interval is written only when it is at least this long. */
 #define MIN_LAST_WINDOW_NS 100000000LL

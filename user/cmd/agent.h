@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "run.h"
+#include "run/run.h"
 
 /*
  * Runs until SIGINT, SIGTERM (or -d). 0 with r->outcome set, or a negative

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "cli.h"
+#include "run/cli.h"
 
 /*
  * The registration of this run, when it samples (mode and destination from

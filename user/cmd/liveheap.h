@@ -15,7 +15,7 @@
 #include "heap/heapwalk.h"
 #include "jemalloc/memsrc.h"
 #include "heap/memsrc_proc.h"
-#include "run.h"
+#include "run/run.h"
 #include "jemalloc/target.h"
 
 /* Runs --live-heap for r->opts->pid; its outcome joins r->outcome. */

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* heapbpf diff BASE NEW: the command (the comparison itself is profile/diff.h). */
+#ifndef __HEAPBPF_CMD_DIFF_H
+#define __HEAPBPF_CMD_DIFF_H
+
+#include <stddef.h>
+
+struct cli;
+
+/*
+ * Loads both, prints the largest changes of the chosen sample type on
+ * stderr and writes the differential profile through the sink (-o, else
+ * heapbpf-diff-TIME.*). 0 or a negative errno with a message in err.
+ */
+int diff_command(const struct cli *o, char *err, size_t errlen);
+
+#endif /* __HEAPBPF_CMD_DIFF_H */
