@@ -347,13 +347,16 @@ MANDIR  ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 UNITS   := heapbpf-agent.service heapbpf-snapshot@.service heapbpf-snapshot@.timer \
 	   heapbpf-watch@.service
-INSTALLED := $(BINDIR)/heapbpf $(MANDIR)/man8/heapbpf.8 $(UNITS:%=$(UNITDIR)/%)
+# heapbpf(8), and one page per command
+MANPAGES := heapbpf.8 heapbpf-report.8 heapbpf-diff.8 heapbpf-top.8 heapbpf-watch.8 \
+	    heapbpf-agent.8 heapbpf-status.8
+INSTALLED := $(BINDIR)/heapbpf $(MANPAGES:%=$(MANDIR)/man8/%) $(UNITS:%=$(UNITDIR)/%)
 
 .PHONY: install uninstall
 install: $(BUILD)/heapbpf
 	$(Q)case "$(BINDIR)" in /*) ;; *) echo "heapbpf: BINDIR (PREFIX) must be an absolute path, not \"$(BINDIR)\"" >&2; exit 1;; esac
 	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/heapbpf)
-	$(call msg,INSTALL,$(DESTDIR)$(MANDIR)/man8/heapbpf.8)
+	$(call msg,INSTALL,$(MANPAGES:%=$(DESTDIR)$(MANDIR)/man8/%))
 	$(call msg,INSTALL,$(UNITS:%=$(DESTDIR)$(UNITDIR)/%))
 	@# the units are rewritten in a directory of this run's own (installs may run side by side)
 	$(Q)set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
@@ -366,7 +369,8 @@ install: $(BUILD)/heapbpf
 			{ echo "heapbpf: ExecStart= of $$u not rewritten" >&2; exit 1; }; \
 	done; \
 	install -D -m 0755 $(BUILD)/heapbpf $(DESTDIR)$(BINDIR)/heapbpf; \
-	install -D -m 0644 man/heapbpf.8 $(DESTDIR)$(MANDIR)/man8/heapbpf.8; \
+	install -d $(DESTDIR)$(MANDIR)/man8; \
+	install -m 0644 $(MANPAGES:%=man/%) $(DESTDIR)$(MANDIR)/man8/; \
 	install -d $(DESTDIR)$(UNITDIR); \
 	install -m 0644 $(UNITS:%="$$tmp/%") $(DESTDIR)$(UNITDIR)/
 

@@ -18,22 +18,22 @@
 #include <bpf/libbpf.h>
 
 #include "cmd/agent.h"
-#include "run/cli.h"
-#include "symbols/debuginfo.h"
 #include "cmd/diff.h"
-#include "util/errmsg.h"
-#include "run/fleet.h"
-#include "cmd/liveheap.h"
-#include "util/output.h"
-#include "collect/replay.h"
+#include "cmd/profile.h"
 #include "cmd/report.h"
+#include "cmd/status.h"
+#include "cmd/top.h"
+#include "cmd/watch.h"
+#include "run/cli.h"
 #include "run/run.h"
 #include "sampling/guard.h"
 #include "sampling/runs.h"
 #include "sampling/serve.h"
 #include "sampling/session.h"
-#include "cmd/status.h"
-#include "run/window.h"
+#include "symbols/debuginfo.h"
+#include "util/errmsg.h"
+#include "util/output.h"
+#include "util/version.h"
 
 /* libbpf's messages, debug level included; installed only with -v */
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list args)
@@ -55,6 +55,34 @@ static int exit_code(unsigned int outcome)
 	return EXIT_OK;
 }
 
+/* The commands: what each runs, and its --help (each in user/cmd/). */
+static const struct command {
+	enum cli_mode mode;
+	int (*run)(struct run *r, char *err, size_t errlen);
+	const char *help;
+} commands[] = {
+	{ MODE_LIVE, profile_command, profile_help }, { MODE_REPORT, report_file, report_help },
+	{ MODE_TOP, top_command, top_help },	      { MODE_DIFF, diff_command, diff_help },
+	{ MODE_WATCH, watch_command, watch_help },    { MODE_AGENT, agent_run, agent_help },
+	{ MODE_STATUS, status_command, status_help },
+};
+
+/*
+ * The command of the options: the one typed, for --help; to run, the mode
+ * the options made of it (heapbpf --reset with no target runs as the
+ * agent's; heapbpf watch runs as a live run that watches).
+ */
+static const struct command *command_of(const struct cli *o)
+{
+	enum cli_mode m = o->help || o->mode == MODE_LIVE ? o->command : o->mode;
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (commands[i].mode == m)
+			return &commands[i];
+	}
+	return &commands[0];
+}
+
 int main(int argc, char **argv)
 {
 	struct cli opts;
@@ -64,6 +92,8 @@ int main(int argc, char **argv)
 	int rc;
 
 	rc = cli_parse(argc, argv, &opts);
+	if (rc > 0 && opts.help)
+		fputs(command_of(&opts)->help, stdout);
 	if (rc)
 		return rc > 0 ? EXIT_OK : EXIT_USAGE;
 	/* a Ctrl-C during set-up is held and ends the session cleanly */
@@ -84,23 +114,7 @@ int main(int argc, char **argv)
 	if (reg && (rc = serve__open(guard_dir(), &r.serve)))
 		hb_warn("other heapbpf runs cannot ask this one for a window of its targets: %s",
 			strerror(-rc));
-	switch (opts.mode) {
-	case MODE_STATUS:
-		rc = status_run(err, sizeof(err));
-		break;
-	case MODE_REPORT:
-		rc = report_file(&r, err, sizeof(err));
-		break;
-	case MODE_DIFF:
-		rc = diff_command(&opts, err, sizeof(err));
-		break;
-	case MODE_AGENT:
-		rc = agent_run(&r, err, sizeof(err));
-		break;
-	default:
-		rc = opts.live_heap ? liveheap_run(&r, err, sizeof(err))
-				    : fleet_run(&r, err, sizeof(err));
-	}
+	rc = command_of(&opts)->run(&r, err, sizeof(err));
 	if (rc) {
 		hb_error("%s", err[0] ? hb_clean(clean, sizeof(clean), err) : strerror(-rc));
 		r.outcome |= RUN_FAILED;

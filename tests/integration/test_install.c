@@ -184,6 +184,12 @@ static const char *const default_tree[] = {
 	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.service",
 	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.timer",
 	"-0644 usr/local/lib/systemd/system/heapbpf-watch@.service",
+	"-0644 usr/local/share/man/man8/heapbpf-agent.8",
+	"-0644 usr/local/share/man/man8/heapbpf-diff.8",
+	"-0644 usr/local/share/man/man8/heapbpf-report.8",
+	"-0644 usr/local/share/man/man8/heapbpf-status.8",
+	"-0644 usr/local/share/man/man8/heapbpf-top.8",
+	"-0644 usr/local/share/man/man8/heapbpf-watch.8",
 	"-0644 usr/local/share/man/man8/heapbpf.8",
 	"-0755 usr/local/bin/heapbpf",
 	"d0755 usr",
@@ -237,6 +243,12 @@ Test(install, prefix_moves_everything_and_execstart_follows)
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.service",
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.timer",
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-watch@.service",
+		"-0644 opt/heapbpf/share/man/man8/heapbpf-agent.8",
+		"-0644 opt/heapbpf/share/man/man8/heapbpf-diff.8",
+		"-0644 opt/heapbpf/share/man/man8/heapbpf-report.8",
+		"-0644 opt/heapbpf/share/man/man8/heapbpf-status.8",
+		"-0644 opt/heapbpf/share/man/man8/heapbpf-top.8",
+		"-0644 opt/heapbpf/share/man/man8/heapbpf-watch.8",
 		"-0644 opt/heapbpf/share/man/man8/heapbpf.8",
 		"-0755 opt/heapbpf/bin/heapbpf",
 		"d0755 opt",
@@ -467,32 +479,56 @@ Test(install, units_bound_the_profiles_they_keep)
 	}
 }
 
+/* heapbpf(8) and one page per command: the command ("" for heapbpf --pid), its page, an option of its own. */
+static const struct {
+	const char *command, *page, *own;
+} pages[] = {
+	{ "", MAN_PAGE, "--spool-max-bytes" },
+	{ "report", "man/heapbpf-report.8", "--binary-path" },
+	{ "diff", "man/heapbpf-diff.8", "--binary-path" },
+	{ "top", "man/heapbpf-top.8", "--by" },
+	{ "watch", "man/heapbpf-watch.8", "--on-growth" },
+	{ "agent", "man/heapbpf-agent.8", "--select" },
+	{ "status", "man/heapbpf-status.8", NULL },
+};
+#define NPAGES (sizeof(pages) / sizeof(pages[0]))
+
+/* One page renders with no troff warning, with its sections (want: NULL-ended). */
+static void assert_renders(const char *page, const char *const *want)
+{
+	char cmd[2 * PATH_MAX], out[65536];
+
+	/* -ww: every troff warning (--warnings alone leaves some out) */
+	snprintf(cmd, sizeof(cmd),
+		 "MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings=w -l '%s' 2>&1 >/dev/null", page);
+	cr_assert_eq(sh(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_assert_str_empty(out, "man -l %s warned: %s", page, out);
+	/* and it does render: the name line and the sections */
+	snprintf(cmd, sizeof(cmd), "MANWIDTH=80 LC_ALL=C.UTF-8 man -l '%s' | col -bx", page);
+	cr_assert_eq(sh(cmd, out, sizeof(out)), 0, "%s", out);
+	for (size_t i = 0; want[i]; i++)
+		cr_assert(strstr(out, want[i]), "%s: no %s in %s", page, want[i], out);
+}
+
 Test(install, man_page_renders_without_warnings)
 {
+	static const char *const main_sections[] = { "\nNAME\n", "\nOPTIONS\n", "\nSEE ALSO\n",
+						     NULL };
+	static const char *const cmd_sections[] = { "\nNAME\n", "\nSYNOPSIS\n", "\nDESCRIPTION\n",
+						    "\nSEE ALSO\n", NULL };
 	const char *dest = scratch("dest");
-	char vars[PATH_MAX + 32], cmd[2 * PATH_MAX], out[65536];
-	const char *pages[] = { MAN_PAGE, NULL };
-	char installed[PATH_MAX];
+	char vars[PATH_MAX + 32], installed[PATH_MAX];
 
 	snprintf(vars, sizeof(vars), "DESTDIR='%s'", dest);
 	make("install", vars);
-	snprintf(installed, sizeof(installed), "%s/usr/local/share/man/man8/heapbpf.8", dest);
-	pages[1] = installed;
-	for (int i = 0; i < 2; i++) {
-		/* -ww: every troff warning (--warnings alone leaves some out) */
-		snprintf(cmd, sizeof(cmd),
-			 "MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings=w -l '%s' 2>&1 >/dev/null",
-			 pages[i]);
-		cr_assert_eq(sh(cmd, out, sizeof(out)), 0, "%s", out);
-		cr_assert_str_empty(out, "man -l %s warned: %s", pages[i], out);
-		/* and it does render: the name line and the sections */
-		snprintf(cmd, sizeof(cmd), "MANWIDTH=80 LC_ALL=C.UTF-8 man -l '%s' | col -bx",
-			 pages[i]);
-		cr_assert_eq(sh(cmd, out, sizeof(out)), 0, "%s", out);
-		cr_assert(strstr(out, "\nNAME\n"), "%s", out);
-		cr_assert(strstr(out, "\nOPTIONS\n"), "%s", out);
-		cr_assert(strstr(out, "\nEXIT STATUS\n"), "%s", out);
-		cr_assert(strstr(out, "--file-mode MODE"), "%s", out);
+	for (size_t i = 0; i < NPAGES; i++) {
+		const char *const *want = i ? cmd_sections : main_sections;
+
+		snprintf(installed, sizeof(installed), "%s/usr/local/share/man/man8/%s", dest,
+			 strrchr(pages[i].page, '/') + 1);
+		assert_renders(pages[i].page, want);
+		assert_renders(installed, want);
+		assert_same_file(installed, pages[i].page);
 	}
 }
 
@@ -566,29 +602,67 @@ static char *man_text(const char *path)
 	return out;
 }
 
+/* heapbpf CMD --help and heapbpf-CMD(8) name the same long options, for every command. */
 Test(install, man_options_match_help)
 {
-	struct optset help = { 0 }, man = { 0 };
-	char cmd[PATH_MAX + 32], *out = malloc(1 << 16), *page;
+	char cmd[PATH_MAX + 64], *out = malloc(1 << 16), *page;
 
 	cr_assert_not_null(out);
+	for (size_t k = 0; k < NPAGES; k++) {
+		struct optset help = { 0 }, man = { 0 };
+
+		snprintf(cmd, sizeof(cmd), "'%s' %s --help", hb_path("heapbpf"), pages[k].command);
+		cr_assert_eq(sh(cmd, out, 1 << 16), 0, "%s", out);
+		long_options(out, &help);
+		page = man_text(pages[k].page);
+		long_options(page, &man);
+		/* the parser finds what it should: each help's own options */
+		if (pages[k].own)
+			cr_assert(optset_has(&help, pages[k].own), "%s: %d options in --help",
+				  pages[k].page, help.n);
+		for (int i = 0; i < help.n; i++)
+			cr_assert(optset_has(&man, help.name[i]),
+				  "heapbpf %s --help prints %s, which %s does not describe",
+				  pages[k].command, help.name[i], pages[k].page);
+		for (int i = 0; i < man.n; i++)
+			cr_assert(optset_has(&help, man.name[i]),
+				  "%s describes %s, which heapbpf %s --help does not print",
+				  pages[k].page, man.name[i], pages[k].command);
+		free(page);
+	}
+	/* heapbpf --help: the one-shot's options and the general ones */
 	snprintf(cmd, sizeof(cmd), "'%s' --help", hb_path("heapbpf"));
 	cr_assert_eq(sh(cmd, out, 1 << 16), 0, "%s", out);
-	long_options(out, &help);
-	page = man_text(MAN_PAGE);
-	long_options(page, &man);
-	/* the parser finds what it should: options of each part of --help */
-	cr_assert(optset_has(&help, "--pid") && optset_has(&help, "--file-mode") &&
-			  optset_has(&help, "--spool-max-bytes") && optset_has(&help, "--by") &&
-			  optset_has(&help, "--binary-path") && optset_has(&help, "--version"),
-		  "%d options in --help", help.n);
-	cr_assert_gt(help.n, 30);
-	for (int i = 0; i < help.n; i++)
-		cr_assert(optset_has(&man, help.name[i]),
-			  "--help prints %s, which " MAN_PAGE " does not describe", help.name[i]);
-	for (int i = 0; i < man.n; i++)
-		cr_assert(optset_has(&help, man.name[i]),
-			  MAN_PAGE " describes %s, which --help does not print", man.name[i]);
-	free(page);
+	cr_assert(strstr(out, "--pid") && strstr(out, "--file-mode") && strstr(out, "--version"),
+		  "%s", out);
 	free(out);
+}
+
+/* Each command's --help is its own: a screenful, not the whole tool's. */
+Test(install, each_command_has_its_own_help)
+{
+	char cmd[PATH_MAX + 64], out[65536], all[65536];
+
+	snprintf(cmd, sizeof(cmd), "'%s' --help", hb_path("heapbpf"));
+	cr_assert_eq(sh(cmd, all, sizeof(all)), 0, "%s", all);
+	cr_assert(strstr(all, "heapbpf watch --pid PID"), "the commands are not listed: %s", all);
+	for (size_t k = 1; k < NPAGES; k++) {
+		size_t lines = 0;
+		char usage[64];
+
+		snprintf(cmd, sizeof(cmd), "'%s' %s --help", hb_path("heapbpf"), pages[k].command);
+		cr_assert_eq(sh(cmd, out, sizeof(out)), 0, "%s", out);
+		for (const char *p = out; *p; p++)
+			lines += *p == '\n';
+		cr_assert_leq(lines, 40, "heapbpf %s --help: %zu lines", pages[k].command, lines);
+		snprintf(usage, sizeof(usage), "Usage: heapbpf %s", pages[k].command);
+		cr_assert(!strncmp(out, usage, strlen(usage)), "%s", out);
+		cr_assert_str_neq(out, all);
+		/* -h anywhere among the options: the same */
+		snprintf(cmd, sizeof(cmd), "'%s' %s -q -h", hb_path("heapbpf"), pages[k].command);
+		cr_assert_eq(sh(cmd, all, sizeof(all)), 0, "%s", all);
+		cr_assert_str_eq(all, out);
+		snprintf(cmd, sizeof(cmd), "'%s' --help", hb_path("heapbpf"));
+		cr_assert_eq(sh(cmd, all, sizeof(all)), 0, "%s", all);
+	}
 }

@@ -43,7 +43,7 @@
 #include "jedump.h"
 #include "jemalloc/layout.h"
 #include "jemalloc/layout_dwarf.h"
-#include "cmd/liveheap.h"
+#include "run/liveheap.h"
 #include "jemalloc/target.h"
 
 /* The service of the running test: killed at its end, so that a failed test leaves none stopped. */

@@ -14,7 +14,7 @@
 
 #include <criterion/criterion.h>
 
-#include "cmd/liveheap.h"
+#include "run/liveheap.h"
 
 #define PAGES 40 /* more than two of the cache's runs */
 

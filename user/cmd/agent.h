@@ -24,4 +24,7 @@ int agent_run(struct run *r, char *err, size_t errlen);
 /* heapbpf --reset with no target: every flag a killed heapbpf's state files name. */
 int agent_reset(struct run *r, char *err, size_t errlen);
 
+/* heapbpf agent --help */
+extern const char agent_help[];
+
 #endif /* __HEAPBPF_AGENT_H */

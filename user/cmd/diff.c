@@ -11,8 +11,30 @@
 #include "profile/diff.h"
 #include "profile/summary.h"
 #include "run/cli.h"
+#include "run/run.h"
 #include "util/errmsg.h"
 #include "util/version.h"
+
+/* heapbpf diff --help */
+const char diff_help[] =
+	"Usage: heapbpf diff BASE NEW [options]\n"
+	"\n"
+	"heapbpf diff BASE NEW: what changed between two profiles (pprof files, heapbpf's or\n"
+	"any with Go's heap sample types, or recordings), stacks matched by function and file\n"
+	"so that a rebuilt binary still matches. Prints the largest changes of -t (default\n"
+	"inuse_space) and writes the differential profile: pprof in pprof's -diff_base form\n"
+	"(the base negated, labelled pprof::base), folded as \"stack BASE NEW\" for\n"
+	"differential flame graphs, or html: a differential flame graph page, each frame as\n"
+	"wide as the larger of its base and new -t value, red where it grew, blue where it\n"
+	"shrank, base, new and change on hover (default heapbpf-diff-TIME.pb.gz).\n"
+	"  -o, -f pprof|folded|html, -t, --binary-path, --debug-dir, --file-mode,\n"
+	"  --allow-shared-dir, -q     as heapbpf --help says\n"
+	"  heapbpf diff before.pb.gz after.pb.gz -t alloc_space -f folded -o change.folded\n"
+	"  heapbpf diff before.pb.gz after.pb.gz -o change.html\n"
+	"\n"
+	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
+	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
+	"to Pyroscope (kept in the spool for the next run).\n";
 
 /* ---- heapbpf diff BASE NEW ---- */
 
@@ -71,8 +93,9 @@ static int name_sides(struct hb_profile *p, const char *base, const char *new)
 	return p->diff_files[0] && p->diff_files[1] ? 0 : -ENOMEM;
 }
 
-int diff_command(const struct cli *o, char *err, size_t errlen)
+int diff_command(struct run *r, char *err, size_t errlen)
 {
+	const struct cli *o = r->opts;
 	struct hb_profile *base = NULL, *new = NULL;
 	struct diff *d = NULL;
 	struct sink s = {

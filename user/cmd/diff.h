@@ -5,13 +5,16 @@
 
 #include <stddef.h>
 
-struct cli;
+struct run;
 
 /*
  * Loads both, prints the largest changes of the chosen sample type on
  * stderr and writes the differential profile through the sink (-o, else
  * heapbpf-diff-TIME.*). 0 or a negative errno with a message in err.
  */
-int diff_command(const struct cli *o, char *err, size_t errlen);
+int diff_command(struct run *r, char *err, size_t errlen);
+
+/* heapbpf diff --help */
+extern const char diff_help[];
 
 #endif /* __HEAPBPF_CMD_DIFF_H */

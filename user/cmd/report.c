@@ -27,6 +27,39 @@
 #include "run/window.h"
 #include "profile/wrappers.h"
 
+/* heapbpf report --help */
+const char report_help[] =
+	"Usage: heapbpf report RECORDING|CORE|PROFILE.pb.gz [options]\n"
+	"\n"
+	"heapbpf report RECORDING: every report of a live run, offline, from a recording\n"
+	"(heapbpf --pid PID --record FILE).\n"
+	"  -o, -f, -t, --raw, --leaks, --at-peak, --temporary-threshold, --wrapper,\n"
+	"  --file-mode, --allow-shared-dir  as heapbpf --help says\n"
+	"      --from S, --to S       only events from S to S seconds after the start\n"
+	"      --binary-path DIR      look for the recorded binaries (matched by build-id) under\n"
+	"                             DIR, as a sysroot or by file name; repeatable. Also searched:\n"
+	"                             their recorded paths and, with DEBUGINFOD_URLS, debuginfod\n"
+	"      --debug-dir DIR        as heapbpf --help says\n"
+	"  heapbpf report heap.hbr -f folded -t alloc_space --from 10 --to 20 -o window.folded\n"
+	"\n"
+	"heapbpf report CORE: the sampled live heap of a jemalloc process at the time of its core\n"
+	"dump (the kernel's or gdb's gcore; an ELF core is recognized, --core insists), read from\n"
+	"jemalloc's own profiling tables: the process must have run with prof:true and\n"
+	"prof_active:true. -o, -f, -t, --raw, --binary-path, --debug-dir, --jemalloc-layout,\n"
+	"--wrapper as heapbpf --help says\n"
+	"      --core                 FILE is a core file\n"
+	"      --exe PATH             the executable the core was dumped from (checked by build-id)\n"
+	"  heapbpf report core.4242 --exe ./service -f folded -o heap.folded\n"
+	"\n"
+	"heapbpf report PROFILE.pb.gz: a pprof heap profile (heapbpf's, or any with Go's heap\n"
+	"sample types) as folded stacks or a flame graph page. -o, -f folded|html, -t,\n"
+	"--file-mode, --allow-shared-dir as heapbpf --help says\n"
+	"  heapbpf report heap.pb.gz -o heap.html\n"
+	"\n"
+	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
+	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
+	"to Pyroscope (kept in the spool for the next run).\n";
+
 /* What the profile is of, as pprof comments. */
 static int core_describe(struct hb_profile *p, const struct core_heap *h,
 			 const struct heapwalk_stats *st)

@@ -14,4 +14,7 @@
 
 int report_file(struct run *r, char *err, size_t errlen);
 
+/* heapbpf report --help */
+extern const char report_help[];
+
 #endif /* __HEAPBPF_REPORT_CMD_H */

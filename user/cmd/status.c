@@ -10,6 +10,17 @@
 #include "sampling/runs.h"
 #include "cmd/status.h"
 
+/* heapbpf status --help */
+const char status_help[] =
+	"Usage: heapbpf status\n"
+	"\n"
+	"heapbpf status: every heapbpf running on the host, one line each: its pid, mode\n"
+	"(one-shot, interval, top, watch, agent), since when, where it writes, the pids it\n"
+	"holds. A run refused a process another one holds names that one the same way.\n"
+	"  sudo heapbpf status\n"
+	"\n"
+	"Exit status: 0 listed; 1 error.\n";
+
 /* "http://user@host:4040/x" -> "Pyroscope at http://host:4040/x": never a credential. */
 static void pyroscope_words(const char *url, char *buf, size_t len)
 {
@@ -47,8 +58,9 @@ struct runs_reg *status_register(const struct cli *o)
 	return runs_register(guard_dir(), mode, out);
 }
 
-int status_run(char *err, size_t errlen)
+int status_command(struct run *r, char *err, size_t errlen)
 {
+	(void)r;
 	struct runs_entry *v = NULL;
 	size_t n = 0;
 	int rc = runs_list(guard_dir(), &v, &n);

@@ -12,7 +12,11 @@
  * o), for status and for other runs' messages; NULL for what does not.
  */
 struct runs_reg *status_register(const struct cli *o);
-/* Lists every run on stdout. 0, or negative errno with a sentence in err. */
-int status_run(char *err, size_t errlen);
+struct run;
+/* heapbpf status: every run listed on stdout. 0, or negative errno with a sentence in err. */
+int status_command(struct run *r, char *err, size_t errlen);
+
+/* heapbpf status --help */
+extern const char status_help[];
 
 #endif /* __HEAPBPF_STATUS_H */

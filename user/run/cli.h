@@ -79,6 +79,8 @@ struct cli {
 	size_t nwrappers;
 	const char *binary_dirs[CLI_MAX_DIRS + 1]; /* report: --binary-path, NULL-terminated */
 	enum cli_mode mode;
+	/* the command as typed, for its --help and its entry in main's table (mode: what runs) */
+	enum cli_mode command;
 	pid_t pid;
 	int nbinary_dirs;
 	enum out_format format;
@@ -107,6 +109,7 @@ struct cli {
 	/* what is leaking (user/collect/leaks.h) */
 	bool leaks; /* --leaks: leak suspects and lifetimes after the profile */
 	bool quiet, verbose;
+	bool help; /* -h: the command's help is to be printed (cli_parse returned 1) */
 	bool zstd; /* --compress zstd: folded files as .folded.zst */
 	bool pyro_multipart;
 	bool pyro_ingest; /* --pyroscope-api ingest (default: push) */

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "util/errmsg.h"
-#include "cmd/liveheap.h"
+#include "run/liveheap.h"
 #include "profile/report.h"
 #include "export/sink.h"
 #include "profile/summary.h"

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "cmd/watch.h"
+#include "run/fleet.h"
+
+/* heapbpf watch --help */
+const char watch_help[] =
+	"Usage: heapbpf watch --pid PID|--unit NAME|--pidfile PATH\n"
+	"                     --output-dir DIR|--pyroscope URL [options]\n"
+	"\n"
+	"heapbpf watch --pid PID: stays attached (prof_active on, at jemalloc's own rate) until\n"
+	"stopped, and writes the in-use profile as of the moment a trigger fires, named after\n"
+	"it (heap-TIME-PID-COMM-TRIGGER.pb.gz in --output-dir, label trigger= in Pyroscope):\n"
+	"oom when the kernel chooses PID as an OOM victim (written before it is gone), demand\n"
+	"on SIGUSR1 to heapbpf, exit or stop at the end, and:\n"
+	"  -p, --unit, --pidfile, -d, --output-dir, --keep, --max-bytes, -f, -t, --compress,\n"
+	"  --pyroscope and its options, --follow-forks, --leaks, --wrapper\n"
+	"                             as heapbpf --help says\n"
+	"      --on-growth SIZE       when the sampled in-use estimate is SIZE above where it\n"
+	"                             was at the last growth profile (or the start)\n"
+	"      --on-rss-growth SIZE   the same for the process's RSS\n"
+	"      --on-pressure          when its memory cgroup reports pressure (v2: memory.events\n"
+	"                             high or max; v1: memory.failcnt), once per --cooldown\n"
+	"      --cooldown SECONDS     between pressure profiles (default 300)\n"
+	"      --no-oom               no profile of an OOM victim\n"
+	"  sudo heapbpf watch --unit redis --output-dir /var/lib/heapbpf/redis --on-growth 256M\n"
+	"  sudo heapbpf status                                 # its pid, among every run's\n"
+	"  sudo kill -USR1 WATCH_PID                           # one profile now\n"
+	"SIGUSR1 never stops a run: an interval run writes its window now, a one-shot run\n"
+	"and top ignore it.\n"
+	"\n"
+	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
+	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
+	"to Pyroscope (kept in the spool for the next run).\n";
+
+int watch_command(struct run *r, char *err, size_t errlen)
+{
+	return fleet_run(r, err, errlen);
+}
