@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/hooks.h"
 #include "util/errmsg.h"
 #include "sampling/forks.h"
 #include "sampling/guard.h"
@@ -40,9 +41,9 @@ static int regular_of_ours(int fd)
 
 const char *guard_dir(void)
 {
-	const char *d = getenv("HEAPBPF_STATE_DIR");
+	const char *d = hb_hook(HB_HOOK_STATE_DIR);
 
-	return d && d[0] ? d : "/run/heapbpf";
+	return d ? d : "/run/heapbpf";
 }
 
 /* dfd/name is, still, the file open as fd (not removed or replaced since). */

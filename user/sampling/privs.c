@@ -10,15 +10,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "util/hooks.h"
 #include "util/errmsg.h"
 #include "sampling/privs.h"
 
 /* $HEAPBPF_SYSFS (tests) or /sys: where the kernel's features are looked up. */
 static const char *sysfs(void)
 {
-	const char *s = getenv("HEAPBPF_SYSFS");
+	const char *s = hb_hook(HB_HOOK_SYSFS);
 
-	return s && s[0] ? s : "/sys";
+	return s ? s : "/sys";
 }
 
 static bool sysfs_has(const char *rel)

@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "util/hooks.h"
 #include "util/errmsg.h"
 #include "heapbpf.h"
 
@@ -90,8 +91,8 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 	 * sampling programs costs by leaving it out: the profile of such a run
 	 * is incomplete. Unset, the programs are whole.
 	 */
-	if (getenv("HEAPBPF_BENCH_PARTS"))
-		p->bench_parts = strtoul(getenv("HEAPBPF_BENCH_PARTS"), NULL, 0);
+	if (hb_hook(HB_HOOK_BENCH_PARTS))
+		p->bench_parts = strtoul(hb_hook(HB_HOOK_BENCH_PARTS), NULL, 0);
 	if (p->bench_parts)
 		hb_warn("HEAPBPF_BENCH_PARTS=%#lx leaves parts of the BPF "
 			"programs out (a benchmark's setting): this run's profiles are incomplete",

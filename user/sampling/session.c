@@ -17,6 +17,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "util/hooks.h"
 #include "util/errmsg.h"
 #include "sampling/forks.h"
 #include "sampling/guard.h"
@@ -223,7 +224,7 @@ static void record_stop(struct session *s, int64_t stop_mono, uint64_t attach_co
  */
 static bool fault_collect(void)
 {
-	const char *f = getenv("HEAPBPF_FAULT_INJECT");
+	const char *f = hb_hook(HB_HOOK_FAULT_INJECT);
 
 	return f && strcmp(f, "collect") == 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/hooks.h"
 #include "sampling/toggle.h"
 
 int prof_toggle_validate(const struct jemalloc_target *t, uint64_t addr)
@@ -105,7 +106,7 @@ static int write_byte(int fd, uint64_t addr, uint8_t v)
  */
 static void test_pause(pid_t pid)
 {
-	const char *dir = getenv("HEAPBPF_TEST_FLAG_PAUSE");
+	const char *dir = hb_hook(HB_HOOK_FLAG_PAUSE);
 	char path[4096], buf[64];
 	int fd;
 
