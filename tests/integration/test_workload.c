@@ -19,7 +19,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
-#include "sampling/workload.h"
+#include "targets/workload.h"
 
 #define ID   "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define UID  "7c3e2a10-5b4d-4e6f-9a8b-0c1d2e3f4a5b"

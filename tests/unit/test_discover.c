@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sampling/discover.h"
+#include "targets/discover.h"
 
 static double mono_s(void)
 {

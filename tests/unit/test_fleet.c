@@ -13,7 +13,7 @@
 
 #include "run/cli.h"
 #include "export/snapshot.h"
-#include "sampling/targets.h"
+#include "targets/targets.h"
 
 static char dir[PATH_MAX];
 

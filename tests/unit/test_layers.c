@@ -68,7 +68,7 @@ Test(layers, the_repository_passes)
 
 	cr_assert_eq(run_check(NULL,
 			       "--isolated cmd util symbols jemalloc collect profile heap export "
-			       "sampling run cmd",
+			       "targets sampling run cmd",
 			       out, sizeof(out)),
 		     0, "%s", out);
 	cr_assert(strstr(out, "no upward include, no cycle"), "%s", out);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sampling/selection.h"
+#include "targets/selection.h"
 
 #define ID  "4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c38428142970"
 #define UID "2f1a6e1c_9b7e_4c47_8d0a_1f1e8c2f7b3a"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "sampling/workload.h"
+#include "targets/workload.h"
 
 #define ID   "4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c38428142970"
 #define ID2  "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d"

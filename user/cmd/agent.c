@@ -23,19 +23,19 @@
 #include <unistd.h>
 
 #include "cmd/agent.h"
-#include "sampling/discover.h"
+#include "targets/discover.h"
 #include "util/errmsg.h"
 #include "run/fleet.h"
 #include "sampling/guard.h"
 #include "sampling/runs.h"
 #include "sampling/privs.h"
 #include "symbols/procmaps.h"
-#include "sampling/selection.h"
+#include "targets/selection.h"
 #include "sampling/session.h"
 #include "export/snapshot.h"
 #include "run/watch.h"
 #include "run/window.h"
-#include "sampling/workload.h"
+#include "targets/workload.h"
 
 /* heapbpf agent --help */
 const char agent_help[] =

@@ -19,7 +19,7 @@
 #include "symbols/procmaps.h"
 #include "export/pyroscope.h"
 #include "export/snapshot.h"
-#include "sampling/targets.h"
+#include "targets/targets.h"
 
 /*
  * Where profiles wait for Pyroscope: --spool-dir; else beside --output-dir's

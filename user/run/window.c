@@ -18,7 +18,7 @@
 #include "export/sink.h"
 #include "export/snapshot.h"
 #include "profile/summary.h"
-#include "sampling/targets.h"
+#include "targets/targets.h"
 #include "run/window.h"
 
 /* The last window of --interval is written only when it is at least this long. */

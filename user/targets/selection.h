@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "sampling/workload.h"
+#include "targets/workload.h"
 
 /* One --select or --exclude rule: every key given must hold ("" keys are not given). */
 struct select_rule {

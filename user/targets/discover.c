@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sampling/discover.h"
+#include "targets/discover.h"
 #include "util/errmsg.h"
 #include "symbols/procmaps.h"
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "util/errmsg.h"
-#include "sampling/targets.h"
+#include "targets/targets.h"
 
 #define MAX_ROOTS    8
 #define SEARCH_DEPTH 6 /* system.slice/foo.slice/bar.service and user@.service trees */

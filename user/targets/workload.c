@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sampling/workload.h"
+#include "targets/workload.h"
 
 #define CGROUP_FILE_MAX (64 * 1024) /* a v1 machine's dozen lines of up to 4096 bytes */
 

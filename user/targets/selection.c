@@ -6,8 +6,8 @@
 
 #include "util/errmsg.h"
 #include "export/pyro_labels.h"
-#include "sampling/selection.h"
-#include "sampling/targets.h"
+#include "targets/selection.h"
+#include "targets/targets.h"
 
 /* Where the value of key goes in r, with its size; NULL for a key rules do not have. */
 static char *field_of(struct select_rule *r, const char *key, size_t klen, size_t *size)
