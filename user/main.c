@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 {
 	struct cli opts;
 	struct run r = { .opts = &opts, .start = time(NULL) };
-	char err[2048] = "", clean[HB_CLEAN_SIZE(sizeof(err))];
+	char err[2048] = "";
 	struct runs_reg *reg;
 	int rc;
 
@@ -116,7 +116,7 @@ int main(int argc, char **argv)
 			strerror(-rc));
 	rc = command_of(&opts)->run(&r, err, sizeof(err));
 	if (rc) {
-		hb_error("%s", err[0] ? hb_clean(clean, sizeof(clean), err) : strerror(-rc));
+		hb_error_clean(NULL, err, strerror(-rc));
 		r.outcome |= RUN_FAILED;
 	}
 	serve__free(r.serve);

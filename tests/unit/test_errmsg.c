@@ -95,3 +95,23 @@ Test(diag, a_long_line_is_said_whole)
 	free(name);
 	free(want);
 }
+
+/* The one "clean up and print": a target's text made safe, with what failed before it. */
+Test(errmsg, error_clean_says_what_and_cleans)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *saved = stderr;
+
+	stderr = open_memstream(&out, &len);
+	cr_assert_not_null(stderr);
+	hb_error_clean("retention", "cannot open /x\x1b[2J: gone", NULL);
+	hb_error_clean(NULL, "", "failed");
+	hb_error_clean(NULL, "plain", "failed");
+	fclose(stderr);
+	stderr = saved;
+	cr_assert_str_eq(out, "heapbpf: retention: cannot open /x\\x1b[2J: gone\n"
+			      "heapbpf: failed\n"
+			      "heapbpf: plain\n");
+	free(out);
+}

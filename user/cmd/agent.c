@@ -22,6 +22,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "cmd/agent.h"
 #include "targets/discover.h"
 #include "util/errmsg.h"
@@ -138,14 +139,6 @@ struct agent {
 	int64_t cpu_at;
 };
 
-static int64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static struct heap_data data_of(struct session *s)
 {
 	return (struct heap_data){
@@ -153,13 +146,6 @@ static struct heap_data data_of(struct session *s)
 		.symbolizer = s->symbolizer,
 		.counters = &s->counters,
 	};
-}
-
-static void say_err(const char *err)
-{
-	char clean[HB_CLEAN_SIZE(1024)];
-
-	hb_error("%s", hb_clean(clean, sizeof(clean), err));
 }
 
 /* The process's comm and its executable's file name ("" when unreadable). */
@@ -358,7 +344,7 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	p->pid = pid;
 	p->start = start;
 	p->t = t;
-	p->found_at = clock_ns(CLOCK_MONOTONIC);
+	p->found_at = hb_clock_ns(CLOCK_MONOTONIC);
 	image_of(pid, t, &p->image);
 	snprintf(p->comm, sizeof(p->comm), "%s", t->comm);
 	name_proc(a, p, &w, rule);
@@ -447,7 +433,7 @@ static int admit(struct agent *a, struct agent_proc *p)
 	at->t = p->t;
 	p->t = NULL;
 	/* found a while ago (it waited for the budget): found again, it may have exec'ed */
-	if (at->t && clock_ns(CLOCK_MONOTONIC) - p->found_at > (int64_t)(FRESH_S * 1e9)) {
+	if (at->t && hb_clock_ns(CLOCK_MONOTONIC) - p->found_at > (int64_t)(FRESH_S * 1e9)) {
 		jemalloc_target__free(at->t);
 		at->t = NULL;
 	}
@@ -473,7 +459,7 @@ static int admit(struct agent *a, struct agent_proc *p)
 			     strerror(-rc));
 	}
 	if (rc) {
-		say_err(err);
+		hb_error_clean(NULL, err, NULL);
 		free_target(at);
 		return rc;
 	}
@@ -482,7 +468,7 @@ static int admit(struct agent *a, struct agent_proc *p)
 	at->tr.start_ns = at->s.start_wall_ns;
 	at->next_window = at->s.start_wall_ns + (int64_t)(a->o->interval * 1e9);
 	p->on = at;
-	p->active_since = clock_ns(CLOCK_MONOTONIC);
+	p->active_since = hb_clock_ns(CLOCK_MONOTONIC);
 	a->active++;
 	hb_note("agent: sampling pid %d (%s) as service_name %s", p->pid, p->comm,
 		hb_clean(svc, sizeof(svc), p->svc));
@@ -501,20 +487,20 @@ static void retire(struct agent *a, struct agent_target *at, const char *trigger
 
 	if (a->running && !leave_node(a, at))
 		at->tr.outcome |= RUN_FAILED;
-	end = at->s.exited ? at->s.start_wall_ns + at->s.duration_ns : clock_ns(CLOCK_REALTIME);
+	end = at->s.exited ? at->s.start_wall_ns + at->s.duration_ns : hb_clock_ns(CLOCK_REALTIME);
 	at->tr.trigger = trigger && trigger[0] ? trigger : NULL;
 	snprintf(at->tr.trigger_note, sizeof(at->tr.trigger_note), "%s", note ? note : "");
 	/* no profile of a layout its first samples did not confirm yet */
 	if ((!trigger || trigger[0]) && !at->s.unconfirmed &&
 	    window_last(&at->tr, &d, end, err, sizeof(err))) {
-		say_err(err);
+		hb_error_clean(NULL, err, NULL);
 		at->tr.outcome |= RUN_FAILED;
 	}
 	/* a service's quiet spell is no failure of the agent's */
 	a->r->outcome |= at->tr.outcome & ~RUN_NO_SAMPLES;
 	watch__remove(a->wt, &at->s);
 	at->p->on = NULL;
-	at->p->idle_since = clock_ns(CLOCK_MONOTONIC);
+	at->p->idle_since = hb_clock_ns(CLOCK_MONOTONIC);
 	a->active--;
 	free_target(at);
 }
@@ -529,7 +515,7 @@ static bool window_due(struct agent *a, struct agent_target *at, int64_t now)
 	if (now < at->next_window || at->s.unconfirmed)
 		return false;
 	if (window_emit(&at->tr, &d, now, err, sizeof(err))) {
-		say_err(err);
+		hb_error_clean(NULL, err, NULL);
 		at->tr.outcome |= RUN_FAILED;
 	}
 	while (at->next_window <= now)
@@ -540,7 +526,7 @@ static bool window_due(struct agent *a, struct agent_target *at, int64_t now)
 /* Exited targets' last profiles, ended windows; processes gone while waiting forgotten. */
 static void targets_now(struct agent *a)
 {
-	int64_t now = clock_ns(CLOCK_REALTIME);
+	int64_t now = hb_clock_ns(CLOCK_REALTIME);
 	char note[512];
 	bool wrote = false;
 
@@ -639,7 +625,7 @@ static double cpu_share(struct agent *a, int64_t now)
 static void cpu_restart(struct agent *a)
 {
 	a->cpu_ticks = self_ticks();
-	a->cpu_at = a->cpu_ticks ? clock_ns(CLOCK_MONOTONIC) : 0;
+	a->cpu_at = a->cpu_ticks ? hb_clock_ns(CLOCK_MONOTONIC) : 0;
 }
 
 /* The sampled target holding most in use: what a cap lets go first. */
@@ -668,7 +654,7 @@ static struct agent_target *largest(const struct agent *a)
  */
 static void hold_caps(struct agent *a)
 {
-	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	uint64_t rss = self_rss();
 	double cpu = cpu_share(a, now);
 	struct agent_target *at;
@@ -742,7 +728,7 @@ static struct agent_target *oldest_active(const struct agent *a)
 /* More processes match than the budget: those sampled longest make room for those waiting. */
 static void rotate(struct agent *a)
 {
-	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	size_t out = waiting(a), n = 0;
 	char pids[512] = "";
 
@@ -878,7 +864,7 @@ static int first_target(struct agent *a)
 {
 	const struct timespec poll = { .tv_nsec = 250 * 1000000L };
 	int64_t until = a->o->duration > 0
-				? clock_ns(CLOCK_MONOTONIC) + (int64_t)(a->o->duration * 1e9)
+				? hb_clock_ns(CLOCK_MONOTONIC) + (int64_t)(a->o->duration * 1e9)
 				: 0;
 	sigset_t set;
 
@@ -893,7 +879,7 @@ static int first_target(struct agent *a)
 		if (!choose_layout(a))
 			return 0;
 		if (sigtimedwait(&set, NULL, &poll) > 0 ||
-		    (until && clock_ns(CLOCK_MONOTONIC) > until))
+		    (until && hb_clock_ns(CLOCK_MONOTONIC) > until))
 			return 1;
 	}
 }
@@ -1010,13 +996,13 @@ struct agent_opts {
 static void prune_outputs(const struct cli *o)
 {
 	struct retain_result rr;
-	char err[512], clean[HB_CLEAN_SIZE(sizeof(err))];
+	char err[512];
 
 	if (!o->output_dir || (!o->keep && !o->max_bytes))
 		return;
 	if (snapshot_prune_per_process(o->output_dir, o->keep, o->max_bytes, &rr, err,
 				       sizeof(err))) {
-		hb_error("retention: %s", hb_clean(clean, sizeof(clean), err));
+		hb_error_clean("retention", err, NULL);
 		return;
 	}
 	fleet_say_pruned(o, &rr);
@@ -1082,7 +1068,7 @@ static void reset_orphans(pid_t pid, size_t *restored)
 	if (guard__acquire_pid(pid, NULL, &g, err, sizeof(err)))
 		hb_note("pid %d: %s", pid, err);
 	else if (guard__recover_orphans(g, &rec, err, sizeof(err)))
-		say_err(err);
+		hb_error_clean(NULL, err, NULL);
 	else if (rec.children) {
 		hb_say("restored prof_active in %zu process(es) forked from pid %d (gone), left on "
 		       "by a heapbpf run that was killed",

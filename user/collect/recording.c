@@ -14,6 +14,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "util/clock.h"
 #include "util/errmsg.h"
 #include "util/files.h"
 #include "heapbpf.h"
@@ -66,14 +67,6 @@ static uint32_t record_crc(uint32_t type, uint32_t len, const void *payload)
 	if (len)
 		c = crc32(c, payload, len);
 	return (uint32_t)c;
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- writer ---- */
@@ -184,7 +177,7 @@ static int start(struct recorder *r, struct recorder **out)
 	err = write_all(r, h, sizeof(h));
 	if (err)
 		goto fail;
-	r->last_flush_ms = mono_ms();
+	r->last_flush_ms = (uint64_t)(hb_clock_ns(CLOCK_MONOTONIC) / 1000000);
 	*out = r;
 	return 0;
 fail:
@@ -199,7 +192,7 @@ int recorder__flush(struct recorder *r)
 {
 	if (!r->err)
 		r->err = zfeed(r, NULL, 0, ZSTD_e_flush);
-	r->last_flush_ms = mono_ms();
+	r->last_flush_ms = (uint64_t)(hb_clock_ns(CLOCK_MONOTONIC) / 1000000);
 	return r->err;
 }
 
@@ -218,7 +211,8 @@ int recorder__write(struct recorder *r, enum rec_type type, const void *payload,
 	put32(r->rec + 8 + len, record_crc(type, len, payload));
 	r->raw_bytes += 12 + len;
 	r->err = zfeed(r, r->rec, 12 + len, ZSTD_e_continue);
-	if (!r->err && mono_ms() - r->last_flush_ms >= RECORDING_FLUSH_MS)
+	if (!r->err && (uint64_t)(hb_clock_ns(CLOCK_MONOTONIC) / 1000000) - r->last_flush_ms >=
+			       RECORDING_FLUSH_MS)
 		recorder__flush(r);
 	return r->err;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "profile/summary.h"
 #include "profile/flamegraph.h"
 #include "util/hashmap.h"
 #include "util/version.h"
@@ -566,22 +567,6 @@ static void put_json(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* "512 B", "1.5 KiB", ... "3.2 GiB": the units the page uses too. */
-static void human_bytes(int64_t b, char *buf, size_t len)
-{
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-	double v = (double)b / 1024;
-	int u = 0;
-
-	if (b < 1024) {
-		snprintf(buf, len, "%" PRId64 " B", b);
-		return;
-	}
-	for (; v >= 1024 && u < 5; u++)
-		v /= 1024;
-	snprintf(buf, len, "%.1f %s", v, units[u]);
-}
-
 /* 1234567 as "1,234,567". */
 static void grouped(int64_t v, char *buf, size_t len)
 {
@@ -679,7 +664,7 @@ static void put_totals(const struct page *pg)
 	const struct flamegraph *fg = pg->fg;
 	char b[32], o[32];
 
-	human_bytes(fg->nodes[0].v[0], b, sizeof(b));
+	summary_bytes(b, sizeof(b), (double)(fg->nodes[0].v[0]));
 	grouped(fg->nodes[0].v[1], o, sizeof(o));
 	fprintf(pg->f, "%s %s in %s objects", fg->space == HB_INUSE_SPACE ? "in use" : "allocated",
 		b, o);
@@ -696,7 +681,7 @@ static void diff_value(const struct flamegraph *fg, int64_t v, bool sign, char *
 		grouped(m, num, sizeof(num));
 		snprintf(buf, len, "%s%s objects", pre, num);
 	} else {
-		human_bytes(m, num, sizeof(num));
+		summary_bytes(num, sizeof(num), (double)(m));
 		snprintf(buf, len, "%s%s", pre, num);
 	}
 }
@@ -796,7 +781,7 @@ static void write_title(const struct page *pg)
 	else
 		fprintf(f, "window %s%s%.1f s &middot; ", when, when[0] ? ", " : "",
 			p->duration_nanos / 1e9);
-	human_bytes(p->period, period, sizeof(period));
+	summary_bytes(period, sizeof(period), (double)(p->period));
 	fprintf(f, "%s, sampling every %s on average &middot; frames sized by %s &middot; heapbpf ",
 		p->raw ? "raw sampled counts" : "unbiased estimates", period,
 		hb_value_names[pg->fg->which]);
@@ -861,8 +846,8 @@ static void write_timeline(const struct page *pg)
 		max_in = tl[i].inuse_space > max_in ? tl[i].inuse_space : max_in;
 		max_rate = i && tl[i].alloc_rate > max_rate ? tl[i].alloc_rate : max_rate;
 	}
-	human_bytes((int64_t)max_in, b, sizeof(b));
-	human_bytes((int64_t)max_rate, r, sizeof(r));
+	summary_bytes(b, sizeof(b), (double)(int64_t)max_in);
+	summary_bytes(r, sizeof(r), (double)(int64_t)max_rate);
 	fprintf(f,
 		"<p id=\"hb-timeline-cap\">over %.1f s: in use (area, at most %s), allocated per "
 		"second (line, at most %s)%s</p>\n<svg id=\"hb-timeline\" viewBox=\"0 0 1000 100\" "

@@ -18,10 +18,10 @@
 
 void summary_bytes(char *buf, size_t len, double bytes)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	int u = 0;
 
-	while (bytes >= 1024 && u < 4) {
+	while (bytes >= 1024 && u < 6) {
 		bytes /= 1024;
 		u++;
 	}

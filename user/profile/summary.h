@@ -31,7 +31,7 @@ void summary_status_line(FILE *f, double elapsed, const struct collector_stats *
 void summary_print(FILE *f, const struct hb_profile *p, const struct collector_stats *st,
 		   const struct heapbpf_counters *bc, const char *output, const char *who);
 
-/* "1.5 MiB" */
+/* "512 B", "1.5 MiB", up to EiB: the one byte formatter (summaries, top, pages) */
 void summary_bytes(char *buf, size_t len, double bytes);
 /* "850 ns", "12.5 us", "3.2 ms", "4.0 s" */
 void summary_duration(char *buf, size_t len, double ns);

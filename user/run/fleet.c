@@ -108,24 +108,16 @@ static int pyro_setup(struct run *r, char *err, size_t errlen)
 	return pyro__new(&po, &r->pyro, err, errlen);
 }
 
-/* A failure said on stderr, its message through hb_clean. */
-static void say_error(const char *err)
-{
-	char clean[HB_CLEAN_SIZE(1024)];
-
-	hb_error("%s", err[0] ? hb_clean(clean, sizeof(clean), err) : "failed");
-}
-
 static void retention(const struct run *r)
 {
 	const struct cli *o = r->opts;
 	struct retain_result rr;
-	char err[512], clean[HB_CLEAN_SIZE(sizeof(err))];
+	char err[512];
 
 	if (!o->output_dir || (!o->keep && !o->max_bytes))
 		return;
 	if (snapshot_prune(o->output_dir, o->keep, o->max_bytes, &rr, err, sizeof(err))) {
-		hb_error("retention: %s", hb_clean(clean, sizeof(clean), err));
+		hb_error_clean("retention", err, NULL);
 		return;
 	}
 	fleet_say_pruned(o, &rr);
@@ -278,7 +270,7 @@ static void run_children(struct run *r, const pid_t *pids, struct jemalloc_targe
 			}
 			r->outcome = 0;
 			if (run_group(r, gp, gt, k, err, sizeof(err)))
-				say_error(err);
+				hb_error_clean(NULL, err, "failed");
 			/* the child's outcome travels to the parent as its exit status */
 			exit((int)r->outcome);
 		}
@@ -373,7 +365,7 @@ static void run_targets(struct run *r, const pid_t *pids, struct jemalloc_target
 	}
 	/* said here, not by main: what earlier runs spooled is still delivered */
 	if (run_group(r, pids, ts, (size_t)n, err, sizeof(err)))
-		say_error(err);
+		hb_error_clean(NULL, err, "failed");
 }
 
 /* "unit NAME", "the --pid list" or "pid N with its children", for what is said about a run's targets. */

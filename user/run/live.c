@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/errmsg.h"
 #include "sampling/guard.h"
 #include "run/live.h"
@@ -20,14 +21,6 @@
 #include "run/top.h"
 #include "run/watch.h"
 #include "run/window.h"
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static struct heap_data session_data(struct session *s)
 {
@@ -60,7 +53,7 @@ static int64_t window_end(const struct session *s, int64_t now)
 static int on_window(struct session *s0, void *arg)
 {
 	struct live_set *ls = arg;
-	int64_t now = wall_ns();
+	int64_t now = hb_clock_ns(CLOCK_REALTIME);
 	char err[1024];
 
 	(void)s0;
@@ -77,9 +70,7 @@ static int on_window(struct session *s0, void *arg)
 			continue;
 		/* a full disk must not end the daemon: the next window tries again */
 		if (window_emit(tr, &d, end, err, sizeof(err))) {
-			char clean[HB_CLEAN_SIZE(sizeof(err))];
-
-			hb_error("%s", hb_clean(clean, sizeof(clean), err));
+			hb_error_clean(NULL, err, NULL);
 			tr->outcome |= RUN_FAILED;
 		}
 	}
@@ -324,9 +315,7 @@ static int finish_target(struct target_run *tr, struct session *s, size_t n, str
 		tr->start_ns = s->start_wall_ns;
 	rc = window_last(tr, &d, s->start_wall_ns + s->duration_ns, err, errlen);
 	if (rc && n > 1) {
-		char clean[HB_CLEAN_SIZE(1024)];
-
-		hb_error("%s", hb_clean(clean, sizeof(clean), err));
+		hb_error_clean(NULL, err, NULL);
 		tr->outcome |= RUN_FAILED;
 		return 0;
 	}
@@ -344,9 +333,7 @@ static int prepare_all(struct target_run *trs, struct jemalloc_target **ts, stru
 		if (rc && n == 1)
 			return rc;
 		if (rc) {
-			char clean[HB_CLEAN_SIZE(1024)];
-
-			hb_error("%s", hb_clean(clean, sizeof(clean), err));
+			hb_error_clean(NULL, err, NULL);
 			trs[i].outcome |= RUN_FAILED;
 			continue;
 		}

@@ -14,6 +14,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "run/cli.h"
 #include "util/errmsg.h"
 #include "sampling/guard.h"
@@ -210,14 +211,6 @@ static int top_event(struct served_top *st, int fd, char *err, size_t errlen)
 	return st->so.on_interval(&st->s, st->so.interval_arg);
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * The view until it ends: q, a stop signal, the terminal gone, -d's
  * seconds passed (1), the holder done with the window (conn readable: the
@@ -229,7 +222,9 @@ static int top_loop(struct served_top *st, int conn, int sfd, double duration, c
 	struct itimerspec its = { .it_value.tv_sec = 1, .it_interval.tv_sec = 1 };
 	struct pollfd pf[3 + SESSION_MAX_WATCH];
 	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK), rc = 0;
-	int64_t end = duration > 0 ? mono_ms() + (int64_t)(duration * 1000) : 0;
+	int64_t end =
+		duration > 0 ? (hb_clock_ns(CLOCK_MONOTONIC) / 1000000) + (int64_t)(duration * 1000)
+			     : 0;
 	size_t n = 3;
 
 	if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL)) {
@@ -244,7 +239,7 @@ static int top_loop(struct served_top *st, int conn, int sfd, double duration, c
 	for (size_t i = 0; i < st->so.nwatch; i++)
 		pf[n++] = (struct pollfd){ .fd = st->so.watch[i].fd, .events = POLLIN };
 	while (!rc) {
-		int64_t left = end ? end - mono_ms() : -1;
+		int64_t left = end ? end - (hb_clock_ns(CLOCK_MONOTONIC) / 1000000) : -1;
 		int ready;
 
 		if (end && left <= 0) {

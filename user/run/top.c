@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "collect/collector.h"
 #include "util/errmsg.h"
 #include "heap/heapwalk.h"
@@ -687,14 +688,6 @@ struct top {
 	int64_t live_next; /* CLOCK_MONOTONIC ns before which it is not read again */
 };
 
-static int64_t clock_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int write_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
@@ -802,7 +795,7 @@ static void read_live(struct top *t)
 	char err[512];
 	int rc;
 
-	int64_t began = clock_ns(CLOCK_MONOTONIC), took;
+	int64_t began = hb_clock_ns(CLOCK_MONOTONIC), took;
 
 	if (t->live_off || !jt || began < t->live_next)
 		return;
@@ -821,7 +814,7 @@ static void read_live(struct top *t)
 		memsrc_proc_close(&m);
 	}
 	collector__free(c);
-	took = clock_ns(CLOCK_MONOTONIC) - began;
+	took = hb_clock_ns(CLOCK_MONOTONIC) - began;
 	t->live_next = began + 20 * took;
 	if (took > LIVE_MAX_NS) {
 		t->live_off = true;
@@ -850,7 +843,7 @@ static int on_interval(struct session *s, void *arg)
 		.wrappers = t->o.wrappers,
 		.nwrappers = t->o.nwrappers,
 	};
-	int64_t now = clock_ns(CLOCK_MONOTONIC), wall = clock_ns(CLOCK_REALTIME);
+	int64_t now = hb_clock_ns(CLOCK_MONOTONIC), wall = hb_clock_ns(CLOCK_REALTIME);
 	struct hb_profile *p = NULL;
 	struct top_snap snap;
 	struct top_frame fr;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/errmsg.h"
 #include "profile/summary.h"
 #include "run/watch.h"
@@ -49,22 +50,6 @@ struct watch {
 	size_t n, cap;
 	int sfd; /* SIGUSR1 */
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* Resident bytes of pid (/proc/PID/statm), 0 when gone. */
 static uint64_t rss_of(pid_t pid)
@@ -162,8 +147,8 @@ static void write_now(struct watched *w, const char *trigger, const char *note)
 		.nprocs = w->s->nprocs,
 		.sum = w->s->sum,
 	};
-	char err[1024], clean[HB_CLEAN_SIZE(sizeof(err))];
-	int64_t now = wall_ns();
+	char err[1024];
+	int64_t now = hb_clock_ns(CLOCK_REALTIME);
 
 	if (!w->tr->k)
 		w->tr->start_ns = w->s->start_wall_ns;
@@ -171,7 +156,7 @@ static void write_now(struct watched *w, const char *trigger, const char *note)
 	snprintf(w->tr->trigger_note, sizeof(w->tr->trigger_note), "%s", note);
 	hb_say("watch: pid %d: %s: %s", w->tr->pid, trigger, note);
 	if (window_emit(w->tr, &d, now, err, sizeof(err))) {
-		hb_error("%s", hb_clean(clean, sizeof(clean), err));
+		hb_error_clean(NULL, err, NULL);
 		w->tr->outcome |= RUN_FAILED;
 	}
 	w->tr->trigger = NULL;
@@ -211,7 +196,7 @@ static void check_growth(struct watch *wt, struct watched *w)
 static void check_pressure(struct watch *wt, struct watched *w)
 {
 	uint64_t v[2];
-	int64_t now = mono_ns();
+	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	char note[4200];
 
 	if (w->cg == CG_NONE || !read_pressure(w, v))

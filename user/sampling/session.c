@@ -17,6 +17,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "util/clock.h"
 #include "util/hooks.h"
 #include "util/errmsg.h"
 #include "sampling/forks.h"
@@ -79,14 +80,6 @@ struct tap {
 
 /* children that join before the first sweep_children, and at least before each next one */
 #define SWEEP_MIN 64
-
-static int64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 void session_stop_signals(sigset_t *set)
 {
@@ -458,7 +451,7 @@ static void leave_sum(struct session *s, struct proc *p)
 	if (!p->c || !s->sum || p->left_sum)
 		return;
 	p->left_sum = true;
-	procsum__leave(s->sum, collector__totals(p->c), (uint64_t)now_ns(CLOCK_MONOTONIC));
+	procsum__leave(s->sum, collector__totals(p->c), (uint64_t)hb_clock_ns(CLOCK_MONOTONIC));
 }
 
 /*
@@ -490,7 +483,7 @@ static int followed_exit(struct loop *l, size_t i, bool drain)
 	/* the drain may have moved l->procs (a fork in it): by index from here */
 	c = l->procs[i].c;
 	if (c && !collector__stop_time(c))
-		collector__set_stop_time(c, (uint64_t)now_ns(CLOCK_MONOTONIC));
+		collector__set_stop_time(c, (uint64_t)hb_clock_ns(CLOCK_MONOTONIC));
 	leave_sum(l->m[l->procs[i].member].s, &l->procs[i]);
 	hb_note("followed pid %d exited; its profile holds what was collected until then", pid);
 	return err;
@@ -540,7 +533,7 @@ static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
 	if (l->o->temporary_ns)
 		collector__set_temporary_threshold(v[s->nprocs].c, l->o->temporary_ns);
 	v[s->nprocs].pid = child;
-	collector__set_attach_time(v[s->nprocs].c, now_ns(CLOCK_MONOTONIC_COARSE));
+	collector__set_attach_time(v[s->nprocs].c, hb_clock_ns(CLOCK_MONOTONIC_COARSE));
 	proc_of(l, child)->c = v[s->nprocs].c;
 	s->nprocs++;
 	err = probes__attach_pid(l->p, m->t, child);
@@ -560,7 +553,7 @@ static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
  */
 static void member_exec(struct loop *l, struct member *m)
 {
-	int64_t now = now_ns(CLOCK_MONOTONIC);
+	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 
 	m->tg.changed = false;
 	if (!l->node || !m->running)
@@ -568,7 +561,7 @@ static void member_exec(struct loop *l, struct member *m)
 	m->running = false;
 	l->running--;
 	m->s->exited = true;
-	m->s->duration_ns = now_ns(CLOCK_REALTIME) - m->s->start_wall_ns;
+	m->s->duration_ns = hb_clock_ns(CLOCK_REALTIME) - m->s->start_wall_ns;
 	collector__set_stop_time(m->s->collector, (uint64_t)now);
 }
 
@@ -774,7 +767,7 @@ static int unfit_member(struct loop *l, const struct proc *pr)
 static void tap_end(struct loop *l, struct tap *tp, enum stop_reason why)
 {
 	const struct heapbpf_counters *c = &l->s->counters;
-	int64_t now = now_ns(CLOCK_MONOTONIC);
+	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	struct rec_stop st = {
 		.stop_mono_ns = (uint64_t)now,
 		.attach_coarse_ns = tp->attach_coarse,
@@ -883,9 +876,9 @@ static int tap_start(struct loop *l)
 		consume(l->rb);
 	read_counters(l);
 	*tp = (struct tap){ .m = m, .pid = req.pid, .conn = req.conn, .tfd = -1 };
-	tp->t0 = now_ns(CLOCK_MONOTONIC);
+	tp->t0 = hb_clock_ns(CLOCK_MONOTONIC);
 	/* objects sampled before now are not the asker's, as for a run that attached now */
-	tp->attach_coarse = (uint64_t)now_ns(CLOCK_MONOTONIC_COARSE);
+	tp->attach_coarse = (uint64_t)hb_clock_ns(CLOCK_MONOTONIC_COARSE);
 	tp->c0 = l->s->counters;
 	rc = recorder__open_fd(req.out, &tp->rec);
 	if (rc) {
@@ -896,7 +889,7 @@ static int tap_start(struct loop *l)
 	rc = record_header_to(tp->rec, m->s->symbolizer, m->t);
 	rc = rc ?: record_meta_u64(tp->rec, "attach_coarse_ns", tp->attach_coarse);
 	rc = rc ?: record_meta_u64(tp->rec, "start_mono_ns", (uint64_t)tp->t0);
-	rc = rc ?: record_meta_u64(tp->rec, "start_wall_ns", (uint64_t)now_ns(CLOCK_REALTIME));
+	rc = rc ?: record_meta_u64(tp->rec, "start_wall_ns", (uint64_t)hb_clock_ns(CLOCK_REALTIME));
 	rc = rc ?: recorder__flush(tp->rec);
 	rc = rc ?: add_fd(l->ep, tp->conn, EV_TAP + 2 * (uint32_t)i);
 	if (!rc) {
@@ -1069,7 +1062,7 @@ static int late_active_check(struct loop *l)
 	/* every target failed so: the session has nothing left to do */
 	if (!alive)
 		return -ENODATA;
-	return !open || now_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
+	return !open || hb_clock_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
 }
 
 /* A node session's target's late-activation check ends: its probe goes. */
@@ -1088,7 +1081,7 @@ static void late_done(struct loop *l, struct member *m)
 static int node_late_check(struct loop *l)
 {
 	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
-	int64_t now = now_ns(CLOCK_MONOTONIC);
+	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	bool open = false;
 	int err = consume(l->rb);
 
@@ -1151,7 +1144,7 @@ static void read_counters(struct loop *l)
 static int member_exit(struct loop *l, struct member *m)
 {
 	struct pollfd pf = { .fd = m->pfd, .events = POLLIN };
-	int64_t now = now_ns(CLOCK_MONOTONIC);
+	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	char comm[HB_CLEAN_SIZE(sizeof(m->t->comm))];
 	int rc;
 
@@ -1180,7 +1173,8 @@ static int member_exit(struct loop *l, struct member *m)
 	untrack(l, m->t->pid);
 	m->s->exited = true;
 	/* a node session's target joined after the start: its own span */
-	m->s->duration_ns = l->node ? now_ns(CLOCK_REALTIME) - m->s->start_wall_ns : now - l->t0;
+	m->s->duration_ns = l->node ? hb_clock_ns(CLOCK_REALTIME) - m->s->start_wall_ns
+				    : now - l->t0;
 	collector__set_stop_time(m->s->collector, (uint64_t)now);
 	hb_note("pid %d (%s) exited; its profile holds what was collected until then; "
 		"%zu other target(s) go on",
@@ -1208,7 +1202,7 @@ static void status_line(const struct loop *l)
 		all.alloc_bytes += c->alloc_bytes;
 	}
 	all_counters(l, &bc);
-	summary_status_line(stderr, (now_ns(CLOCK_MONOTONIC) - l->t0) / 1e9, &all, &bc);
+	summary_status_line(stderr, (hb_clock_ns(CLOCK_MONOTONIC) - l->t0) / 1e9, &all, &bc);
 }
 
 /* A timer's tick; its expirations are not needed (EAGAIN only: the timer was readable). */
@@ -1275,7 +1269,7 @@ static int on_ready(struct loop *l, uint32_t tag)
 		 * can come after the tick's; the last window is the deadline's,
 		 * not a window and then a sliver of the time it took to write it
 		 */
-		if (l->deadline && now_ns(CLOCK_MONOTONIC) >= l->deadline) {
+		if (l->deadline && hb_clock_ns(CLOCK_MONOTONIC) >= l->deadline) {
 			s->reason = STOP_DURATION;
 			return 1;
 		}
@@ -1516,7 +1510,7 @@ static int late_check_begin(struct loop *l, struct member *m)
 	rc = probes__attach_activity(probes_of(l, m), m->t, &m->late);
 	if (rc)
 		return rc;
-	m->late_t0 = now_ns(CLOCK_MONOTONIC);
+	m->late_t0 = hb_clock_ns(CLOCK_MONOTONIC);
 	return timerfd_settime(l->lfd, 0, &every, NULL) ? -errno : 0;
 }
 
@@ -1567,7 +1561,7 @@ static int start_sampling(struct loop *l)
 	int rc;
 
 	/* objects sampled before this instant are not ours (jemalloc's clock, 5.3) */
-	l->attach_coarse = now_ns(CLOCK_MONOTONIC_COARSE);
+	l->attach_coarse = hb_clock_ns(CLOCK_MONOTONIC_COARSE);
 	for (size_t i = 0; i < l->n; i++) {
 		rc = l->m[i].s->failed ? 0 : start_member(l, &l->m[i]);
 		if (rc)
@@ -1585,10 +1579,10 @@ static int start_sampling(struct loop *l)
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc,
 			       "cannot drop capabilities after attaching: %s", strerror(-rc));
-	wall = now_ns(CLOCK_REALTIME);
+	wall = hb_clock_ns(CLOCK_REALTIME);
 	for (size_t i = 0; i < l->n; i++)
 		l->m[i].s->start_wall_ns = wall;
-	l->t0 = now_ns(CLOCK_MONOTONIC);
+	l->t0 = hb_clock_ns(CLOCK_MONOTONIC);
 	if (l->s->recorder)
 		record_start(l->s, l->t0, l->attach_coarse);
 	return 0;
@@ -1610,7 +1604,7 @@ static int add_timers(struct loop *l)
 
 	/* taken before the timer is set: it expires no earlier than this */
 	if (o->duration > 0)
-		l->deadline = now_ns(CLOCK_MONOTONIC) + (int64_t)(o->duration * 1e9);
+		l->deadline = hb_clock_ns(CLOCK_MONOTONIC) + (int64_t)(o->duration * 1e9);
 	rc = add_timer(l, &l->dfd, o->duration, 0, EV_DEADLINE);
 	/* the status line is a nicety: without its timer the session goes on */
 	if (o->status_line)
@@ -1738,7 +1732,7 @@ static void release_probes(struct session *s, struct probes *p)
 static int stop(struct loop *l, int rc)
 {
 	struct session *s = l->s;
-	int64_t stop_mono = now_ns(CLOCK_MONOTONIC);
+	int64_t stop_mono = hb_clock_ns(CLOCK_MONOTONIC);
 	int fds[] = { l->ep, l->sfd, l->dfd, l->tfd, l->ifd, l->lfd };
 	int on;
 
@@ -1763,7 +1757,7 @@ static int stop(struct loop *l, int rc)
 	l->sv = NULL;
 	restore_children(l);
 	if (l->p)
-		share_results(l, now_ns(CLOCK_MONOTONIC));
+		share_results(l, hb_clock_ns(CLOCK_MONOTONIC));
 	if (s->recorder && l->t0)
 		record_stop(s, stop_mono, l->attach_coarse);
 	if (l->o->status_line && l->t0)
@@ -2007,7 +2001,7 @@ int session_add(struct session *node, const struct jemalloc_target *t, struct gu
 	serrlen = l->errlen;
 	l->err = err;
 	l->errlen = errlen;
-	l->attach_coarse = now_ns(CLOCK_MONOTONIC_COARSE);
+	l->attach_coarse = hb_clock_ns(CLOCK_MONOTONIC_COARSE);
 	rc = probes_for(l, t, &m->p);
 	rc = rc ?: open_member(l, m);
 	rc = rc ?: start_member(l, m);
@@ -2018,7 +2012,7 @@ int session_add(struct session *node, const struct jemalloc_target *t, struct gu
 		drop_member(l, m);
 		return rc;
 	}
-	s->start_wall_ns = now_ns(CLOCK_REALTIME);
+	s->start_wall_ns = hb_clock_ns(CLOCK_REALTIME);
 	s->counters = node->counters;
 	return 0;
 }
@@ -2037,7 +2031,7 @@ int session_remove(struct session *node, struct session *s)
 {
 	struct loop *l = node->loop;
 	struct member *m = l ? member_of(l, s) : NULL;
-	int64_t now = now_ns(CLOCK_REALTIME);
+	int64_t now = hb_clock_ns(CLOCK_REALTIME);
 	int rc;
 
 	if (!m)
@@ -2057,7 +2051,7 @@ int session_remove(struct session *node, struct session *s)
 	}
 	if (!s->exited) {
 		s->duration_ns = now - s->start_wall_ns;
-		collector__set_stop_time(s->collector, (uint64_t)now_ns(CLOCK_MONOTONIC));
+		collector__set_stop_time(s->collector, (uint64_t)hb_clock_ns(CLOCK_MONOTONIC));
 	}
 	all_counters(l, &s->counters);
 	drop_member(l, m);

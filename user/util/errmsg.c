@@ -53,6 +53,17 @@ void hb_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+void hb_error_clean(const char *what, const char *err, const char *fallback)
+{
+	char clean[HB_CLEAN_SIZE(2048)];
+
+	hb_clean(clean, sizeof(clean), err && err[0] ? err : fallback ? fallback : "");
+	if (what)
+		hb_error("%s: %s", what, clean);
+	else
+		hb_error("%s", clean);
+}
+
 void hb_warn(const char *fmt, ...)
 {
 	va_list ap;

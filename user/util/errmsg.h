@@ -52,5 +52,11 @@ void hb_set_quiet(bool quiet);
  * small; src NULL is "". Returns dst.
  */
 const char *hb_clean(char *dst, size_t len, const char *src);
+/*
+ * A failure's sentence (an err a function filled, up to 2 KiB) said as
+ * hb_error does, cleaned: "heapbpf: WHAT: ERR", or "heapbpf: ERR" with
+ * what NULL; an empty err says fallback. The one "clean up and print".
+ */
+void hb_error_clean(const char *what, const char *err, const char *fallback);
 
 #endif /* __HEAPBPF_ERRMSG_H */
