@@ -28,6 +28,7 @@
 #include "sampling/probes.h"
 #include "collect/recording.h"
 #include "sampling/selfcheck.h"
+#include "sampling/loop.h"
 #include "sampling/serve.h"
 #include "sampling/session.h"
 #include "profile/summary.h"
@@ -40,30 +41,6 @@
 
 /* After switching sampling off, threads already past jemalloc's check may still sample. */
 #define DRAIN_MS 50
-
-/* EV_WATCH + i: session_opts.watch[i] */
-enum { EV_RING = 1, EV_SIGNAL, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE, EV_WATCH };
-/* EV_MEMBER + i: the pidfd of the session's target i */
-#define EV_MEMBER 0x10000u
-/* EV_PROC + i: the pidfd of process i, a child followed (--follow-forks) */
-#define EV_PROC 0x20000u
-/* another run's request (serve.h): EV_SERVE its socket, EV_TAP + 2i / + 2i + 1 tap i's end */
-#define EV_SERVE 0x30000u
-#define EV_TAP	 0x30010u
-/* requests served at once */
-#define MAX_TAPS 8
-
-/* A window another run asked for: one target's events, as a recording into the asker's file. */
-struct tap {
-	struct recorder *rec; /* NULL: the slot is free */
-	struct member *m;
-	pid_t pid;
-	int conn, tfd;		/* the asker's connection (readable: it hung up), its timer */
-	bool live;		/* no duration: tfd flushes it each second, the asker reads it */
-	int64_t t0;		/* CLOCK_MONOTONIC it began */
-	uint64_t attach_coarse; /* CLOCK_MONOTONIC_COARSE then: older objects are not its */
-	struct heapbpf_counters c0;
-};
 
 /*
  * jemalloc 5.2.1's late-activation bug: a thread that allocated while
@@ -104,14 +81,14 @@ int session_block_signals(void)
 	return sigprocmask(SIG_BLOCK, &set, NULL) ? -errno : 0;
 }
 
-static int add_fd(int ep, int fd, uint32_t tag)
+int session_add_fd(int ep, int fd, uint32_t tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
 
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-static int make_timer(double first_s, double interval_s)
+int session_make_timer(double first_s, double interval_s)
 {
 	struct itimerspec its = {};
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -136,7 +113,7 @@ static int save_state(void *arg, uint64_t addr, uint8_t orig)
 	return guard__save(arg, addr, orig, NULL) ? -EROFS : 0;
 }
 
-static int record_meta_u64(struct recorder *r, const char *key, uint64_t v)
+int session_record_meta_u64(struct recorder *r, const char *key, uint64_t v)
 {
 	char buf[32];
 
@@ -145,8 +122,8 @@ static int record_meta_u64(struct recorder *r, const char *key, uint64_t v)
 }
 
 /* What a report needs before the first event: who, which jemalloc, the mappings. */
-static int record_header_to(struct recorder *r, const struct symbolizer *sym,
-			    const struct jemalloc_target *t)
+int session_record_header_to(struct recorder *r, const struct symbolizer *sym,
+			     const struct jemalloc_target *t)
 {
 	char pid[16];
 	int err = 0;
@@ -160,7 +137,7 @@ static int record_header_to(struct recorder *r, const struct symbolizer *sym,
 	err = err ?: recorder__meta(r, "is_main_exe", t->is_main_exe ? "1" : "0");
 	err = err ?: recorder__meta(r, "ns_prefix", t->ns_prefix);
 	err = err ?: recorder__meta(r, "pub_prefix", t->pub_prefix);
-	err = err ?: record_meta_u64(r, "lg_prof_sample", t->lg_prof_sample);
+	err = err ?: session_record_meta_u64(r, "lg_prof_sample", t->lg_prof_sample);
 	for (size_t i = 0; !err && i < symbolizer__nobjects(sym); i++) {
 		const struct sym_object *so = symbolizer__object(sym, i);
 		struct rec_map m = { .start = so->start,
@@ -177,7 +154,7 @@ static int record_header_to(struct recorder *r, const struct symbolizer *sym,
 
 static int record_header(struct session *s, const struct jemalloc_target *t)
 {
-	return record_header_to(s->recorder, s->symbolizer, t);
+	return session_record_header_to(s->recorder, s->symbolizer, t);
 }
 
 static void record_start(struct session *s, int64_t t0, uint64_t attach_coarse)
@@ -185,9 +162,9 @@ static void record_start(struct session *s, int64_t t0, uint64_t attach_coarse)
 	struct recorder *r = s->recorder;
 	int err = 0;
 
-	err = err ?: record_meta_u64(r, "attach_coarse_ns", attach_coarse);
-	err = err ?: record_meta_u64(r, "start_mono_ns", (uint64_t)t0);
-	err = err ?: record_meta_u64(r, "start_wall_ns", (uint64_t)s->start_wall_ns);
+	err = err ?: session_record_meta_u64(r, "attach_coarse_ns", attach_coarse);
+	err = err ?: session_record_meta_u64(r, "start_mono_ns", (uint64_t)t0);
+	err = err ?: session_record_meta_u64(r, "start_wall_ns", (uint64_t)s->start_wall_ns);
 	if (err && !s->record_err)
 		s->record_err = err;
 }
@@ -221,78 +198,6 @@ static bool fault_collect(void)
 
 	return f && strcmp(f, "collect") == 0;
 }
-
-/* One target of a session: its flag, its guard, its pidfd. */
-struct member {
-	struct session *s; /* its collection */
-	const struct jemalloc_target *t;
-	struct guard *guard; /* state for recovery after kill -9, or NULL */
-	struct prof_toggle tg;
-	bool ours;    /* heapbpf switched its prof_active on: forked copies are ours to restore */
-	bool running; /* started and not exited: its pidfd is on the loop */
-	bool late_settled; /* sampled, or failed, since its late-activation check began */
-	int pfd;
-	int restore_rc; /* of its flag, at the end */
-	int file;	/* its object file's uprobes (probes__release), or -1 */
-	/* an unconfirmed layout's check of the first samples, or NULL */
-	struct selfcheck *sc;
-	/* samples with a backtrace / with none, until NOBT_SAMPLES settle it (nobt_check) */
-	unsigned int bt_full, bt_empty;
-	char nobt[768];	  /* the sentence once its jemalloc took no backtraces */
-	bool gone;	  /* a node session's target that left (session_remove): its slot is free */
-	struct probes *p; /* its BPF object: l->p, or one of l->more */
-	/* a node session's target: its own activity probe while its late-activation check runs */
-	struct bpf_link *late;
-	int64_t late_t0; /* CLOCK_MONOTONIC when that check began */
-};
-
-/* A process whose events the session takes: a target, or a child forked from one. */
-struct proc {
-	pid_t pid;
-	uint32_t member;
-	uint64_t start;	     /* its start time (proc_start_time), 0 if unknown */
-	struct collector *c; /* NULL: its events are not collected (a child not followed) */
-	int pfd;	     /* a followed child's pidfd until it exits, else -1 */
-	bool left_sum;	     /* its in-use has left its tree's sum (it exited or exec'd) */
-	/* its target left a node session, or a child not followed exited or exec'ed */
-	bool gone;
-	/* sweeps that found it gone (sweep_children): dropped at the second */
-	uint8_t dead;
-};
-
-/* Everything one session holds open; stop() releases it whatever was reached. */
-struct loop {
-	const struct session_opts *o;
-	struct session *s; /* the first target's: the session's reason, counters and times */
-	struct member *m;
-	size_t n, mcap;
-	size_t running; /* targets started and not exited */
-	/* heapbpf agent: targets come and go, none at times (session_run_node) */
-	bool node;
-	const struct jemalloc_target *lt; /* whose layout the BPF object is loaded with */
-	/* a node session's BPF objects of the other layouts than lt's (l->p's) */
-	struct probes **more;
-	size_t nmore;
-	uint32_t fork_off; /* the tracepoints' record offsets each object is loaded with */
-	struct heapbpf_oom_offsets oom_off;
-	struct proc *procs;
-	size_t nprocs, cap;
-	struct hashmap by_pid; /* pid -> index in procs */
-	/* children joined since the last sweep_children, and how many make the next one due */
-	size_t children, sweep_at;
-	bool sweep_due;
-	struct probes *p;
-	struct ring_buffer *rb;
-	int ep, sfd, dfd, tfd, ifd, lfd;
-	int64_t t0;	  /* CLOCK_MONOTONIC when sampling was switched on; 0 before */
-	int64_t deadline; /* CLOCK_MONOTONIC at or before the -d timer's expiry; 0: none */
-	uint64_t attach_coarse;
-	bool oom_pending; /* a target's OOM event waits for its callback (run_oom) */
-	struct serve *sv; /* other runs' requests (session_opts.serve), or NULL */
-	struct tap taps[MAX_TAPS];
-	char *err;
-	size_t errlen;
-};
 
 /* m's BPF object: one of its own layout's in a node session, else the session's. */
 static struct probes *probes_of(const struct loop *l, const struct member *m)
@@ -410,7 +315,7 @@ static void drop_proc(struct loop *l, struct proc *p)
 	p->gone = true;
 }
 
-static int consume(struct ring_buffer *rb)
+int session_consume(struct ring_buffer *rb)
 {
 	int err = ring_buffer__consume(rb);
 
@@ -420,7 +325,6 @@ static int consume(struct ring_buffer *rb)
 }
 
 static int asked(struct session *s, int rc);
-static void read_counters(struct loop *l);
 
 /* heapbpf watch: each target chosen as an OOM victim, now that its events are all in. */
 static int run_oom(struct loop *l)
@@ -430,7 +334,7 @@ static int run_oom(struct loop *l)
 	if (!l->oom_pending)
 		return 0;
 	l->oom_pending = false;
-	read_counters(l);
+	session_read_counters(l);
 	for (size_t i = 0; i < l->n; i++) {
 		struct session *s = l->m[i].s;
 		int rc;
@@ -479,7 +383,7 @@ static int followed_exit(struct loop *l, size_t i, bool drain)
 	if (proc_of(l, pid) == p)
 		untrack(l, pid);
 	if (drain)
-		err = consume(l->rb);
+		err = session_consume(l->rb);
 	/* the drain may have moved l->procs (a fork in it): by index from here */
 	c = l->procs[i].c;
 	if (c && !collector__stop_time(c))
@@ -502,7 +406,7 @@ static int watch_followed(struct loop *l, size_t i)
 
 	if (pfd < 0 && errno == ESRCH)
 		return followed_exit(l, i, false);
-	err = pfd < 0 ? -errno : add_fd(l->ep, pfd, EV_PROC + (uint32_t)i);
+	err = pfd < 0 ? -errno : session_add_fd(l->ep, pfd, EV_PROC + (uint32_t)i);
 	if (!err) {
 		l->procs[i].pfd = pfd;
 		return 0;
@@ -756,207 +660,6 @@ static int unfit_member(struct loop *l, const struct proc *pr)
 	return 0;
 }
 
-/* ---- windows other runs ask for (serve.h) ---- */
-
-/*
- * Tap tp ends (why: the asker hung up, its duration passed, the target or
- * the run ended): its STOP record with the hits of its own span, the
- * recording closed, the asker told (rc, or the recording's error); the slot
- * freed. The ring buffer is drained by the caller when it can be.
- */
-static void tap_end(struct loop *l, struct tap *tp, enum stop_reason why)
-{
-	const struct heapbpf_counters *c = &l->s->counters;
-	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
-	struct rec_stop st = {
-		.stop_mono_ns = (uint64_t)now,
-		.attach_coarse_ns = tp->attach_coarse,
-		.duration_ns = (uint64_t)(now - tp->t0),
-		.alloc_hits = c->alloc_hits - tp->c0.alloc_hits,
-		.free_hits = c->free_hits - tp->c0.free_hits,
-		.alloc_drops = c->alloc_drops - tp->c0.alloc_drops,
-		.free_drops = c->free_drops - tp->c0.free_drops,
-		.read_faults = c->read_faults - tp->c0.read_faults,
-		.reason = why,
-	};
-	int err, cerr;
-
-	if (!tp->rec)
-		return;
-	err = record_meta_u64(tp->rec, "stop_mono_ns", (uint64_t)now);
-	err = err ?: recorder__stop(tp->rec, &st);
-	cerr = recorder__close(tp->rec);
-	err = err ? err : cerr;
-	tp->rec = NULL;
-	serve_reply(tp->conn, err, err ? strerror(-err) : "");
-	if (tp->tfd >= 0)
-		close(tp->tfd);
-	tp->conn = tp->tfd = -1;
-}
-
-/* Every tap of m (NULL: all), ended for why; what the ring buffer holds goes in first. */
-static void taps_end(struct loop *l, const struct member *m, enum stop_reason why)
-{
-	bool drained = false;
-
-	for (size_t i = 0; i < MAX_TAPS; i++) {
-		struct tap *tp = &l->taps[i];
-
-		if (!tp->rec || (m && tp->m != m))
-			continue;
-		if (!drained && l->rb)
-			consume(l->rb);
-		if (!drained)
-			read_counters(l);
-		drained = true;
-		tap_end(l, tp, why);
-	}
-}
-
-/*
- * A target's events into the taps on it: the recording the asker turns into
- * its window. Only events from the tap's start on: one sampled before it and
- * read after it (the ring buffer's backlog) is the holder's alone, as it
- * would not have been sampled for a run that attached then; its free, like
- * those of older objects, is one of an object sampled before attach.
- */
-static void taps_event(struct loop *l, __u32 pid, const void *data, size_t len)
-{
-	uint64_t ts = 0;
-
-	if (len >= offsetof(struct heapbpf_free_event, ts) + sizeof(ts))
-		memcpy(&ts, (const char *)data + offsetof(struct heapbpf_free_event, ts),
-		       sizeof(ts));
-	for (size_t i = 0; i < MAX_TAPS; i++) {
-		struct tap *tp = &l->taps[i];
-
-		/* a write error is sticky in its recorder, and said to the asker at the end */
-		if (tp->rec && (__u32)tp->pid == pid && ts >= (uint64_t)tp->t0)
-			recorder__event(tp->rec, data, len);
-	}
-}
-
-/* The target of the session with pid, running: a tap's; else NULL. */
-static struct member *served_member(struct loop *l, pid_t pid)
-{
-	for (size_t i = 0; i < l->n; i++) {
-		struct member *m = &l->m[i];
-
-		if (!m->gone && m->running && !m->s->failed && !m->s->unconfirmed &&
-		    m->t->pid == pid)
-			return m;
-	}
-	return NULL;
-}
-
-/* Another run asks for a window of one of the targets: a tap from now on, or a refusal. */
-static int tap_start(struct loop *l)
-{
-	struct serve_req req;
-	struct member *m;
-	struct tap *tp = NULL;
-	size_t i;
-	int rc;
-
-	if (serve__accept(l->sv, &req))
-		return 0; /* refused; the asker was told */
-	m = served_member(l, req.pid);
-	for (i = 0; m && i < MAX_TAPS && !tp; i++)
-		tp = l->taps[i].rec ? NULL : &l->taps[i];
-	if (!m || !tp) {
-		close(req.out);
-		serve_reply(req.conn, m ? -EBUSY : -ESRCH,
-			    m ? "it serves as many requests as it can at once; ask again later"
-			      : "it does not sample that process (now)");
-		return 0;
-	}
-	i--;
-	/* what the ring buffer holds was sampled before the request: the holder's alone */
-	if (l->rb)
-		consume(l->rb);
-	read_counters(l);
-	*tp = (struct tap){ .m = m, .pid = req.pid, .conn = req.conn, .tfd = -1 };
-	tp->t0 = hb_clock_ns(CLOCK_MONOTONIC);
-	/* objects sampled before now are not the asker's, as for a run that attached now */
-	tp->attach_coarse = (uint64_t)hb_clock_ns(CLOCK_MONOTONIC_COARSE);
-	tp->c0 = l->s->counters;
-	rc = recorder__open_fd(req.out, &tp->rec);
-	if (rc) {
-		tp->rec = NULL;
-		serve_reply(req.conn, rc, strerror(-rc));
-		return 0;
-	}
-	rc = record_header_to(tp->rec, m->s->symbolizer, m->t);
-	rc = rc ?: record_meta_u64(tp->rec, "attach_coarse_ns", tp->attach_coarse);
-	rc = rc ?: record_meta_u64(tp->rec, "start_mono_ns", (uint64_t)tp->t0);
-	rc = rc ?: record_meta_u64(tp->rec, "start_wall_ns", (uint64_t)hb_clock_ns(CLOCK_REALTIME));
-	rc = rc ?: recorder__flush(tp->rec);
-	rc = rc ?: add_fd(l->ep, tp->conn, EV_TAP + 2 * (uint32_t)i);
-	if (!rc) {
-		/* its end; or, until the asker hangs up, each second what came (taps_flush) */
-		tp->live = !req.duration_ns;
-		tp->tfd = tp->live ? make_timer(1, 1)
-				   : make_timer((double)req.duration_ns / 1e9, 0);
-		rc = tp->tfd < 0 ? tp->tfd : add_fd(l->ep, tp->tfd, EV_TAP + 2 * (uint32_t)i + 1);
-	}
-	if (rc) {
-		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
-		if (tp->tfd >= 0)
-			close(tp->tfd);
-		recorder__close(tp->rec);
-		tp->rec = NULL;
-		serve_reply(tp->conn, rc, strerror(-rc));
-	}
-	return 0;
-}
-
-/*
- * A live tap's second: what the ring buffer holds and the drops so far
- * written, and flushed, so that the asker reads them now. A write error
- * ends the tap (said to the asker).
- */
-static int tap_flush(struct loop *l, struct tap *tp)
-{
-	const struct heapbpf_counters *c = &l->s->counters;
-	uint64_t n;
-	int rc;
-
-	if (read(tp->tfd, &n, sizeof(n)) != sizeof(n))
-		return 0;
-	if (l->rb)
-		consume(l->rb);
-	read_counters(l);
-	rc = record_meta_u64(tp->rec, "alloc_drops", c->alloc_drops - tp->c0.alloc_drops);
-	rc = rc ?: record_meta_u64(tp->rec, "free_drops", c->free_drops - tp->c0.free_drops);
-	rc = rc ?: recorder__flush(tp->rec);
-	if (!rc)
-		return 0;
-	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
-	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->tfd, NULL);
-	tap_end(l, tp, STOP_SIGNAL);
-	return 0;
-}
-
-/* A tap's event: its asker hung up (even), or its duration passed or a second (odd). */
-static int tap_ready(struct loop *l, uint32_t k)
-{
-	struct tap *tp = &l->taps[k / 2];
-
-	if (!tp->rec)
-		return 0;
-	if (k % 2 && tp->live)
-		return tap_flush(l, tp);
-	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
-	if (tp->tfd >= 0)
-		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->tfd, NULL);
-	/* everything sampled up to now is its */
-	if (l->rb)
-		consume(l->rb);
-	read_counters(l);
-	tap_end(l, tp, k % 2 ? STOP_DURATION : STOP_SIGNAL);
-	return 0;
-}
-
 /* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
 static int on_event(void *ctx, void *data, size_t len)
 {
@@ -1021,7 +724,7 @@ static int late_active_check(struct loop *l)
 	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
 	bool open = false;
 	size_t alive = 0;
-	int err = consume(l->rb); /* the samples so far, in each target's collector */
+	int err = session_consume(l->rb); /* the samples so far, in each target's collector */
 
 	if (err)
 		return err;
@@ -1083,7 +786,7 @@ static int node_late_check(struct loop *l)
 	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
 	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	bool open = false;
-	int err = consume(l->rb);
+	int err = session_consume(l->rb);
 
 	if (err)
 		return err;
@@ -1127,7 +830,7 @@ static int asked(struct session *s, int rc)
 }
 
 /* The BPF side's counters, for every target (one BPF object serves them all). */
-static void read_counters(struct loop *l)
+void session_read_counters(struct loop *l)
 {
 	all_counters(l, &l->s->counters);
 	for (size_t i = 0; i < l->n; i++) {
@@ -1158,7 +861,7 @@ static int member_exit(struct loop *l, struct member *m)
 	m->running = false;
 	l->running--;
 	/* what it sampled until it exited is in the ring buffer: its collector takes it all */
-	consume(l->rb);
+	session_consume(l->rb);
 	taps_end(l, m, STOP_TARGET_EXIT);
 	/* killed for memory: its OOM profile first (heapbpf watch) */
 	rc = run_oom(l);
@@ -1226,20 +929,20 @@ static int on_ready(struct loop *l, uint32_t tag)
 	if (tag >= EV_MEMBER && tag - EV_MEMBER < l->n)
 		return member_exit(l, &l->m[tag - EV_MEMBER]);
 	if (tag == EV_SERVE)
-		return tap_start(l);
+		return taps_start(l);
 	if (tag >= EV_TAP && tag - EV_TAP < 2 * MAX_TAPS)
-		return tap_ready(l, tag - EV_TAP);
+		return taps_ready(l, tag - EV_TAP);
 	if (tag >= EV_WATCH && tag - EV_WATCH < o->nwatch) {
 		/* what was sampled up to now is in the collectors first (heapbpf watch's demand) */
-		err = consume(l->rb);
+		err = session_consume(l->rb);
 		if (err)
 			return err;
-		read_counters(l);
+		session_read_counters(l);
 		return asked(s, o->watch[tag - EV_WATCH].on_ready(s, o->watch[tag - EV_WATCH].arg));
 	}
 	switch (tag) {
 	case EV_RING:
-		return consume(l->rb);
+		return session_consume(l->rb);
 	case EV_SIGNAL:
 		if (read(l->sfd, &si, sizeof(si)) == sizeof(si))
 			s->stop_signal = (int)si.ssi_signo;
@@ -1276,7 +979,7 @@ static int on_ready(struct loop *l, uint32_t tag)
 		err = ring_buffer__consume(l->rb);
 		if (err < 0)
 			return err;
-		read_counters(l);
+		session_read_counters(l);
 		return o->on_interval ? asked(s, o->on_interval(s, o->interval_arg)) : 0;
 	case EV_TICK:
 		if (ticked(l->tfd))
@@ -1327,7 +1030,7 @@ static int sweep_children(struct loop *l)
 	 * child (add_proc clears the mark): only those still marked go, once
 	 * two sweeps found them gone.
 	 */
-	err = consume(l->rb);
+	err = session_consume(l->rb);
 	for (size_t i = 0; i < l->nprocs; i++) {
 		struct proc *p = &l->procs[i];
 
@@ -1360,7 +1063,7 @@ static int collect(struct loop *l)
 		}
 		/* n == 0: records below the wake-up threshold: consume them on time */
 		if (n == 0) {
-			int err = consume(l->rb);
+			int err = session_consume(l->rb);
 
 			if (err)
 				return err;
@@ -1406,7 +1109,7 @@ static int open_member(struct loop *l, struct member *m)
 				   errno == ESRCH ? "the target process exited"
 						  : "cannot set up the event loop",
 				   strerror(errno));
-	rc = add_fd(l->ep, m->pfd, EV_MEMBER + (uint32_t)(m - l->m));
+	rc = session_add_fd(l->ep, m->pfd, EV_MEMBER + (uint32_t)(m - l->m));
 	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
 			    strerror(-rc))
 		  : 0;
@@ -1464,16 +1167,16 @@ static int open_session(struct loop *l)
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "cannot open the BPF ring buffer: %s",
 			       strerror(-rc));
-	rc = add_fd(l->ep, ring_buffer__epoll_fd(l->rb), EV_RING);
-	rc = rc ?: add_fd(l->ep, l->sfd, EV_SIGNAL);
+	rc = session_add_fd(l->ep, ring_buffer__epoll_fd(l->rb), EV_RING);
+	rc = rc ?: session_add_fd(l->ep, l->sfd, EV_SIGNAL);
 	for (size_t i = 0; !rc && i < o->nwatch; i++)
-		rc = add_fd(l->ep, o->watch[i].fd, EV_WATCH + (uint32_t)i);
+		rc = session_add_fd(l->ep, o->watch[i].fd, EV_WATCH + (uint32_t)i);
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
 			       strerror(-rc));
 	/* other runs ask this one for their windows of its targets (serve.h): not vital */
 	l->sv = o->serve;
-	if (l->sv && (rc = add_fd(l->ep, serve__fd(l->sv), EV_SERVE))) {
+	if (l->sv && (rc = session_add_fd(l->ep, serve__fd(l->sv), EV_SERVE))) {
 		hb_warn("other heapbpf runs cannot ask this one for a window of its targets: %s",
 			strerror(-rc));
 		l->sv = NULL;
@@ -1593,8 +1296,8 @@ static int add_timer(struct loop *l, int *fd, double first_s, double interval_s,
 {
 	if (first_s <= 0)
 		return 0;
-	*fd = make_timer(first_s, interval_s);
-	return *fd < 0 ? *fd : add_fd(l->ep, *fd, tag);
+	*fd = session_make_timer(first_s, interval_s);
+	return *fd < 0 ? *fd : session_add_fd(l->ep, *fd, tag);
 }
 
 static int add_timers(struct loop *l)
@@ -1618,7 +1321,7 @@ static int add_timers(struct loop *l)
 	/* a node session's: disarmed until a target's check begins (late_check_begin) */
 	if (!rc && l->node) {
 		l->lfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		rc = l->lfd < 0 ? -errno : add_fd(l->ep, l->lfd, EV_LATE);
+		rc = l->lfd < 0 ? -errno : session_add_fd(l->ep, l->lfd, EV_LATE);
 	}
 	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the timer: %s", strerror(-rc))
 		  : 0;
@@ -1683,7 +1386,7 @@ static void restore_children(struct loop *l)
 /* The session's reason, counters and times on every target's collection. */
 static void share_results(struct loop *l, int64_t stop_mono)
 {
-	read_counters(l);
+	session_read_counters(l);
 	for (size_t i = 0; i < l->n; i++) {
 		struct session *s = l->m[i].s;
 
@@ -1742,7 +1445,8 @@ static int stop(struct loop *l, int rc)
 	}
 	/* in the stream where the collector learns it, so a replay matches this run */
 	if (s->recorder && l->t0 && !s->record_err)
-		s->record_err = record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
+		s->record_err =
+			session_record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
 	on = restore_flags(l, &rc);
 	/* the drain also brings the forks that copied a flag just before it went off */
 	if (l->rb) {
@@ -2037,14 +1741,14 @@ int session_remove(struct session *node, struct session *s)
 	if (!m)
 		return 0;
 	/* what it sampled so far is in its collector, then its flag goes back */
-	consume(l->rb);
+	session_consume(l->rb);
 	rc = restore_flag(m);
 	if (rc == -ESRCH)
 		rc = 0;
 	if (m->ours) {
 		/* as stop() does: the forks that copied the flag just before it went off */
 		ring_buffer__poll(l->rb, DRAIN_MS);
-		consume(l->rb);
+		session_consume(l->rb);
 		forks__restore(&s->forks, m->tg.addr, m->tg.orig, m->t->path, &s->fork_result);
 		if (!rc && !s->fork_result.failed && m->guard)
 			guard__clear(m->guard);

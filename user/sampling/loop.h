@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The session's event loop as its own files share it (session.c, taps.c):
+ * the loop, its targets and processes, the windows served to other runs,
+ * and the helpers they have in common. Private to sampling/'s session:
+ * nothing outside it includes this.
+ */
+#ifndef __HEAPBPF_LOOP_H
+#define __HEAPBPF_LOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "heapbpf.h"
+#include "sampling/oom.h"
+#include "sampling/toggle.h"
+#include "util/hashmap.h"
+
+struct bpf_link;
+struct probes;
+struct recorder;
+struct ring_buffer;
+struct selfcheck;
+struct serve;
+struct session;
+struct session_opts;
+struct symbolizer;
+struct jemalloc_target;
+
+/* EV_WATCH + i: session_opts.watch[i] */
+enum { EV_RING = 1, EV_SIGNAL, EV_DEADLINE, EV_TICK, EV_INTERVAL, EV_LATE, EV_WATCH };
+/* EV_MEMBER + i: the pidfd of the session's target i */
+#define EV_MEMBER 0x10000u
+/* EV_PROC + i: the pidfd of process i, a child followed (--follow-forks) */
+#define EV_PROC 0x20000u
+/* another run's request (serve.h): EV_SERVE its socket, EV_TAP + 2i / + 2i + 1 tap i's end */
+#define EV_SERVE 0x30000u
+#define EV_TAP	 0x30010u
+/* requests served at once */
+#define MAX_TAPS 8
+
+/* A window another run asked for: one target's events, as a recording into the asker's file. */
+struct tap {
+	struct recorder *rec; /* NULL: the slot is free */
+	struct member *m;
+	pid_t pid;
+	int conn, tfd;		/* the asker's connection (readable: it hung up), its timer */
+	bool live;		/* no duration: tfd flushes it each second, the asker reads it */
+	int64_t t0;		/* CLOCK_MONOTONIC it began */
+	uint64_t attach_coarse; /* CLOCK_MONOTONIC_COARSE then: older objects are not its */
+	struct heapbpf_counters c0;
+};
+
+/* One target of a session: its flag, its guard, its pidfd. */
+struct member {
+	struct session *s; /* its collection */
+	const struct jemalloc_target *t;
+	struct guard *guard; /* state for recovery after kill -9, or NULL */
+	struct prof_toggle tg;
+	bool ours;    /* heapbpf switched its prof_active on: forked copies are ours to restore */
+	bool running; /* started and not exited: its pidfd is on the loop */
+	bool late_settled; /* sampled, or failed, since its late-activation check began */
+	int pfd;
+	int restore_rc; /* of its flag, at the end */
+	int file;	/* its object file's uprobes (probes__release), or -1 */
+	/* an unconfirmed layout's check of the first samples, or NULL */
+	struct selfcheck *sc;
+	/* samples with a backtrace / with none, until NOBT_SAMPLES settle it (nobt_check) */
+	unsigned int bt_full, bt_empty;
+	char nobt[768];	  /* the sentence once its jemalloc took no backtraces */
+	bool gone;	  /* a node session's target that left (session_remove): its slot is free */
+	struct probes *p; /* its BPF object: l->p, or one of l->more */
+	/* a node session's target: its own activity probe while its late-activation check runs */
+	struct bpf_link *late;
+	int64_t late_t0; /* CLOCK_MONOTONIC when that check began */
+};
+
+/* A process whose events the session takes: a target, or a child forked from one. */
+struct proc {
+	pid_t pid;
+	uint32_t member;
+	uint64_t start;	     /* its start time (proc_start_time), 0 if unknown */
+	struct collector *c; /* NULL: its events are not collected (a child not followed) */
+	int pfd;	     /* a followed child's pidfd until it exits, else -1 */
+	bool left_sum;	     /* its in-use has left its tree's sum (it exited or exec'd) */
+	/* its target left a node session, or a child not followed exited or exec'ed */
+	bool gone;
+	/* sweeps that found it gone (sweep_children): dropped at the second */
+	uint8_t dead;
+};
+
+/* Everything one session holds open; stop() releases it whatever was reached. */
+struct loop {
+	const struct session_opts *o;
+	struct session *s; /* the first target's: the session's reason, counters and times */
+	struct member *m;
+	size_t n, mcap;
+	size_t running; /* targets started and not exited */
+	/* heapbpf agent: targets come and go, none at times (session_run_node) */
+	bool node;
+	const struct jemalloc_target *lt; /* whose layout the BPF object is loaded with */
+	/* a node session's BPF objects of the other layouts than lt's (l->p's) */
+	struct probes **more;
+	size_t nmore;
+	uint32_t fork_off; /* the tracepoints' record offsets each object is loaded with */
+	struct heapbpf_oom_offsets oom_off;
+	struct proc *procs;
+	size_t nprocs, cap;
+	struct hashmap by_pid; /* pid -> index in procs */
+	/* children joined since the last sweep_children, and how many make the next one due */
+	size_t children, sweep_at;
+	bool sweep_due;
+	struct probes *p;
+	struct ring_buffer *rb;
+	int ep, sfd, dfd, tfd, ifd, lfd;
+	int64_t t0;	  /* CLOCK_MONOTONIC when sampling was switched on; 0 before */
+	int64_t deadline; /* CLOCK_MONOTONIC at or before the -d timer's expiry; 0: none */
+	uint64_t attach_coarse;
+	bool oom_pending; /* a target's OOM event waits for its callback (run_oom) */
+	struct serve *sv; /* other runs' requests (session_opts.serve), or NULL */
+	struct tap taps[MAX_TAPS];
+	char *err;
+	size_t errlen;
+};
+
+/* ---- session.c's, for the loop's other files ---- */
+
+/* fd on the epoll set ep, with tag as its data; 0 or negative errno. */
+int session_add_fd(int ep, int fd, uint32_t tag);
+/* A timerfd first in first_s, then every interval_s (0: once); the fd or negative errno. */
+int session_make_timer(double first_s, double interval_s);
+/* A META record "key=v"; 0 or negative errno. */
+int session_record_meta_u64(struct recorder *r, const char *key, uint64_t v);
+/* The header of a recording of t, its mappings from sym; 0 or negative errno. */
+int session_record_header_to(struct recorder *r, const struct symbolizer *sym,
+			     const struct jemalloc_target *t);
+/* What the ring buffer holds, into the collectors (and taps) now. */
+int session_consume(struct ring_buffer *rb);
+/* The BPF side's counters, into every target's session. */
+void session_read_counters(struct loop *l);
+
+/* ---- taps.c: windows other runs ask for (serve.h) ---- */
+
+/* Another run asks for a window of one of the targets: a tap from now on, or a refusal. */
+int taps_start(struct loop *l);
+/* A tap's event k: its asker hung up (even), or its duration passed or a second (odd). */
+int taps_ready(struct loop *l, uint32_t k);
+/*
+ * Every tap of m (NULL: all), ended for why (enum stop_reason, session.h);
+ * what the ring buffer holds goes in first.
+ */
+void taps_end(struct loop *l, const struct member *m, uint32_t why);
+/* An event of pid's into the taps on it. */
+void taps_event(struct loop *l, __u32 pid, const void *data, size_t len);
+
+#endif /* __HEAPBPF_LOOP_H */
