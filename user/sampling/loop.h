@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <linux/types.h>
+
 #include "heapbpf.h"
 #include "sampling/oom.h"
 #include "sampling/toggle.h"
@@ -125,7 +127,17 @@ struct loop {
 	size_t errlen;
 };
 
+/* the 5.2.1 check's period (late.c) */
+#define LATE_CHECK_S 0.25
+
 /* ---- session.c's, for the loop's other files ---- */
+
+/* m's BPF object: one of its own layout's in a node session, else the session's. */
+struct probes *session_probes_of(const struct loop *l, const struct member *m);
+/* pid's events no longer taken (the BPF side's map of tracked pids). */
+void session_untrack(const struct loop *l, pid_t pid);
+/* m's flag back to what it was (nothing to restore after an unseen exec); 0 or negative errno. */
+int session_restore_flag(struct member *m);
 
 /* fd on the epoll set ep, with tag as its data; 0 or negative errno. */
 int session_add_fd(int ep, int fd, uint32_t tag);
@@ -154,5 +166,23 @@ int taps_ready(struct loop *l, uint32_t k);
 void taps_end(struct loop *l, const struct member *m, uint32_t why);
 /* An event of pid's into the taps on it. */
 void taps_event(struct loop *l, __u32 pid, const void *data, size_t len);
+
+/* ---- late.c: jemalloc 5.2.1's late-activation bug ---- */
+
+/*
+ * Every target of a session that is not a node's: 1 when each is settled or
+ * the time is up (the probes go), 0 to keep checking, -ENODATA when the one
+ * target (or every one) is hit by the bug, or negative errno.
+ */
+int late_active_check(struct loop *l);
+/* A node session's targets, each with its own probe and time; 0 or negative errno. */
+int node_late_check(struct loop *l);
+/* A node session's target's check begins (its probe, the timer armed); 0 or negative errno. */
+int late_check_begin(struct loop *l, struct member *m);
+/* A node session's target's check ends: its probe goes. */
+void late_done(struct loop *l, struct member *m);
+/* The sentence for a target hit by the bug, in err; -ENODATA. */
+int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
+		      size_t errlen);
 
 #endif /* __HEAPBPF_LOOP_H */

@@ -42,19 +42,6 @@
 /* After switching sampling off, threads already past jemalloc's check may still sample. */
 #define DRAIN_MS 50
 
-/*
- * jemalloc 5.2.1's late-activation bug: a thread that allocated while
- * prof_active was off never samples again once it is switched on. Seen from
- * outside: the allocation slow path (layout activity_fn) keeps running, but
- * no sample comes. LATE_PERIODS sampling periods' worth of bytes through the
- * slow path with no sample has a probability below e^-16 on a working
- * jemalloc. The check runs every LATE_CHECK_S and gives up (detaching the
- * extra probe) after LATE_MAX_S or at the first sample.
- */
-#define LATE_PERIODS 16
-#define LATE_CHECK_S 0.25
-#define LATE_MAX_S   10.0
-
 /* children that join before the first sweep_children, and at least before each next one */
 #define SWEEP_MIN 64
 
@@ -200,7 +187,7 @@ static bool fault_collect(void)
 }
 
 /* m's BPF object: one of its own layout's in a node session, else the session's. */
-static struct probes *probes_of(const struct loop *l, const struct member *m)
+struct probes *session_probes_of(const struct loop *l, const struct member *m)
 {
 	return m->p ? m->p : l->p;
 }
@@ -243,7 +230,7 @@ static struct proc *proc_of(const struct loop *l, __u32 pid)
 }
 
 /* pid no longer followed nor sampled, by any of the session's BPF objects. */
-static void untrack(const struct loop *l, pid_t pid)
+void session_untrack(const struct loop *l, pid_t pid)
 {
 	probes__untrack(l->p, pid);
 	for (size_t i = 0; i < l->nmore; i++)
@@ -309,7 +296,7 @@ static void drop_proc(struct loop *l, struct proc *p)
 	uint32_t i;
 
 	if (proc_of(l, p->pid) == p) {
-		untrack(l, p->pid);
+		session_untrack(l, p->pid);
 		hashmap__del(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &i);
 	}
 	p->gone = true;
@@ -381,7 +368,7 @@ static int followed_exit(struct loop *l, size_t i, bool drain)
 	 * by now): what it committed to the ring buffer stays there.
 	 */
 	if (proc_of(l, pid) == p)
-		untrack(l, pid);
+		session_untrack(l, pid);
 	if (drain)
 		err = session_consume(l->rb);
 	/* the drain may have moved l->procs (a fork in it): by index from here */
@@ -487,9 +474,9 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	 */
 	start = parent && parent->start ? proc_start_time((pid_t)e->pid) : 0;
 	if (start && start != parent->start) {
-		untrack(l, (pid_t)e->pid);
+		session_untrack(l, (pid_t)e->pid);
 		if (e->type == HEAPBPF_EV_FORK)
-			untrack(l, (pid_t)e->child);
+			session_untrack(l, (pid_t)e->child);
 		return 0;
 	}
 
@@ -499,7 +486,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 			/* its heap is gone with its image */
 			leave_sum(m->s, parent);
 		}
-		untrack(l, (pid_t)e->pid);
+		session_untrack(l, (pid_t)e->pid);
 		if (m && m->t->pid == (pid_t)e->pid)
 			member_exec(l, m);
 		else if (parent && !parent->c && parent->pfd < 0)
@@ -510,7 +497,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	if (rc <= 0) {
 		/* a thread, a task already gone, or a flag we did not switch on */
 		if (!rc)
-			untrack(l, (pid_t)e->child);
+			session_untrack(l, (pid_t)e->child);
 		return rc;
 	}
 	rc = add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL,
@@ -524,7 +511,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	 */
 	if (rc)
 		return rc;
-	probes__track(probes_of(l, m), (pid_t)e->child);
+	probes__track(session_probes_of(l, m), (pid_t)e->child);
 	if (++l->children >= (l->sweep_at ? l->sweep_at : SWEEP_MIN))
 		l->sweep_due = true;
 	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
@@ -693,15 +680,12 @@ static int on_event(void *ctx, void *data, size_t len)
 	return single(l) ? collect_event(s, s->collector, data, len) : 0;
 }
 
-static int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
-			     size_t errlen);
-
 /*
  * m's flag back to what it was. A target that exec'd without heapbpf hearing
  * it (its event dropped): the flag went with the old image, nothing is
  * written into the new one (toggle.h), and there is nothing left to restore.
  */
-static int restore_flag(struct member *m)
+int session_restore_flag(struct member *m)
 {
 	int rc = prof_toggle__restore(&m->tg);
 
@@ -709,115 +693,6 @@ static int restore_flag(struct member *m)
 		return rc;
 	hb_note("pid %d exec'd: its prof_active went with its old image, nothing to restore",
 		m->t->pid);
-	return 0;
-}
-
-/*
- * Each target on its own: settled once it samples, hit by the bug once its
- * slow path allocated LATE_PERIODS sampling periods' worth with no sample.
- * With one target that ends the session (-ENODATA); with several, that one
- * fails with the reason and the others go on. 1 when every target is
- * settled or the time is up (the probes go), 0 to keep checking.
- */
-static int late_active_check(struct loop *l)
-{
-	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
-	bool open = false;
-	size_t alive = 0;
-	int err = session_consume(l->rb); /* the samples so far, in each target's collector */
-
-	if (err)
-		return err;
-	for (size_t i = 0; i < l->n; i++)
-		alive += l->m[i].running && !l->m[i].s->failed;
-	for (size_t i = 0; i < l->n; i++) {
-		struct member *m = &l->m[i];
-		uint64_t bytes = 0;
-
-		if (m->late_settled || m->s->failed || !m->running)
-			continue;
-		if (collector__stats(m->s->collector)->allocs) {
-			m->late_settled = true;
-			continue;
-		}
-		err = probes__activity_bytes(l->p, m->t->pid, &bytes);
-		if (err)
-			return err;
-		if (bytes < ((uint64_t)LATE_PERIODS << m->t->lg_prof_sample)) {
-			open = true;
-			continue;
-		}
-		m->s->late_active_bytes = bytes;
-		m->late_settled = true;
-		if (l->n == 1)
-			return -ENODATA;
-		late_active_error(m->s, m->t, msg, sizeof(msg));
-		hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
-		m->s->failed = -ENODATA;
-		/* nothing to profile there: its flag back off now, its events no longer taken */
-		err = restore_flag(m);
-		if (err && err != -ESRCH)
-			hb_error("cannot switch jemalloc's prof_active back off in pid %d: %s",
-				 m->t->pid, strerror(-err));
-		untrack(l, m->t->pid);
-		alive--;
-	}
-	/* every target failed so: the session has nothing left to do */
-	if (!alive)
-		return -ENODATA;
-	return !open || hb_clock_ns(CLOCK_MONOTONIC) - l->t0 > (int64_t)(LATE_MAX_S * 1e9);
-}
-
-/* A node session's target's late-activation check ends: its probe goes. */
-static void late_done(struct loop *l, struct member *m)
-{
-	probes__drop_activity(probes_of(l, m), m->t->pid, m->late);
-	m->late = NULL;
-}
-
-/*
- * A node session's targets join and leave at any time, so each one's check
- * has its own probe and its own LATE_MAX_S. One hit by the bug is said and
- * marked failed, as an unfit layout is: the agent lets it go (its flag back
- * off, no profile). The timer is disarmed once no check is running.
- */
-static int node_late_check(struct loop *l)
-{
-	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
-	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
-	bool open = false;
-	int err = session_consume(l->rb);
-
-	if (err)
-		return err;
-	for (size_t i = 0; i < l->n; i++) {
-		struct member *m = &l->m[i];
-		uint64_t bytes = 0;
-
-		if (m->gone || !m->late)
-			continue;
-		if (m->s->failed || !m->running || collector__stats(m->s->collector)->allocs ||
-		    now - m->late_t0 > (int64_t)(LATE_MAX_S * 1e9)) {
-			late_done(l, m);
-			continue;
-		}
-		/* a count that cannot be read gives no verdict: the check ends, the target stays */
-		if (probes__activity_bytes(probes_of(l, m), m->t->pid, &bytes)) {
-			late_done(l, m);
-			continue;
-		}
-		if (bytes < ((uint64_t)LATE_PERIODS << m->t->lg_prof_sample)) {
-			open = true;
-			continue;
-		}
-		m->s->late_active_bytes = bytes;
-		late_done(l, m);
-		late_active_error(m->s, m->t, msg, sizeof(msg));
-		hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
-		m->s->failed = -ENODATA;
-	}
-	if (!open)
-		timerfd_settime(l->lfd, 0, &(struct itimerspec){}, NULL);
 	return 0;
 }
 
@@ -873,7 +748,7 @@ static int member_exit(struct loop *l, struct member *m)
 	}
 	m->tg.changed = false;
 	/* a new process under its pid is not ours */
-	untrack(l, m->t->pid);
+	session_untrack(l, m->t->pid);
 	m->s->exited = true;
 	/* a node session's target joined after the start: its own span */
 	m->s->duration_ns = l->node ? hb_clock_ns(CLOCK_REALTIME) - m->s->start_wall_ns
@@ -1195,28 +1070,6 @@ static const char *toggle_error(int rc)
 			       : strerror(-rc);
 }
 
-/*
- * A node session's target whose layout has the late-activation bug: its
- * check begins with its own probe, before its flag goes on, and the timer
- * is armed for it.
- */
-static int late_check_begin(struct loop *l, struct member *m)
-{
-	const struct itimerspec every = {
-		.it_value.tv_nsec = (long)(LATE_CHECK_S * 1e9),
-		.it_interval.tv_nsec = (long)(LATE_CHECK_S * 1e9),
-	};
-	int rc;
-
-	if (!m->t->activity_off || l->lfd < 0)
-		return 0;
-	rc = probes__attach_activity(probes_of(l, m), m->t, &m->late);
-	if (rc)
-		return rc;
-	m->late_t0 = hb_clock_ns(CLOCK_MONOTONIC);
-	return timerfd_settime(l->lfd, 0, &every, NULL) ? -errno : 0;
-}
-
 /* One target: its probes attached first, then its prof_active on: no sample is missed. */
 static int start_member(struct loop *l, struct member *m)
 {
@@ -1229,7 +1082,7 @@ static int start_member(struct loop *l, struct member *m)
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
 	/* a node session's target has an activity probe of its own (late_check_begin) */
-	rc = probes__attach(probes_of(l, m), t, !l->node, &m->file);
+	rc = probes__attach(session_probes_of(l, m), t, !l->node, &m->file);
 	if (rc)
 		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
 				   t->pid, strerror(-rc));
@@ -1327,20 +1180,6 @@ static int add_timers(struct loop *l)
 		  : 0;
 }
 
-static int late_active_error(const struct session *s, const struct jemalloc_target *t, char *err,
-			     size_t errlen)
-{
-	return hb_fail(
-		err, errlen, -ENODATA,
-		"jemalloc %s in pid %d allocated %.1f MiB through its slow path while prof_active "
-		"was on but took no sample: jemalloc 5.2.1 never samples again in a thread that "
-		"allocated while prof_active was off (fixed after 5.2.1 by jemalloc commit "
-		"9e031c1d); start the service with %s=prof:true,prof_active:true so that sampling "
-		"is on from the start (heapbpf then leaves it on), or use a jemalloc with the fix "
-		"(5.3.0 or later)",
-		t->version, t->pid, s->late_active_bytes / 1048576.0, t->conf_env);
-}
-
 /* Every target's flag back to what it was; 1 when one was switched on (a drain is due). */
 static int restore_flags(struct loop *l, int *rc)
 {
@@ -1352,7 +1191,7 @@ static int restore_flags(struct loop *l, int *rc)
 
 		if (m->gone)
 			continue;
-		r2 = restore_flag(m);
+		r2 = session_restore_flag(m);
 		m->restore_rc = r2;
 		on |= m->tg.addr != 0;
 		if (!r2 || r2 == -ESRCH || (single(l) && *rc))
@@ -1678,7 +1517,7 @@ static void drop_member(struct loop *l, struct member *m)
 	if (m->late)
 		late_done(l, m);
 	/* its object file's uprobes go with the last target using them */
-	probes__release(probes_of(l, m), m->file);
+	probes__release(session_probes_of(l, m), m->file);
 	m->file = -1;
 	m->gone = true;
 }
@@ -1712,7 +1551,7 @@ int session_add(struct session *node, const struct jemalloc_target *t, struct gu
 	l->err = serr;
 	l->errlen = serrlen;
 	if (rc) {
-		restore_flag(m);
+		session_restore_flag(m);
 		drop_member(l, m);
 		return rc;
 	}
@@ -1742,7 +1581,7 @@ int session_remove(struct session *node, struct session *s)
 		return 0;
 	/* what it sampled so far is in its collector, then its flag goes back */
 	session_consume(l->rb);
-	rc = restore_flag(m);
+	rc = session_restore_flag(m);
 	if (rc == -ESRCH)
 		rc = 0;
 	if (m->ours) {
