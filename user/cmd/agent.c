@@ -26,7 +26,7 @@
 #include "cmd/agent.h"
 #include "targets/discover.h"
 #include "util/errmsg.h"
-#include "run/fleet.h"
+#include "run/outputs.h"
 #include "sampling/guard.h"
 #include "sampling/runs.h"
 #include "sampling/privs.h"
@@ -555,8 +555,8 @@ static void targets_now(struct agent *a)
 		}
 		i++;
 	}
-	if (wrote && a->r->window_done)
-		a->r->window_done(a->r);
+	if (wrote)
+		outputs_window_done(a->r);
 }
 
 /* heapbpf's own resident bytes. */
@@ -976,67 +976,23 @@ static void host_cgroups(void)
 	}
 }
 
-/*
- * The run's options while the agent runs: --keep and --max-bytes left out,
- * for the fleet's retention (fleet_window_done, fleet_outputs_finish)
- * counts the directory's snapshots, every process's together; the agent
- * applies them itself (prune_outputs), from the options as given.
- */
-struct agent_opts {
-	struct cli fleet; /* first: r->opts points here */
-	const struct cli *o;
-};
-
-/*
- * --keep and --max-bytes as the agent means them: the newest --keep
- * profiles of each process (each pid's windows and triggers, counted
- * apart), then the oldest of any process while the directory holds more
- * than --max-bytes.
- */
-static void prune_outputs(const struct cli *o)
-{
-	struct retain_result rr;
-	char err[512];
-
-	if (!o->output_dir || (!o->keep && !o->max_bytes))
-		return;
-	if (snapshot_prune_per_process(o->output_dir, o->keep, o->max_bytes, &rr, err,
-				       sizeof(err))) {
-		hb_error_clean("retention", err, NULL);
-		return;
-	}
-	fleet_say_pruned(o, &rr);
-}
-
-/* After a tick's profiles: the agent's retention, then the fleet's delivery. */
-static void window_done(struct run *r)
-{
-	prune_outputs(((const struct agent_opts *)r->opts)->o);
-	fleet_window_done(r);
-}
-
 int agent_run(struct run *r, char *err, size_t errlen)
 {
 	struct agent a = { .r = r, .o = r->opts, .budget = r->opts->max_targets };
-	struct agent_opts ao = { .fleet = *r->opts, .o = r->opts };
 	int rc;
 
 	if (r->opts->reset)
 		return agent_reset(r, err, errlen);
-	r->window_done = window_done;
 	r->name_targets = true;
-	/* --keep and --max-bytes are prune_outputs()'s, of each process: not the fleet's */
-	ao.fleet.keep = 0;
-	ao.fleet.max_bytes = 0;
-	r->opts = &ao.fleet;
+	/* --keep and --max-bytes of each process's profiles, counted apart */
+	r->prune_per_process = true;
 	rc = parse_rules(&a, err, errlen);
 	rc = rc ?: privs_check(err, errlen);
-	rc = rc ?: fleet_outputs_setup(r, err, errlen);
+	rc = rc ?: outputs_setup(r, err, errlen);
 	rc = rc ?: discover__new(30, &a.d, err, errlen);
 	rc = rc ?: watch__new(a.o, NULL, NULL, 0, &a.wt, err, errlen);
 	if (rc) {
 		finish(&a);
-		r->opts = ao.o;
 		return rc;
 	}
 	if (!discover__has_connector(a.d))
@@ -1048,9 +1004,7 @@ int agent_run(struct run *r, char *err, size_t errlen)
 	if (!first_target(&a))
 		rc = run_node(&a, err, errlen);
 	finish(&a);
-	prune_outputs(a.o);
-	fleet_outputs_finish(r);
-	r->opts = ao.o;
+	outputs_finish(r);
 	return rc;
 }
 

@@ -13,6 +13,7 @@
 
 #include "util/errmsg.h"
 #include "run/fleet.h"
+#include "run/outputs.h"
 #include "run/live.h"
 #include "util/output.h"
 #include "sampling/privs.h"
@@ -20,148 +21,6 @@
 #include "export/pyroscope.h"
 #include "export/snapshot.h"
 #include "targets/targets.h"
-
-/*
- * Where profiles wait for Pyroscope: --spool-dir; else beside --output-dir's
- * snapshots; else heapbpf's state directory (systemd's $STATE_DIRECTORY, its
- * first entry, or /var/lib/heapbpf). The spool itself is made 0700: its
- * profiles hold a process's function names and addresses, and every file
- * in it is pushed with the operator's credentials. Then checked
- * (output_dir_check): owned by root or the invoking user, writable by no
- * one else.
- */
-static int spool_dir(const struct cli *o, char *dir, size_t len)
-{
-	const char *state = getenv("STATE_DIRECTORY");
-	char *slash;
-	int n, fd;
-
-	if (o->spool_dir || o->output_dir) {
-		snprintf(dir, len, "%s", o->spool_dir ?: o->output_dir);
-		/* --spool-dir's parents, or --output-dir itself, as snapshot directories */
-		slash = o->spool_dir ? strrchr(dir, '/') : NULL;
-		if (slash && slash != dir) {
-			*slash = '\0';
-			n = snapshot_mkdir(dir);
-			*slash = '/';
-		} else {
-			n = o->spool_dir ? 0 : snapshot_mkdir(dir);
-		}
-		if (n)
-			return n;
-		n = (int)strlen(dir);
-		if (!o->spool_dir && snprintf(dir + n, len - n, "/spool") >= (int)(len - n))
-			return -ENAMETOOLONG;
-	} else {
-		n = state && state[0] ? (int)strcspn(state, ":") : 0;
-		if (n)
-			snprintf(dir, len, "%.*s", n, state);
-		else
-			snprintf(dir, len, "/var/lib/heapbpf");
-		if (mkdir(dir, 0700) && errno != EEXIST)
-			return -errno;
-		n = (int)strlen(dir);
-		if (snprintf(dir + n, len - n, "/spool") >= (int)(len - n))
-			return -ENAMETOOLONG;
-	}
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	fd = output_open_dir(dir, OUTPUT_DIR_PRIVATE);
-	if (fd < 0)
-		return fd;
-	close(fd);
-	return 0;
-}
-
-/* Everything about --pyroscope that can be wrong, said before profiling starts. */
-static int pyro_setup(struct run *r, char *err, size_t errlen)
-{
-	const struct cli *o = r->opts;
-	struct pyro_opts po = {
-		.url = o->pyroscope,
-		.spool_dir = r->spool_dir,
-		.spool_keep = o->spool_keep ? o->spool_keep : 1000,
-		.spool_max_bytes = o->spool_max_bytes ? o->spool_max_bytes : 256ULL << 20,
-		.timeout = o->pyro_timeout,
-		.retries = o->pyro_retries,
-		.multipart = o->pyro_multipart,
-		.ingest = o->pyro_ingest,
-		.ca_file = o->pyro_ca,
-		.proxy = o->pyro_proxy,
-		.verbose = o->verbose,
-	};
-	int rc;
-
-	r->naming = (struct pyro_naming){
-		.service_name = o->service_name,
-		.unit = o->unit,
-		.labels = o->labels,
-		.nlabels = o->nlabels,
-	};
-	rc = pyro_naming_check(&r->naming, err, errlen);
-	if (rc)
-		return rc;
-	rc = spool_dir(o, r->spool_dir, sizeof(r->spool_dir));
-	if (rc)
-		return hb_fail(err, errlen, rc, "cannot use the spool directory %s: %s",
-			       r->spool_dir, output_strerror(rc));
-	return pyro__new(&po, &r->pyro, err, errlen);
-}
-
-static void retention(const struct run *r)
-{
-	const struct cli *o = r->opts;
-	struct retain_result rr;
-	char err[512];
-
-	if (!o->output_dir || (!o->keep && !o->max_bytes))
-		return;
-	if (snapshot_prune(o->output_dir, o->keep, o->max_bytes, &rr, err, sizeof(err))) {
-		hb_error_clean("retention", err, NULL);
-		return;
-	}
-	fleet_say_pruned(o, &rr);
-}
-
-void fleet_say_pruned(const struct cli *o, const struct retain_result *rr)
-{
-	if (rr->future_files) {
-		char names[4 * sizeof(rr->future)];
-
-		hb_warn("retention leaves alone %zu snapshot file(s) in %s dated in the future: %s",
-			rr->future_files, o->output_dir,
-			hb_clean(names, sizeof(names), rr->future));
-	}
-	if (rr->deleted_files && o->verbose)
-		hb_say("deleted %zu old snapshot file(s) (%" PRIu64 " bytes)", rr->deleted_files,
-		       rr->deleted_bytes);
-	if (rr->newest_over)
-		hb_warn("the newest snapshot alone is larger than --max-bytes; it is kept");
-}
-
-/* After each --interval window: retention, and a delivery attempt that does not wait. */
-void fleet_window_done(struct run *r)
-{
-	struct pyro_flush_result fr;
-
-	retention(r);
-	if (r->pyro)
-		pyro__flush(r->pyro, false, 0, &fr);
-}
-
-/* The last delivery: waits for another heapbpf delivering the same spool, retries as set. */
-static void deliver(struct run *r)
-{
-	struct pyro_flush_result fr;
-
-	pyro__flush(r->pyro, true, -1, &fr);
-	if (fr.rejected || fr.auth_failed)
-		r->outcome |= RUN_FAILED;
-	else if (fr.pending || fr.busy)
-		r->outcome |= RUN_NOT_SENT;
-	if (fr.sent)
-		hb_note("pyroscope: delivered %zu profile(s)", fr.sent);
-}
 
 /* A plain run always writes a file (unless it only records); fleet modes, top: only -o. */
 static void default_output(const struct run *r, struct target_run *tr, char *buf, size_t len)
@@ -626,7 +485,6 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	char name[300];
 	int n, rc = 0;
 
-	r->window_done = fleet_window_done;
 	n = resolve_targets(r, pids, ts, err, errlen);
 	/* a watch of a unit or pid file may start before the service: it waits for it */
 	if (n < 0 && o->watch && (o->unit || o->pidfile)) {
@@ -643,7 +501,7 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	if ((o->unit || o->npids > 1 || o->children) && n > 1)
 		hb_note("%s: %d processes, one profile each", targets_name(r, name, sizeof(name)),
 			n);
-	rc = fleet_outputs_setup(r, err, errlen);
+	rc = outputs_setup(r, err, errlen);
 	if (rc) {
 		/* nothing was touched yet: the targets found are only freed */
 		free_targets(ts, n);
@@ -666,43 +524,6 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	 */
 	if ((o->watch || o->children) && r->sampled)
 		r->outcome &= ~RUN_NO_SAMPLES;
-	fleet_outputs_finish(r);
+	outputs_finish(r);
 	return 0;
-}
-
-int fleet_outputs_setup(struct run *r, char *err, size_t errlen)
-{
-	const struct cli *o = r->opts;
-	int rc = 0;
-
-	if (o->output_dir) {
-		rc = snapshot_mkdir(o->output_dir);
-		if (rc)
-			hb_fail(err, errlen, rc, "cannot create the output directory %s: %s",
-				o->output_dir, strerror(-rc));
-		if (!rc) {
-			/* said now, not after the first window */
-			int dfd = output_open_dir(o->output_dir, OUTPUT_DIR_FILES);
-
-			if (dfd < 0)
-				rc = hb_fail(err, errlen, dfd,
-					     "cannot write into the output directory %s: %s",
-					     o->output_dir, output_strerror(dfd));
-			else
-				close(dfd);
-		}
-	}
-	if (!rc && o->pyroscope)
-		rc = pyro_setup(r, err, errlen);
-	return rc;
-}
-
-void fleet_outputs_finish(struct run *r)
-{
-	retention(r);
-	if (r->pyro) {
-		deliver(r);
-		pyro__free(r->pyro);
-		r->pyro = NULL;
-	}
 }

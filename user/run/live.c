@@ -12,6 +12,7 @@
 #include "util/clock.h"
 #include "util/errmsg.h"
 #include "sampling/guard.h"
+#include "run/outputs.h"
 #include "run/live.h"
 #include "util/output.h"
 #include "sampling/privs.h"
@@ -74,8 +75,7 @@ static int on_window(struct session *s0, void *arg)
 			tr->outcome |= RUN_FAILED;
 		}
 	}
-	if (ls->tr[0]->run->window_done)
-		ls->tr[0]->run->window_done(ls->tr[0]->run);
+	outputs_window_done(ls->tr[0]->run);
 	return 0;
 }
 

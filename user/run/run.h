@@ -53,8 +53,8 @@ struct run {
 	bool sampled; /* a target of the run had samples (in this process) */
 	/* several targets, or --children: each summary line names its target's pid and comm */
 	bool name_targets;
-	/* after each --interval window of all targets: retention, delivery (set by the fleet) */
-	void (*window_done)(struct run *r);
+	/* the agent's: --keep and --max-bytes count each process's profiles apart (outputs.c) */
+	bool prune_per_process;
 	/* where other runs ask this one for a window of its targets (serve.h), or NULL */
 	struct serve *serve;
 };

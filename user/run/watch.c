@@ -21,6 +21,7 @@
 #include "util/clock.h"
 #include "util/errmsg.h"
 #include "profile/summary.h"
+#include "run/outputs.h"
 #include "run/watch.h"
 #include "run/window.h"
 
@@ -161,8 +162,7 @@ static void write_now(struct watched *w, const char *trigger, const char *note)
 	}
 	w->tr->trigger = NULL;
 	w->tr->trigger_note[0] = '\0';
-	if (w->tr->run->window_done)
-		w->tr->run->window_done(w->tr->run);
+	outputs_window_done(w->tr->run);
 }
 
 static void check_growth(struct watch *wt, struct watched *w)
