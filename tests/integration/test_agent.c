@@ -1733,6 +1733,37 @@ Test(agent, keep_counts_each_processs_profiles)
 	}
 }
 
+/* A service the agent samples, for the runs it serves; its pid as text in p. */
+static void served_service(struct svc *s, char *p, size_t len)
+{
+	char out[PATH_MAX];
+
+	hb_require_bpf();
+	make_parent();
+	start_service(s, IDLE_CONF, "20000");
+	place(s->pid, "system.slice/served.service");
+	agent_over_cgroup(out, sizeof(out));
+	wait_sampled(s->pid);
+	snprintf(p, len, "%d", s->pid);
+}
+
+/* The agent's windows go on after a served run; stopped, no trigger of its fired, flag off. */
+static void agent_went_on(struct svc *s)
+{
+	int n = windows_said(s->pid);
+	char *all;
+
+	for (int waited = 0; waited < WAIT_MS && windows_said(s->pid) < n + 2; waited += 200)
+		hb_sleep_ms(200);
+	cr_assert_geq(windows_said(s->pid), n + 2, "the agent's windows stopped: %s", agent_err());
+	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
+	all = agent_err_all();
+	cr_assert_null(strstr(all, "demand"), "a trigger of the agent's fired: %s", all);
+	free(all);
+	cr_assert_eq(flag_of(s->pid), 0);
+	cr_assert_eq(svc_stop(s), 0);
+}
+
 /*
  * heapbpf top on a service the agent samples (before: refused): its view
  * comes from the agent, drawn each second; on a pipe, a table a second
@@ -1741,17 +1772,10 @@ Test(agent, keep_counts_each_processs_profiles)
  */
 Test(agent, top_is_served_by_the_agent)
 {
-	char out[PATH_MAX], p[16], text[65536], *all;
+	char p[16], text[65536];
 	struct svc s;
-	int n;
 
-	hb_require_bpf();
-	make_parent();
-	start_service(&s, IDLE_CONF, "20000");
-	place(s.pid, "system.slice/served.service");
-	agent_over_cgroup(out, sizeof(out));
-	wait_sampled(s.pid);
-	snprintf(p, sizeof(p), "%d", s.pid);
+	served_service(&s, p, sizeof(p));
 	cr_assert_eq(hb_run((const char *[]){ "top", "--pid", p, "-d", "3", NULL }, text,
 			    sizeof(text), 120000),
 		     0, "%s", text);
@@ -1760,16 +1784,7 @@ Test(agent, top_is_served_by_the_agent)
 	/* a table each second the holder flushed: the second's header, and the sites */
 	cr_assert(strstr(text, "up 2s"), "%s", text);
 	cr_assert(strstr(text, "large_buffers") && strstr(text, "churn_small"), "%s", text);
-	n = windows_said(s.pid);
-	for (int waited = 0; waited < WAIT_MS && windows_said(s.pid) < n + 2; waited += 200)
-		hb_sleep_ms(200);
-	cr_assert_geq(windows_said(s.pid), n + 2, "the agent's windows stopped: %s", agent_err());
-	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
-	all = agent_err_all();
-	cr_assert_null(strstr(all, "demand"), "a trigger of the agent's fired: %s", all);
-	free(all);
-	cr_assert_eq(flag_of(s.pid), 0);
-	cr_assert_eq(svc_stop(&s), 0);
+	agent_went_on(&s);
 }
 
 /*
@@ -1780,18 +1795,11 @@ Test(agent, top_is_served_by_the_agent)
  */
 Test(agent, a_one_shot_run_is_served_by_the_agent)
 {
-	char out[PATH_MAX], p[16], err[8192], *text = NULL, *all;
+	char p[16], err[8192], *text = NULL;
 	const char *folded = hb_tmp("served.folded");
 	struct svc s;
-	int n;
 
-	hb_require_bpf();
-	make_parent();
-	start_service(&s, IDLE_CONF, "20000");
-	place(s.pid, "system.slice/served.service");
-	agent_over_cgroup(out, sizeof(out));
-	wait_sampled(s.pid);
-	snprintf(p, sizeof(p), "%d", s.pid);
+	served_service(&s, p, sizeof(p));
 	/* the agent's state directory (start_agent_in set it): its lock and socket */
 	cr_assert_eq(hb_run((const char *[]){ "--pid", p, "-d", "2", "-f", "folded", "-t",
 					      "alloc_space", "-o", folded, NULL },
@@ -1801,14 +1809,5 @@ Test(agent, a_one_shot_run_is_served_by_the_agent)
 	cr_assert_gt(hb_read_file(folded, &text), 0);
 	cr_assert(strstr(text, "churn_small") && strstr(text, "large_buffers"), "%s", text);
 	free(text);
-	n = windows_said(s.pid);
-	for (int waited = 0; waited < WAIT_MS && windows_said(s.pid) < n + 2; waited += 200)
-		hb_sleep_ms(200);
-	cr_assert_geq(windows_said(s.pid), n + 2, "the agent's windows stopped: %s", agent_err());
-	cr_assert_eq(stop_agent(), 0, "%s", agent_err());
-	all = agent_err_all();
-	cr_assert_null(strstr(all, "demand"), "a trigger of the agent's fired: %s", all);
-	free(all);
-	cr_assert_eq(flag_of(s.pid), 0);
-	cr_assert_eq(svc_stop(&s), 0);
+	agent_went_on(&s);
 }

@@ -38,6 +38,23 @@ TestSuite(replay, .init = setup, .fini = teardown);
 
 #define START_NS 5000000000ULL
 
+/* One allocation of 64 bytes at ts on a stack of its own (i). */
+static void put_alloc(struct recorder *r, uint32_t i, uint64_t ts)
+{
+	struct heapbpf_alloc_event a;
+
+	memset(&a, 0, sizeof(a));
+	a.type = HEAPBPF_EV_ALLOC;
+	a.pid = 42;
+	a.tid = 42;
+	a.nframes = 1;
+	a.frames[0] = 0x400000 + 0x100 * i;
+	a.usize = 64;
+	a.tctx = 0x7000 + 64 * i;
+	a.ts = ts;
+	cr_assert_eq(recorder__event(r, &a, sizeof(a)), 0);
+}
+
 /* Allocations at start - 1 ms, start + 0.5 s and start + 2.5 s, on stacks of their own. */
 static void write_recording(char *path, size_t len)
 {
@@ -52,20 +69,8 @@ static void write_recording(char *path, size_t len)
 	cr_assert_eq(recorder__meta(r, "jemalloc_path", "/usr/bin/service"), 0);
 	snprintf(v, sizeof(v), "%llu", START_NS);
 	cr_assert_eq(recorder__meta(r, "start_mono_ns", v), 0);
-	for (size_t i = 0; i < sizeof(at_ms) / sizeof(at_ms[0]); i++) {
-		struct heapbpf_alloc_event a;
-
-		memset(&a, 0, sizeof(a));
-		a.type = HEAPBPF_EV_ALLOC;
-		a.pid = 42;
-		a.tid = 42;
-		a.nframes = 1;
-		a.frames[0] = 0x400000 + 0x100 * i;
-		a.usize = 64;
-		a.tctx = 0x7000 + 64 * i;
-		a.ts = (uint64_t)((int64_t)START_NS + at_ms[i] * 1000000);
-		cr_assert_eq(recorder__event(r, &a, sizeof(a)), 0);
-	}
+	for (size_t i = 0; i < sizeof(at_ms) / sizeof(at_ms[0]); i++)
+		put_alloc(r, (uint32_t)i, (uint64_t)((int64_t)START_NS + at_ms[i] * 1000000));
 	cr_assert_eq(recorder__stop(r, &st), 0);
 	cr_assert_eq(recorder__close(r), 0);
 }
@@ -190,23 +195,6 @@ Test(replay, absurd_times_are_refused)
 	cr_assert_eq(load_crafted("stop_mono_ns=9223372036854775808", START_NS, 1000, err,
 				  sizeof(err)),
 		     -ERANGE);
-}
-
-/* One allocation of 64 bytes at ts on a stack of its own (i). */
-static void put_alloc(struct recorder *r, uint32_t i, uint64_t ts)
-{
-	struct heapbpf_alloc_event a;
-
-	memset(&a, 0, sizeof(a));
-	a.type = HEAPBPF_EV_ALLOC;
-	a.pid = 42;
-	a.tid = 42;
-	a.nframes = 1;
-	a.frames[0] = 0x400000 + 0x100 * i;
-	a.usize = 64;
-	a.tctx = 0x7000 + 64 * i;
-	a.ts = ts;
-	cr_assert_eq(recorder__event(r, &a, sizeof(a)), 0);
 }
 
 /* The feed's allocations so far (0 while it has no collector). */

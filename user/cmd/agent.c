@@ -37,6 +37,7 @@
 #include "run/watch.h"
 #include "run/window.h"
 #include "targets/workload.h"
+#include "util/version.h"
 
 /* heapbpf agent --help */
 const char agent_help[] =
@@ -63,10 +64,7 @@ const char agent_help[] =
 	"      --test-root DIR        for tests only: read /var/log/pods, /var/log/containers\n"
 	"                             and /var/lib/docker/containers under DIR\n"
 	"  sudo heapbpf agent --pyroscope http://pyroscope:4040 --select namespace=shop\n"
-	"\n"
-	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
-	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
-	"to Pyroscope (kept in the spool for the next run).\n";
+	"\n" HB_EXIT_STATUS_HELP;
 
 /* Processes named by discovery checked per tick, at most (the rest wait for the next). */
 #define DUE_PER_TICK 64

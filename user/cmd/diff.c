@@ -31,10 +31,7 @@ const char diff_help[] =
 	"  --allow-shared-dir, -q     as heapbpf --help says\n"
 	"  heapbpf diff before.pb.gz after.pb.gz -t alloc_space -f folded -o change.folded\n"
 	"  heapbpf diff before.pb.gz after.pb.gz -o change.html\n"
-	"\n"
-	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
-	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
-	"to Pyroscope (kept in the spool for the next run).\n";
+	"\n" HB_EXIT_STATUS_HELP;
 
 /* ---- heapbpf diff BASE NEW ---- */
 

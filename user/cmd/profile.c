@@ -2,6 +2,7 @@
 #include "cmd/profile.h"
 #include "run/fleet.h"
 #include "run/liveheap.h"
+#include "util/version.h"
 
 /* heapbpf --help */
 const char profile_help[] =
@@ -145,10 +146,7 @@ const char profile_help[] =
 	"                            growth, pressure, SIGUSR1)\n"
 	"  heapbpf agent             every jemalloc process of the node, watched\n"
 	"  heapbpf status            every heapbpf running on the host\n"
-	"\n"
-	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
-	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
-	"to Pyroscope (kept in the spool for the next run).\n";
+	"\n" HB_EXIT_STATUS_HELP;
 
 int profile_command(struct run *r, char *err, size_t errlen)
 {

@@ -55,10 +55,7 @@ const char report_help[] =
 	"sample types) as folded stacks or a flame graph page. -o, -f folded|html, -t,\n"
 	"--file-mode, --allow-shared-dir as heapbpf --help says\n"
 	"  heapbpf report heap.pb.gz -o heap.html\n"
-	"\n"
-	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
-	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
-	"to Pyroscope (kept in the spool for the next run).\n";
+	"\n" HB_EXIT_STATUS_HELP;
 
 /* What the profile is of, as pprof comments. */
 static int core_describe(struct hb_profile *p, const struct core_heap *h,
@@ -117,16 +114,9 @@ static void core_say(const struct hb_profile *p, const char *where)
 {
 	struct hb_site top[5];
 	size_t n = summary_top_sites(p, top, 5);
-	char b[32], a[32], name[HB_CLEAN_SIZE(1024)];
+	char name[HB_CLEAN_SIZE(1024)];
 
-	for (size_t i = 0; i < n; i++) {
-		summary_bytes(b, sizeof(b), (double)top[i].v[HB_INUSE_SPACE]);
-		summary_bytes(a, sizeof(a), (double)top[i].v[HB_ALLOC_SPACE]);
-		hb_note_more("  %10s in use  %10s allocated  %s", b, a,
-			     hb_clean(name, sizeof(name), top[i].function));
-	}
-	if (!wrappers_text(name, sizeof(name), p))
-		hb_note("%s", name);
+	summary_sites(p, top, n);
 	if (strcmp(where, "-") != 0)
 		hb_note("wrote %s", hb_clean(name, sizeof(name), where));
 }

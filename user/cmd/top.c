@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "cmd/top.h"
 #include "run/fleet.h"
+#include "util/version.h"
 
 /* heapbpf top --help */
 const char top_help[] =
@@ -19,10 +20,7 @@ const char top_help[] =
 	"      --by KEY               site (default: caller and line), function or file\n"
 	"  sudo heapbpf top --pid 4242\n"
 	"  sudo heapbpf top -p 4242 --by function -d 60 > top.log   # one table per second\n"
-	"\n"
-	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
-	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
-	"to Pyroscope (kept in the spool for the next run).\n";
+	"\n" HB_EXIT_STATUS_HELP;
 
 int top_command(struct run *r, char *err, size_t errlen)
 {

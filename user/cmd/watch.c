@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "cmd/watch.h"
 #include "run/fleet.h"
+#include "util/version.h"
 
 /* heapbpf watch --help */
 const char watch_help[] =
@@ -27,10 +28,7 @@ const char watch_help[] =
 	"  sudo kill -USR1 WATCH_PID                           # one profile now\n"
 	"SIGUSR1 never stops a run: an interval run writes its window now, a one-shot run\n"
 	"and top ignore it.\n"
-	"\n"
-	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"
-	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"
-	"to Pyroscope (kept in the spool for the next run).\n";
+	"\n" HB_EXIT_STATUS_HELP;
 
 int watch_command(struct run *r, char *err, size_t errlen)
 {

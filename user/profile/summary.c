@@ -157,6 +157,20 @@ void summary_print(FILE *f, const struct hb_profile *p, const struct collector_s
 		fprintf(f, "heapbpf: %swrote %s\n", who, hb_clean(name, sizeof(name), output));
 }
 
+void summary_sites(const struct hb_profile *p, const struct hb_site *top, size_t n)
+{
+	char b[32], a[32], name[HB_CLEAN_SIZE(1024)];
+
+	for (size_t i = 0; i < n; i++) {
+		summary_bytes(b, sizeof(b), (double)top[i].v[HB_INUSE_SPACE]);
+		summary_bytes(a, sizeof(a), (double)top[i].v[HB_ALLOC_SPACE]);
+		hb_note_more("  %10s in use  %10s allocated  %s", b, a,
+			     hb_clean(name, sizeof(name), top[i].function));
+	}
+	if (!wrappers_text(name, sizeof(name), p))
+		hb_note("%s", name);
+}
+
 void summary_duration(char *buf, size_t len, double ns)
 {
 	if (ns < 1e3)

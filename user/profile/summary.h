@@ -31,6 +31,11 @@ void summary_status_line(FILE *f, double elapsed, const struct collector_stats *
 void summary_print(FILE *f, const struct hb_profile *p, const struct collector_stats *st,
 		   const struct heapbpf_counters *bc, const char *output, const char *who);
 
+/*
+ * The rows of the top sites (in use, allocated, name) as notes, and the
+ * wrappers' line when p names sites past wrappers: what a summary lists.
+ */
+void summary_sites(const struct hb_profile *p, const struct hb_site *top, size_t n);
 /* "512 B", "1.5 MiB", up to EiB: the one byte formatter (summaries, top, pages) */
 void summary_bytes(char *buf, size_t len, double bytes);
 /* "850 ns", "12.5 us", "3.2 ms", "4.0 s" */

@@ -78,7 +78,7 @@ static void say(const struct jemalloc_target *t, const struct heapwalk_stats *st
 {
 	struct hb_site top[5];
 	size_t n = summary_top_sites(p, top, 5);
-	char b[32], a[32], name[HB_CLEAN_SIZE(1024)];
+	char b[32], name[HB_CLEAN_SIZE(1024)];
 
 	summary_bytes(b, sizeof(b), st->inuse_space);
 	hb_note("live heap of pid %d (%s): %" PRIu64 " sampled objects, %s in use "
@@ -90,14 +90,7 @@ static void say(const struct jemalloc_target *t, const struct heapwalk_stats *st
 		hb_warn("%s", name);
 	if (n)
 		hb_note("top sites by in-use bytes%s:", p->raw ? " (raw sampled)" : " (estimated)");
-	for (size_t i = 0; i < n; i++) {
-		summary_bytes(b, sizeof(b), (double)top[i].v[HB_INUSE_SPACE]);
-		summary_bytes(a, sizeof(a), (double)top[i].v[HB_ALLOC_SPACE]);
-		hb_note_more("  %10s in use  %10s allocated  %s", b, a,
-			     hb_clean(name, sizeof(name), top[i].function));
-	}
-	if (!wrappers_text(name, sizeof(name), p))
-		hb_note("%s", name);
+	summary_sites(p, top, n);
 	if (where)
 		hb_note("wrote %s", hb_clean(name, sizeof(name), where));
 }

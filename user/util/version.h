@@ -15,4 +15,10 @@ enum exit_code {
 	EXIT_NOT_SENT = 5,   /* profile written, not delivered to Pyroscope yet: spooled */
 };
 
+/* The exit statuses above, as every command's --help ends */
+#define HB_EXIT_STATUS_HELP                                                                        \
+	"Exit status: 0 profile written; 1 error; 2 usage; 3 written but no samples;\n"            \
+	"4 written but events were dropped (see the summary); 5 written but not yet delivered\n"   \
+	"to Pyroscope (kept in the spool for the next run).\n"
+
 #endif /* __HEAPBPF_VERSION_H */
