@@ -21,6 +21,7 @@
 #include "util/hashmap.h"
 
 struct bpf_link;
+struct collector;
 struct probes;
 struct recorder;
 struct ring_buffer;
@@ -127,6 +128,8 @@ struct loop {
 	size_t errlen;
 };
 
+/* children that join before the first sweep_children, and at least before each next one */
+#define SWEEP_MIN 64
 /* the 5.2.1 check's period (late.c) */
 #define LATE_CHECK_S 0.25
 
@@ -166,6 +169,29 @@ int taps_ready(struct loop *l, uint32_t k);
 void taps_end(struct loop *l, const struct member *m, uint32_t why);
 /* An event of pid's into the taps on it. */
 void taps_event(struct loop *l, __u32 pid, const void *data, size_t len);
+
+/* True when the session has one target (not a node's, not several). */
+bool session_single(const struct loop *l);
+/* The process pid of the session's tables, or NULL. */
+struct proc *session_proc_of(const struct loop *l, __u32 pid);
+/* A process joins the tables (a child, or a target); 0 or negative errno. */
+int session_add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c,
+		     uint64_t start);
+/* A process leaves them. */
+void session_drop_proc(struct loop *l, struct proc *p);
+/* A callback's return: 1 ends the session as asked (STOP_USER). */
+int session_asked(struct session *s, int rc);
+
+/* ---- events.c: what the ring buffer brings ---- */
+
+/* The ring buffer's callback: an event of a target, of a fork or exec, of an OOM. */
+int events_on_event(void *ctx, void *data, size_t len);
+/* heapbpf watch: each target chosen as an OOM victim, now that its events are all in. */
+int events_run_oom(struct loop *l);
+/* Followed child i exited (its pidfd): its last events in first when drain; 0 or -errno. */
+int events_followed_exit(struct loop *l, size_t i, bool drain);
+/* Why the targets took no backtraces, the first one's sentence ("" when none). */
+const char *events_nobt_why(const struct loop *l);
 
 /* ---- late.c: jemalloc 5.2.1's late-activation bug ---- */
 

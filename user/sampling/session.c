@@ -42,9 +42,6 @@
 /* After switching sampling off, threads already past jemalloc's check may still sample. */
 #define DRAIN_MS 50
 
-/* children that join before the first sweep_children, and at least before each next one */
-#define SWEEP_MIN 64
-
 void session_stop_signals(sigset_t *set)
 {
 	sigemptyset(set);
@@ -193,7 +190,7 @@ struct probes *session_probes_of(const struct loop *l, const struct member *m)
 }
 
 /* One target whose failure is the session's: a session of one, not a node session's. */
-static bool single(const struct loop *l)
+bool session_single(const struct loop *l)
 {
 	return l->n == 1 && !l->node;
 }
@@ -220,7 +217,7 @@ __attribute__((format(printf, 4, 5))) static int member_fail(struct loop *l, str
 	return 0;
 }
 
-static struct proc *proc_of(const struct loop *l, __u32 pid)
+struct proc *session_proc_of(const struct loop *l, __u32 pid)
 {
 	uint32_t i;
 
@@ -271,7 +268,8 @@ static int proc_slot(struct loop *l, size_t *at)
 }
 
 /* A process joins the session (a pid reused by a new one replaces the old entry). */
-static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c, uint64_t start)
+int session_add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c,
+		     uint64_t start)
 {
 	size_t at;
 
@@ -291,11 +289,11 @@ static int add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector
  * exited or exec'ed, a node session's target that left): out of the BPF
  * maps and the pid table, unless its pid is another's by now.
  */
-static void drop_proc(struct loop *l, struct proc *p)
+void session_drop_proc(struct loop *l, struct proc *p)
 {
 	uint32_t i;
 
-	if (proc_of(l, p->pid) == p) {
+	if (session_proc_of(l, p->pid) == p) {
 		session_untrack(l, p->pid);
 		hashmap__del(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &i);
 	}
@@ -309,375 +307,6 @@ int session_consume(struct ring_buffer *rb)
 	if (err < 0)
 		return err;
 	return err > 0 && fault_collect() ? -EIO : 0;
-}
-
-static int asked(struct session *s, int rc);
-
-/* heapbpf watch: each target chosen as an OOM victim, now that its events are all in. */
-static int run_oom(struct loop *l)
-{
-	const struct session_opts *o = l->o;
-
-	if (!l->oom_pending)
-		return 0;
-	l->oom_pending = false;
-	session_read_counters(l);
-	for (size_t i = 0; i < l->n; i++) {
-		struct session *s = l->m[i].s;
-		int rc;
-
-		if (l->m[i].gone || !s->oom_pending)
-			continue;
-		s->oom_pending = false;
-		rc = o->on_oom ? asked(l->s, o->on_oom(s, &s->oom, o->oom_arg)) : 0;
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-/* A followed process is gone (exit, exec): its in-use leaves its tree's sum, once. */
-static void leave_sum(struct session *s, struct proc *p)
-{
-	if (!p->c || !s->sum || p->left_sum)
-		return;
-	p->left_sum = true;
-	procsum__leave(s->sum, collector__totals(p->c), (uint64_t)hb_clock_ns(CLOCK_MONOTONIC));
-}
-
-/*
- * A followed child exited: what it sampled is in the ring buffer, taken now;
- * then its pid leaves the BPF maps, for a process that gets it next is none
- * of ours (with several targets, the uprobes serve every process mapping the
- * object, and only the maps tell ours apart).
- */
-static int followed_exit(struct loop *l, size_t i, bool drain)
-{
-	struct proc *p = &l->procs[i];
-	pid_t pid = p->pid;
-	struct collector *c;
-	int err = 0;
-
-	if (p->pfd >= 0) {
-		epoll_ctl(l->ep, EPOLL_CTL_DEL, p->pfd, NULL);
-		close(p->pfd);
-		p->pfd = -1;
-	}
-	/*
-	 * Out of the maps first (unless another process of the tree has its pid
-	 * by now): what it committed to the ring buffer stays there.
-	 */
-	if (proc_of(l, pid) == p)
-		session_untrack(l, pid);
-	if (drain)
-		err = session_consume(l->rb);
-	/* the drain may have moved l->procs (a fork in it): by index from here */
-	c = l->procs[i].c;
-	if (c && !collector__stop_time(c))
-		collector__set_stop_time(c, (uint64_t)hb_clock_ns(CLOCK_MONOTONIC));
-	leave_sum(l->m[l->procs[i].member].s, &l->procs[i]);
-	hb_note("followed pid %d exited; its profile holds what was collected until then", pid);
-	return err;
-}
-
-/*
- * A followed child's exit, watched on the event loop. One gone already ends
- * now; its events still in the ring buffer come after this one (called while
- * the ring buffer is consumed) and are collected all the same. One whose exit
- * cannot be watched stays followed until the end, said.
- */
-static int watch_followed(struct loop *l, size_t i)
-{
-	pid_t pid = l->procs[i].pid;
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), err;
-
-	if (pfd < 0 && errno == ESRCH)
-		return followed_exit(l, i, false);
-	err = pfd < 0 ? -errno : session_add_fd(l->ep, pfd, EV_PROC + (uint32_t)i);
-	if (!err) {
-		l->procs[i].pfd = pfd;
-		return 0;
-	}
-	if (pfd >= 0)
-		close(pfd);
-	hb_error("cannot watch followed pid %d's exit (%s): it stays followed until the end", pid,
-		 strerror(-err));
-	return 0;
-}
-
-/*
- * --follow-forks: a child gets a collector and uprobes of its own. What it
- * samples between its fork and the attach is not seen: it is said at once.
- */
-static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
-{
-	struct session *s = m->s;
-	struct report_proc *v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
-	int err;
-
-	if (!v)
-		return -ENOMEM;
-	s->procs = v;
-	err = collector__new(collector__period(s->collector), &v[s->nprocs].c);
-	if (err)
-		return err;
-	if (l->o->temporary_ns)
-		collector__set_temporary_threshold(v[s->nprocs].c, l->o->temporary_ns);
-	v[s->nprocs].pid = child;
-	collector__set_attach_time(v[s->nprocs].c, hb_clock_ns(CLOCK_MONOTONIC_COARSE));
-	proc_of(l, child)->c = v[s->nprocs].c;
-	s->nprocs++;
-	err = probes__attach_pid(l->p, m->t, child);
-	if (err) {
-		/* it exited already, or cannot be probed: its flag is restored all the same */
-		hb_error("cannot follow pid %d (forked from %d): %s", child, parent,
-			 strerror(-err));
-		return 0;
-	}
-	hb_note("following pid %d (forked from %d)", child, parent);
-	return watch_followed(l, (size_t)(proc_of(l, child) - l->procs));
-}
-
-/*
- * A target exec'ed: its flag went with its old image (nothing is ever written
- * at that address again); a node session's target counts as exited.
- */
-static void member_exec(struct loop *l, struct member *m)
-{
-	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
-
-	m->tg.changed = false;
-	if (!l->node || !m->running)
-		return;
-	m->running = false;
-	l->running--;
-	m->s->exited = true;
-	m->s->duration_ns = hb_clock_ns(CLOCK_REALTIME) - m->s->start_wall_ns;
-	collector__set_stop_time(m->s->collector, (uint64_t)now);
-}
-
-/*
- * A fork in a target's tree while its prof_active is on: the child's copy of
- * the flag is ours to restore, and the state file a killed run leaves says so.
- */
-static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
-{
-	struct proc *parent = proc_of(l, e->pid);
-	struct member *m = parent ? &l->m[parent->member] : NULL;
-	uint64_t start;
-	int rc;
-
-	/*
-	 * A process of ours that exited left its pid free; one that has it now
-	 * (forked by another: an exec would have untracked it) is none of ours,
-	 * nor are its children. One gone already cannot be told: taken as ours.
-	 */
-	start = parent && parent->start ? proc_start_time((pid_t)e->pid) : 0;
-	if (start && start != parent->start) {
-		session_untrack(l, (pid_t)e->pid);
-		if (e->type == HEAPBPF_EV_FORK)
-			session_untrack(l, (pid_t)e->child);
-		return 0;
-	}
-
-	if (e->type == HEAPBPF_EV_EXEC) {
-		if (m) {
-			forks__exec(&m->s->forks, (pid_t)e->pid);
-			/* its heap is gone with its image */
-			leave_sum(m->s, parent);
-		}
-		session_untrack(l, (pid_t)e->pid);
-		if (m && m->t->pid == (pid_t)e->pid)
-			member_exec(l, m);
-		else if (parent && !parent->c && parent->pfd < 0)
-			drop_proc(l, parent);
-		return 0;
-	}
-	rc = m && m->ours ? forks__add(&m->s->forks, (pid_t)e->child) : 0;
-	if (rc <= 0) {
-		/* a thread, a task already gone, or a flag we did not switch on */
-		if (!rc)
-			session_untrack(l, (pid_t)e->child);
-		return rc;
-	}
-	rc = add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL,
-		      m->s->forks.v[m->s->forks.n - 1].start);
-	/*
-	 * The BPF side tracked the child at its fork. Its pid may be one an
-	 * exited child of ours had, and a sweep that read the ring buffer before
-	 * this record untracks that pid when it drops the old entry: tracked
-	 * again here, or the child's own forks would go unseen. (A full map
-	 * fails here as it did at the fork, which counted it: untracked_forks.)
-	 */
-	if (rc)
-		return rc;
-	probes__track(session_probes_of(l, m), (pid_t)e->child);
-	if (++l->children >= (l->sweep_at ? l->sweep_at : SWEEP_MIN))
-		l->sweep_due = true;
-	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
-		m->s->fork_state_err = true;
-	return l->o->follow_forks ? follow(l, m, (pid_t)e->child, (pid_t)e->pid) : 0;
-}
-
-/*
- * A layout neither a release string nor DWARF confirms (selfcheck.h):
- * -EPROTO once an event of its target does not fit; such an event is
- * neither recorded nor counted.
- */
-static int layout_unfit(const struct loop *l, const struct proc *pr, const void *data, size_t len)
-{
-	const struct member *m = pr ? &l->m[pr->member] : NULL;
-
-	if (!m || !m->sc)
-		return 0;
-	if (selfcheck__event(m->sc, data, len) == 1) {
-		hb_note("pid %d: its first %d samples and %d frees fit the %s layout", m->t->pid,
-			SELFCHECK_ALLOCS, SELFCHECK_FREES, m->t->layout->name);
-		m->s->unconfirmed = false;
-	}
-	return selfcheck__why(m->sc) ? -EPROTO : 0;
-}
-
-/*
- * The kernel chose a process of the session as an OOM victim: a target's
- * callback runs once the ring buffer is drained up to here (run_oom);
- * a followed child's end is its pidfd's business.
- */
-static int on_oom_event(struct loop *l, const struct heapbpf_oom_event *e)
-{
-	const struct proc *pr = proc_of(l, e->pid);
-	struct member *m;
-
-	if (!pr || pr->member >= l->n)
-		return 0;
-	m = &l->m[pr->member];
-	if (m->t->pid != (pid_t)e->pid)
-		return 0;
-	m->s->oom = *e;
-	m->s->oom_victim = true;
-	m->s->oom_pending = true;
-	l->oom_pending = true;
-	return 0;
-}
-
-/* One event into a process's collector, and into its tree's sum (--follow-forks). */
-static int collect_event(struct session *s, struct collector *c, void *data, size_t len)
-{
-	struct collector_totals before;
-	int err;
-
-	if (!s->sum)
-		return collector__event(c, data, len);
-	before = *collector__totals(c);
-	err = collector__event(c, data, len);
-	if (!err)
-		procsum__add(s->sum, &before, collector__totals(c));
-	return err;
-}
-
-/*
- * A process whose jemalloc takes no backtraces: a prof_backtrace hook of its
- * own (experimental.hooks.prof_backtrace, jemalloc 5.3.0 and later), as a
- * bridge that takes its stacks itself installs, leaves every sample's
- * prof_bt_t empty. After NOBT_SAMPLES such samples (jemalloc's own unwinder
- * always takes at least the caller's frame) the target stops with one
- * sentence, before its profile could hold a single empty stack; its flag is
- * restored (left on when the process had switched it on itself). -EPROTO
- * for it once said; its events after that are dropped.
- */
-#define NOBT_SAMPLES 4
-
-static int nobt_check(struct loop *l, const struct proc *pr, const void *data, size_t len)
-{
-	const struct heapbpf_alloc_event *e = data;
-	char comm[HB_CLEAN_SIZE(sizeof(((struct jemalloc_target *)0)->comm))];
-	struct member *m = pr ? &l->m[pr->member] : NULL;
-
-	if (!m)
-		return 0;
-	if (m->nobt[0])
-		return -EPROTO;
-	if (m->bt_full || len < HEAPBPF_ALLOC_EVENT_SIZE(0) || e->type != HEAPBPF_EV_ALLOC ||
-	    (e->flags & HEAPBPF_F_READ_FAULT))
-		return 0;
-	if (e->bt_len) {
-		m->bt_full++;
-		return 0;
-	}
-	if (++m->bt_empty < NOBT_SAMPLES)
-		return 0;
-	hb_fail(m->nobt, sizeof(m->nobt), -EPROTO,
-		"pid %d (%s): its jemalloc takes no backtraces: its first %d sampled allocations "
-		"came with empty stacks, so the process installed a prof_backtrace hook of its "
-		"own (experimental.hooks.prof_backtrace) and its stacks come from that hook, not "
-		"from jemalloc's tables; heapbpf stopped and wrote no profile, and %s",
-		m->t->pid, hb_clean(comm, sizeof(comm), m->t->comm), NOBT_SAMPLES,
-		m->tg.changed ? "switched prof.active back off"
-			      : "left prof.active on, as the process had switched it on itself");
-	if (!single(l)) {
-		hb_error("%s; profiling the other targets", m->nobt);
-		m->s->failed = -EPROTO;
-	}
-	return -EPROTO;
-}
-
-/* The first target whose jemalloc took no backtraces: its sentence, else NULL. */
-static const char *nobt_why(const struct loop *l)
-{
-	for (size_t i = 0; i < l->n; i++) {
-		if (!l->m[i].gone && l->m[i].nobt[0])
-			return l->m[i].nobt;
-	}
-	return NULL;
-}
-
-/*
- * A node session's target whose samples do not fit its layout: said once,
- * marked failed, its events dropped; the agent lets it go (its flag back).
- */
-static int unfit_member(struct loop *l, const struct proc *pr)
-{
-	struct member *m = &l->m[pr->member];
-	char clean[HB_CLEAN_SIZE(1024)];
-
-	if (!m->s->failed)
-		hb_error("%s; profiling the other targets",
-			 hb_clean(clean, sizeof(clean), selfcheck__why(m->sc)));
-	m->s->failed = -EPROTO;
-	return 0;
-}
-
-/* Ring-buffer callback: the recording (if any) sees every event the collector sees. */
-static int on_event(void *ctx, void *data, size_t len)
-{
-	struct loop *l = ctx;
-	struct session *s = l->s;
-	const __u32 *type = data;
-	const struct proc *pr;
-
-	if (len >= sizeof(struct heapbpf_proc_event) &&
-	    (*type == HEAPBPF_EV_FORK || *type == HEAPBPF_EV_EXEC))
-		return on_proc_event(l, data);
-	if (len >= sizeof(struct heapbpf_oom_event) && *type == HEAPBPF_EV_OOM)
-		return on_oom_event(l, data);
-	/* both records carry the process in their second field */
-	pr = len >= 2 * sizeof(__u32) ? proc_of(l, type[1]) : NULL;
-	/* a node session's target that failed: nothing more of it, until it leaves */
-	if (l->node && pr && l->m[pr->member].s->failed)
-		return 0;
-	/* with several targets, one that takes no backtraces is left out, the others go on */
-	if (nobt_check(l, pr, data, len))
-		return single(l) ? -EPROTO : 0;
-	if (layout_unfit(l, pr, data, len))
-		return l->node ? unfit_member(l, pr) : -EPROTO;
-	if (s->recorder && !s->record_err)
-		s->record_err = recorder__event(s->recorder, data, len);
-	if (l->sv && len >= 2 * sizeof(__u32))
-		taps_event(l, type[1], data, len);
-	if (pr)
-		return pr->c ? collect_event(l->m[pr->member].s, pr->c, data, len) : 0;
-	/* one target: a short record is the collector's to count */
-	return single(l) ? collect_event(s, s->collector, data, len) : 0;
 }
 
 /*
@@ -697,7 +326,7 @@ int session_restore_flag(struct member *m)
 }
 
 /* A callback's return: 1 ends the session as asked. */
-static int asked(struct session *s, int rc)
+int session_asked(struct session *s, int rc)
 {
 	if (rc > 0)
 		s->reason = STOP_USER;
@@ -739,10 +368,10 @@ static int member_exit(struct loop *l, struct member *m)
 	session_consume(l->rb);
 	taps_end(l, m, STOP_TARGET_EXIT);
 	/* killed for memory: its OOM profile first (heapbpf watch) */
-	rc = run_oom(l);
+	rc = events_run_oom(l);
 	if (rc)
 		return rc;
-	if (single(l)) {
+	if (session_single(l)) {
 		l->s->reason = STOP_TARGET_EXIT;
 		return 1;
 	}
@@ -800,7 +429,7 @@ static int on_ready(struct loop *l, uint32_t tag)
 	int err;
 
 	if (tag >= EV_PROC && tag - EV_PROC < l->nprocs)
-		return followed_exit(l, tag - EV_PROC, true);
+		return events_followed_exit(l, tag - EV_PROC, true);
 	if (tag >= EV_MEMBER && tag - EV_MEMBER < l->n)
 		return member_exit(l, &l->m[tag - EV_MEMBER]);
 	if (tag == EV_SERVE)
@@ -813,7 +442,8 @@ static int on_ready(struct loop *l, uint32_t tag)
 		if (err)
 			return err;
 		session_read_counters(l);
-		return asked(s, o->watch[tag - EV_WATCH].on_ready(s, o->watch[tag - EV_WATCH].arg));
+		return session_asked(
+			s, o->watch[tag - EV_WATCH].on_ready(s, o->watch[tag - EV_WATCH].arg));
 	}
 	switch (tag) {
 	case EV_RING:
@@ -855,7 +485,7 @@ static int on_ready(struct loop *l, uint32_t tag)
 		if (err < 0)
 			return err;
 		session_read_counters(l);
-		return o->on_interval ? asked(s, o->on_interval(s, o->interval_arg)) : 0;
+		return o->on_interval ? session_asked(s, o->on_interval(s, o->interval_arg)) : 0;
 	case EV_TICK:
 		if (ticked(l->tfd))
 			status_line(l);
@@ -913,7 +543,7 @@ static int sweep_children(struct loop *l)
 			continue;
 		p->dead = 0;
 		if (!p->gone)
-			drop_proc(l, p);
+			session_drop_proc(l, p);
 	}
 	for (size_t i = 0; i < l->n; i++) {
 		if (!l->m[i].gone)
@@ -950,7 +580,7 @@ static int collect(struct loop *l)
 				return rc < 0 ? rc : 0;
 		}
 		/* a target chosen as an OOM victim: its events are in, its callback now */
-		n = run_oom(l);
+		n = events_run_oom(l);
 		if (n)
 			return n < 0 ? n : 0;
 		if (l->sweep_due && (n = sweep_children(l)))
@@ -975,7 +605,8 @@ static int open_member(struct loop *l, struct member *m)
 				   strerror(-rc));
 	if (l->o->temporary_ns)
 		collector__set_temporary_threshold(s->collector, l->o->temporary_ns);
-	rc = add_proc(l, t->pid, (uint32_t)(m - l->m), s->collector, proc_start_time(t->pid));
+	rc = session_add_proc(l, t->pid, (uint32_t)(m - l->m), s->collector,
+			      proc_start_time(t->pid));
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
 	m->pfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
@@ -1016,7 +647,7 @@ static int open_session(struct loop *l)
 		l->oom_off = oom_off;
 	}
 	rc = probes__load(&l->lt->layout->bpf, o->ringbuf_bytes, fork_off, o->oom ? &oom_off : NULL,
-			  !single(l) || o->follow_forks, &l->p);
+			  !session_single(l) || o->follow_forks, &l->p);
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc,
 			       "cannot load the BPF program (heapbpf needs root, and a kernel with "
@@ -1038,7 +669,7 @@ static int open_session(struct loop *l)
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "cannot write the recording: %s",
 			       strerror(-rc));
-	rc = probes__ring_buffer(l->p, on_event, l, &l->rb);
+	rc = probes__ring_buffer(l->p, events_on_event, l, &l->rb);
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "cannot open the BPF ring buffer: %s",
 			       strerror(-rc));
@@ -1194,7 +825,7 @@ static int restore_flags(struct loop *l, int *rc)
 		r2 = session_restore_flag(m);
 		m->restore_rc = r2;
 		on |= m->tg.addr != 0;
-		if (!r2 || r2 == -ESRCH || (single(l) && *rc))
+		if (!r2 || r2 == -ESRCH || (session_single(l) && *rc))
 			continue;
 		r3 = member_fail(l, m, r2,
 				 "cannot switch jemalloc's prof_active back off in pid %d: %s",
@@ -1377,7 +1008,7 @@ int session_run_many(const struct jemalloc_target *const *t, struct guard *const
 	rc = rc ?: add_timers(&l);
 	if (!rc) {
 		rc = collect(&l);
-		const char *unfit = unfit_why(&l), *nobt = nobt_why(&l);
+		const char *unfit = unfit_why(&l), *nobt = events_nobt_why(&l);
 
 		if (rc == -ENODATA && s->late_active_bytes)
 			late_active_error(s, t[0], err, errlen);
@@ -1459,7 +1090,7 @@ static int probes_for(struct loop *l, const struct jemalloc_target *t, struct pr
 		return hb_fail(l->err, l->errlen, rc,
 			       "cannot load the BPF program for jemalloc %s's layout: %s",
 			       t->version, strerror(-rc));
-	rc = probes__ring_buffer_add(p, l->rb, on_event, l);
+	rc = probes__ring_buffer_add(p, l->rb, events_on_event, l);
 	if (rc) {
 		probes__free(p);
 		return hb_fail(l->err, l->errlen, rc, "cannot read the BPF ring buffer: %s",
@@ -1506,7 +1137,7 @@ static void drop_member(struct loop *l, struct member *m)
 
 		if (p->gone || p->member != idx)
 			continue;
-		drop_proc(l, p);
+		session_drop_proc(l, p);
 		p->c = NULL;
 	}
 	if (m->running && l->running)
