@@ -41,7 +41,7 @@ int events_run_oom(struct loop *l)
 	if (!l->oom_pending)
 		return 0;
 	l->oom_pending = false;
-	session_read_counters(l);
+	loop_read_counters(l);
 	for (size_t i = 0; i < l->n; i++) {
 		struct session *s = l->m[i].s;
 		int rc;
@@ -49,7 +49,7 @@ int events_run_oom(struct loop *l)
 		if (l->m[i].gone || !s->oom_pending)
 			continue;
 		s->oom_pending = false;
-		rc = o->on_oom ? session_asked(l->s, o->on_oom(s, &s->oom, o->oom_arg)) : 0;
+		rc = o->on_oom ? loop_asked(l->s, o->on_oom(s, &s->oom, o->oom_arg)) : 0;
 		if (rc)
 			return rc;
 	}
@@ -87,10 +87,10 @@ int events_followed_exit(struct loop *l, size_t i, bool drain)
 	 * Out of the maps first (unless another process of the tree has its pid
 	 * by now): what it committed to the ring buffer stays there.
 	 */
-	if (session_proc_of(l, pid) == p)
-		session_untrack(l, pid);
+	if (loop_proc_of(l, pid) == p)
+		loop_untrack(l, pid);
 	if (drain)
-		err = session_consume(l->rb);
+		err = loop_consume(l->rb);
 	/* the drain may have moved l->procs (a fork in it): by index from here */
 	c = l->procs[i].c;
 	if (c && !collector__stop_time(c))
@@ -113,7 +113,7 @@ static int watch_followed(struct loop *l, size_t i)
 
 	if (pfd < 0 && errno == ESRCH)
 		return events_followed_exit(l, i, false);
-	err = pfd < 0 ? -errno : session_add_fd(l->ep, pfd, EV_PROC + (uint32_t)i);
+	err = pfd < 0 ? -errno : loop_add_fd(l->ep, pfd, EV_PROC + (uint32_t)i);
 	if (!err) {
 		l->procs[i].pfd = pfd;
 		return 0;
@@ -145,7 +145,7 @@ static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
 		collector__set_temporary_threshold(v[s->nprocs].c, l->o->temporary_ns);
 	v[s->nprocs].pid = child;
 	collector__set_attach_time(v[s->nprocs].c, hb_clock_ns(CLOCK_MONOTONIC_COARSE));
-	session_proc_of(l, child)->c = v[s->nprocs].c;
+	loop_proc_of(l, child)->c = v[s->nprocs].c;
 	s->nprocs++;
 	err = probes__attach_pid(l->p, m->t, child);
 	if (err) {
@@ -155,7 +155,7 @@ static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
 		return 0;
 	}
 	hb_note("following pid %d (forked from %d)", child, parent);
-	return watch_followed(l, (size_t)(session_proc_of(l, child) - l->procs));
+	return watch_followed(l, (size_t)(loop_proc_of(l, child) - l->procs));
 }
 
 /*
@@ -182,7 +182,7 @@ static void member_exec(struct loop *l, struct member *m)
  */
 static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 {
-	struct proc *parent = session_proc_of(l, e->pid);
+	struct proc *parent = loop_proc_of(l, e->pid);
 	struct member *m = parent ? &l->m[parent->member] : NULL;
 	uint64_t start;
 	int rc;
@@ -194,9 +194,9 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	 */
 	start = parent && parent->start ? proc_start_time((pid_t)e->pid) : 0;
 	if (start && start != parent->start) {
-		session_untrack(l, (pid_t)e->pid);
+		loop_untrack(l, (pid_t)e->pid);
 		if (e->type == HEAPBPF_EV_FORK)
-			session_untrack(l, (pid_t)e->child);
+			loop_untrack(l, (pid_t)e->child);
 		return 0;
 	}
 
@@ -206,22 +206,22 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 			/* its heap is gone with its image */
 			leave_sum(m->s, parent);
 		}
-		session_untrack(l, (pid_t)e->pid);
+		loop_untrack(l, (pid_t)e->pid);
 		if (m && m->t->pid == (pid_t)e->pid)
 			member_exec(l, m);
 		else if (parent && !parent->c && parent->pfd < 0)
-			session_drop_proc(l, parent);
+			loop_drop_proc(l, parent);
 		return 0;
 	}
 	rc = m && m->ours ? forks__add(&m->s->forks, (pid_t)e->child) : 0;
 	if (rc <= 0) {
 		/* a thread, a task already gone, or a flag we did not switch on */
 		if (!rc)
-			session_untrack(l, (pid_t)e->child);
+			loop_untrack(l, (pid_t)e->child);
 		return rc;
 	}
-	rc = session_add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL,
-			      m->s->forks.v[m->s->forks.n - 1].start);
+	rc = loop_add_proc(l, (pid_t)e->child, (uint32_t)(m - l->m), NULL,
+			   m->s->forks.v[m->s->forks.n - 1].start);
 	/*
 	 * The BPF side tracked the child at its fork. Its pid may be one an
 	 * exited child of ours had, and a sweep that read the ring buffer before
@@ -231,7 +231,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	 */
 	if (rc)
 		return rc;
-	probes__track(session_probes_of(l, m), (pid_t)e->child);
+	probes__track(loop_probes_of(l, m), (pid_t)e->child);
 	if (++l->children >= (l->sweep_at ? l->sweep_at : SWEEP_MIN))
 		l->sweep_due = true;
 	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
@@ -265,7 +265,7 @@ static int layout_unfit(const struct loop *l, const struct proc *pr, const void 
  */
 static int on_oom_event(struct loop *l, const struct heapbpf_oom_event *e)
 {
-	const struct proc *pr = session_proc_of(l, e->pid);
+	const struct proc *pr = loop_proc_of(l, e->pid);
 	struct member *m;
 
 	if (!pr || pr->member >= l->n)
@@ -334,7 +334,7 @@ static int nobt_check(struct loop *l, const struct proc *pr, const void *data, s
 		m->t->pid, hb_clean(comm, sizeof(comm), m->t->comm), NOBT_SAMPLES,
 		m->tg.changed ? "switched prof.active back off"
 			      : "left prof.active on, as the process had switched it on itself");
-	if (!session_single(l)) {
+	if (!loop_single(l)) {
 		hb_error("%s; profiling the other targets", m->nobt);
 		m->s->failed = -EPROTO;
 	}
@@ -381,13 +381,13 @@ int events_on_event(void *ctx, void *data, size_t len)
 	if (len >= sizeof(struct heapbpf_oom_event) && *type == HEAPBPF_EV_OOM)
 		return on_oom_event(l, data);
 	/* both records carry the process in their second field */
-	pr = len >= 2 * sizeof(__u32) ? session_proc_of(l, type[1]) : NULL;
+	pr = len >= 2 * sizeof(__u32) ? loop_proc_of(l, type[1]) : NULL;
 	/* a node session's target that failed: nothing more of it, until it leaves */
 	if (l->node && pr && l->m[pr->member].s->failed)
 		return 0;
 	/* with several targets, one that takes no backtraces is left out, the others go on */
 	if (nobt_check(l, pr, data, len))
-		return session_single(l) ? -EPROTO : 0;
+		return loop_single(l) ? -EPROTO : 0;
 	if (layout_unfit(l, pr, data, len))
 		return l->node ? unfit_member(l, pr) : -EPROTO;
 	if (s->recorder && !s->record_err)
@@ -397,5 +397,5 @@ int events_on_event(void *ctx, void *data, size_t len)
 	if (pr)
 		return pr->c ? collect_event(l->m[pr->member].s, pr->c, data, len) : 0;
 	/* one target: a short record is the collector's to count */
-	return session_single(l) ? collect_event(s, s->collector, data, len) : 0;
+	return loop_single(l) ? collect_event(s, s->collector, data, len) : 0;
 }

@@ -35,7 +35,7 @@ int late_active_check(struct loop *l)
 	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
 	bool open = false;
 	size_t alive = 0;
-	int err = session_consume(l->rb); /* the samples so far, in each target's collector */
+	int err = loop_consume(l->rb); /* the samples so far, in each target's collector */
 
 	if (err)
 		return err;
@@ -66,11 +66,11 @@ int late_active_check(struct loop *l)
 		hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
 		m->s->failed = -ENODATA;
 		/* nothing to profile there: its flag back off now, its events no longer taken */
-		err = session_restore_flag(m);
+		err = loop_restore_flag(m);
 		if (err && err != -ESRCH)
 			hb_error("cannot switch jemalloc's prof_active back off in pid %d: %s",
 				 m->t->pid, strerror(-err));
-		session_untrack(l, m->t->pid);
+		loop_untrack(l, m->t->pid);
 		alive--;
 	}
 	/* every target failed so: the session has nothing left to do */
@@ -82,7 +82,7 @@ int late_active_check(struct loop *l)
 /* A node session's target's late-activation check ends: its probe goes. */
 void late_done(struct loop *l, struct member *m)
 {
-	probes__drop_activity(session_probes_of(l, m), m->t->pid, m->late);
+	probes__drop_activity(loop_probes_of(l, m), m->t->pid, m->late);
 	m->late = NULL;
 }
 
@@ -97,7 +97,7 @@ int node_late_check(struct loop *l)
 	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
 	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	bool open = false;
-	int err = session_consume(l->rb);
+	int err = loop_consume(l->rb);
 
 	if (err)
 		return err;
@@ -113,7 +113,7 @@ int node_late_check(struct loop *l)
 			continue;
 		}
 		/* a count that cannot be read gives no verdict: the check ends, the target stays */
-		if (probes__activity_bytes(session_probes_of(l, m), m->t->pid, &bytes)) {
+		if (probes__activity_bytes(loop_probes_of(l, m), m->t->pid, &bytes)) {
 			late_done(l, m);
 			continue;
 		}
@@ -147,7 +147,7 @@ int late_check_begin(struct loop *l, struct member *m)
 
 	if (!m->t->activity_off || l->lfd < 0)
 		return 0;
-	rc = probes__attach_activity(session_probes_of(l, m), m->t, &m->late);
+	rc = probes__attach_activity(loop_probes_of(l, m), m->t, &m->late);
 	if (rc)
 		return rc;
 	m->late_t0 = hb_clock_ns(CLOCK_MONOTONIC);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The session's event loop as its own files share it (session.c, taps.c):
+ * The session's event loop as its own files share it (session.c, events.c,
+ * taps.c, late.c; loop.c holds the helpers below, which call none of them):
  * the loop, its targets and processes, the windows served to other runs,
  * and the helpers they have in common. Private to sampling/'s session:
  * nothing outside it includes this.
@@ -17,6 +18,7 @@
 
 #include "heapbpf.h"
 #include "sampling/oom.h"
+#include "sampling/session_types.h"
 #include "sampling/toggle.h"
 #include "util/hashmap.h"
 
@@ -133,28 +135,28 @@ struct loop {
 /* the 5.2.1 check's period (late.c) */
 #define LATE_CHECK_S 0.25
 
-/* ---- session.c's, for the loop's other files ---- */
+/* ---- loop.c: what the loop's files share ---- */
 
 /* m's BPF object: one of its own layout's in a node session, else the session's. */
-struct probes *session_probes_of(const struct loop *l, const struct member *m);
+struct probes *loop_probes_of(const struct loop *l, const struct member *m);
 /* pid's events no longer taken (the BPF side's map of tracked pids). */
-void session_untrack(const struct loop *l, pid_t pid);
+void loop_untrack(const struct loop *l, pid_t pid);
 /* m's flag back to what it was (nothing to restore after an unseen exec); 0 or negative errno. */
-int session_restore_flag(struct member *m);
+int loop_restore_flag(struct member *m);
 
 /* fd on the epoll set ep, with tag as its data; 0 or negative errno. */
-int session_add_fd(int ep, int fd, uint32_t tag);
+int loop_add_fd(int ep, int fd, uint32_t tag);
 /* A timerfd first in first_s, then every interval_s (0: once); the fd or negative errno. */
-int session_make_timer(double first_s, double interval_s);
+int loop_make_timer(double first_s, double interval_s);
 /* A META record "key=v"; 0 or negative errno. */
-int session_record_meta_u64(struct recorder *r, const char *key, uint64_t v);
+int loop_record_meta_u64(struct recorder *r, const char *key, uint64_t v);
 /* The header of a recording of t, its mappings from sym; 0 or negative errno. */
-int session_record_header_to(struct recorder *r, const struct symbolizer *sym,
-			     const struct jemalloc_target *t);
+int loop_record_header_to(struct recorder *r, const struct symbolizer *sym,
+			  const struct jemalloc_target *t);
 /* What the ring buffer holds, into the collectors (and taps) now. */
-int session_consume(struct ring_buffer *rb);
+int loop_consume(struct ring_buffer *rb);
 /* The BPF side's counters, into every target's session. */
-void session_read_counters(struct loop *l);
+void loop_read_counters(struct loop *l);
 
 /* ---- taps.c: windows other runs ask for (serve.h) ---- */
 
@@ -171,16 +173,17 @@ void taps_end(struct loop *l, const struct member *m, uint32_t why);
 void taps_event(struct loop *l, __u32 pid, const void *data, size_t len);
 
 /* True when the session has one target (not a node's, not several). */
-bool session_single(const struct loop *l);
+bool loop_single(const struct loop *l);
 /* The process pid of the session's tables, or NULL. */
-struct proc *session_proc_of(const struct loop *l, __u32 pid);
+struct proc *loop_proc_of(const struct loop *l, __u32 pid);
 /* A process joins the tables (a child, or a target); 0 or negative errno. */
-int session_add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c,
-		     uint64_t start);
+int loop_add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c, uint64_t start);
 /* A process leaves them. */
-void session_drop_proc(struct loop *l, struct proc *p);
+void loop_drop_proc(struct loop *l, struct proc *p);
 /* A callback's return: 1 ends the session as asked (STOP_USER). */
-int session_asked(struct session *s, int rc);
+int loop_asked(struct session *s, int rc);
+/* The BPF side's counters, summed over the session's BPF objects, into c. */
+void loop_all_counters(const struct loop *l, struct heapbpf_counters *c);
 
 /* ---- events.c: what the ring buffer brings ---- */
 

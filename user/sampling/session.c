@@ -65,30 +65,26 @@ int session_block_signals(void)
 	return sigprocmask(SIG_BLOCK, &set, NULL) ? -errno : 0;
 }
 
-int session_add_fd(int ep, int fd, uint32_t tag)
+/*
+ * Of one target: the session's error; of several: said, and that target left
+ * out; of a node session: that target's error, returned to session_add.
+ */
+__attribute__((format(printf, 4, 5))) static int member_fail(struct loop *l, struct member *m,
+							     int rc, const char *fmt, ...)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
+	va_list ap;
 
-	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
-}
-
-int session_make_timer(double first_s, double interval_s)
-{
-	struct itimerspec its = {};
-	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-
-	if (fd < 0)
-		return -errno;
-	its.it_value.tv_sec = (time_t)first_s;
-	its.it_value.tv_nsec = (long)((first_s - (double)(time_t)first_s) * 1e9);
-	if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
-		its.it_value.tv_nsec = 1;
-	its.it_interval.tv_sec = (time_t)interval_s;
-	if (timerfd_settime(fd, 0, &its, NULL)) {
-		close(fd);
-		return -errno;
-	}
-	return fd;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (l->node)
+		m->s->failed = rc;
+	if (l->n == 1 || l->node)
+		return hb_fail(l->err, l->errlen, rc, "%s", msg);
+	hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
+	m->s->failed = rc;
+	return 0;
 }
 
 /* The state file a later run restores from, should this one be killed -9. */
@@ -97,48 +93,9 @@ static int save_state(void *arg, uint64_t addr, uint8_t orig)
 	return guard__save(arg, addr, orig, NULL) ? -EROFS : 0;
 }
 
-int session_record_meta_u64(struct recorder *r, const char *key, uint64_t v)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	return recorder__meta(r, key, buf);
-}
-
-/* What a report needs before the first event: who, which jemalloc, the mappings. */
-int session_record_header_to(struct recorder *r, const struct symbolizer *sym,
-			     const struct jemalloc_target *t)
-{
-	char pid[16];
-	int err = 0;
-
-	snprintf(pid, sizeof(pid), "%d", t->pid);
-	err = err ?: recorder__meta(r, "heapbpf_version", HEAPBPF_VERSION);
-	err = err ?: recorder__meta(r, "pid", pid);
-	err = err ?: recorder__meta(r, "comm", t->comm);
-	err = err ?: recorder__meta(r, "jemalloc_version", t->version);
-	err = err ?: recorder__meta(r, "jemalloc_path", t->path);
-	err = err ?: recorder__meta(r, "is_main_exe", t->is_main_exe ? "1" : "0");
-	err = err ?: recorder__meta(r, "ns_prefix", t->ns_prefix);
-	err = err ?: recorder__meta(r, "pub_prefix", t->pub_prefix);
-	err = err ?: session_record_meta_u64(r, "lg_prof_sample", t->lg_prof_sample);
-	for (size_t i = 0; !err && i < symbolizer__nobjects(sym); i++) {
-		const struct sym_object *so = symbolizer__object(sym, i);
-		struct rec_map m = { .start = so->start,
-				     .end = so->limit,
-				     .offset = so->file_offset };
-
-		memcpy(m.perms, "r-xp", 5);
-		snprintf(m.build_id, sizeof(m.build_id), "%s", so->build_id ? so->build_id : "");
-		snprintf(m.path, sizeof(m.path), "%s", so->path);
-		err = recorder__map(r, &m);
-	}
-	return err ?: recorder__flush(r);
-}
-
 static int record_header(struct session *s, const struct jemalloc_target *t)
 {
-	return session_record_header_to(s->recorder, s->symbolizer, t);
+	return loop_record_header_to(s->recorder, s->symbolizer, t);
 }
 
 static void record_start(struct session *s, int64_t t0, uint64_t attach_coarse)
@@ -146,9 +103,9 @@ static void record_start(struct session *s, int64_t t0, uint64_t attach_coarse)
 	struct recorder *r = s->recorder;
 	int err = 0;
 
-	err = err ?: session_record_meta_u64(r, "attach_coarse_ns", attach_coarse);
-	err = err ?: session_record_meta_u64(r, "start_mono_ns", (uint64_t)t0);
-	err = err ?: session_record_meta_u64(r, "start_wall_ns", (uint64_t)s->start_wall_ns);
+	err = err ?: loop_record_meta_u64(r, "attach_coarse_ns", attach_coarse);
+	err = err ?: loop_record_meta_u64(r, "start_mono_ns", (uint64_t)t0);
+	err = err ?: loop_record_meta_u64(r, "start_wall_ns", (uint64_t)s->start_wall_ns);
 	if (err && !s->record_err)
 		s->record_err = err;
 }
@@ -173,177 +130,6 @@ static void record_stop(struct session *s, int64_t stop_mono, uint64_t attach_co
 }
 
 /*
- * HEAPBPF_FAULT_INJECT=collect makes collection fail after the first batch of
- * events: the tests use it to check that an internal error restores the flag.
- */
-static bool fault_collect(void)
-{
-	const char *f = hb_hook(HB_HOOK_FAULT_INJECT);
-
-	return f && strcmp(f, "collect") == 0;
-}
-
-/* m's BPF object: one of its own layout's in a node session, else the session's. */
-struct probes *session_probes_of(const struct loop *l, const struct member *m)
-{
-	return m->p ? m->p : l->p;
-}
-
-/* One target whose failure is the session's: a session of one, not a node session's. */
-bool session_single(const struct loop *l)
-{
-	return l->n == 1 && !l->node;
-}
-
-/*
- * Of one target: the session's error; of several: said, and that target left
- * out; of a node session: that target's error, returned to session_add.
- */
-__attribute__((format(printf, 4, 5))) static int member_fail(struct loop *l, struct member *m,
-							     int rc, const char *fmt, ...)
-{
-	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (l->node)
-		m->s->failed = rc;
-	if (l->n == 1 || l->node)
-		return hb_fail(l->err, l->errlen, rc, "%s", msg);
-	hb_error("%s; profiling the other targets", hb_clean(clean, sizeof(clean), msg));
-	m->s->failed = rc;
-	return 0;
-}
-
-struct proc *session_proc_of(const struct loop *l, __u32 pid)
-{
-	uint32_t i;
-
-	return hashmap__get(&l->by_pid, hashmap_hash_u64(pid), &i) || l->procs[i].gone
-		       ? NULL
-		       : &l->procs[i];
-}
-
-/* pid no longer followed nor sampled, by any of the session's BPF objects. */
-void session_untrack(const struct loop *l, pid_t pid)
-{
-	probes__untrack(l->p, pid);
-	for (size_t i = 0; i < l->nmore; i++)
-		probes__untrack(l->more[i], pid);
-}
-
-/* The BPF side's counters, summed over the session's objects. */
-static void all_counters(const struct loop *l, struct heapbpf_counters *c)
-{
-	probes__counters(l->p, c);
-	for (size_t i = 0; i < l->nmore; i++)
-		probes__counters_add(l->more[i], c);
-}
-
-/*
- * A slot of l->procs to fill: one a node session's target left or a child
- * not followed that is gone, else a new one at the end.
- */
-static int proc_slot(struct loop *l, size_t *at)
-{
-	for (size_t i = 0; i < l->nprocs; i++) {
-		if (l->procs[i].gone && l->procs[i].pfd < 0 && (l->node || !l->procs[i].c)) {
-			*at = i;
-			return 0;
-		}
-	}
-	if (l->nprocs == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		struct proc *v = realloc(l->procs, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->procs = v;
-		l->cap = cap;
-	}
-	*at = l->nprocs++;
-	return 0;
-}
-
-/* A process joins the session (a pid reused by a new one replaces the old entry). */
-int session_add_proc(struct loop *l, pid_t pid, uint32_t member, struct collector *c,
-		     uint64_t start)
-{
-	size_t at;
-
-	if (proc_slot(l, &at))
-		return -ENOMEM;
-	l->procs[at] =
-		(struct proc){ .pid = pid, .member = member, .start = start, .c = c, .pfd = -1 };
-	if (hashmap__put(&l->by_pid, hashmap_hash_u64((__u32)pid), (uint32_t)at)) {
-		l->procs[at].gone = true;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/*
- * A process that is nothing more to the session (a child not followed that
- * exited or exec'ed, a node session's target that left): out of the BPF
- * maps and the pid table, unless its pid is another's by now.
- */
-void session_drop_proc(struct loop *l, struct proc *p)
-{
-	uint32_t i;
-
-	if (session_proc_of(l, p->pid) == p) {
-		session_untrack(l, p->pid);
-		hashmap__del(&l->by_pid, hashmap_hash_u64((__u32)p->pid), &i);
-	}
-	p->gone = true;
-}
-
-int session_consume(struct ring_buffer *rb)
-{
-	int err = ring_buffer__consume(rb);
-
-	if (err < 0)
-		return err;
-	return err > 0 && fault_collect() ? -EIO : 0;
-}
-
-/*
- * m's flag back to what it was. A target that exec'd without heapbpf hearing
- * it (its event dropped): the flag went with the old image, nothing is
- * written into the new one (toggle.h), and there is nothing left to restore.
- */
-int session_restore_flag(struct member *m)
-{
-	int rc = prof_toggle__restore(&m->tg);
-
-	if (rc != -ESTALE)
-		return rc;
-	hb_note("pid %d exec'd: its prof_active went with its old image, nothing to restore",
-		m->t->pid);
-	return 0;
-}
-
-/* A callback's return: 1 ends the session as asked. */
-int session_asked(struct session *s, int rc)
-{
-	if (rc > 0)
-		s->reason = STOP_USER;
-	return rc;
-}
-
-/* The BPF side's counters, for every target (one BPF object serves them all). */
-void session_read_counters(struct loop *l)
-{
-	all_counters(l, &l->s->counters);
-	for (size_t i = 0; i < l->n; i++) {
-		if (!l->m[i].gone && l->m[i].s != l->s)
-			l->m[i].s->counters = l->s->counters;
-	}
-}
-
-/*
  * A target exited: with one, the session ends; with several, its collection
  * stops at this instant (its flag went with it: nothing is ever written to a
  * new process under its pid) and the others go on, until the last one exits.
@@ -365,19 +151,19 @@ static int member_exit(struct loop *l, struct member *m)
 	m->running = false;
 	l->running--;
 	/* what it sampled until it exited is in the ring buffer: its collector takes it all */
-	session_consume(l->rb);
+	loop_consume(l->rb);
 	taps_end(l, m, STOP_TARGET_EXIT);
 	/* killed for memory: its OOM profile first (heapbpf watch) */
 	rc = events_run_oom(l);
 	if (rc)
 		return rc;
-	if (session_single(l)) {
+	if (loop_single(l)) {
 		l->s->reason = STOP_TARGET_EXIT;
 		return 1;
 	}
 	m->tg.changed = false;
 	/* a new process under its pid is not ours */
-	session_untrack(l, m->t->pid);
+	loop_untrack(l, m->t->pid);
 	m->s->exited = true;
 	/* a node session's target joined after the start: its own span */
 	m->s->duration_ns = l->node ? hb_clock_ns(CLOCK_REALTIME) - m->s->start_wall_ns
@@ -408,7 +194,7 @@ static void status_line(const struct loop *l)
 		all.frees += c->frees;
 		all.alloc_bytes += c->alloc_bytes;
 	}
-	all_counters(l, &bc);
+	loop_all_counters(l, &bc);
 	summary_status_line(stderr, (hb_clock_ns(CLOCK_MONOTONIC) - l->t0) / 1e9, &all, &bc);
 }
 
@@ -438,16 +224,16 @@ static int on_ready(struct loop *l, uint32_t tag)
 		return taps_ready(l, tag - EV_TAP);
 	if (tag >= EV_WATCH && tag - EV_WATCH < o->nwatch) {
 		/* what was sampled up to now is in the collectors first (heapbpf watch's demand) */
-		err = session_consume(l->rb);
+		err = loop_consume(l->rb);
 		if (err)
 			return err;
-		session_read_counters(l);
-		return session_asked(
+		loop_read_counters(l);
+		return loop_asked(
 			s, o->watch[tag - EV_WATCH].on_ready(s, o->watch[tag - EV_WATCH].arg));
 	}
 	switch (tag) {
 	case EV_RING:
-		return session_consume(l->rb);
+		return loop_consume(l->rb);
 	case EV_SIGNAL:
 		if (read(l->sfd, &si, sizeof(si)) == sizeof(si))
 			s->stop_signal = (int)si.ssi_signo;
@@ -484,8 +270,8 @@ static int on_ready(struct loop *l, uint32_t tag)
 		err = ring_buffer__consume(l->rb);
 		if (err < 0)
 			return err;
-		session_read_counters(l);
-		return o->on_interval ? session_asked(s, o->on_interval(s, o->interval_arg)) : 0;
+		loop_read_counters(l);
+		return o->on_interval ? loop_asked(s, o->on_interval(s, o->interval_arg)) : 0;
 	case EV_TICK:
 		if (ticked(l->tfd))
 			status_line(l);
@@ -535,7 +321,7 @@ static int sweep_children(struct loop *l)
 	 * child (add_proc clears the mark): only those still marked go, once
 	 * two sweeps found them gone.
 	 */
-	err = session_consume(l->rb);
+	err = loop_consume(l->rb);
 	for (size_t i = 0; i < l->nprocs; i++) {
 		struct proc *p = &l->procs[i];
 
@@ -543,7 +329,7 @@ static int sweep_children(struct loop *l)
 			continue;
 		p->dead = 0;
 		if (!p->gone)
-			session_drop_proc(l, p);
+			loop_drop_proc(l, p);
 	}
 	for (size_t i = 0; i < l->n; i++) {
 		if (!l->m[i].gone)
@@ -568,7 +354,7 @@ static int collect(struct loop *l)
 		}
 		/* n == 0: records below the wake-up threshold: consume them on time */
 		if (n == 0) {
-			int err = session_consume(l->rb);
+			int err = loop_consume(l->rb);
 
 			if (err)
 				return err;
@@ -605,8 +391,7 @@ static int open_member(struct loop *l, struct member *m)
 				   strerror(-rc));
 	if (l->o->temporary_ns)
 		collector__set_temporary_threshold(s->collector, l->o->temporary_ns);
-	rc = session_add_proc(l, t->pid, (uint32_t)(m - l->m), s->collector,
-			      proc_start_time(t->pid));
+	rc = loop_add_proc(l, t->pid, (uint32_t)(m - l->m), s->collector, proc_start_time(t->pid));
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
 	m->pfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
@@ -615,7 +400,7 @@ static int open_member(struct loop *l, struct member *m)
 				   errno == ESRCH ? "the target process exited"
 						  : "cannot set up the event loop",
 				   strerror(errno));
-	rc = session_add_fd(l->ep, m->pfd, EV_MEMBER + (uint32_t)(m - l->m));
+	rc = loop_add_fd(l->ep, m->pfd, EV_MEMBER + (uint32_t)(m - l->m));
 	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
 			    strerror(-rc))
 		  : 0;
@@ -647,7 +432,7 @@ static int open_session(struct loop *l)
 		l->oom_off = oom_off;
 	}
 	rc = probes__load(&l->lt->layout->bpf, o->ringbuf_bytes, fork_off, o->oom ? &oom_off : NULL,
-			  !session_single(l) || o->follow_forks, &l->p);
+			  !loop_single(l) || o->follow_forks, &l->p);
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc,
 			       "cannot load the BPF program (heapbpf needs root, and a kernel with "
@@ -673,16 +458,16 @@ static int open_session(struct loop *l)
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "cannot open the BPF ring buffer: %s",
 			       strerror(-rc));
-	rc = session_add_fd(l->ep, ring_buffer__epoll_fd(l->rb), EV_RING);
-	rc = rc ?: session_add_fd(l->ep, l->sfd, EV_SIGNAL);
+	rc = loop_add_fd(l->ep, ring_buffer__epoll_fd(l->rb), EV_RING);
+	rc = rc ?: loop_add_fd(l->ep, l->sfd, EV_SIGNAL);
 	for (size_t i = 0; !rc && i < o->nwatch; i++)
-		rc = session_add_fd(l->ep, o->watch[i].fd, EV_WATCH + (uint32_t)i);
+		rc = loop_add_fd(l->ep, o->watch[i].fd, EV_WATCH + (uint32_t)i);
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "cannot set up the event loop: %s",
 			       strerror(-rc));
 	/* other runs ask this one for their windows of its targets (serve.h): not vital */
 	l->sv = o->serve;
-	if (l->sv && (rc = session_add_fd(l->ep, serve__fd(l->sv), EV_SERVE))) {
+	if (l->sv && (rc = loop_add_fd(l->ep, serve__fd(l->sv), EV_SERVE))) {
 		hb_warn("other heapbpf runs cannot ask this one for a window of its targets: %s",
 			strerror(-rc));
 		l->sv = NULL;
@@ -713,7 +498,7 @@ static int start_member(struct loop *l, struct member *m)
 	if (rc)
 		return hb_fail(l->err, l->errlen, rc, "out of memory");
 	/* a node session's target has an activity probe of its own (late_check_begin) */
-	rc = probes__attach(session_probes_of(l, m), t, !l->node, &m->file);
+	rc = probes__attach(loop_probes_of(l, m), t, !l->node, &m->file);
 	if (rc)
 		return member_fail(l, m, rc, "cannot attach uprobes to jemalloc in pid %d: %s",
 				   t->pid, strerror(-rc));
@@ -780,8 +565,8 @@ static int add_timer(struct loop *l, int *fd, double first_s, double interval_s,
 {
 	if (first_s <= 0)
 		return 0;
-	*fd = session_make_timer(first_s, interval_s);
-	return *fd < 0 ? *fd : session_add_fd(l->ep, *fd, tag);
+	*fd = loop_make_timer(first_s, interval_s);
+	return *fd < 0 ? *fd : loop_add_fd(l->ep, *fd, tag);
 }
 
 static int add_timers(struct loop *l)
@@ -805,7 +590,7 @@ static int add_timers(struct loop *l)
 	/* a node session's: disarmed until a target's check begins (late_check_begin) */
 	if (!rc && l->node) {
 		l->lfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-		rc = l->lfd < 0 ? -errno : session_add_fd(l->ep, l->lfd, EV_LATE);
+		rc = l->lfd < 0 ? -errno : loop_add_fd(l->ep, l->lfd, EV_LATE);
 	}
 	return rc ? hb_fail(l->err, l->errlen, rc, "cannot set up the timer: %s", strerror(-rc))
 		  : 0;
@@ -822,10 +607,10 @@ static int restore_flags(struct loop *l, int *rc)
 
 		if (m->gone)
 			continue;
-		r2 = session_restore_flag(m);
+		r2 = loop_restore_flag(m);
 		m->restore_rc = r2;
 		on |= m->tg.addr != 0;
-		if (!r2 || r2 == -ESRCH || (session_single(l) && *rc))
+		if (!r2 || r2 == -ESRCH || (loop_single(l) && *rc))
 			continue;
 		r3 = member_fail(l, m, r2,
 				 "cannot switch jemalloc's prof_active back off in pid %d: %s",
@@ -856,7 +641,7 @@ static void restore_children(struct loop *l)
 /* The session's reason, counters and times on every target's collection. */
 static void share_results(struct loop *l, int64_t stop_mono)
 {
-	session_read_counters(l);
+	loop_read_counters(l);
 	for (size_t i = 0; i < l->n; i++) {
 		struct session *s = l->m[i].s;
 
@@ -916,7 +701,7 @@ static int stop(struct loop *l, int rc)
 	/* in the stream where the collector learns it, so a replay matches this run */
 	if (s->recorder && l->t0 && !s->record_err)
 		s->record_err =
-			session_record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
+			loop_record_meta_u64(s->recorder, "stop_mono_ns", (uint64_t)stop_mono);
 	on = restore_flags(l, &rc);
 	/* the drain also brings the forks that copied a flag just before it went off */
 	if (l->rb) {
@@ -1137,7 +922,7 @@ static void drop_member(struct loop *l, struct member *m)
 
 		if (p->gone || p->member != idx)
 			continue;
-		session_drop_proc(l, p);
+		loop_drop_proc(l, p);
 		p->c = NULL;
 	}
 	if (m->running && l->running)
@@ -1148,7 +933,7 @@ static void drop_member(struct loop *l, struct member *m)
 	if (m->late)
 		late_done(l, m);
 	/* its object file's uprobes go with the last target using them */
-	probes__release(session_probes_of(l, m), m->file);
+	probes__release(loop_probes_of(l, m), m->file);
 	m->file = -1;
 	m->gone = true;
 }
@@ -1182,7 +967,7 @@ int session_add(struct session *node, const struct jemalloc_target *t, struct gu
 	l->err = serr;
 	l->errlen = serrlen;
 	if (rc) {
-		session_restore_flag(m);
+		loop_restore_flag(m);
 		drop_member(l, m);
 		return rc;
 	}
@@ -1211,14 +996,14 @@ int session_remove(struct session *node, struct session *s)
 	if (!m)
 		return 0;
 	/* what it sampled so far is in its collector, then its flag goes back */
-	session_consume(l->rb);
-	rc = session_restore_flag(m);
+	loop_consume(l->rb);
+	rc = loop_restore_flag(m);
 	if (rc == -ESRCH)
 		rc = 0;
 	if (m->ours) {
 		/* as stop() does: the forks that copied the flag just before it went off */
 		ring_buffer__poll(l->rb, DRAIN_MS);
-		session_consume(l->rb);
+		loop_consume(l->rb);
 		forks__restore(&s->forks, m->tg.addr, m->tg.orig, m->t->path, &s->fork_result);
 		if (!rc && !s->fork_result.failed && m->guard)
 			guard__clear(m->guard);
@@ -1227,7 +1012,7 @@ int session_remove(struct session *node, struct session *s)
 		s->duration_ns = now - s->start_wall_ns;
 		collector__set_stop_time(s->collector, (uint64_t)hb_clock_ns(CLOCK_MONOTONIC));
 	}
-	all_counters(l, &s->counters);
+	loop_all_counters(l, &s->counters);
 	drop_member(l, m);
 	return rc;
 }

@@ -42,7 +42,7 @@ static void tap_end(struct loop *l, struct tap *tp, uint32_t why)
 
 	if (!tp->rec)
 		return;
-	err = session_record_meta_u64(tp->rec, "stop_mono_ns", (uint64_t)now);
+	err = loop_record_meta_u64(tp->rec, "stop_mono_ns", (uint64_t)now);
 	err = err ?: recorder__stop(tp->rec, &st);
 	cerr = recorder__close(tp->rec);
 	err = err ? err : cerr;
@@ -64,9 +64,9 @@ void taps_end(struct loop *l, const struct member *m, uint32_t why)
 		if (!tp->rec || (m && tp->m != m))
 			continue;
 		if (!drained && l->rb)
-			session_consume(l->rb);
+			loop_consume(l->rb);
 		if (!drained)
-			session_read_counters(l);
+			loop_read_counters(l);
 		drained = true;
 		tap_end(l, tp, why);
 	}
@@ -132,8 +132,8 @@ int taps_start(struct loop *l)
 	i--;
 	/* what the ring buffer holds was sampled before the request: the holder's alone */
 	if (l->rb)
-		session_consume(l->rb);
-	session_read_counters(l);
+		loop_consume(l->rb);
+	loop_read_counters(l);
 	*tp = (struct tap){ .m = m, .pid = req.pid, .conn = req.conn, .tfd = -1 };
 	tp->t0 = hb_clock_ns(CLOCK_MONOTONIC);
 	/* objects sampled before now are not the asker's, as for a run that attached now */
@@ -145,21 +145,21 @@ int taps_start(struct loop *l)
 		serve_reply(req.conn, rc, strerror(-rc));
 		return 0;
 	}
-	rc = session_record_header_to(tp->rec, m->s->symbolizer, m->t);
-	rc = rc ?: session_record_meta_u64(tp->rec, "attach_coarse_ns", tp->attach_coarse);
-	rc = rc ?: session_record_meta_u64(tp->rec, "start_mono_ns", (uint64_t)tp->t0);
+	rc = loop_record_header_to(tp->rec, m->s->symbolizer, m->t);
+	rc = rc ?: loop_record_meta_u64(tp->rec, "attach_coarse_ns", tp->attach_coarse);
+	rc = rc ?: loop_record_meta_u64(tp->rec, "start_mono_ns", (uint64_t)tp->t0);
 	rc = rc
-		     ?: session_record_meta_u64(tp->rec, "start_wall_ns",
-						(uint64_t)hb_clock_ns(CLOCK_REALTIME));
+		     ?: loop_record_meta_u64(tp->rec, "start_wall_ns",
+					     (uint64_t)hb_clock_ns(CLOCK_REALTIME));
 	rc = rc ?: recorder__flush(tp->rec);
-	rc = rc ?: session_add_fd(l->ep, tp->conn, EV_TAP + 2 * (uint32_t)i);
+	rc = rc ?: loop_add_fd(l->ep, tp->conn, EV_TAP + 2 * (uint32_t)i);
 	if (!rc) {
 		/* its end; or, until the asker hangs up, each second what came (taps_flush) */
 		tp->live = !req.duration_ns;
-		tp->tfd = tp->live ? session_make_timer(1, 1)
-				   : session_make_timer((double)req.duration_ns / 1e9, 0);
+		tp->tfd = tp->live ? loop_make_timer(1, 1)
+				   : loop_make_timer((double)req.duration_ns / 1e9, 0);
 		rc = tp->tfd < 0 ? tp->tfd
-				 : session_add_fd(l->ep, tp->tfd, EV_TAP + 2 * (uint32_t)i + 1);
+				 : loop_add_fd(l->ep, tp->tfd, EV_TAP + 2 * (uint32_t)i + 1);
 	}
 	if (rc) {
 		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
@@ -186,12 +186,10 @@ static int tap_flush(struct loop *l, struct tap *tp)
 	if (read(tp->tfd, &n, sizeof(n)) != sizeof(n))
 		return 0;
 	if (l->rb)
-		session_consume(l->rb);
-	session_read_counters(l);
-	rc = session_record_meta_u64(tp->rec, "alloc_drops", c->alloc_drops - tp->c0.alloc_drops);
-	rc = rc
-		     ?: session_record_meta_u64(tp->rec, "free_drops",
-						c->free_drops - tp->c0.free_drops);
+		loop_consume(l->rb);
+	loop_read_counters(l);
+	rc = loop_record_meta_u64(tp->rec, "alloc_drops", c->alloc_drops - tp->c0.alloc_drops);
+	rc = rc ?: loop_record_meta_u64(tp->rec, "free_drops", c->free_drops - tp->c0.free_drops);
 	rc = rc ?: recorder__flush(tp->rec);
 	if (!rc)
 		return 0;
@@ -215,8 +213,8 @@ int taps_ready(struct loop *l, uint32_t k)
 		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->tfd, NULL);
 	/* everything sampled up to now is its */
 	if (l->rb)
-		session_consume(l->rb);
-	session_read_counters(l);
+		loop_consume(l->rb);
+	loop_read_counters(l);
 	tap_end(l, tp, k % 2 ? STOP_DURATION : STOP_SIGNAL);
 	return 0;
 }
