@@ -151,23 +151,40 @@ Test(status, lists_every_run_and_names_the_holder)
 	has(status(), "no heapbpf is running on this host");
 }
 
-/* A run killed with -9 leaves its registration behind: status neither lists it nor keeps it. */
+/*
+ * A run killed with -9 leaves its registration and its socket behind:
+ * status neither lists it nor keeps them; a live run's socket stays.
+ */
 Test(status, a_killed_run_is_not_listed)
 {
-	char pa[16], reg[PATH_MAX];
+	char pa[16], pb[16], reg[PATH_MAX], sock[PATH_MAX], live[PATH_MAX];
 
 	start_services();
 	snprintf(pa, sizeof(pa), "%d", a.pid);
+	snprintf(pb, sizeof(pb), "%d", b.pid);
 	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "--pid", pa, "-d", "600", "-o",
 					     hb_tmp("killed.pb.gz"), NULL },
 			   hb_tmp("killed.err"));
+	runs[1] = sampling((const char *[]){ hb_path("heapbpf"), "--pid", pb, "-d", "600", "-o",
+					     hb_tmp("live.pb.gz"), NULL },
+			   hb_tmp("live.err"));
 	snprintf(reg, sizeof(reg), "%s/%d.run", getenv("HEAPBPF_STATE_DIR"), runs[0]);
+	snprintf(sock, sizeof(sock), "%s/%d.sock", getenv("HEAPBPF_STATE_DIR"), runs[0]);
+	snprintf(live, sizeof(live), "%s/%d.sock", getenv("HEAPBPF_STATE_DIR"), runs[1]);
 	cr_assert_eq(access(reg, F_OK), 0, "%s: the run is not registered", reg);
+	cr_assert_eq(access(sock, F_OK), 0, "%s: the run does not listen", sock);
 	kill(runs[0], SIGKILL);
 	hb_wait(runs[0], 60000);
 	runs[0] = 0;
-	has(status(), "no heapbpf is running on this host");
+	cr_assert_eq(access(sock, F_OK), 0, "%s went with the kill", sock);
+	has(status(), "holds pid");
 	cr_assert_neq(access(reg, F_OK), 0, "%s was kept", reg);
+	cr_assert_neq(access(sock, F_OK), 0, "%s was kept", sock);
+	cr_assert_eq(access(live, F_OK), 0, "%s, a live run's, was removed", live);
+	kill(runs[1], SIGTERM);
+	cr_assert_eq(hb_wait(runs[1], 60000), 0, "%s", output_of(hb_tmp("live.err")));
+	runs[1] = 0;
+	has(status(), "no heapbpf is running on this host");
 	/* what the killed run left on, as ever: --reset */
 	cr_assert_eq(hb_run((const char *[]){ "--reset", "--pid", pa, NULL }, reg, sizeof(reg),
 			    60000),

@@ -114,6 +114,32 @@ static bool read_run(int dfd, const char *name, pid_t pid, struct runs_entry *e)
 	return true;
 }
 
+/*
+ * A run's socket (serve.h) left behind by a run killed with -9: one is made
+ * only once its run's file is locked, so a socket whose run file is gone or
+ * unlocked is no live run's. Root's sockets only; removed.
+ */
+static void sweep_socket(int dfd, const char *name, pid_t pid)
+{
+	char run[32];
+	struct stat st;
+	int fd;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISSOCK(st.st_mode) ||
+	    st.st_uid != geteuid())
+		return;
+	snprintf(run, sizeof(run), "%d.run", pid);
+	fd = openat(dfd, run, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && (!ours(fd) || flock(fd, LOCK_SH | LOCK_NB))) {
+		/* locked: a live run's */
+		close(fd);
+		return;
+	}
+	unlinkat(dfd, name, 0);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* The lock file name in dfd when a run holds it: that run's pid (-1: not said yet); else 0. */
 static pid_t lock_holder(int dfd, const char *name)
 {
@@ -207,13 +233,15 @@ int runs_list(const char *dir, struct runs_entry **out, size_t *n)
 		if (read_run(dfd, de->d_name, (pid_t)pid, &v[*n]))
 			(*n)++;
 	}
-	/* each run's targets: the locks held that name it */
+	/* each run's targets: the locks held that name it; the sockets of runs gone */
 	rewinddir(d);
 	while ((de = readdir(d))) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
 		pid_t holder;
 
+		if (pid > 0 && strcmp(end, ".sock") == 0)
+			sweep_socket(dfd, de->d_name, (pid_t)pid);
 		if (pid <= 0 || strcmp(end, ".lock") != 0 ||
 		    !(holder = lock_holder(dfd, de->d_name)))
 			continue;

@@ -31,7 +31,8 @@ struct runs_reg *runs_register(const char *dir, const char *mode, const char *ou
 void runs_unregister(struct runs_reg *r);
 /*
  * Every live run (its file locked), oldest first, into *v (allocated, *n of
- * them); files of runs that are gone are removed. 0 or negative errno.
+ * them); files and sockets of runs that are gone are removed. 0 or negative
+ * errno.
  */
 int runs_list(const char *dir, struct runs_entry **v, size_t *n);
 /* The pid of the run that holds target's lock in dir now (-1: held, pid not said yet), else 0. */
