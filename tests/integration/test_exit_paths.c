@@ -71,6 +71,21 @@ static void start_heapbpf(struct run *r, const char *duration)
 		  "heapbpf did not switch prof_active on");
 }
 
+/*
+ * Until the target has allocated 2000 times more since the flag went on
+ * (about 170 MiB at the example's mix, 340 sampling periods: some object is
+ * sampled, so the run's profile has samples and it exits 0). Its own count,
+ * not a wall-clock wait.
+ */
+static void sampled_some(struct run *r)
+{
+	uint64_t allocs = svc_allocs(&r->s);
+
+	for (int waited = 0; waited < 60000 && svc_allocs(&r->s) < allocs + 2000; waited += 50)
+		hb_sleep_ms(50);
+	cr_assert_geq(svc_allocs(&r->s), allocs + 2000, "the target stopped allocating");
+}
+
 static void assert_clean(struct run *r, uint8_t want_flag)
 {
 	cr_assert_eq(peek(r, r->flag), want_flag, "prof_active not restored to %u", want_flag);
@@ -110,7 +125,7 @@ static void by_signal(int sig)
 
 	start_target(&r, IDLE_CONF);
 	start_heapbpf(&r, "0");
-	hb_sleep_ms(500);
+	sampled_some(&r);
 	kill(r.hp, sig);
 	cr_assert_eq(hb_wait(r.hp, 30000), 0, "heapbpf did not exit cleanly on signal %d", sig);
 	assert_clean(&r, 0);
@@ -140,7 +155,7 @@ Test(exit_paths, target_exits)
 
 	start_target(&r, IDLE_CONF);
 	start_heapbpf(&r, "0");
-	hb_sleep_ms(500);
+	sampled_some(&r);
 	cr_assert_eq(svc_stop(&r.s), 0);
 	cr_assert_eq(hb_wait(r.hp, 30000), 0, "heapbpf did not end when the target exited");
 	assert_profile(&r);
@@ -212,6 +227,7 @@ Test(exit_paths, sigusr1_leaves_a_one_shot_run_alone)
 	cr_assert_eq(kill(r.hp, SIGUSR1), 0);
 	cr_assert(pending(r.hp, SIGUSR1), "SIGUSR1 is not held: it acts on heapbpf");
 	cr_assert_eq(kill(r.hp, SIGUSR1), 0);
+	sampled_some(&r);
 	kill(r.hp, SIGTERM);
 	cr_assert_eq(hb_wait(r.hp, 30000), 0, "heapbpf did not end cleanly after SIGUSR1");
 	assert_clean(&r, 0);
