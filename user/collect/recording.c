@@ -21,8 +21,7 @@
 #include "util/output.h"
 #include "collect/recording.h"
 
-#define HEADER_LEN 16
-#define ALLOC_HDR  offsetof(struct heapbpf_alloc_event, frames)
+#define ALLOC_HDR offsetof(struct heapbpf_alloc_event, frames)
 
 /* ---- little-endian helpers (x86-64 and arm64 are little-endian; be explicit anyway) ---- */
 
@@ -159,7 +158,7 @@ int recorder__open_fd(int fd, struct recorder **out)
 /* The compressor and the header, for r->fd; r freed (its fd closed) on failure. */
 static int start(struct recorder *r, struct recorder **out)
 {
-	uint8_t h[HEADER_LEN];
+	uint8_t h[RECORDING_HEADER_LEN];
 	int err;
 
 	r->cctx = ZSTD_createCCtx();
@@ -329,7 +328,7 @@ struct rec_reader {
 int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_t errlen)
 {
 	struct rec_reader *rd;
-	uint8_t h[HEADER_LEN];
+	uint8_t h[RECORDING_HEADER_LEN];
 	uint32_t version;
 	int fd;
 

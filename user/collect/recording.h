@@ -25,6 +25,7 @@
 
 #define RECORDING_MAGIC	     "HBPFREC\n"
 #define RECORDING_VERSION    1
+#define RECORDING_HEADER_LEN 16 /* magic, version, flags: before the zstd stream */
 #define RECORDING_MAX_RECORD 65536
 #define RECORDING_FLUSH_MS   1000
 

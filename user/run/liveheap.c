@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/errmsg.h"
 #include "run/liveheap.h"
 #include "profile/report.h"
@@ -100,9 +101,9 @@ static int write_profile(struct run *r, const struct jemalloc_target *t, struct 
 			 const struct heapwalk_stats *st, char *err, size_t errlen)
 {
 	const struct cli *o = r->opts;
-	struct timespec now;
 	struct report_opts ro = {
 		.raw = o->raw,
+		.time_nanos = hb_clock_ns(CLOCK_REALTIME),
 		.pid = t->pid,
 		.wrappers = o->wrappers,
 		.nwrappers = o->nwrappers,
@@ -113,8 +114,6 @@ static int write_profile(struct run *r, const struct jemalloc_target *t, struct 
 	char outbuf[256], stem[32];
 	int rc;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	ro.time_nanos = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
 	s.path = o->output;
 	if (!s.path) {
 		snprintf(stem, sizeof(stem), "heapbpf-%d", t->pid);

@@ -14,6 +14,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "collect/recording.h"
 #include "util/clock.h"
 #include "run/cli.h"
 #include "util/errmsg.h"
@@ -169,7 +170,7 @@ static int feed_step(struct served_top *st, bool last, char *err, size_t errlen)
 		if (fstat(st->fd, &sb))
 			return hb_fail(err, errlen, -errno, "cannot read the window: %s",
 				       strerror(errno));
-		if (sb.st_size < 16 && !last)
+		if (sb.st_size < RECORDING_HEADER_LEN && !last)
 			return 0;
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", st->fd);
 		rc = replay_feed__open(path, &st->ro, &st->feed, err, errlen);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/errmsg.h"
 #include "profile/flamegraph.h"
 #include "profile/folded.h"
@@ -341,14 +342,11 @@ static int64_t wall_of(const struct target_run *tr, const struct collector *c, i
 		       uint64_t ts)
 {
 	uint64_t anchor = collector__stop_time(c);
-	struct timespec now;
 
-	if (!anchor && tr->run->opts->mode == MODE_REPORT) {
+	if (!anchor && tr->run->opts->mode == MODE_REPORT)
 		anchor = collector__stats(c)->last_ts;
-	} else if (!anchor) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		anchor = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
-	}
+	else if (!anchor)
+		anchor = (uint64_t)hb_clock_ns(CLOCK_MONOTONIC);
 	/* a recording's times are range-checked (replay.c): saturated, a stray one stays defined */
 	if (end_ns < 0)
 		end_ns = 0;

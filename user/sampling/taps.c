@@ -172,6 +172,18 @@ int taps_start(struct loop *l)
 	return 0;
 }
 
+/* Tap tp ends now, off the loop: everything sampled up to now is its. */
+static void tap_stop(struct loop *l, struct tap *tp, uint32_t why)
+{
+	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
+	if (tp->tfd >= 0)
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->tfd, NULL);
+	if (l->rb)
+		loop_consume(l->rb);
+	loop_read_counters(l);
+	tap_end(l, tp, why);
+}
+
 /*
  * A live tap's second: what the ring buffer holds and the drops so far
  * written, and flushed, so that the asker reads them now. A write error
@@ -191,11 +203,8 @@ static int tap_flush(struct loop *l, struct tap *tp)
 	rc = loop_record_meta_u64(tp->rec, "alloc_drops", c->alloc_drops - tp->c0.alloc_drops);
 	rc = rc ?: loop_record_meta_u64(tp->rec, "free_drops", c->free_drops - tp->c0.free_drops);
 	rc = rc ?: recorder__flush(tp->rec);
-	if (!rc)
-		return 0;
-	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
-	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->tfd, NULL);
-	tap_end(l, tp, STOP_SIGNAL);
+	if (rc)
+		tap_stop(l, tp, STOP_SIGNAL);
 	return 0;
 }
 
@@ -208,13 +217,6 @@ int taps_ready(struct loop *l, uint32_t k)
 		return 0;
 	if (k % 2 && tp->live)
 		return tap_flush(l, tp);
-	epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
-	if (tp->tfd >= 0)
-		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->tfd, NULL);
-	/* everything sampled up to now is its */
-	if (l->rb)
-		loop_consume(l->rb);
-	loop_read_counters(l);
-	tap_end(l, tp, k % 2 ? STOP_DURATION : STOP_SIGNAL);
+	tap_stop(l, tp, k % 2 ? STOP_DURATION : STOP_SIGNAL);
 	return 0;
 }

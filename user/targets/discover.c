@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "targets/discover.h"
+#include "util/clock.h"
 #include "util/errmsg.h"
 #include "symbols/procmaps.h"
 
@@ -44,10 +45,7 @@ struct discover {
 
 static double mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return (double)hb_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 /* The kernel's process events, exec among them; -errno without them. */
