@@ -1788,18 +1788,6 @@ static void agent_went_on(struct svc *s)
  * with the service's sites (waited for: two), and exit 0 on Ctrl-C. The
  * agent's own windows go on, and no trigger of its fires.
  */
-/* A file's text into buf (a static size), for messages and checks; buf returned. */
-static char *output(const char *path, char buf[65536])
-{
-	char *t = NULL;
-
-	buf[0] = '\0';
-	if (hb_read_file(path, &t) >= 0)
-		snprintf(buf, 65536, "%s", t);
-	free(t);
-	return buf;
-}
-
 /* top's plain tables in the file at path that list what. */
 static int tables_with(const char *path, const char *what)
 {
@@ -1822,8 +1810,8 @@ static int tables_with(const char *path, const char *what)
 
 Test(agent, top_is_served_by_the_agent)
 {
-	char p[16], text[65536];
-	const char *out = hb_tmp("top.out");
+	const char *out = hb_tmp("top.out"), *text;
+	char p[16];
 	struct svc s;
 	pid_t top;
 
@@ -1833,13 +1821,13 @@ Test(agent, top_is_served_by_the_agent)
 	cr_assert_gt(top, 0);
 	for (int waited = 0; waited < WAIT_MS && tables_with(out, "large_buffers") < 2;
 	     waited += 200) {
-		cr_assert_eq(waitpid(top, NULL, WNOHANG), 0, "top ended: %s", output(out, text));
+		cr_assert_eq(waitpid(top, NULL, WNOHANG), 0, "top ended: %s", hb_file_text(out));
 		hb_sleep_ms(200);
 	}
-	cr_assert_geq(tables_with(out, "large_buffers"), 2, "%s", output(out, text));
+	cr_assert_geq(tables_with(out, "large_buffers"), 2, "%s", hb_file_text(out));
 	kill(top, SIGINT);
-	cr_assert_eq(hb_wait(top, 60000), 0, "%s", output(out, text));
-	output(out, text);
+	cr_assert_eq(hb_wait(top, 60000), 0, "%s", hb_file_text(out));
+	text = hb_file_text(out);
 	cr_assert(strstr(text, "by heapbpf agent (pid"), "%s", text);
 	cr_assert(strstr(text, "which holds it: top's view comes from it"), "%s", text);
 	cr_assert(strstr(text, "churn_small"), "%s", text);

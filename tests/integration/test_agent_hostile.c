@@ -75,15 +75,10 @@ static void place(pid_t pid)
 /* The agent's stderr so far (a static copy: for messages). */
 static const char *agent_err(void)
 {
-	static char copy[65536];
-	char path[PATH_MAX], *text = NULL;
+	char path[PATH_MAX];
 
-	copy[0] = '\0';
 	snprintf(path, sizeof(path), "%s/agent.err", hb_tmpdir());
-	if (hb_read_file(path, &text) >= 0)
-		snprintf(copy, sizeof(copy), "%s", text);
-	free(text);
-	return copy;
+	return hb_file_text(path);
 }
 
 /*

@@ -76,19 +76,6 @@ static const char *status(void)
 	return out;
 }
 
-/* A file's text (static), for messages. */
-static const char *output_of(const char *path)
-{
-	static char copy[16384];
-	char *text = NULL;
-
-	copy[0] = '\0';
-	if (hb_read_file(path, &text) >= 0)
-		snprintf(copy, sizeof(copy), "%s", text);
-	free(text);
-	return copy;
-}
-
 static void has(const char *text, const char *want)
 {
 	cr_assert(strstr(text, want), "expected \"%s\" in: %s", want, text);
@@ -143,10 +130,10 @@ Test(status, lists_every_run_and_names_the_holder)
 	/* cleanly: 0, or 3 when its short window had no sample */
 	rc = hb_wait(runs[0], 60000);
 	cr_assert(rc == 0 || rc == 3, "the watch ended with %d: %s", rc,
-		  output_of(hb_tmp("watch.err")));
+		  hb_file_text(hb_tmp("watch.err")));
 	rc = hb_wait(runs[1], 60000);
 	cr_assert(rc == 0 || rc == 3, "the one-shot ended with %d: %s", rc,
-		  output_of(hb_tmp("one.err")));
+		  hb_file_text(hb_tmp("one.err")));
 	runs[0] = runs[1] = 0;
 	has(status(), "no heapbpf is running on this host");
 }
@@ -182,7 +169,7 @@ Test(status, a_killed_run_is_not_listed)
 	cr_assert_neq(access(sock, F_OK), 0, "%s was kept", sock);
 	cr_assert_eq(access(live, F_OK), 0, "%s, a live run's, was removed", live);
 	kill(runs[1], SIGTERM);
-	cr_assert_eq(hb_wait(runs[1], 60000), 0, "%s", output_of(hb_tmp("live.err")));
+	cr_assert_eq(hb_wait(runs[1], 60000), 0, "%s", hb_file_text(hb_tmp("live.err")));
 	runs[1] = 0;
 	has(status(), "no heapbpf is running on this host");
 	/* what the killed run left on, as ever: --reset */
@@ -220,12 +207,12 @@ static void stop_watch(void)
 	int rc;
 
 	cr_assert_eq(waitpid(runs[0], NULL, WNOHANG), 0, "the watch ended: %s",
-		     output_of(hb_tmp("watch.err")));
+		     hb_file_text(hb_tmp("watch.err")));
 	kill(runs[0], SIGTERM);
 	rc = hb_wait(runs[0], 60000);
 	runs[0] = 0;
 	cr_assert(rc == 0 || rc == 3, "the watch ended with %d: %s", rc,
-		  output_of(hb_tmp("watch.err")));
+		  hb_file_text(hb_tmp("watch.err")));
 }
 
 /*
@@ -254,7 +241,7 @@ Test(status, a_held_service_is_profiled_through_its_holder)
 	free(text);
 	cr_assert_str_eq(hb_listing(dir), before, "the watch's files changed");
 	stop_watch();
-	cr_assert_null(strstr(output_of(hb_tmp("watch.err")), "demand"),
+	cr_assert_null(strstr(hb_file_text(hb_tmp("watch.err")), "demand"),
 		       "the request fired a trigger of the watch's");
 }
 

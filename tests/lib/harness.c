@@ -828,3 +828,15 @@ const char *hb_listing(const char *dir)
 		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s\n", names[i]);
 	return text;
 }
+
+const char *hb_file_text(const char *path)
+{
+	static char copy[65536];
+	char *text = NULL;
+
+	copy[0] = '\0';
+	if (hb_read_file(path, &text) >= 0)
+		snprintf(copy, sizeof(copy), "%s", text);
+	free(text);
+	return copy;
+}

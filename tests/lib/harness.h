@@ -107,6 +107,8 @@ const char *hb_own_example(const char *name);
  * first max of their names, sorted, into names unless it is NULL.
  */
 int hb_count_files(const char *dir, const char *suffix, char names[][256], int max);
+/* A file's text, its first 64 KiB ("" when unreadable), for messages and checks (static). */
+const char *hb_file_text(const char *path);
 /* The names of the (at most 64) files in dir, one line each, sorted (static). */
 const char *hb_listing(const char *dir);
 
