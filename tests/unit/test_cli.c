@@ -836,6 +836,11 @@ Test(cli, agent_takes_rules_and_a_budget)
 	cr_assert_eq(r.c.max_rss, 512u << 20);
 	cr_assert_eq(r.c.max_cpu, 50.0);
 	run_free(&r);
+	/* a tenth of a percent of one core is the least taken */
+	r = parse("agent", "--output-dir", "/tmp/a", "--max-cpu", "0.1");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.max_cpu, 0.1);
+	run_free(&r);
 }
 
 Test(cli, agent_refusals)
@@ -847,6 +852,8 @@ Test(cli, agent_refusals)
 		{ "agent", "--output-dir", "d", "--select", "nokey" },
 		{ "agent", "--output-dir", "d", "--max-targets", "0" },
 		{ "agent", "--output-dir", "d", "--max-rss", "1M" },
+		{ "agent", "--output-dir", "d", "--max-cpu", "0.05" },
+		{ "agent", "--output-dir", "d", "--max-cpu", "101" },
 		{ "--pid", "1", "--select", "unit=x" },
 		{ "watch", "--pid", "1", "--output-dir", "d", "--max-targets", "2" },
 	};

@@ -59,8 +59,9 @@ const char agent_help[] =
 	"      --max-targets N        processes sampled at once (default 16); more are rotated\n"
 	"      --rotate SECONDS       between rotations (default 3 intervals)\n"
 	"      --max-rss SIZE         heapbpf's own RSS (default 512M); --max-cpu PERCENT of\n"
-	"                             one core (default 50): over it, a target is let go and\n"
-	"                             the number sampled at once lowered by one\n"
+	"                             one core, 0.1 to 100 (default 50): over either, a\n"
+	"                             target is let go and the number sampled at once\n"
+	"                             lowered by one\n"
 	"      --test-root DIR        for tests only: read /var/log/pods, /var/log/containers\n"
 	"                             and /var/lib/docker/containers under DIR\n"
 	"  sudo heapbpf agent --pyroscope http://pyroscope:4040 --select namespace=shop\n"
@@ -133,7 +134,7 @@ struct agent {
 	int64_t next_rotate;
 	int64_t shed_at;       /* CLOCK_MONOTONIC ns a cap last let a target go */
 	unsigned int cap_said; /* over a cap with one target: said once, a bit per cap */
-	uint64_t cpu_ticks;
+	uint64_t cpu_ns;       /* heapbpf's CPU time at cpu_at, all threads */
 	int64_t cpu_at;
 };
 
@@ -572,21 +573,14 @@ static uint64_t self_rss(void)
 }
 
 /* heapbpf's user and system time so far, in clock ticks; 0 when unreadable. */
-static uint64_t self_ticks(void)
+static uint64_t self_cpu_ns(void)
 {
-	char buf[1024], *p = NULL;
-	unsigned long long ut = 0, st = 0;
-	FILE *f = fopen("/proc/self/stat", "re");
+	struct timespec ts;
 
-	if (f) {
-		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
-		fclose(f);
-	}
-	/* after ") " come fields 3..; utime and stime are fields 14 and 15 */
-	if (!p ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+	/* every thread's time, to the nanosecond (/proc's ticks are 10 ms) */
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
 		return 0;
-	return ut + st;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -596,23 +590,22 @@ static uint64_t self_ticks(void)
  */
 static double cpu_share(struct agent *a, int64_t now)
 {
-	uint64_t ticks = self_ticks();
+	uint64_t cpu = self_cpu_ns();
 	double pct;
 
 	/* unreadable (0): not measured now, the last reading kept */
-	if (!ticks || ticks < a->cpu_ticks)
+	if (!cpu || cpu < a->cpu_ns)
 		return -1;
 	if (!a->cpu_at || now - a->cpu_at < (int64_t)(CPU_SPAN_S * 1e9)) {
 		if (!a->cpu_at) {
 			a->cpu_at = now;
-			a->cpu_ticks = ticks;
+			a->cpu_ns = cpu;
 		}
 		return -1;
 	}
-	pct = 100.0 * (double)(ticks - a->cpu_ticks) / sysconf(_SC_CLK_TCK) /
-	      ((double)(now - a->cpu_at) / 1e9);
+	pct = 100.0 * (double)(cpu - a->cpu_ns) / (double)(now - a->cpu_at);
 	a->cpu_at = now;
-	a->cpu_ticks = ticks;
+	a->cpu_ns = cpu;
 	return pct;
 }
 
@@ -622,8 +615,8 @@ static double cpu_share(struct agent *a, int64_t now)
  */
 static void cpu_restart(struct agent *a)
 {
-	a->cpu_ticks = self_ticks();
-	a->cpu_at = a->cpu_ticks ? hb_clock_ns(CLOCK_MONOTONIC) : 0;
+	a->cpu_ns = self_cpu_ns();
+	a->cpu_at = a->cpu_ns ? hb_clock_ns(CLOCK_MONOTONIC) : 0;
 }
 
 /* The sampled target holding most in use: what a cap lets go first. */
@@ -667,7 +660,7 @@ static void hold_caps(struct agent *a)
 			 (unsigned long long)(a->o->max_rss >> 20));
 	} else if (cpu > a->o->max_cpu) {
 		cap = 2;
-		snprintf(what, sizeof(what), "heapbpf's CPU of %.1f%% is over --max-cpu %g%%", cpu,
+		snprintf(what, sizeof(what), "heapbpf's CPU of %.2f%% is over --max-cpu %g%%", cpu,
 			 a->o->max_cpu);
 	} else {
 		return;

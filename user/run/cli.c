@@ -709,8 +709,8 @@ static int agent_option(struct cli *c, struct given *g, int opt, const char *arg
 				   arg);
 		break;
 	case OPT_MAX_CPU:
-		if (parse_seconds(arg, &c->max_cpu) || c->max_cpu < 1 || c->max_cpu > 100)
-			return bad("--max-cpu needs a percentage of one core from 1 to 100, not "
+		if (parse_seconds(arg, &c->max_cpu) || c->max_cpu < 0.1 || c->max_cpu > 100)
+			return bad("--max-cpu needs a percentage of one core from 0.1 to 100, not "
 				   "\"%s\"",
 				   arg);
 		break;
