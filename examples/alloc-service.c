@@ -868,6 +868,151 @@ static void cmd_fill(const char *arg)
 }
 
 /*
+ * fragment N: a fragmented heap for heapbpf rss. N MiB of small objects of
+ * eight sizes (fragment_small), each written, three in four then freed at
+ * random; 8 blocks of 4 MiB written and freed (jemalloc keeps their pages as
+ * dirty); and N / 4 MiB (at least 1) mapped outside jemalloc and written.
+ */
+static void **fragments;
+static size_t nfragments;
+static void *outside_map;
+static size_t outside_len;
+
+SITE static void *fragment_small(size_t size)
+{
+	void *p = malloc(size);
+
+	if (!p)
+		die_oom(size);
+	memset(p, 0x5a, size);
+	return p;
+}
+
+SITE static void fragment_large(void)
+{
+	void *big[8];
+
+	for (int i = 0; i < 8; i++) {
+		big[i] = malloc(4 << 20);
+		if (!big[i])
+			die_oom(4 << 20);
+		memset(big[i], 0x5a, 4 << 20);
+	}
+	for (int i = 0; i < 8; i++)
+		free(big[i]);
+}
+
+static void cmd_fragment(const char *arg)
+{
+	static const size_t sizes[] = { 24, 48, 96, 160, 320, 640, 1280, 2560 };
+	uint64_t mib, kept = 0, seed = 0x9e3779b97f4a7c15ull;
+	size_t n = 0, bytes = 0;
+
+	if (parse_u64(arg, 4096, &mib) || !mib) {
+		reply("error fragment takes MiB");
+		return;
+	}
+	for (size_t i = 0; bytes < (mib << 20); i++)
+		bytes += sizes[i % 8], n++;
+	fragments = realloc(fragments, (nfragments + n) * sizeof(*fragments));
+	if (!fragments)
+		die_oom((nfragments + n) * sizeof(*fragments));
+	for (size_t i = 0; i < n; i++)
+		fragments[nfragments + i] = fragment_small(sizes[i % 8]);
+	for (size_t i = 0; i < n; i++) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		if (seed % 4) {
+			free(fragments[nfragments + i]);
+			fragments[nfragments + i] = NULL;
+		} else {
+			kept++;
+		}
+	}
+	nfragments += n;
+	fragment_large();
+	if (!outside_map) {
+		outside_len = (size_t)(mib < 4 ? 1 : mib / 4) << 20;
+		outside_map = mmap(NULL, outside_len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (outside_map == MAP_FAILED) {
+			outside_map = NULL;
+			reply("error fragment: mmap: %s", strerror(errno));
+			return;
+		}
+		memset(outside_map, 0x5a, outside_len);
+	}
+	reply("fragmented %" PRIu64 " %zu", kept, outside_len);
+}
+
+/* One "name value" line into buf at *at, jemalloc's size_t or unsigned stat; -1: unknown. */
+static void stat_line(char *buf, size_t len, size_t *at, const char *name, bool u32)
+{
+	size_t v = 0, sz = u32 ? sizeof(unsigned) : sizeof(size_t);
+	unsigned u = 0;
+	long long out = -1;
+
+	if (!mallctl(name, u32 ? (void *)&u : (void *)&v, &sz, NULL, 0))
+		out = u32 ? (long long)u : (long long)v;
+	if (*at < len)
+		*at += (size_t)snprintf(buf + *at, len - *at, "%s %lld\n", name, out);
+}
+
+/*
+ * jestats PATH: jemalloc's own stats after an epoch, one "mallctl-name value"
+ * line each, into PATH (written with write(2): nothing allocated after the
+ * epoch, so the heap stays as the stats describe it).
+ */
+static void cmd_jestats(const char *path)
+{
+	static const char *const totals[] = { "stats.allocated", "stats.active", "stats.metadata",
+					      "stats.resident",	 "stats.mapped", "stats.retained" };
+	static char buf[1 << 16];
+	char name[96];
+	size_t at = 0;
+	uint64_t epoch = 1;
+	unsigned nbins = 0, nlextents = 0;
+	size_t sz = sizeof(epoch);
+	int fd;
+
+	if (!*path) {
+		reply("error jestats needs a path");
+		return;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		reply("error jestats: %s", strerror(errno));
+		return;
+	}
+	/* twice: the first may set up ctl's own tables */
+	mallctl("epoch", &epoch, &sz, &epoch, sz);
+	mallctl("epoch", &epoch, &sz, &epoch, sz);
+	for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]); i++)
+		stat_line(buf, sizeof(buf), &at, totals[i], false);
+	stat_line(buf, sizeof(buf), &at, "stats.arenas.4096.pdirty", false);
+	stat_line(buf, sizeof(buf), &at, "stats.arenas.4096.pmuzzy", false);
+	sz = sizeof(nbins);
+	mallctl("arenas.nbins", &nbins, &sz, NULL, 0);
+	mallctl("arenas.nlextents", &nlextents, &sz, NULL, 0);
+	for (unsigned i = 0; i < nbins; i++) {
+		snprintf(name, sizeof(name), "arenas.bin.%u.size", i);
+		stat_line(buf, sizeof(buf), &at, name, false);
+		snprintf(name, sizeof(name), "stats.arenas.4096.bins.%u.curregs", i);
+		stat_line(buf, sizeof(buf), &at, name, false);
+		snprintf(name, sizeof(name), "stats.arenas.4096.bins.%u.curslabs", i);
+		stat_line(buf, sizeof(buf), &at, name, false);
+	}
+	for (unsigned i = 0; i < nlextents; i++) {
+		snprintf(name, sizeof(name), "stats.arenas.4096.lextents.%u.curlextents", i);
+		stat_line(buf, sizeof(buf), &at, name, false);
+	}
+	if (write(fd, buf, at) != (ssize_t)at || close(fd)) {
+		reply("error jestats: cannot write %s", path);
+		return;
+	}
+	reply("jestats %u %u", nbins, nlextents);
+}
+
+/*
  * pagecache N: N MiB written to an unlinked file under /tmp and read back,
  * so that page cache (reclaimable, charged to the memory cgroup) comes and
  * goes: pressure at a cgroup's limit without an OOM kill. No heap involved.
@@ -1621,6 +1766,10 @@ static void run_command(char *line)
 		cmd_fill(arg);
 	} else if (!strcmp(line, "pagecache")) {
 		cmd_pagecache(arg);
+	} else if (!strcmp(line, "fragment")) {
+		cmd_fragment(arg);
+	} else if (!strcmp(line, "jestats")) {
+		cmd_jestats(arg);
 	} else if (!strcmp(line, "leaks")) {
 		cmd_leaks(arg);
 	} else if (!strcmp(line, "burst")) {
@@ -1794,6 +1943,11 @@ static void usage(FILE *f)
 		"                 written (resident), kept until exit      -> filled BLOCKS\n"
 		"  pagecache N    N MiB written to an unlinked file under /tmp and read back:\n"
 		"                 page cache, no heap (memory cgroup pressure) -> cached N\n"
+		"  fragment N     N MiB of small objects (fragment_small), 3 in 4 freed at\n"
+		"                 random; 32 MiB of large blocks written and freed (dirty);\n"
+		"                 N/4 MiB mmap'ed outside jemalloc  -> fragmented KEPT BYTES\n"
+		"  jestats PATH   jemalloc's mallctl stats after an epoch, one \"name value\"\n"
+		"                 line each, into PATH                -> jestats NBINS NLEXTENTS\n"
 		"  hold N         N MiB more in use, in 1 MiB blocks (held_buffers), kept until\n"
 		"                 exit                                     -> held BLOCKS\n"
 		"  hoard N        N MiB more in use at once, in 64 KiB blocks (hoard_buffers),\n"

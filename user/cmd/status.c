@@ -39,7 +39,7 @@ struct runs_reg *status_register(const struct cli *o)
 	const char *mode;
 
 	if (o->reset || o->live_heap || o->mode == MODE_REPORT || o->mode == MODE_DIFF ||
-	    o->mode == MODE_STATUS)
+	    o->mode == MODE_STATUS || o->mode == MODE_RSS)
 		return NULL;
 	mode = o->mode == MODE_AGENT ? "agent"
 	       : o->mode == MODE_TOP ? "top"

@@ -841,8 +841,8 @@ int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg)
 	return v > HB_LG_SAMPLE_MAX ? -ERANGE : 0;
 }
 
-int jemalloc_target__global(const struct jemalloc_target *t, const char *name, bool prefixed,
-			    uint64_t *addr)
+int jemalloc_target__global_sized(const struct jemalloc_target *t, const char *name, bool prefixed,
+				  uint64_t *addr, uint64_t *size)
 {
 	char full[128];
 	const struct elf_sym *s;
@@ -852,7 +852,16 @@ int jemalloc_target__global(const struct jemalloc_target *t, const char *name, b
 	if (!s || s->type != STT_OBJECT)
 		return -ENOENT;
 	*addr = s->addr + t->bias;
+	*size = s->size;
 	return 0;
+}
+
+int jemalloc_target__global(const struct jemalloc_target *t, const char *name, bool prefixed,
+			    uint64_t *addr)
+{
+	uint64_t size;
+
+	return jemalloc_target__global_sized(t, name, prefixed, addr, &size);
 }
 
 bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t, const char *name)

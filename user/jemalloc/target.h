@@ -116,6 +116,9 @@ int jemalloc_target__read_lg_sample(struct jemalloc_target *t, uint64_t *lg);
 int jemalloc_target__global(const struct jemalloc_target *t, const char *name, bool prefixed,
 			    uint64_t *addr);
 
+/* The same, with the global's size in bytes (its symbol's st_size). */
+int jemalloc_target__global_sized(const struct jemalloc_target *t, const char *name, bool prefixed,
+				  uint64_t *addr, uint64_t *size);
 /* True when the symbol name is one of jemalloc's functions (private or public API). */
 bool jemalloc_target__is_jemalloc_func(const struct jemalloc_target *t, const char *name);
 

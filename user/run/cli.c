@@ -418,6 +418,12 @@ static int run_option(struct cli *c, struct given *g, int opt, const char *arg)
 /* -f FORMAT; every one given in c->formats: two of them only with --output-dir. */
 static int set_format(struct cli *c, const char *arg)
 {
+	if (c->mode == MODE_RSS) {
+		if (strcmp(arg, "text") && strcmp(arg, "json"))
+			return bad("unknown --format \"%s\" for rss; use text or json", arg);
+		c->rss_json = !strcmp(arg, "json");
+		return 0;
+	}
 	c->output_set = true;
 	if (strcmp(arg, "pprof") == 0)
 		c->format = FMT_PPROF;
@@ -1153,17 +1159,36 @@ static int parse_status(struct cli *c, const struct given *g, int n, char **oper
 	return 0;
 }
 
-/* "heapbpf report|top|diff|watch|agent|status ...": the command, taken off argv; else a live run. */
+/*
+ * heapbpf rss --pid N: one read of where the process's RSS is; nothing
+ * sampled, nothing written but to stdout.
+ */
+static int parse_rss(struct cli *c, const struct given *g, int n, char **operands)
+{
+	if (n)
+		return check_no_operand(n, operands);
+	if (g->duration || c->output_set || c->output_dir || c->record || c->pyroscope ||
+	    c->reset || c->interval || c->live_heap || c->follow_forks || c->children || c->leaks ||
+	    c->at_peak || g->type)
+		return bad("heapbpf rss reads the process once and prints to stdout: it takes "
+			   "--pid, --unit or --pidfile, --format text|json and -q");
+	if (c->npids > 1)
+		return bad("heapbpf rss reads one process: give one --pid");
+	return check_target(c, g);
+}
+
+/* "heapbpf report|top|diff|watch|agent|status|rss ...": the command, taken off argv; else a live run. */
 static enum cli_mode take_command(int *argc, char ***argv)
 {
 	static const char *const names[] = {
 		[MODE_REPORT] = "report", [MODE_TOP] = "top",	  [MODE_DIFF] = "diff",
 		[MODE_WATCH] = "watch",	  [MODE_AGENT] = "agent", [MODE_STATUS] = "status",
+		[MODE_RSS] = "rss",
 	};
 
 	if (*argc < 2)
 		return MODE_LIVE;
-	for (enum cli_mode m = MODE_REPORT; m <= MODE_STATUS; m++) {
+	for (enum cli_mode m = MODE_REPORT; m <= MODE_RSS; m++) {
 		if (strcmp((*argv)[1], names[m]) == 0) {
 			(*argc)--;
 			(*argv)++;
@@ -1195,7 +1220,7 @@ int cli_parse(int argc, char **argv, struct cli *c)
 		[MODE_LIVE] = parse_live,     [MODE_REPORT] = parse_report,
 		[MODE_TOP] = parse_top,	      [MODE_DIFF] = parse_diff,
 		[MODE_WATCH] = parse_watch,   [MODE_AGENT] = parse_agent,
-		[MODE_STATUS] = parse_status,
+		[MODE_STATUS] = parse_status, [MODE_RSS] = parse_rss,
 	};
 	struct given g = { 0 };
 	int rc;

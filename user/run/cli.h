@@ -21,6 +21,7 @@ enum cli_mode {
 	MODE_WATCH,  /* heapbpf watch --pid N: parsed, then run as MODE_LIVE with watch set */
 	MODE_AGENT,  /* heapbpf agent: every selected jemalloc process of the node (user/agent.c) */
 	MODE_STATUS, /* heapbpf status: every heapbpf running on the host (user/status.c) */
+	MODE_RSS,    /* heapbpf rss --pid N: where the RSS is (user/cmd/rss.c) */
 };
 
 #define CLI_MAX_DIRS	 16
@@ -105,6 +106,7 @@ struct cli {
 	bool raw;
 	bool follow_forks; /* also profile the children forked while sampling is on */
 	bool children;	   /* --children: also the targets' descendants running at the start */
+	bool rss_json; /* heapbpf rss --format json */
 	bool live_heap;	   /* --live-heap: read jemalloc's own tables once (user/liveheap.c) */
 	/* what is leaking (user/collect/leaks.h) */
 	bool leaks; /* --leaks: leak suspects and lifetimes after the profile */

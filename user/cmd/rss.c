@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/errmsg.h"
+#include "profile/summary.h"
+#include "jemalloc/target.h"
+#include "heap/rssmap.h"
+#include "targets/targets.h"
+#include "run/cli.h"
+#include "run/run.h"
+#include "cmd/rss.h"
+
+/* heapbpf rss --help */
+const char rss_help[] =
+	"Usage: heapbpf rss (--pid PID | --unit NAME | --pidfile PATH) [--format text|json]\n"
+	"\n"
+	"Where a jemalloc process's resident memory (RSS) is: jemalloc's own accounting,\n"
+	"read from its memory, and every extent and metadata block jemalloc holds checked\n"
+	"page by page against the kernel's page tables; the memory outside jemalloc by\n"
+	"mapping (thread stacks, other anonymous memory, files, shmem). The parts add up\n"
+	"to the RSS, with what does not as \"unexplained\". Nothing is sampled and the\n"
+	"process is not stopped; it needs jemalloc's symbol table (its debug symbols).\n"
+	"\n"
+	"  -p, --pid PID          the process\n"
+	"      --unit NAME        each jemalloc process of a systemd unit\n"
+	"      --pidfile PATH     the process whose pid the file holds\n"
+	"  -f, --format FORMAT    text (default): the table, the size classes with the\n"
+	"                         most free bytes and what to do; json: one object per\n"
+	"                         process, every figure in bytes\n"
+	"  -q, --quiet            only errors on stderr\n"
+	"\n"
+	"Examples:\n"
+	"  sudo heapbpf rss --pid $(pidof redis-server)\n"
+	"  sudo heapbpf rss --unit redis-server --format json | jq .jemalloc\n"
+	"\n" HB_EXIT_STATUS_HELP;
+
+/* The size classes listed in the text, by free bytes in their slabs. */
+#define TOP_BINS 8
+
+static const char *bytes(char *buf, size_t len, uint64_t v)
+{
+	summary_bytes(buf, len, (double)v);
+	return buf;
+}
+
+static void line(const char *what, uint64_t resident, const char *of)
+{
+	char b[32];
+
+	printf("  %-42s %11s  %s\n", what, bytes(b, sizeof(b), resident), of);
+}
+
+static void jemalloc_lines(const struct rss_map *m)
+{
+	const struct jestats *je = &m->je;
+	char of[256], b1[32], b2[32];
+	uint64_t slab_bytes = 0, slabs = 0, free_bytes = 0, large = 0, nlarge = 0;
+
+	for (unsigned i = 0; i < je->nbins; i++) {
+		slab_bytes += je->bins[i].curslabs * je->bins[i].slab_size;
+		slabs += je->bins[i].curslabs;
+		free_bytes += rss_map_bin_free(&je->bins[i]);
+	}
+	for (unsigned i = je->nbins; i < je->nsizes; i++) {
+		large += je->large[i].bytes;
+		nlarge += je->large[i].count;
+	}
+	snprintf(of, sizeof(of), "of %s in %" PRIu64 " slabs, %s of it free regions",
+		 bytes(b1, sizeof(b1), slab_bytes), slabs, bytes(b2, sizeof(b2), free_bytes));
+	line("jemalloc: small objects' slabs", m->resident[JE_SLAB], of);
+	snprintf(of, sizeof(of), "of %s in %" PRIu64 " objects (sampled small ones included)",
+		 bytes(b1, sizeof(b1), large), nlarge);
+	line("jemalloc: large objects", m->resident[JE_LARGE] + m->resident[JE_PROMOTED], of);
+	snprintf(of, sizeof(of), "of %s", bytes(b1, sizeof(b1), je->dirty));
+	line("jemalloc: dirty pages (free, not purged)", m->resident[JE_DIRTY], of);
+	snprintf(of, sizeof(of), "of %s", bytes(b1, sizeof(b1), je->muzzy));
+	line("jemalloc: muzzy pages (free, lazily)", m->resident[JE_MUZZY], of);
+	snprintf(of, sizeof(of), "of %s (address space kept for reuse)",
+		 bytes(b1, sizeof(b1), je->retained));
+	line("jemalloc: retained", m->resident[JE_RETAINED], of);
+	snprintf(of, sizeof(of), "of %s mapped, %s in use", bytes(b1, sizeof(b1), je->base_mapped),
+		 bytes(b2, sizeof(b2), je->base_allocated));
+	line("jemalloc: its metadata", m->resident[JE_BASE], of);
+	if (m->resident[JE_OTHER])
+		line("jemalloc: extents moving as read", m->resident[JE_OTHER], "");
+}
+
+static void outside_lines(const struct rss_map *m)
+{
+	char of[512], b[32], name[128];
+	size_t at = 0;
+
+	line("main thread's stack", m->main_stack, "");
+	snprintf(of, sizeof(of), "%u threads blocked now", m->nthread_stacks);
+	line("thread stacks", m->thread_stacks, m->nthread_stacks ? of : "");
+	of[0] = '\0';
+	for (int i = 0; i < RSS_OTHERS && m->others[i].bytes && at < sizeof(of) - 1; i++) {
+		hb_clean(name, sizeof(name),
+			 m->others[i].name[0] ? m->others[i].name : "anonymous");
+		at += (size_t)snprintf(
+			of + at, sizeof(of) - at, "%s%s at 0x%" PRIx64 " (%s)",
+			i ? ", " : "largest: ", bytes(b, sizeof(b), m->others[i].bytes),
+			m->others[i].start, name);
+	}
+	line("other anonymous memory", m->other_anon, of);
+	line("files (binaries, libraries, mapped files)", m->mem.file, "");
+	line("shmem", m->mem.shmem, "");
+}
+
+static int by_free(const void *a, const void *b)
+{
+	uint64_t x = rss_map_bin_free(*(const struct jestats_bin *const *)a);
+	uint64_t y = rss_map_bin_free(*(const struct jestats_bin *const *)b);
+
+	return (x < y) - (x > y);
+}
+
+static void bins_text(const struct rss_map *m)
+{
+	const struct jestats_bin *top[JESTATS_MAX_BINS];
+	unsigned n = m->je.nbins;
+
+	for (unsigned i = 0; i < n; i++)
+		top[i] = &m->je.bins[i];
+	qsort(top, n, sizeof(top[0]), by_free);
+	if (!n || !rss_map_bin_free(top[0]))
+		return;
+	printf("\nsmall size classes with the most free bytes in their slabs:\n");
+	printf("  %8s %10s %10s %8s %8s %11s\n", "size", "regions", "in use", "slabs", "used",
+	       "free");
+	for (unsigned i = 0; i < n && i < TOP_BINS && rss_map_bin_free(top[i]); i++) {
+		uint64_t regs = top[i]->curslabs * top[i]->nregs;
+		char b[32];
+
+		printf("  %8" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %7.1f%% %11s\n",
+		       top[i]->size, regs, top[i]->curregs, top[i]->curslabs,
+		       regs ? 100.0 * (double)top[i]->curregs / (double)regs : 0.0,
+		       bytes(b, sizeof(b), rss_map_bin_free(top[i])));
+	}
+}
+
+/* One sentence for each part over a tenth of the RSS that a setting addresses. */
+static void advice(const struct rss_map *m)
+{
+	uint64_t tenth = m->mem.rss / 10, free_bytes = 0;
+	char b[32];
+	bool any = false;
+
+	for (unsigned i = 0; i < m->je.nbins; i++)
+		free_bytes += rss_map_bin_free(&m->je.bins[i]);
+	if (m->resident[JE_DIRTY] > tenth) {
+		printf("%s  - dirty pages hold %s: jemalloc returns them only after "
+		       "dirty_decay_ms (default 10000) and only when it runs; an idle process "
+		       "keeps them. background_thread:true purges them in the background, a "
+		       "smaller dirty_decay_ms sooner (MALLOC_CONF).\n",
+		       any ? "" : "\nwhat to do:\n", bytes(b, sizeof(b), m->resident[JE_DIRTY]));
+		any = true;
+	}
+	if (free_bytes > tenth) {
+		printf("%s  - free regions in partly used slabs hold %s (fragmentation): "
+		       "objects of different lifetimes share slabs. Fewer arenas (narenas) "
+		       "pack them tighter; a smaller tcache (tcache_max, or tcache:false) keeps "
+		       "fewer regions cached per thread.\n",
+		       any ? "" : "\nwhat to do:\n", bytes(b, sizeof(b), free_bytes));
+		any = true;
+	}
+	if (m->resident[JE_MUZZY] > tenth) {
+		printf("%s  - muzzy pages hold %s: the kernel takes them back only under "
+		       "memory pressure (MADV_FREE); muzzy_decay_ms:0 purges them at once.\n",
+		       any ? "" : "\nwhat to do:\n", bytes(b, sizeof(b), m->resident[JE_MUZZY]));
+		any = true;
+	}
+	if (m->other_anon > tenth) {
+		printf("%s  - %s of anonymous memory is outside jemalloc: another allocator "
+		       "(glibc's malloc through a library that does not use jemalloc) or the "
+		       "program's own mmap.\n",
+		       any ? "" : "\nwhat to do:\n", bytes(b, sizeof(b), m->other_anon));
+	}
+}
+
+static void print_text(const struct jemalloc_target *t, const struct rss_map *m)
+{
+	char b[5][32], comm[64], why[160] = "";
+	uint64_t swapped = 0;
+
+	for (int k = 0; k < JE_KINDS; k++)
+		swapped += m->swapped[k];
+	hb_clean(comm, sizeof(comm), t->comm);
+	printf("pid %d (%s), jemalloc %.*s: RSS %s (anonymous %s, files %s, shmem %s), swap %s\n",
+	       t->pid, comm, (int)strcspn(t->version, "-"), t->version, bytes(b[0], 32, m->mem.rss),
+	       bytes(b[1], 32, m->mem.anon), bytes(b[2], 32, m->mem.file),
+	       bytes(b[3], 32, m->mem.shmem), bytes(b[4], 32, m->mem.swap));
+	if (m->walk.skipped)
+		snprintf(why, sizeof(why),
+			 "; %" PRIu64 " extents changed as they were read and "
+			 "were left out",
+			 m->walk.skipped);
+	printf("read in %.1f ms while the process ran%s\n\n", m->walk_ms, why);
+	printf("  %-42s %11s\n", "where the RSS is", "resident");
+	jemalloc_lines(m);
+	outside_lines(m);
+	if (m->unexplained >= 0) {
+		line("unexplained", (uint64_t)m->unexplained, "");
+	} else {
+		char b2[32], neg[64];
+
+		snprintf(neg, sizeof(neg), "-%s", bytes(b2, sizeof(b2), (uint64_t)-m->unexplained));
+		printf("  %-42s %11s  %s\n", "unexplained", neg,
+		       "(the parts came to more: the process ran as it was read)");
+	}
+	line("RSS", m->mem.rss, "");
+	printf("\njemalloc's own figures: allocated %s, active %s, metadata %s, mapped %s, "
+	       "retained %s.\n",
+	       bytes(b[0], 32, m->je.allocated), bytes(b[1], 32, m->je.active),
+	       bytes(b[2], 32, m->je.metadata), bytes(b[3], 32, m->je.mapped),
+	       bytes(b[4], 32, m->je.retained));
+	printf("Its stats.resident, %s, counts every active and dirty page as resident; "
+	       "measured, %s of what jemalloc holds is.\n",
+	       bytes(b[0], 32, m->je.resident), bytes(b[1], 32, m->je_resident));
+	if (swapped)
+		printf("%s of jemalloc's pages are swapped out.\n", bytes(b[0], 32, swapped));
+	bins_text(m);
+	advice(m);
+}
+
+/* s as a JSON string: quotes, backslashes and control bytes escaped. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static void json_part(const char *name, uint64_t resident, uint64_t bytes_held, bool last)
+{
+	printf("\"%s\":{\"resident\":%" PRIu64 ",\"bytes\":%" PRIu64 "}%s", name, resident,
+	       bytes_held, last ? "" : ",");
+}
+
+static void json_jemalloc(const struct rss_map *m)
+{
+	const struct jestats *je = &m->je;
+	uint64_t slab_bytes = 0, large = 0;
+
+	for (unsigned i = 0; i < je->nbins; i++)
+		slab_bytes += je->bins[i].curslabs * je->bins[i].slab_size;
+	for (unsigned i = je->nbins; i < je->nsizes; i++)
+		large += je->large[i].bytes;
+	printf("\"jemalloc\":{\"allocated\":%" PRIu64 ",\"active\":%" PRIu64
+	       ",\"metadata\":%" PRIu64 ",\"mapped\":%" PRIu64 ",\"retained\":%" PRIu64
+	       ",\"dirty\":%" PRIu64 ",\"muzzy\":%" PRIu64 ",\"resident\":%" PRIu64
+	       ",\"stats_resident\":%" PRIu64 ",\"narenas\":%u,\"parts\":{",
+	       je->allocated, je->active, je->metadata, je->mapped, je->retained, je->dirty,
+	       je->muzzy, m->je_resident, je->resident, je->narenas);
+	json_part("slabs", m->resident[JE_SLAB], slab_bytes, false);
+	json_part("large", m->resident[JE_LARGE] + m->resident[JE_PROMOTED], large, false);
+	json_part("dirty", m->resident[JE_DIRTY], je->dirty, false);
+	json_part("muzzy", m->resident[JE_MUZZY], je->muzzy, false);
+	json_part("retained", m->resident[JE_RETAINED], je->retained, false);
+	json_part("metadata", m->resident[JE_BASE], je->base_mapped, false);
+	json_part("moving", m->resident[JE_OTHER], 0, true);
+	printf("}},");
+}
+
+static void json_lists(const struct rss_map *m)
+{
+	const struct jestats *je = &m->je;
+	bool first = true;
+
+	printf("\"bins\":[");
+	for (unsigned i = 0; i < je->nbins; i++) {
+		const struct jestats_bin *b = &je->bins[i];
+
+		printf("%s{\"size\":%" PRIu64 ",\"regions\":%" PRIu64 ",\"used\":%" PRIu64
+		       ",\"slabs\":%" PRIu64 ",\"nonfull_slabs\":%" PRIu64
+		       ",\"slab_bytes\":%" PRIu64 ",\"free\":%" PRIu64 ",\"resident\":%" PRIu64 "}",
+		       i ? "," : "", b->size, b->curslabs * b->nregs, b->curregs, b->curslabs,
+		       b->nonfull, b->curslabs * b->slab_size, rss_map_bin_free(b),
+		       m->bin_resident[i]);
+	}
+	printf("],\"large\":[");
+	for (unsigned i = je->nbins; i < je->nsizes; i++) {
+		if (!je->large[i].count)
+			continue;
+		printf("%s{\"size\":%" PRIu64 ",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
+		       first ? "" : ",", je->large[i].size, je->large[i].count, je->large[i].bytes);
+		first = false;
+	}
+	printf("],\"others\":[");
+	for (int i = 0; i < RSS_OTHERS && m->others[i].bytes; i++) {
+		printf("%s{\"start\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"name\":", i ? "," : "",
+		       m->others[i].start, m->others[i].bytes);
+		json_str(m->others[i].name);
+		putchar('}');
+	}
+	printf("]");
+}
+
+static void print_json(const struct jemalloc_target *t, const struct rss_map *m)
+{
+	printf("{\"pid\":%d,\"comm\":", t->pid);
+	json_str(t->comm);
+	printf(",\"jemalloc_version\":");
+	json_str(t->version);
+	printf(",\"rss\":%" PRIu64 ",\"anon\":%" PRIu64 ",\"file\":%" PRIu64 ",\"shmem\":%" PRIu64
+	       ",\"swap\":%" PRIu64 ",",
+	       m->mem.rss, m->mem.anon, m->mem.file, m->mem.shmem, m->mem.swap);
+	json_jemalloc(m);
+	printf("\"outside_jemalloc\":%" PRIu64 ",\"main_stack\":%" PRIu64
+	       ",\"thread_stacks\":%" PRIu64 ",\"other_anon\":%" PRIu64 ",\"unexplained\":%" PRId64
+	       ",",
+	       m->main_stack + m->thread_stacks + m->other_anon, m->main_stack, m->thread_stacks,
+	       m->other_anon, m->unexplained);
+	json_lists(m);
+	printf(",\"walk\":{\"extents\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"ms\":%.3f}}\n",
+	       m->walk.extents, m->walk.skipped, m->walk_ms);
+}
+
+static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
+{
+	struct jemalloc_target *t = NULL;
+	struct rss_map *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (!m)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	rc = jemalloc_target__find(pid, o->layout, &t, err, errlen);
+	rc = rc ?: rss_map_read(t, m, err, errlen);
+	if (!rc) {
+		if (o->rss_json)
+			print_json(t, m);
+		else
+			print_text(t, m);
+		fflush(stdout);
+	}
+	jemalloc_target__free(t);
+	free(m);
+	return rc;
+}
+
+int rss_command(struct run *r, char *err, size_t errlen)
+{
+	const struct cli *o = r->opts;
+	pid_t pids[TARGETS_MAX];
+	int n = 1, rc = 0, done = 0;
+
+	if (o->pidfile) {
+		rc = targets_from_pidfile(o->pidfile, &pids[0], err, errlen);
+	} else if (o->unit) {
+		n = targets_from_unit(o->unit, NULL, pids, TARGETS_MAX, err, errlen);
+		rc = n < 0 ? n : 0;
+	} else {
+		pids[0] = o->pids[0];
+	}
+	for (int i = 0; !rc && i < n; i++) {
+		char why[1024];
+		int one_rc = one(pids[i], o, o->unit ? why : err, o->unit ? sizeof(why) : errlen);
+
+		/* a unit's helper without jemalloc (a wrapper shell) is passed over, said */
+		if (one_rc == JEMALLOC_ENOTFOUND && o->unit)
+			hb_say("pid %d of unit %s has no jemalloc; passed over", pids[i], o->unit);
+		else if (one_rc && o->unit)
+			rc = hb_fail(err, errlen, one_rc, "%s", why);
+		else
+			rc = one_rc;
+		done += !one_rc;
+	}
+	if (!rc && !done)
+		rc = hb_fail(err, errlen, JEMALLOC_ENOTFOUND, "no process of unit %s has jemalloc",
+			     o->unit);
+	return rc;
+}
