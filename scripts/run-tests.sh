@@ -43,7 +43,7 @@ group=${2:?usage: $0 BUILD GROUP}
 # test's forks compete for the pid
 SERIAL_SUITES="soak leaks liveheap_load forks_pidreuse multi_pidreuse agent_budget"
 # the suites that run on the jemalloc fixtures (make test builds them for this group)
-FIXTURE_SUITES="versions|liveheap|reach|core_versions|wrappers|agent_versions"
+FIXTURE_SUITES="versions|liveheap|reach|core_versions|wrappers|agent_versions|rss_versions"
 slots=${HEAPBPF_TEST_JOBS:-$(($(nproc) + 1))}
 slotdir=${HEAPBPF_TEST_SLOTS:-}
 if [ -z "$slotdir" ]; then

@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * heapbpf rss against jemalloc's own figures and the kernel's.
+ *
+ *   rss/exact_*           the example builds a fragmented heap (fragment:
+ *   rss_versions/exact_*  small objects, 3 in 4 freed at random; large
+ *                         blocks freed to dirty pages; memory mapped outside
+ *                         jemalloc), pauses and prints jemalloc's mallctl
+ *                         stats after an epoch (jestats). heapbpf rss
+ *                         --format json must give allocated, active,
+ *                         metadata, mapped, retained, dirty, muzzy and
+ *                         stats.resident within 1% (they are read from the
+ *                         same fields: exact so far), every bin's regions in
+ *                         use and slabs exactly, the RSS within 1% of
+ *                         smaps_rollup, and parts that add up to it within
+ *                         2%; the mapping outside jemalloc among the others.
+ *                         On Debian's 5.3.0 (rss) and the fixtures' 5.2.1,
+ *                         5.3.0, 5.3.1 and _rjem_ builds (rss_versions).
+ *   rss_versions/redis_*  Redis built as upstream builds it, filled with small
+ *                         keys, most deleted at random: allocated, active and
+ *                         jemalloc's resident against its INFO memory.
+ *   rss/text_*, rss/refuses_*  the table and the refusals.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+static pid_t svc_pid;
+
+static void fini(void)
+{
+	if (svc_pid > 0) {
+		kill(svc_pid, SIGKILL);
+		waitpid(svc_pid, NULL, 0);
+		svc_pid = 0;
+	}
+	hb_tmpdir_cleanup();
+}
+
+TestSuite(rss, .fini = fini, .timeout = 300);
+TestSuite(rss_versions, .fini = fini, .timeout = 300);
+
+#define IDLE "prof:true,prof_active:false"
+
+/* The number after "key": in the JSON text from where (first occurrence); asserted there. */
+static double json_num(const char *where, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(where, pat);
+	cr_assert_not_null(p, "no \"%s\" in %s", key, where);
+	return strtod(p + strlen(pat), NULL);
+}
+
+/* The value of "name value" in jemalloc's stats file text; asserted there. */
+static double je_stat(const char *text, const char *name)
+{
+	char pat[128];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\n%s ", name);
+	p = strstr(text, pat);
+	if (!p && !strncmp(text, name, strlen(name)) && text[strlen(name)] == ' ')
+		p = text - 1;
+	cr_assert_not_null(p, "jemalloc's stats have no %s", name);
+	return strtod(p + strlen(pat), NULL);
+}
+
+/* heapbpf rss --pid pid with more args; its stdout (exit 0 asserted). */
+static char *rss_of(pid_t pid, const char *format)
+{
+	char *out = NULL;
+	const char *outp = hb_tmp("rss.out");
+
+	hb_sh("'%s' rss --pid %d --format %s > '%s' 2> '%s'", hb_path("heapbpf"), pid, format, outp,
+	      hb_tmp("rss.err"));
+	cr_assert_geq(hb_read_file(outp, &out), 0);
+	cr_assert_gt(strlen(out), 0, "heapbpf rss said nothing: %s",
+		     hb_file_text(hb_tmp("rss.err")));
+	return out;
+}
+
+/* smaps_rollup's Rss of pid, in bytes. */
+static double rollup_rss(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
+	const char *rss = strstr(hb_file_text(path), "\nRss:");
+
+	cr_assert_not_null(rss, "%s has no Rss", path);
+	return strtod(rss + 5, NULL) * 1024; /* "Rss:  1234 kB" */
+}
+
+static void near(double got, double want, double frac, const char *what, const char *json)
+{
+	double d = got > want ? got - want : want - got;
+
+	cr_assert_leq(d, frac * (want > 0 ? want : 1), "%s: heapbpf %.0f, jemalloc %.0f: %s", what,
+		      got, want, json);
+}
+
+/* The fragmented example on bin, checked against jemalloc's stats and smaps_rollup. */
+static void exact(const char *bin, const char *env_name)
+{
+	char env[128], reply[256], cmdline[PATH_MAX + 16];
+	const char *stats = hb_tmp("jestats.txt");
+	struct svc s;
+	char *json, *st;
+	const char *bins, *others;
+	unsigned nbins = 0, nlext = 0, seen = 0;
+	double rss_before, rss_after;
+
+	snprintf(env, sizeof(env), "%s=" IDLE, env_name);
+	cr_assert_eq(svc_start_env(&s, bin, NULL, (const char *[]){ env, NULL },
+				   (const char *[]){ "--threads", "2", "--rate", "2000", NULL }),
+		     0);
+	svc_pid = s.pid;
+	/* the workers' own heap too, then nothing moves */
+	cr_assert_gt(svc_allocs(&s), 0);
+	cr_assert_eq(svc_cmd(&s, "pause", reply, sizeof(reply), 60000), 0);
+	cr_assert_eq(svc_cmd(&s, "fragment 64", reply, sizeof(reply), 120000), 0);
+	cr_assert(!strncmp(reply, "fragmented ", 11), "%s", reply);
+	snprintf(cmdline, sizeof(cmdline), "jestats %s", stats);
+	cr_assert_eq(svc_cmd(&s, cmdline, reply, sizeof(reply), 60000), 0);
+	cr_assert_eq(sscanf(reply, "jestats %u %u", &nbins, &nlext), 2, "%s", reply);
+	st = hb_xstrdup(hb_file_text(stats));
+
+	rss_before = rollup_rss(s.pid);
+	json = rss_of(s.pid, "json");
+	rss_after = rollup_rss(s.pid);
+
+	near(json_num(json, "allocated"), je_stat(st, "stats.allocated"), 0.01, "allocated", json);
+	near(json_num(json, "active"), je_stat(st, "stats.active"), 0.01, "active", json);
+	near(json_num(json, "metadata"), je_stat(st, "stats.metadata"), 0.01, "metadata", json);
+	near(json_num(json, "mapped"), je_stat(st, "stats.mapped"), 0.01, "mapped", json);
+	near(json_num(json, "retained"), je_stat(st, "stats.retained"), 0.01, "retained", json);
+	near(json_num(json, "dirty"), je_stat(st, "stats.arenas.4096.pdirty") * 4096, 0.01, "dirty",
+	     json);
+	near(json_num(json, "muzzy"), je_stat(st, "stats.arenas.4096.pmuzzy") * 4096, 0.01, "muzzy",
+	     json);
+	near(json_num(json, "stats_resident"), je_stat(st, "stats.resident"), 0.01,
+	     "stats.resident", json);
+	/* the freed large blocks are dirty and were written: resident */
+	cr_assert_gt(json_num(strstr(strstr(json, "\"parts\""), "\"dirty\""), "resident"), 0, "%s",
+		     json);
+
+	/* every bin, exactly */
+	bins = strstr(json, "\"bins\":[");
+	cr_assert_not_null(bins);
+	for (const char *b = bins; (b = strstr(b, "{\"size\":")) && b < strstr(bins, "]"); b++) {
+		char name[96];
+
+		snprintf(name, sizeof(name), "arenas.bin.%u.size", seen);
+		cr_assert_eq(json_num(b, "size"), je_stat(st, name));
+		snprintf(name, sizeof(name), "stats.arenas.4096.bins.%u.curregs", seen);
+		cr_assert_eq(json_num(b, "used"), je_stat(st, name), "bin %u: %s", seen, json);
+		snprintf(name, sizeof(name), "stats.arenas.4096.bins.%u.curslabs", seen);
+		cr_assert_eq(json_num(b, "slabs"), je_stat(st, name), "bin %u: %s", seen, json);
+		seen++;
+	}
+	cr_assert_eq(seen, nbins, "%u bins in the JSON, jemalloc has %u", seen, nbins);
+
+	/* the kernel's view: the RSS, and parts that add up to it */
+	cr_assert_geq(json_num(json, "rss"),
+		      0.99 * (rss_before < rss_after ? rss_before : rss_after), "%s", json);
+	cr_assert_leq(json_num(json, "rss"),
+		      1.01 * (rss_before > rss_after ? rss_before : rss_after), "%s", json);
+	cr_assert_leq(json_num(json, "unexplained") < 0 ? -json_num(json, "unexplained")
+							: json_num(json, "unexplained"),
+		      0.02 * json_num(json, "rss"), "%s", json);
+	/* fragment's 16 MiB mapped outside jemalloc and written: the largest other */
+	others = strstr(json, "\"others\":[");
+	cr_assert_not_null(others);
+	cr_assert_geq(json_num(others, "bytes"), 16 << 20, "%s", json);
+	cr_assert_geq(json_num(json, "other_anon"), 16 << 20, "%s", json);
+	free(json);
+	free(st);
+	svc_stop(&s);
+	svc_pid = 0;
+}
+
+Test(rss, exact_on_debians_jemalloc)
+{
+	exact(hb_path("examples/alloc-service-static"), "MALLOC_CONF");
+}
+
+Test(rss_versions, exact_521)
+{
+	exact(hb_fixture_built("bin/je521fix-static"), "MALLOC_CONF");
+}
+
+Test(rss_versions, exact_530_shared)
+{
+	exact(hb_fixture_built("bin/je530-shared"), "MALLOC_CONF");
+}
+
+Test(rss_versions, exact_531)
+{
+	exact(hb_fixture_built("bin/je531-static"), "MALLOC_CONF");
+}
+
+Test(rss_versions, exact_rjem530)
+{
+	exact(hb_fixture_built("bin/rjem530-static"), "_RJEM_MALLOC_CONF");
+}
+
+Test(rss_versions, exact_rjem531)
+{
+	exact(hb_fixture_built("bin/rjem531-shared"), "_RJEM_MALLOC_CONF");
+}
+
+/* The table: every part said, and what to do about the largest. */
+Test(rss, text_adds_up_and_says_what_to_do)
+{
+	static const char *const want[] = {
+		"jemalloc 5.3.0: RSS ",
+		"jemalloc: small objects' slabs",
+		"jemalloc: large objects",
+		"jemalloc: dirty pages",
+		"jemalloc: retained",
+		"jemalloc: its metadata",
+		"thread stacks",
+		"other anonymous memory",
+		"files (binaries, libraries, mapped files)",
+		"unexplained",
+		"\n  RSS ",
+		"jemalloc's own figures: allocated ",
+		"small size classes with the most free bytes in their slabs:",
+		"what to do:",
+		"free regions in partly used slabs hold",
+	};
+	char reply[256];
+	struct svc s;
+	char *text;
+
+	cr_assert_eq(svc_start(&s, hb_path("examples/alloc-service-static"), IDLE,
+			       (const char *[]){ "--threads", "0", NULL }),
+		     0);
+	svc_pid = s.pid;
+	cr_assert_eq(svc_cmd(&s, "fragment 64", reply, sizeof(reply), 120000), 0);
+	text = rss_of(s.pid, "text");
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_assert_not_null(strstr(text, want[i]), "no \"%s\" in:\n%s", want[i], text);
+	free(text);
+	svc_stop(&s);
+	svc_pid = 0;
+}
+
+/* heapbpf rss with args; its exit status, its stderr into err. */
+static int rss_run(const char *const *args, char *err, size_t len)
+{
+	const char *argv[16] = { "rss" };
+	int n = 1;
+
+	for (; *args && n < 15; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	return hb_run(argv, err, len, 60000);
+}
+
+Test(rss, refuses_what_it_cannot_read)
+{
+	char err[4096], pidarg[16];
+	pid_t sleeper = hb_spawn((const char *[]){ "/bin/sleep", "600", NULL }, NULL);
+
+	svc_pid = sleeper;
+	snprintf(pidarg, sizeof(pidarg), "%d", sleeper);
+	cr_assert_eq(rss_run((const char *[]){ "--pid", pidarg, NULL }, err, sizeof(err)), 1, "%s",
+		     err);
+	cr_assert_not_null(strstr(err, "jemalloc"), "%s", err);
+	cr_assert_eq(rss_run((const char *[]){ "--pid", pidarg, "--format", "xml", NULL }, err,
+			     sizeof(err)),
+		     2, "%s", err);
+	cr_assert_not_null(strstr(err, "unknown --format \"xml\" for rss"), "%s", err);
+	cr_assert_eq(rss_run((const char *[]){ "--pid", pidarg, "-o", "x.pb.gz", NULL }, err,
+			     sizeof(err)),
+		     2, "%s", err);
+	cr_assert_not_null(strstr(err, "prints to stdout"), "%s", err);
+	cr_assert_eq(rss_run((const char *[]){ NULL }, err, sizeof(err)), 2, "%s", err);
+	cr_assert_not_null(strstr(err, "--pid is required"), "%s", err);
+}
+
+/* A --enable-debug jemalloc moves every structure: refused, said. */
+Test(rss_versions, refuses_a_debug_build)
+{
+	char err[4096], pidarg[16];
+	struct svc s;
+
+	cr_assert_eq(svc_start(&s, hb_fixture_built("bin/debug530-static"), IDLE,
+			       (const char *[]){ "--threads", "0", NULL }),
+		     0);
+	svc_pid = s.pid;
+	snprintf(pidarg, sizeof(pidarg), "%d", s.pid);
+	cr_assert_eq(rss_run((const char *[]){ "--pid", pidarg, NULL }, err, sizeof(err)), 1, "%s",
+		     err);
+	cr_assert_not_null(strstr(err, "not of a --enable-debug build"), "%s", err);
+	svc_stop(&s);
+	svc_pid = 0;
+}
+
+/* ---- Redis built as upstream builds it: its INFO memory against heapbpf rss ---- */
+
+/* A TCP port on 127.0.0.1 nothing listens on now (the kernel's choice). */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* The field of redis-cli's INFO memory on port (asserted there). */
+static double redis_info(int port, const char *field)
+{
+	char cmd[128], line[512];
+	double v = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "redis-cli -h 127.0.0.1 -p %d INFO memory", port);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		size_t n = strlen(field);
+
+		if (!strncmp(line, field, n) && line[n] == ':')
+			v = strtod(line + n + 1, NULL);
+	}
+	pclose(p);
+	cr_assert_geq(v, 0, "redis's INFO memory has no %s", field);
+	return v;
+}
+
+/* got within 1% of the span of two readings of redis's own figure, one before, one after. */
+static void between(double got, double a, double b, const char *what, const char *json)
+{
+	double lo = a < b ? a : b, hi = a > b ? a : b;
+
+	cr_assert(got >= 0.99 * lo && got <= 1.01 * hi,
+		  "%s: heapbpf %.0f, redis %.0f then %.0f: %s", what, got, a, b, json);
+}
+
+Test(rss_versions, redis_fragmented_by_deletes)
+{
+	static const char *const fields[] = { "allocator_allocated", "allocator_active",
+					      "allocator_resident", "used_memory_rss" };
+	static const char *const ours[] = { "allocated", "active", "stats_resident", "rss" };
+	const char *bin = hb_fixture_built("redis/bin/redis-server");
+	char portarg[16], reply[256] = "", cmd[256];
+	double before[4], after[4];
+	char *json;
+	pid_t redis;
+	int port = 0;
+
+	port = free_port();
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	setenv("JE_MALLOC_CONF", IDLE, 1);
+	redis = hb_spawn((const char *[]){ bin, "--port", portarg, "--bind", "127.0.0.1", "--save",
+					   "", "--appendonly", "no", "--enable-debug-command",
+					   "local", "--dir", hb_tmpdir(), NULL },
+			 hb_tmp("redis.log"));
+	unsetenv("JE_MALLOC_CONF");
+	svc_pid = redis;
+	for (int i = 0; i < 300 && strcmp(reply, "PONG"); i++) {
+		cr_assert_eq(waitpid(redis, NULL, WNOHANG), 0, "redis-server exited: %s",
+			     hb_file_text(hb_tmp("redis.log")));
+		hb_sleep_ms(100);
+		hb_redis_cli(port, "ping", reply, sizeof(reply));
+	}
+	cr_assert_str_eq(reply, "PONG", "%s", hb_file_text(hb_tmp("redis.log")));
+	/* 300k small keys, three in four deleted at random: the classic fragmentation */
+	hb_redis_cli(port, "DEBUG POPULATE 300000 key 100", reply, sizeof(reply));
+	cr_assert_str_eq(reply, "OK");
+	snprintf(cmd, sizeof(cmd),
+		 "EVAL \"for i=0,299999 do if math.random(4) ~= 1 then "
+		 "redis.call('DEL','key:'..i) end end return 1\" 0");
+	hb_redis_cli(port, cmd, reply, sizeof(reply));
+	cr_assert_str_eq(reply, "1", "%s", reply);
+
+	for (int i = 0; i < 4; i++)
+		before[i] = redis_info(port, fields[i]);
+	json = rss_of(redis, "json");
+	for (int i = 0; i < 4; i++)
+		after[i] = redis_info(port, fields[i]);
+	for (int i = 0; i < 4; i++)
+		between(json_num(json, ours[i]), before[i], after[i], fields[i], json);
+	/* where the difference lies: jemalloc's resident is its upper bound, measured less */
+	cr_assert_leq(json_num(json, "resident"), json_num(json, "stats_resident"), "%s", json);
+	{
+		double free_bytes = 0;
+
+		for (const char *f = json; (f = strstr(f, "\"free\":")); f++)
+			free_bytes += strtod(f + 7, NULL);
+		cr_assert_gt(free_bytes, 1 << 20, "the deletes left free regions: %s", json);
+	}
+	free(json);
+	kill(redis, SIGTERM);
+	cr_assert_geq(hb_wait(redis, 30000), 0);
+	svc_pid = 0;
+}
