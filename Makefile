@@ -349,7 +349,7 @@ UNITS   := heapbpf-agent.service heapbpf-snapshot@.service heapbpf-snapshot@.tim
 	   heapbpf-watch@.service
 # heapbpf(8), and one page per command
 MANPAGES := heapbpf.8 heapbpf-report.8 heapbpf-diff.8 heapbpf-top.8 heapbpf-watch.8 \
-	    heapbpf-agent.8 heapbpf-status.8
+	    heapbpf-agent.8 heapbpf-status.8 heapbpf-rss.8
 INSTALLED := $(BINDIR)/heapbpf $(MANPAGES:%=$(MANDIR)/man8/%) $(UNITS:%=$(UNITDIR)/%)
 
 .PHONY: install uninstall

@@ -187,6 +187,7 @@ static const char *const default_tree[] = {
 	"-0644 usr/local/share/man/man8/heapbpf-agent.8",
 	"-0644 usr/local/share/man/man8/heapbpf-diff.8",
 	"-0644 usr/local/share/man/man8/heapbpf-report.8",
+	"-0644 usr/local/share/man/man8/heapbpf-rss.8",
 	"-0644 usr/local/share/man/man8/heapbpf-status.8",
 	"-0644 usr/local/share/man/man8/heapbpf-top.8",
 	"-0644 usr/local/share/man/man8/heapbpf-watch.8",
@@ -246,6 +247,7 @@ Test(install, prefix_moves_everything_and_execstart_follows)
 		"-0644 opt/heapbpf/share/man/man8/heapbpf-agent.8",
 		"-0644 opt/heapbpf/share/man/man8/heapbpf-diff.8",
 		"-0644 opt/heapbpf/share/man/man8/heapbpf-report.8",
+		"-0644 opt/heapbpf/share/man/man8/heapbpf-rss.8",
 		"-0644 opt/heapbpf/share/man/man8/heapbpf-status.8",
 		"-0644 opt/heapbpf/share/man/man8/heapbpf-top.8",
 		"-0644 opt/heapbpf/share/man/man8/heapbpf-watch.8",
@@ -490,6 +492,7 @@ static const struct {
 	{ "watch", "man/heapbpf-watch.8", "--on-growth" },
 	{ "agent", "man/heapbpf-agent.8", "--select" },
 	{ "status", "man/heapbpf-status.8", NULL },
+	{ "rss", "man/heapbpf-rss.8", "--format" },
 };
 #define NPAGES (sizeof(pages) / sizeof(pages[0]))
 

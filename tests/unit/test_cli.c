@@ -877,6 +877,36 @@ Test(cli, reset_without_a_target_is_the_node_wide_reset)
 	run_free(&r);
 }
 
+/* heapbpf rss: one process, text or json, nothing written but to stdout. */
+Test(cli, rss_takes_one_target_and_a_format)
+{
+	static const char *const bad[][8] = {
+		{ "rss" },
+		{ "rss", "--pid", "1", "--format", "pprof" },
+		{ "rss", "--pid", "1", "-o", "x.pb.gz" },
+		{ "rss", "--pid", "1,2" },
+		{ "rss", "--pid", "1", "--duration", "5" },
+		{ "rss", "--pid", "1", "--unit", "redis" },
+		{ "rss", "--pid", "1", "extra" },
+	};
+	struct run r = parse("rss", "--pid", "1234");
+
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert_eq(r.c.mode, MODE_RSS);
+	cr_assert_not(r.c.rss_json);
+	run_free(&r);
+	r = parse("rss", "--unit", "redis-server", "--format", "json");
+	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
+	cr_assert(r.c.rss_json);
+	run_free(&r);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = parse_v(bad[i]);
+		cr_assert_eq(r.rc, -EINVAL, "case %zu accepted", i);
+		cr_assert(strstr(r.err, "heapbpf: "), "case %zu: %s", i, r.err);
+		run_free(&r);
+	}
+}
+
 /* heapbpf status: nothing to choose; an option that picks a target is refused, said. */
 Test(cli, status_takes_nothing)
 {

@@ -146,6 +146,7 @@ const char profile_help[] =
 	"                            growth, pressure, SIGUSR1)\n"
 	"  heapbpf agent             every jemalloc process of the node, watched\n"
 	"  heapbpf status            every heapbpf running on the host\n"
+	"  heapbpf rss --pid PID     where the process's RSS is, page by page\n"
 	"\n" HB_EXIT_STATUS_HELP;
 
 int profile_command(struct run *r, char *err, size_t errlen)
