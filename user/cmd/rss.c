@@ -51,7 +51,7 @@ static void line(const char *what, uint64_t resident, const char *of)
 {
 	char b[32];
 
-	printf("  %-42s %11s  %s\n", what, bytes(b, sizeof(b), resident), of);
+	printf("  %-42s %11s%s%s\n", what, bytes(b, sizeof(b), resident), *of ? "  " : "", of);
 }
 
 static void jemalloc_lines(const struct rss_map *m)
