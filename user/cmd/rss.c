@@ -121,7 +121,7 @@ static int by_free(const void *a, const void *b)
 
 static void bins_text(const struct rss_map *m)
 {
-	const struct jestats_bin *top[JESTATS_MAX_BINS];
+	const struct jestats_bin *top[JESTATS_MAX_BINS] = { 0 };
 	unsigned n = m->je.nbins;
 
 	for (unsigned i = 0; i < n; i++)

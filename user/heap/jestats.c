@@ -133,7 +133,7 @@ const struct jestats_layout *jestats_layout_for(const char *version)
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
 		size_t n = strlen(layouts[i].version);
 
-		if (!strncmp(version, layouts[i].version, n) &&
+		if (strncmp(version, layouts[i].version, n) == 0 &&
 		    (version[n] == '\0' || version[n] == '-'))
 			return &layouts[i];
 	}
@@ -362,7 +362,7 @@ static int arenas_of(const struct mem_source *m, const struct jestats_syms *sy, 
 int jestats_read(const struct mem_source *m, const struct jestats_layout *l,
 		 const struct jestats_syms *sy, struct jestats *st, char *err, size_t errlen)
 {
-	uint64_t arenas[MAX_ARENAS];
+	uint64_t arenas[MAX_ARENAS] = { 0 };
 	int n, rc;
 
 	memset(st, 0, sizeof(*st));
@@ -501,7 +501,7 @@ static int walk_leaf(struct walker *k, uint64_t leaf, uint64_t top, jestats_pres
 
 static int walk_bases(struct walker *k, const struct jestats_syms *sy, char *err, size_t errlen)
 {
-	uint64_t arenas[MAX_ARENAS];
+	uint64_t arenas[MAX_ARENAS] = { 0 };
 	int n = arenas_of(k->m, sy, arenas, err, errlen);
 
 	for (int i = 0; i < n; i++) {

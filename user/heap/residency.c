@@ -25,7 +25,7 @@ static int kb_field(const char *line, const char *key, uint64_t *sum)
 	size_t n = strlen(key);
 	unsigned long long kb;
 
-	if (strncmp(line, key, n) || line[n] != ':' || sscanf(line + n + 1, "%llu", &kb) != 1)
+	if (strncmp(line, key, n) != 0 || line[n] != ':' || sscanf(line + n + 1, "%llu", &kb) != 1)
 		return 0;
 	*sum += (uint64_t)kb << 10;
 	return 1;

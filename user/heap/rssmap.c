@@ -160,7 +160,7 @@ static void outside(pid_t pid, const struct vmas *v, const uint64_t *in_vma, str
 
 		if (!bytes)
 			continue;
-		if (!strcmp(m->name, "[stack]")) {
+		if (strcmp(m->name, "[stack]") == 0) {
 			out->main_stack += bytes;
 			continue;
 		}
@@ -208,14 +208,14 @@ static int measure(const struct jemalloc_target *t, const struct jestats_layout 
 		in_vma = calloc(v.n + 1, sizeof(*in_vma));
 		rc = in_vma ? 0 : hb_fail(err, errlen, -ENOMEM, "out of memory");
 	}
-	if (!rc) {
+	if (!rc && in_vma) {
 		qsort(x.v, x.n, sizeof(x.v[0]), by_addr);
 		rc = count_resident(pm, &x, &v, in_vma, out);
 		if (rc)
 			rc = hb_fail(err, errlen, rc, "cannot read the page map of pid %d: %s",
 				     t->pid, strerror(-rc));
 	}
-	if (!rc)
+	if (!rc && in_vma)
 		outside(t->pid, &v, in_vma, out);
 	free(in_vma);
 	residency_vmas_free(&v);

@@ -419,9 +419,9 @@ static int run_option(struct cli *c, struct given *g, int opt, const char *arg)
 static int set_format(struct cli *c, const char *arg)
 {
 	if (c->mode == MODE_RSS) {
-		if (strcmp(arg, "text") && strcmp(arg, "json"))
+		if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0)
 			return bad("unknown --format \"%s\" for rss; use text or json", arg);
-		c->rss_json = !strcmp(arg, "json");
+		c->rss_json = strcmp(arg, "json") == 0;
 		return 0;
 	}
 	c->output_set = true;

@@ -106,7 +106,7 @@ struct cli {
 	bool raw;
 	bool follow_forks; /* also profile the children forked while sampling is on */
 	bool children;	   /* --children: also the targets' descendants running at the start */
-	bool rss_json; /* heapbpf rss --format json */
+	bool rss_json;	   /* heapbpf rss --format json */
 	bool live_heap;	   /* --live-heap: read jemalloc's own tables once (user/liveheap.c) */
 	/* what is leaking (user/collect/leaks.h) */
 	bool leaks; /* --leaks: leak suspects and lifetimes after the profile */
