@@ -428,20 +428,6 @@ Test(reach, unknown_version_right_forced_layout_confirmed)
 
 /* ---- Redis with its bundled jemalloc ------------------------------------------- */
 
-/* A TCP port on 127.0.0.1 nothing listens on now (the kernel's choice). */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 /* redis-server bin on a port of its own, with conf in JE_MALLOC_CONF (NULL: unset). */
 static pid_t redis_start_bin(const char *bin, const char *conf, int *port)
 {
@@ -451,7 +437,7 @@ static pid_t redis_start_bin(const char *bin, const char *conf, int *port)
 	fixture_exists(bin);
 	cr_assert_eq(access("/usr/bin/redis-benchmark", X_OK), 0,
 		     "redis-benchmark is missing: run make deps (scripts/install-deps.sh)");
-	*port = free_port();
+	*port = hb_free_port();
 	snprintf(portarg, sizeof(portarg), "%d", *port);
 	snprintf(log, sizeof(log), "%s/redis.log", hb_tmpdir());
 	if (conf)

@@ -316,20 +316,6 @@ Test(rss_versions, refuses_a_debug_build)
 
 /* ---- Redis built as upstream builds it: its INFO memory against heapbpf rss ---- */
 
-/* A TCP port on 127.0.0.1 nothing listens on now (the kernel's choice). */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 /* The field of redis-cli's INFO memory on port (asserted there). */
 static double redis_info(int port, const char *field)
 {
@@ -372,7 +358,7 @@ Test(rss_versions, redis_fragmented_by_deletes)
 	pid_t redis;
 	int port = 0;
 
-	port = free_port();
+	port = hb_free_port();
 	snprintf(portarg, sizeof(portarg), "%d", port);
 	setenv("JE_MALLOC_CONF", IDLE, 1);
 	redis = hb_spawn((const char *[]){ bin, "--port", portarg, "--bind", "127.0.0.1", "--save",

@@ -71,19 +71,6 @@ static bool is_caller(const char *site)
 	return false;
 }
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
 /* The fixture's redis-server on a port of its own, profiling on and idle. */
 static pid_t redis_start(int *port)
 {
@@ -98,7 +85,7 @@ static pid_t redis_start(int *port)
 		     bin);
 	cr_assert_eq(access("/usr/bin/redis-benchmark", X_OK), 0,
 		     "redis-benchmark is missing: run make deps (scripts/install-deps.sh)");
-	*port = free_port();
+	*port = hb_free_port();
 	snprintf(portarg, sizeof(portarg), "%d", *port);
 	setenv("JE_MALLOC_CONF", IDLE, 1);
 	pid = hb_spawn((const char *[]){ bin, "--port", portarg, "--bind", "127.0.0.1", "--save",

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/personality.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -19,7 +20,9 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
 #include <linux/sched.h> /* struct clone_args */
+#include <netinet/in.h>
 
 #include "harness.h"
 
@@ -839,4 +842,17 @@ const char *hb_file_text(const char *path)
 		snprintf(copy, sizeof(copy), "%s", text);
 	free(text);
 	return copy;
+}
+
+int hb_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
 }

@@ -147,6 +147,8 @@ void hb_sh_line(char *out, size_t len, const char *cmd);
 void hb_redis_cli(int port, const char *args, char *out, size_t len);
 
 void hb_sleep_ms(int ms);
+/* A TCP port on 127.0.0.1 nothing listens on now (the kernel's choice). */
+int hb_free_port(void);
 
 /*
  * heapbpf's byte figures ("64.0 MiB", "512 B": summary_bytes, the page's
