@@ -52,6 +52,7 @@ FULL = dict(
     unit_procs=64, unit_seconds=5.0, unit_rate=2000,
     watch_seconds=240, watch_lg=12, watch_threads=4,
     agent_procs=64, agent_budget=16, agent_seconds=120, agent_rate=200, agent_interval=10,
+    rss_fill_mib=2048, rss_fragment_mib=2048, rss_reps=3,
 )
 SMOKE = dict(
     idle_reps=1, idle_window=0.2, idle_cycle=0.3,
@@ -68,6 +69,7 @@ SMOKE = dict(
     unit_procs=4, unit_seconds=1.0, unit_rate=2000,
     watch_seconds=4, watch_lg=12, watch_threads=2,
     agent_procs=4, agent_budget=2, agent_seconds=4, agent_rate=200, agent_interval=1,
+    rss_fill_mib=16, rss_fragment_mib=16, rss_reps=1,
 )
 
 # a large binary every machine with clang has (clang -> libclang-cpp -> libllvm)
@@ -694,6 +696,63 @@ def bench_snapshot(S, res):
         % (len(a), min(live), min(fromcore), gcore_s, core_mib, a == b))
 
 
+# ---- 13. heapbpf rss on a large heap -------------------------------------------------------
+
+
+def svc_cmd(p, line, want, timeout=1200):
+    """One control command to the example; its reply, which must start with want."""
+    p.stdin.write(line + "\n")
+    p.stdin.flush()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reply = p.stdout.readline()
+        if not reply:
+            raise BenchError("the example exited during %r" % line)
+        if reply.startswith(want):
+            return reply.strip()
+        if reply.startswith("error"):
+            raise BenchError("%r: %s" % (line, reply.strip()))
+    raise BenchError("no reply to %r" % line)
+
+
+def bench_rss(S, res):
+    """heapbpf rss --format json on the example holding fill (large objects, written) plus a
+    fragmented heap of small objects: wall time, heapbpf's own peak RSS, the walk's extents.
+    The process is never stopped."""
+    p = subprocess.Popen([hb.path("examples/alloc-service-static"), "--control", "--threads",
+                          "0"], env=dict(os.environ, MALLOC_CONF=ORACLE), text=True,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        if not p.stdout.readline().startswith("ready"):
+            raise BenchError("the example did not start")
+        svc_cmd(p, "fill %d" % S["rss_fill_mib"], "filled")
+        svc_cmd(p, "fragment %d" % S["rss_fragment_mib"], "fragmented")
+        runs = []
+        for _ in range(S["rss_reps"]):
+            t = time.monotonic()
+            child = subprocess.Popen([hb.heapbpf_bin(), "rss", "--pid", str(p.pid), "--format",
+                                      "json"], stdout=subprocess.PIPE, text=True)
+            out = child.stdout.read()
+            _, status, ru = os.wait4(child.pid, 0)
+            child.returncode = status
+            wall_ms = (time.monotonic() - t) * 1000
+            if status:
+                raise BenchError("heapbpf rss exited with status %d" % status)
+            j = json.loads(out)
+            runs.append(dict(wall_ms=wall_ms, walk_ms=j["walk"]["ms"], maxrss_kib=ru.ru_maxrss,
+                             extents=j["walk"]["extents"], skipped=j["walk"]["skipped"],
+                             active=j["jemalloc"]["active"], rss=j["rss"],
+                             unexplained=j["unexplained"],
+                             resident=j["jemalloc"]["resident"]))
+    finally:
+        hb.kill_wait(p)
+    res["rss"] = dict(fill_mib=S["rss_fill_mib"], fragment_mib=S["rss_fragment_mib"],
+                      runs=runs)
+    log("rss: %d extents, %.0f MiB active, wall %.0f ms (best), walk %.0f ms"
+        % (runs[0]["extents"], runs[0]["active"] / MIB, min(r["wall_ms"] for r in runs),
+           min(r["walk_ms"] for r in runs)))
+
+
 # ---- main -----------------------------------------------------------------------------------
 
 
@@ -867,6 +926,7 @@ def measure(S, smoke):
     timed("snapshot", bench_snapshot, S, res)
     timed("watch", bench_watch, S, res)
     timed("agent", bench_agent, S, res)
+    timed("rss", bench_rss, S, res)
     res["elapsed_s"] = time.monotonic() - t0
     res["load_end"] = loadavg()
     return res

@@ -944,6 +944,65 @@ static void cmd_fragment(const char *arg)
 	reply("fragmented %" PRIu64 " %zu", kept, outside_len);
 }
 
+/*
+ * sparse SIZE N / dense SIZE N: N MiB of SIZE-byte objects, written and
+ * kept; sparse then frees seven in eight at random, so that its size class's
+ * slabs are mostly free regions. Each its own site (sparse_small,
+ * dense_small): a stack of one object size.
+ */
+SITE static void *sparse_small(size_t size)
+{
+	void *p = malloc(size);
+
+	if (!p)
+		die_oom(size);
+	memset(p, 0x7c, size);
+	return p;
+}
+
+SITE static void *dense_small(size_t size)
+{
+	void *p = malloc(size);
+
+	if (!p)
+		die_oom(size);
+	/* another byte than sparse_small's: identical bodies would be folded into one */
+	memset(p, 0x6b, size);
+	return p;
+}
+
+static void cmd_classed(const char *cmd, const char *arg)
+{
+	bool sparse = !strcmp(cmd, "sparse");
+	uint64_t size, mib, seed = 0x2545f4914f6cdd1dull;
+	size_t n, kept = 0;
+	char *end = NULL;
+	void **v;
+
+	size = strtoull(arg, &end, 10);
+	if (!end || end == arg || size == 0 || size > 14336 ||
+	    parse_u64(end + strspn(end, " "), 4096, &mib) || !mib) {
+		reply("error %s takes SIZE (1..14336) and MiB", cmd);
+		return;
+	}
+	n = (size_t)((mib << 20) / size);
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		die_oom(n * sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = sparse ? sparse_small(size) : dense_small(size);
+	for (size_t i = 0; i < n; i++) {
+		seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+		if (sparse && seed % 8)
+			free(v[i]);
+		else
+			kept++;
+	}
+	/* the kept ones stay allocated for good; the array of them goes */
+	free(v);
+	reply("%s %zu", cmd, kept);
+}
+
 /* One "name value" line into buf at *at, jemalloc's size_t or unsigned stat; -1: unknown. */
 static void stat_line(char *buf, size_t len, size_t *at, const char *name, bool u32)
 {
@@ -1770,6 +1829,8 @@ static void run_command(char *line)
 		cmd_fragment(arg);
 	} else if (!strcmp(line, "jestats")) {
 		cmd_jestats(arg);
+	} else if (!strcmp(line, "sparse") || !strcmp(line, "dense")) {
+		cmd_classed(line, arg);
 	} else if (!strcmp(line, "leaks")) {
 		cmd_leaks(arg);
 	} else if (!strcmp(line, "burst")) {
@@ -1946,6 +2007,9 @@ static void usage(FILE *f)
 		"  fragment N     N MiB of small objects (fragment_small), 3 in 4 freed at\n"
 		"                 random; 32 MiB of large blocks written and freed (dirty);\n"
 		"                 N/4 MiB mmap'ed outside jemalloc  -> fragmented KEPT BYTES\n"
+		"  sparse SIZE N  N MiB of SIZE-byte objects (sparse_small), 7 in 8 freed at\n"
+		"                 random, the rest kept                 -> sparse KEPT\n"
+		"  dense SIZE N   N MiB of SIZE-byte objects (dense_small), all kept -> dense N\n"
 		"  jestats PATH   jemalloc's mallctl stats after an epoch, one \"name value\"\n"
 		"                 line each, into PATH                -> jestats NBINS NLEXTENTS\n"
 		"  hold N         N MiB more in use, in 1 MiB blocks (held_buffers), kept until\n"

@@ -189,6 +189,10 @@ static void exact(const char *bin, const char *env_name)
 	cr_assert_not_null(others);
 	cr_assert_geq(json_num(others, "bytes"), 16 << 20, "%s", json);
 	cr_assert_geq(json_num(json, "other_anon"), 16 << 20, "%s", json);
+	/* not sampling: no stacks, and why */
+	cr_assert_not_null(strstr(json, "\"stacks\":[],\"stacks_note\":\"jemalloc holds no "
+					"sampled object"),
+			   "%s", json);
 	free(json);
 	free(st);
 	svc_stop(&s);
@@ -402,5 +406,56 @@ Test(rss_versions, redis_fragmented_by_deletes)
 	free(json);
 	kill(redis, SIGTERM);
 	cr_assert_geq(hb_wait(redis, 30000), 0);
+	svc_pid = 0;
+}
+
+/* The held bytes of the stack whose site is site, and its in-use bytes; asserted there. */
+static void stack_of(const char *json, const char *site, double *inuse, double *held)
+{
+	char pat[128];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\"", site);
+	p = strstr(strstr(json, "\"stacks\":["), pat);
+	cr_assert_not_null(p, "no stack through %s: %s", site, json);
+	*inuse = json_num(p, "inuse");
+	*held = json_num(p, "held");
+}
+
+/*
+ * held: a stack whose objects sit in a sparse size class (7 in 8 of its
+ * regions freed) holds several times its in-use bytes; one in a dense class
+ * about its in-use bytes. The process samples (1 in 64 KiB).
+ */
+Test(rss, held_is_several_times_in_use_in_a_sparse_class)
+{
+	char reply[256];
+	struct svc s;
+	double sparse_inuse, sparse_held, dense_inuse, dense_held;
+	char *json;
+
+	cr_assert_eq(svc_start(&s, hb_path("examples/alloc-service-static"),
+			       "prof:true,prof_active:true,lg_prof_sample:16",
+			       (const char *[]){ "--threads", "0", NULL }),
+		     0);
+	svc_pid = s.pid;
+	cr_assert_eq(svc_cmd(&s, "sparse 320 64", reply, sizeof(reply), 120000), 0);
+	cr_assert(!strncmp(reply, "sparse ", 7), "%s", reply);
+	cr_assert_eq(svc_cmd(&s, "dense 256 32", reply, sizeof(reply), 120000), 0);
+	cr_assert(!strncmp(reply, "dense ", 6), "%s", reply);
+	json = rss_of(s.pid, "json");
+	stack_of(json, "sparse_small", &sparse_inuse, &sparse_held);
+	stack_of(json, "dense_small", &dense_inuse, &dense_held);
+	/* 64 MiB of 320-byte objects, one in 8 kept: about 8 MiB in use, 64 MiB of slabs */
+	cr_assert(sparse_inuse > 4e6 && sparse_inuse < 16e6, "%s", json);
+	cr_assert_geq(sparse_held, 4 * sparse_inuse, "%s", json);
+	cr_assert(dense_inuse > 24e6 && dense_inuse < 40e6, "%s", json);
+	cr_assert(dense_held >= dense_inuse && dense_held <= 1.2 * dense_inuse, "%s", json);
+	free(json);
+	json = rss_of(s.pid, "text");
+	cr_assert_not_null(strstr(json, "stacks holding the most"), "%s", json);
+	cr_assert_not_null(strstr(json, "sparse_small <- cmd_classed"), "%s", json);
+	free(json);
+	svc_stop(&s);
 	svc_pid = 0;
 }

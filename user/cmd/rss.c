@@ -8,7 +8,14 @@
 #include "util/errmsg.h"
 #include "profile/summary.h"
 #include "jemalloc/target.h"
+#include "collect/collector.h"
+#include "heap/heapwalk.h"
+#include "heap/held.h"
+#include "heap/memsrc_proc.h"
 #include "heap/rssmap.h"
+#include "profile/report.h"
+#include "symbols/symbolize.h"
+#include "util/clock.h"
 #include "targets/targets.h"
 #include "run/cli.h"
 #include "run/run.h"
@@ -40,6 +47,112 @@ const char rss_help[] =
 
 /* The size classes listed in the text, by free bytes in their slabs. */
 #define TOP_BINS 8
+/* The stacks listed in the text, by held bytes. */
+#define TOP_STACKS 10
+
+/* The sampled live heap's stacks, and what each holds (held.h). */
+struct rss_stacks {
+	struct hb_profile *p; /* NULL: none (why says so) */
+	double *held;	      /* per sample of p */
+	size_t *order;	      /* p's samples by held, most first */
+	double inuse, held_sum;
+	char why[512];
+};
+
+static void stacks_free(struct rss_stacks *s)
+{
+	hb_profile__free(s->p);
+	free(s->held);
+	free(s->order);
+}
+
+static const double *held_key;
+
+static int by_held(const void *a, const void *b)
+{
+	double x = held_key[*(const size_t *)a], y = held_key[*(const size_t *)b];
+
+	return (x < y) - (x > y);
+}
+
+/* The live heap's stacks, symbolized, as --live-heap reads them; none (said in why) is no error. */
+static int collect_stacks(const struct jemalloc_target *t, struct collector *c, char *why,
+			  size_t len)
+{
+	struct heapwalk_syms sy;
+	struct heapwalk_opts wo;
+	struct heapwalk_stats st = { 0 };
+	struct mem_source m = { 0 };
+	int rc;
+
+	rc = heapwalk_target_syms(t, &sy, why, len);
+	rc = rc ?: memsrc_proc_open(t->pid, &m, why, len);
+	if (rc)
+		return rc;
+	heapwalk_default_opts(&wo);
+	rc = heapwalk_read(&m, t->layout, &sy, &wo, c, &st, why, len);
+	memsrc_proc_close(&m);
+	if (!rc && !st.stacks)
+		rc = hb_fail(why, len, -ENODATA,
+			     "jemalloc holds no sampled object: per-stack figures need the "
+			     "process to sample (prof_active, or heapbpf watch or agent on it)");
+	return rc;
+}
+
+static int read_stacks(const struct jemalloc_target *t, const struct cli *o,
+		       const struct rss_map *m, struct rss_stacks *out)
+{
+	struct report_opts ro = {
+		.time_nanos = hb_clock_ns(CLOCK_REALTIME),
+		.pid = t->pid,
+		.wrappers = o->wrappers,
+		.nwrappers = o->nwrappers,
+	};
+	struct collector *c = NULL;
+	struct symbolizer *sym = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = collector__new(1ull << t->lg_prof_sample, &c);
+	if (rc)
+		return hb_fail(out->why, sizeof(out->why), rc, "out of memory");
+	rc = collect_stacks(t, c, out->why, sizeof(out->why));
+	if (!rc) {
+		rc = symbolizer__new(t->pid, &sym);
+		rc = rc ?: report__build(c, sym, t, &ro, &out->p);
+		if (rc)
+			hb_fail(out->why, sizeof(out->why), rc, "cannot symbolize the stacks: %s",
+				strerror(-rc));
+	}
+	symbolizer__free(sym);
+	collector__free(c);
+	if (rc)
+		return rc;
+	out->held = calloc(out->p->nsamples + 1, sizeof(*out->held));
+	out->order = calloc(out->p->nsamples + 1, sizeof(*out->order));
+	if (!out->held || !out->order) {
+		stacks_free(out);
+		memset(out, 0, sizeof(*out));
+		return hb_fail(out->why, sizeof(out->why), -ENOMEM, "out of memory");
+	}
+	held_estimate(out->p, &m->je, out->held);
+	for (size_t i = 0; i < out->p->nsamples; i++) {
+		out->order[i] = i;
+		out->inuse += (double)out->p->samples[i].v[HB_INUSE_SPACE];
+		out->held_sum += out->held[i];
+	}
+	held_key = out->held;
+	qsort(out->order, out->p->nsamples, sizeof(*out->order), by_held);
+	return 0;
+}
+
+/* The function of frame k of sample s (its innermost inlined line). */
+static const char *frame_name(const struct hb_profile *p, const struct hb_sample *s, uint32_t k)
+{
+	const struct hb_location *l = &p->locations[s->locs[k]];
+
+	return l->nlines ? l->lines[0].function : "??";
+}
 
 static const char *bytes(char *buf, size_t len, uint64_t v)
 {
@@ -143,6 +256,31 @@ static void bins_text(const struct rss_map *m)
 	}
 }
 
+static void stacks_text(const struct rss_stacks *st)
+{
+	char b[2][32], name[HB_CLEAN_SIZE(128)];
+
+	if (!st->p) {
+		printf("\nper-stack figures: %s.\n", st->why);
+		return;
+	}
+	printf("\nstacks holding the most: in use (the sampled live heap, estimated) and held, with "
+	       "their share of the free regions in their size class's slabs (an estimate from "
+	       "each stack's mean object size):\n");
+	printf("  %11s %11s  %s\n", "held", "in use", "site <- callers");
+	for (size_t i = 0; i < st->p->nsamples && i < TOP_STACKS; i++) {
+		const struct hb_sample *smp = &st->p->samples[st->order[i]];
+
+		printf("  %11s %11s  ", bytes(b[0], 32, (uint64_t)st->held[st->order[i]]),
+		       bytes(b[1], 32,
+			     (uint64_t)(smp->v[HB_INUSE_SPACE] > 0 ? smp->v[HB_INUSE_SPACE] : 0)));
+		for (uint32_t k = smp->site; k < smp->nlocs && k < smp->site + 3; k++)
+			printf("%s%s", k > smp->site ? " <- " : "",
+			       hb_clean(name, sizeof(name), frame_name(st->p, smp, k)));
+		printf("\n");
+	}
+}
+
 /* One sentence for each part over a tenth of the RSS that a setting addresses. */
 static void advice(const struct rss_map *m)
 {
@@ -182,7 +320,8 @@ static void advice(const struct rss_map *m)
 	}
 }
 
-static void print_text(const struct jemalloc_target *t, const struct rss_map *m)
+static void print_text(const struct jemalloc_target *t, const struct rss_map *m,
+		       const struct rss_stacks *st)
 {
 	char b[5][32], comm[64], why[160] = "";
 	uint64_t swapped = 0;
@@ -224,6 +363,7 @@ static void print_text(const struct jemalloc_target *t, const struct rss_map *m)
 	if (swapped)
 		printf("%s of jemalloc's pages are swapped out.\n", bytes(b[0], 32, swapped));
 	bins_text(m);
+	stacks_text(st);
 	advice(m);
 }
 
@@ -307,7 +447,34 @@ static void json_lists(const struct rss_map *m)
 	printf("]");
 }
 
-static void print_json(const struct jemalloc_target *t, const struct rss_map *m)
+static void json_stacks(const struct rss_stacks *st)
+{
+	if (!st->p) {
+		printf(",\"stacks\":[],\"stacks_note\":");
+		json_str(st->why);
+		return;
+	}
+	printf(",\"stacks\":[");
+	for (size_t i = 0; i < st->p->nsamples; i++) {
+		const struct hb_sample *smp = &st->p->samples[st->order[i]];
+
+		printf("%s{\"frames\":[", i ? "," : "");
+		for (uint32_t k = 0; k < smp->nlocs; k++) {
+			if (k)
+				putchar(',');
+			json_str(frame_name(st->p, smp, k));
+		}
+		printf("],\"site\":%u,\"inuse\":%" PRId64 ",\"inuse_objects\":%" PRId64
+		       ",\"held\":%.0f}",
+		       smp->site, smp->v[HB_INUSE_SPACE] > 0 ? smp->v[HB_INUSE_SPACE] : 0,
+		       smp->v[HB_INUSE_OBJECTS] > 0 ? smp->v[HB_INUSE_OBJECTS] : 0,
+		       st->held[st->order[i]]);
+	}
+	printf("]");
+}
+
+static void print_json(const struct jemalloc_target *t, const struct rss_map *m,
+		       const struct rss_stacks *st)
 {
 	printf("{\"pid\":%d,\"comm\":", t->pid);
 	json_str(t->comm);
@@ -323,6 +490,7 @@ static void print_json(const struct jemalloc_target *t, const struct rss_map *m)
 	       m->main_stack + m->thread_stacks + m->other_anon, m->main_stack, m->thread_stacks,
 	       m->other_anon, m->unexplained);
 	json_lists(m);
+	json_stacks(st);
 	printf(",\"walk\":{\"extents\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"ms\":%.3f}}\n",
 	       m->walk.extents, m->walk.skipped, m->walk_ms);
 }
@@ -331,6 +499,7 @@ static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
 {
 	struct jemalloc_target *t = NULL;
 	struct rss_map *m = calloc(1, sizeof(*m));
+	struct rss_stacks st = { 0 };
 	int rc;
 
 	if (!m)
@@ -338,12 +507,15 @@ static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
 	rc = jemalloc_target__find(pid, o->layout, &t, err, errlen);
 	rc = rc ?: rss_map_read(t, m, err, errlen);
 	if (!rc) {
+		/* none, with why, is no failure: the table stands without them */
+		read_stacks(t, o, m, &st);
 		if (o->rss_json)
-			print_json(t, m);
+			print_json(t, m, &st);
 		else
-			print_text(t, m);
+			print_text(t, m, &st);
 		fflush(stdout);
 	}
+	stacks_free(&st);
 	jemalloc_target__free(t);
 	free(m);
 	return rc;

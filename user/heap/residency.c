@@ -31,35 +31,26 @@ static int kb_field(const char *line, const char *key, uint64_t *sum)
 	return 1;
 }
 
-int residency_memory(pid_t pid, struct proc_memory *out)
+int residency_memory(pid_t pid, const struct vmas *v, struct proc_memory *out)
 {
 	char path[64], line[256];
 	FILE *f;
 
 	memset(out, 0, sizeof(*out));
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		(void)(kb_field(line, "Rss", &out->rss) ||
-		       kb_field(line, "Anonymous", &out->anon) ||
-		       kb_field(line, "Swap", &out->swap) ||
-		       kb_field(line, "LazyFree", &out->lazyfree));
+	/* smaps walks the page tables: its sums are smaps_rollup's, exact */
+	for (size_t i = 0; i < v->n; i++) {
+		out->rss += v->v[i].rss;
+		out->anon += v->v[i].anon;
+		out->swap += v->v[i].swap;
 	}
-	fclose(f);
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
+	/* status's counters are per-CPU and lag: only its shmem, which smaps does not total */
 	while (fgets(line, sizeof(line), f))
 		(void)kb_field(line, "RssShmem", &out->shmem);
 	fclose(f);
-	/*
-	 * smaps_rollup walks the page tables: rss and anon are exact, and the
-	 * rest is files and shmem. status's counters are per-CPU and lag; only
-	 * its shmem, which smaps_rollup does not total, is taken from it.
-	 */
 	if (out->shmem > out->rss - out->anon)
 		out->shmem = out->rss - out->anon;
 	out->file = out->rss - out->anon - out->shmem;

@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Bytes: rss, anon and swap from smaps_rollup, shmem from status, file the rest. */
+/* Bytes: rss, anon and swap summed over smaps, shmem from status, file the rest. */
 struct proc_memory {
-	uint64_t rss, anon, file, shmem, swap, lazyfree;
+	uint64_t rss, anon, file, shmem, swap;
 };
 
 struct vma {
@@ -30,10 +30,10 @@ struct vmas {
 	size_t n;
 };
 
-/* The process's totals. 0, or negative errno. */
-int residency_memory(pid_t pid, struct proc_memory *out);
 /* Every mapping of the process (smaps), in address order. 0, or negative errno. */
 int residency_vmas(pid_t pid, struct vmas *out);
+/* The process's totals, from its mappings v. 0, or negative errno. */
+int residency_memory(pid_t pid, const struct vmas *v, struct proc_memory *out);
 void residency_vmas_free(struct vmas *v);
 
 /* A process's pagemap, read in address order through a window. */

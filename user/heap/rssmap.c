@@ -217,6 +217,12 @@ static int measure(const struct jemalloc_target *t, const struct jestats_layout 
 	}
 	if (!rc && in_vma)
 		outside(t->pid, &v, in_vma, out);
+	if (!rc) {
+		rc = residency_memory(t->pid, &v, &out->mem);
+		if (rc)
+			rc = hb_fail(err, errlen, rc, "cannot read the memory of pid %d: %s",
+				     t->pid, strerror(-rc));
+	}
 	free(in_vma);
 	residency_vmas_free(&v);
 	pagemap_close(pm);
@@ -243,12 +249,6 @@ int rss_map_read(const struct jemalloc_target *t, struct rss_map *out, char *err
 		return rc;
 	rc = measure(t, l, &m, out, err, errlen);
 	memsrc_proc_close(&m);
-	if (!rc) {
-		rc = residency_memory(t->pid, &out->mem);
-		if (rc)
-			rc = hb_fail(err, errlen, rc, "cannot read the memory of pid %d: %s",
-				     t->pid, strerror(-rc));
-	}
 	if (rc)
 		return rc;
 	out->unexplained = (int64_t)out->mem.rss -
