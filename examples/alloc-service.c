@@ -687,17 +687,25 @@ SITE static __attribute__((noreturn)) void child_held_buffers(uint64_t mib, cons
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out);
 
+/*
+ * v (of n pointers) with room for more: grown by the caller of a site, not in
+ * it, so that the site's only allocations are its objects (one stack).
+ */
+static void **grow_array(void **v, size_t n, size_t more)
+{
+	void **p = realloc(v, (n + more) * sizeof(*p));
+
+	if (!p)
+		die_oom((n + more) * sizeof(*p));
+	return p;
+}
+
 /* hold N: N MiB more in use, in 1 MiB blocks, from a site of its own: a known change. */
 static void **held;
 static size_t nheld;
 
 SITE static void held_buffers(uint64_t mib)
 {
-	void **v = realloc(held, (nheld + mib) * sizeof(*v));
-
-	if (!v)
-		die_oom((nheld + mib) * sizeof(*v));
-	held = v;
 	for (uint64_t i = 0; i < mib; i++) {
 		held[nheld] = malloc(1 << 20);
 		if (!held[nheld])
@@ -715,14 +723,8 @@ SITE static void held_buffers(uint64_t mib)
 static void **hoarded;
 static size_t nhoarded;
 
-SITE static void hoard_buffers(uint64_t mib)
+SITE static void hoard_buffers(size_t n)
 {
-	size_t n = mib * ((1 << 20) / HOARD_BLOCK);
-	void **v = realloc(hoarded, (nhoarded + n) * sizeof(*v));
-
-	if (!v)
-		die_oom((nhoarded + n) * sizeof(*v));
-	hoarded = v;
 	for (size_t i = 0; i < n; i++) {
 		hoarded[nhoarded] = malloc(HOARD_BLOCK);
 		if (!hoarded[nhoarded])
@@ -739,7 +741,9 @@ static void cmd_hoard(const char *arg)
 		reply("error hoard takes MiB");
 		return;
 	}
-	hoard_buffers(mib);
+	/* the array grows here: in hoard_buffers it would be a second stack of that site */
+	hoarded = grow_array(hoarded, nhoarded, mib * ((1 << 20) / HOARD_BLOCK));
+	hoard_buffers(mib * ((1 << 20) / HOARD_BLOCK));
 	reply("hoarded %zu", nhoarded);
 }
 
@@ -1116,6 +1120,7 @@ static void cmd_hold(const char *arg)
 		reply("error hold takes MiB");
 		return;
 	}
+	held = grow_array(held, nheld, mib);
 	held_buffers(mib);
 	reply("held %zu", nheld);
 }
