@@ -37,6 +37,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
+#include "profile/pprof.h"
 
 static pid_t svc_pid;
 
@@ -231,6 +232,18 @@ Test(rss_versions, exact_rjem531)
 	exact(hb_fixture_built("bin/rjem531-shared"), "_RJEM_MALLOC_CONF");
 }
 
+/* heapbpf rss with args; its exit status, its stderr into err. */
+static int rss_run(const char *const *args, char *err, size_t len)
+{
+	const char *argv[16] = { "rss" };
+	int n = 1;
+
+	for (; *args && n < 15; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	return hb_run(argv, err, len, 60000);
+}
+
 /* The table: every part said, and what to do about the largest. */
 Test(rss, text_adds_up_and_says_what_to_do)
 {
@@ -264,20 +277,20 @@ Test(rss, text_adds_up_and_says_what_to_do)
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		cr_assert_not_null(strstr(text, want[i]), "no \"%s\" in:\n%s", want[i], text);
 	free(text);
+	/* not sampling: the table, but no profile, said, exit 1, no file */
+	{
+		char err[4096], pidarg[16];
+		const char *out = hb_tmp("held.pb.gz");
+
+		snprintf(pidarg, sizeof(pidarg), "%d", s.pid);
+		cr_assert_eq(rss_run((const char *[]){ "--pid", pidarg, "-o", out, NULL }, err,
+				     sizeof(err)),
+			     1, "%s", err);
+		cr_assert_not_null(strstr(err, "no profile written to"), "%s", err);
+		cr_assert_neq(access(out, F_OK), 0, "%s was written", out);
+	}
 	svc_stop(&s);
 	svc_pid = 0;
-}
-
-/* heapbpf rss with args; its exit status, its stderr into err. */
-static int rss_run(const char *const *args, char *err, size_t len)
-{
-	const char *argv[16] = { "rss" };
-	int n = 1;
-
-	for (; *args && n < 15; args++)
-		argv[n++] = *args;
-	argv[n] = NULL;
-	return hb_run(argv, err, len, 60000);
 }
 
 Test(rss, refuses_what_it_cannot_read)
@@ -294,12 +307,16 @@ Test(rss, refuses_what_it_cannot_read)
 			     sizeof(err)),
 		     2, "%s", err);
 	cr_assert_not_null(strstr(err, "unknown --format \"xml\" for rss"), "%s", err);
-	cr_assert_eq(rss_run((const char *[]){ "--pid", pidarg, "-o", "x.pb.gz", NULL }, err,
+	cr_assert_eq(rss_run((const char *[]){ "--pid", pidarg, "--duration", "5", NULL }, err,
 			     sizeof(err)),
 		     2, "%s", err);
 	cr_assert_not_null(strstr(err, "prints to stdout"), "%s", err);
 	cr_assert_eq(rss_run((const char *[]){ NULL }, err, sizeof(err)), 2, "%s", err);
 	cr_assert_not_null(strstr(err, "--pid is required"), "%s", err);
+	cr_assert_eq(rss_run((const char *[]){ "--pid", pidarg, "-o", "-", NULL }, err,
+			     sizeof(err)),
+		     2, "%s", err);
+	cr_assert_not_null(strstr(err, "give a file name"), "%s", err);
 }
 
 /* A --enable-debug jemalloc moves every structure: refused, said. */
@@ -424,6 +441,48 @@ static void stack_of(const char *json, const char *site, double *inuse, double *
 	*held = json_num(p, "held");
 }
 
+/* The function that called malloc in sample s: the outermost line of its leaf location. */
+static const char *leaf_of(const Perftools__Profiles__Profile *p,
+			   const Perftools__Profiles__Sample *s)
+{
+	const Perftools__Profiles__Location *l = p->location[s->location_id[0] - 1];
+
+	return p->string_table[p->function[l->line[l->n_line - 1]->function_id - 1]->name];
+}
+
+/* -o: a pprof whose fifth sample type is held_space; sparse_small's several times its in use. */
+static void held_profile(pid_t pid, double sparse_inuse)
+{
+	Perftools__Profiles__Profile *pp;
+	const char *path = hb_tmp("held.pb.gz");
+	char *buf;
+	ssize_t n;
+	bool found = false;
+
+	hb_sh("'%s' rss --pid %d -q -o '%s' > /dev/null", hb_path("heapbpf"), pid, path);
+	n = hb_read_file(path, &buf);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(pprof_decode((uint8_t *)buf, (size_t)n, &pp), 0);
+	free(buf);
+	cr_assert_eq(pp->n_sample_type, 5);
+	cr_assert_str_eq(pp->string_table[pp->sample_type[4]->type], "held_space");
+	cr_assert_str_eq(pp->string_table[pp->sample_type[4]->unit], "bytes");
+	cr_assert_str_eq(pp->string_table[pp->sample_type[3]->type], "inuse_space");
+	for (size_t i = 0; i < pp->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = pp->sample[i];
+
+		if (!s->n_location_id || strcmp(leaf_of(pp, s), "sparse_small") != 0)
+			continue;
+		found = true;
+		cr_assert_eq(s->n_value, 5);
+		cr_assert_geq((double)s->value[4], 4 * (double)s->value[3]);
+		/* the same read as the JSON's, give or take what the process did between */
+		cr_assert_geq((double)s->value[3], 0.5 * sparse_inuse);
+	}
+	cr_assert(found, "no sparse_small sample in %s", path);
+	perftools__profiles__profile__free_unpacked(pp, NULL);
+}
+
 /*
  * held: a stack whose objects sit in a sparse size class (7 in 8 of its
  * regions freed) holds several times its in-use bytes; one in a dense class
@@ -458,6 +517,7 @@ Test(rss, held_is_several_times_in_use_in_a_sparse_class)
 	cr_assert_not_null(strstr(json, "stacks holding the most"), "%s", json);
 	cr_assert_not_null(strstr(json, "sparse_small <- cmd_classed"), "%s", json);
 	free(json);
+	held_profile(s.pid, sparse_inuse);
 	svc_stop(&s);
 	svc_pid = 0;
 }

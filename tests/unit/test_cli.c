@@ -883,7 +883,8 @@ Test(cli, rss_takes_one_target_and_a_format)
 	static const char *const bad[][8] = {
 		{ "rss" },
 		{ "rss", "--pid", "1", "--format", "pprof" },
-		{ "rss", "--pid", "1", "-o", "x.pb.gz" },
+		{ "rss", "--pid", "1", "-o", "-" },
+		{ "rss", "--unit", "redis", "-o", "x.pb.gz" },
 		{ "rss", "--pid", "1,2" },
 		{ "rss", "--pid", "1", "--duration", "5" },
 		{ "rss", "--pid", "1", "--unit", "redis" },

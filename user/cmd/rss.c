@@ -14,6 +14,7 @@
 #include "heap/memsrc_proc.h"
 #include "heap/rssmap.h"
 #include "profile/report.h"
+#include "export/sink.h"
 #include "symbols/symbolize.h"
 #include "util/clock.h"
 #include "targets/targets.h"
@@ -36,13 +37,18 @@ const char rss_help[] =
 	"      --unit NAME        each jemalloc process of a systemd unit\n"
 	"      --pidfile PATH     the process whose pid the file holds\n"
 	"  -f, --format FORMAT    text (default): the table, the size classes with the\n"
-	"                         most free bytes and what to do; json: one object per\n"
+	"                         most free bytes, the stacks holding the most (when the\n"
+	"                         process samples) and what to do; json: one object per\n"
 	"                         process, every figure in bytes\n"
+	"  -o, --output FILE      also a pprof profile of the stacks (gzip), inuse_space\n"
+	"                         and held_space: the process must sample (prof_active)\n"
 	"  -q, --quiet            only errors on stderr\n"
 	"\n"
 	"Examples:\n"
 	"  sudo heapbpf rss --pid $(pidof redis-server)\n"
 	"  sudo heapbpf rss --unit redis-server --format json | jq .jemalloc\n"
+	"  sudo heapbpf rss --pid 4242 -o held.pb.gz\n"
+	"  go tool pprof -sample_index=held_space held.pb.gz\n"
 	"\n" HB_EXIT_STATUS_HELP;
 
 /* The size classes listed in the text, by free bytes in their slabs. */
@@ -495,6 +501,31 @@ static void print_json(const struct jemalloc_target *t, const struct rss_map *m,
 	       m->walk.extents, m->walk.skipped, m->walk_ms);
 }
 
+/* -o: the stacks with their held bytes, as pprof (its fifth sample type, held_space). */
+static int write_held(const struct rss_stacks *st, const struct cli *o, char *err, size_t errlen)
+{
+	struct sink s = { .kind = SINK_FILE, .format = FMT_PPROF, .path = o->output };
+	char name[HB_CLEAN_SIZE(256)];
+	int rc;
+
+	if (!st->p)
+		return hb_fail(err, errlen, -ENODATA, "no profile written to %s: %s",
+			       hb_clean(name, sizeof(name), o->output), st->why);
+	st->p->held = calloc(st->p->nsamples + 1, sizeof(*st->p->held));
+	if (!st->p->held)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < st->p->nsamples; i++)
+		st->p->held[i] = (int64_t)st->held[i];
+	rc = hb_profile_add_comment(st->p,
+				    "heapbpf rss: held_space is in use plus the stack's share of "
+				    "the free regions in its size class's slabs, by its mean "
+				    "object size: an estimate");
+	rc = rc ?: sink_write(st->p, &s, err, errlen);
+	if (!rc)
+		hb_note("wrote %s", hb_clean(name, sizeof(name), o->output));
+	return rc;
+}
+
 static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
 {
 	struct jemalloc_target *t = NULL;
@@ -514,6 +545,8 @@ static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
 		else
 			print_text(t, m, &st);
 		fflush(stdout);
+		if (o->output)
+			rc = write_held(&st, o, err, errlen);
 	}
 	stacks_free(&st);
 	jemalloc_target__free(t);

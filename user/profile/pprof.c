@@ -45,9 +45,10 @@ struct strtab {
 
 struct enc {
 	struct strtab st;
-	/* sample types, then the period type */
-	Perftools__Profiles__ValueType vt[HB_NVALUES + 1];
-	Perftools__Profiles__ValueType *vtp[HB_NVALUES];
+	/* sample types (held_space last when the profile has it), then the period type */
+	Perftools__Profiles__ValueType vt[HB_NVALUES + 2];
+	Perftools__Profiles__ValueType *vtp[HB_NVALUES + 1];
+	size_t nvt;
 	Perftools__Profiles__Mapping *maps, **mapp;
 	Perftools__Profiles__Location *locs, **locp;
 	Perftools__Profiles__Line *lines, **linep;
@@ -230,7 +231,8 @@ static int enc_alloc(struct enc *e, const struct hb_profile *p, size_t nlines)
 	 * pprof::base, each written 11 or 12 bytes in before its head goes in
 	 * front (pack_sample); nlocs and nlabels are 32-bit: no overflow
 	 */
-	e->buf_cap = 128 + 11 * (size_t)maxlocs + 11 * HB_NVALUES + ((size_t)maxlabels + 2) * 64;
+	e->buf_cap =
+		128 + 11 * (size_t)maxlocs + 11 * (HB_NVALUES + 1) + ((size_t)maxlabels + 2) * 64;
 	e->buf = malloc(e->buf_cap);
 	e->maps = zalloc(p->nmappings, sizeof(*e->maps));
 	e->mapp = zalloc(p->nmappings, sizeof(*e->mapp));
@@ -392,7 +394,7 @@ static int intern_labels(struct enc *e, const struct hb_profile *p)
  * repeated numbers packed, empty ones and zero fields left out, in field
  * order); *len: its length.
  */
-static int pack_sample(struct enc *e, const struct hb_sample *s, size_t *len)
+static int pack_sample(struct enc *e, const struct hb_sample *s, int64_t held, size_t *len)
 {
 	uint8_t *p = e->buf;
 	size_t n = 0, body = 0;
@@ -408,6 +410,8 @@ static int pack_sample(struct enc *e, const struct hb_sample *s, size_t *len)
 	body = 0;
 	for (int k = 0; k < HB_NVALUES; k++)
 		body += put_varint(p + n + 11 + body, (uint64_t)s->v[k]);
+	if (e->nvt > HB_NVALUES)
+		body += put_varint(p + n + 11 + body, (uint64_t)held);
 	n += put_len_field(p + n, 2, 11, body);
 	/* label (3): "pid" (--follow-forks, numeric, as pprof's -tagfocus reads), "pprof::base" */
 	if (s->pid)
@@ -543,7 +547,7 @@ static int gzip_profile(struct enc *e, const struct hb_profile *p,
 		return err;
 	err = gz_feed(&g, rest, split, false);
 	for (size_t i = 0; !err && i < p->nsamples; i++) {
-		err = pack_sample(e, &p->samples[i], &len);
+		err = pack_sample(e, &p->samples[i], p->held ? p->held[i] : 0, &len);
 		hlen = err ? 0 : sample_head(head, len);
 		err = err ?: gz_feed(&g, head, hlen, false);
 		err = err ?: gz_feed(&g, e->buf, len, false);
@@ -574,10 +578,19 @@ static int enc_rest(struct enc *e, const struct hb_profile *p, Perftools__Profil
 			      ?: strtab_intern(&e->st, hb_value_units[i], &e->vt[i].unit);
 		e->vtp[i] = &e->vt[i];
 	}
+	e->nvt = HB_NVALUES;
+	/* heapbpf rss: what each stack holds (user/heap/held.h) */
+	if (p->held) {
+		perftools__profiles__value_type__init(&e->vt[e->nvt]);
+		err = err ?: strtab_intern(&e->st, "held_space", &e->vt[e->nvt].type);
+		err = err ?: strtab_intern(&e->st, "bytes", &e->vt[e->nvt].unit);
+		e->vtp[e->nvt] = &e->vt[e->nvt];
+		e->nvt++;
+	}
 	/* Go heap profiles: period_type space/bytes, period = sampling rate */
-	perftools__profiles__value_type__init(&e->vt[HB_NVALUES]);
-	err = err ?: strtab_intern(&e->st, "space", &e->vt[HB_NVALUES].type);
-	err = err ?: strtab_intern(&e->st, "bytes", &e->vt[HB_NVALUES].unit);
+	perftools__profiles__value_type__init(&e->vt[e->nvt]);
+	err = err ?: strtab_intern(&e->st, "space", &e->vt[e->nvt].type);
+	err = err ?: strtab_intern(&e->st, "bytes", &e->vt[e->nvt].unit);
 	err = err ?: enc_mappings(e, p);
 	err = err ?: enc_locations(e, p);
 	for (size_t i = 0; !err && i < p->nsamples; i++) {
@@ -603,7 +616,7 @@ static int enc_rest(struct enc *e, const struct hb_profile *p, Perftools__Profil
 	err = strtab_intern(&e->st, hb_value_names[HB_INUSE_SPACE], &prof->default_sample_type);
 	if (err)
 		return err;
-	prof->n_sample_type = HB_NVALUES;
+	prof->n_sample_type = e->nvt;
 	prof->sample_type = e->vtp;
 	prof->n_mapping = p->nmappings;
 	prof->mapping = e->mapp;
@@ -616,7 +629,7 @@ static int enc_rest(struct enc *e, const struct hb_profile *p, Perftools__Profil
 	prof->string_table = (char **)e->st.strs;
 	prof->time_nanos = p->time_nanos;
 	prof->duration_nanos = p->duration_nanos;
-	prof->period_type = &e->vt[HB_NVALUES];
+	prof->period_type = &e->vt[e->nvt];
 	prof->period = p->period;
 	return 0;
 }

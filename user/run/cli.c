@@ -1167,13 +1167,16 @@ static int parse_rss(struct cli *c, const struct given *g, int n, char **operand
 {
 	if (n)
 		return check_no_operand(n, operands);
-	if (g->duration || c->output_set || c->output_dir || c->record || c->pyroscope ||
-	    c->reset || c->interval || c->live_heap || c->follow_forks || c->children || c->leaks ||
-	    c->at_peak || g->type)
+	if (g->duration || c->output_dir || c->record || c->pyroscope || c->reset || c->interval ||
+	    c->live_heap || c->follow_forks || c->children || c->leaks || c->at_peak || g->type)
 		return bad("heapbpf rss reads the process once and prints to stdout: it takes "
-			   "--pid, --unit or --pidfile, --format text|json and -q");
+			   "--pid, --unit or --pidfile, --format text|json, -o FILE.pb.gz and -q");
 	if (c->npids > 1)
 		return bad("heapbpf rss reads one process: give one --pid");
+	if (c->output && (strcmp(c->output, "-") == 0 || c->unit))
+		return bad(
+			"heapbpf rss writes its profile (-o) for one process into a file: give a "
+			"file name, and --pid or --pidfile");
 	return check_target(c, g);
 }
 

@@ -80,6 +80,7 @@ void hb_profile__free(struct hb_profile *p)
 	}
 	free(p->samples);
 	free(p->timeline);
+	free(p->held);
 	for (size_t i = 0; i < p->ncomments; i++)
 		free(p->comments[i]);
 	free(p->comments);

@@ -110,6 +110,11 @@ struct hb_profile {
 	 * named them (the flame graph page's header); owned, NULL otherwise.
 	 */
 	char *diff_files[2];
+	/*
+	 * heapbpf rss: one held_space value per sample (bytes; user/heap/held.h),
+	 * written as a fifth sample type; owned, NULL otherwise.
+	 */
+	int64_t *held;
 };
 
 /* Appends a printf-formatted comment (pprof Profile.comment); -ENOMEM. */
