@@ -1023,8 +1023,6 @@ def rss(R, doc):
         ["reading and walking, as heapbpf timed it", spread([x["walk_ms"] for x in runs],
                                                             "{:.0f}"), "", ""],
         ["the process stopped", "0 ms (never)", "<= 10 ms", verdict(True)],
-        ["heapbpf's peak RSS", "%.1f MiB" % (max(x["maxrss_kib"] for x in runs) / 1024), "",
-         ""],
         ["unexplained, share of the RSS", spread([100.0 * x["unexplained"] / x["rss"]
                                                   for x in runs], "{:.2f}%"), "", ""],
         ["extents that moved during a walk", str(sum(x["skipped"] for x in runs)), "", ""],
