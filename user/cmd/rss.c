@@ -11,7 +11,6 @@
 #include "collect/collector.h"
 #include "heap/heapwalk.h"
 #include "heap/held.h"
-#include "heap/memsrc_proc.h"
 #include "heap/rssmap.h"
 #include "profile/report.h"
 #include "export/sink.h"
@@ -85,19 +84,9 @@ static int by_held(const void *a, const void *b)
 static int collect_stacks(const struct jemalloc_target *t, struct collector *c, char *why,
 			  size_t len)
 {
-	struct heapwalk_syms sy;
-	struct heapwalk_opts wo;
 	struct heapwalk_stats st = { 0 };
-	struct mem_source m = { 0 };
-	int rc;
+	int rc = heapwalk_live(t, c, &st, why, len);
 
-	rc = heapwalk_target_syms(t, &sy, why, len);
-	rc = rc ?: memsrc_proc_open(t->pid, &m, why, len);
-	if (rc)
-		return rc;
-	heapwalk_default_opts(&wo);
-	rc = heapwalk_read(&m, t->layout, &sy, &wo, c, &st, why, len);
-	memsrc_proc_close(&m);
 	if (!rc && !st.stacks)
 		rc = hb_fail(why, len, -ENODATA,
 			     "jemalloc holds no sampled object: per-stack figures need the "

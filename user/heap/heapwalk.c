@@ -12,6 +12,7 @@
 #include "util/errmsg.h"
 #include "heapbpf.h"
 #include "jemalloc/target.h"
+#include "heap/memsrc_proc.h"
 #include "collect/unbias.h"
 
 /* Cells of the table read at once: 64 KiB. */
@@ -785,4 +786,22 @@ int heapwalk_target_syms(const struct jemalloc_target *t, struct heapwalk_syms *
 	if (jemalloc_target__global(t, "opt_prof_accum", true, &sy->opt_prof_accum))
 		sy->opt_prof_accum = 0;
 	return 0;
+}
+
+int heapwalk_live(const struct jemalloc_target *t, struct collector *c, struct heapwalk_stats *st,
+		  char *err, size_t errlen)
+{
+	struct heapwalk_syms sy;
+	struct heapwalk_opts wo;
+	struct mem_source m = { 0 };
+	int rc;
+
+	rc = heapwalk_target_syms(t, &sy, err, errlen);
+	rc = rc ?: memsrc_proc_open(t->pid, &m, err, errlen);
+	if (rc)
+		return rc;
+	heapwalk_default_opts(&wo);
+	rc = heapwalk_read(&m, t->layout, &sy, &wo, c, st, err, errlen);
+	memsrc_proc_close(&m);
+	return rc;
 }

@@ -8,9 +8,10 @@
  * (struct heapwalk_syms) and the version's layout (layout.h: its heap
  * member, and bpf's tctx->gctx, gctx->bt and prof_bt_t offsets). Out: one
  * collector__add_counts() per stack into a collector (so every output of
- * user/export/sink.c works unchanged), and what was seen (struct heapwalk_stats). Nothing here knows about pids: heapbpf
- * --live-heap (user/liveheap.c) passes a process_vm_readv source, heapbpf
- * report on a core passes a core-file source.
+ * user/export/sink.c works unchanged), and what was seen (struct
+ * heapwalk_stats). The walk knows nothing about pids: heapwalk_live() gives
+ * it a live process's process_vm_readv source (heapbpf --live-heap and
+ * heapbpf rss), heapbpf report on a core a core-file source.
  *
  * The walk (docs/jemalloc.md): the static ckh_t bt2gctx, each of its cells
  * {prof_bt_t *, prof_gctx_t *}, each gctx's red-black tree of tctxs, each
@@ -135,5 +136,8 @@ uint32_t heapwalk_tctx_span(const struct jemalloc_layout *l);
 /* The walker's symbol addresses in a found target (bt2gctx, lg_prof_sample, ...). */
 int heapwalk_target_syms(const struct jemalloc_target *t, struct heapwalk_syms *sy, char *err,
 			 size_t errlen);
+/* heapwalk_read() of a found target's live process (memsrc_proc.h), with the default limits. */
+int heapwalk_live(const struct jemalloc_target *t, struct collector *c, struct heapwalk_stats *st,
+		  char *err, size_t errlen);
 
 #endif /* __HEAPBPF_HEAPWALK_H */

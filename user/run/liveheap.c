@@ -138,24 +138,6 @@ static int write_profile(struct run *r, const struct jemalloc_target *t, struct 
 	return rc;
 }
 
-static int walk(const struct jemalloc_target *t, struct collector *c, struct heapwalk_stats *st,
-		char *err, size_t errlen)
-{
-	struct heapwalk_syms sy;
-	struct heapwalk_opts wo;
-	struct mem_source m = { 0 };
-	int rc;
-
-	rc = heapwalk_target_syms(t, &sy, err, errlen);
-	rc = rc ?: memsrc_proc_open(t->pid, &m, err, errlen);
-	if (rc)
-		return rc;
-	heapwalk_default_opts(&wo);
-	rc = heapwalk_read(&m, t->layout, &sy, &wo, c, st, err, errlen);
-	memsrc_proc_close(&m);
-	return rc;
-}
-
 int liveheap_run(struct run *r, char *err, size_t errlen)
 {
 	const struct cli *o = r->opts;
@@ -173,7 +155,7 @@ int liveheap_run(struct run *r, char *err, size_t errlen)
 		jemalloc_target__free(t);
 		return hb_fail(err, errlen, rc, "out of memory");
 	}
-	rc = walk(t, c, &st, why, sizeof(why));
+	rc = heapwalk_live(t, c, &st, why, sizeof(why));
 	if (rc)
 		rc = hb_fail(err, errlen, rc, "cannot read the live heap of pid %d (%s): %s",
 			     t->pid, t->comm, why);
