@@ -226,7 +226,7 @@ static int count_tctx(struct walk *w, const uint8_t *t, uint64_t addr, uint64_t 
 	uint32_t state = get_u32(t, h->tctx_state);
 	uint64_t tdata = get_u64(t, h->tctx_tdata);
 	const uint8_t *c = t + h->tctx_cnts;
-	uint8_t expired;
+	uint8_t expired = 0;
 	int rc;
 
 	if (get_u64(t, w->l->bpf.tctx_gctx_off) != gctx)
