@@ -166,22 +166,13 @@ static void jemalloc_lines(const struct rss_map *m)
 {
 	const struct jestats *je = &m->je;
 	char of[256], b1[32], b2[32];
-	uint64_t slab_bytes = 0, slabs = 0, free_bytes = 0, large = 0, nlarge = 0;
 
-	for (unsigned i = 0; i < je->nbins; i++) {
-		slab_bytes += je->bins[i].curslabs * je->bins[i].slab_size;
-		slabs += je->bins[i].curslabs;
-		free_bytes += rss_map_bin_free(&je->bins[i]);
-	}
-	for (unsigned i = je->nbins; i < je->nsizes; i++) {
-		large += je->large[i].bytes;
-		nlarge += je->large[i].count;
-	}
 	snprintf(of, sizeof(of), "of %s in %" PRIu64 " slabs, %s of it free regions",
-		 bytes(b1, sizeof(b1), slab_bytes), slabs, bytes(b2, sizeof(b2), free_bytes));
+		 bytes(b1, sizeof(b1), je->slab_bytes), je->slabs,
+		 bytes(b2, sizeof(b2), je->slab_free));
 	line("jemalloc: small objects' slabs", m->resident[JE_SLAB], of);
 	snprintf(of, sizeof(of), "of %s in %" PRIu64 " objects (sampled small ones included)",
-		 bytes(b1, sizeof(b1), large), nlarge);
+		 bytes(b1, sizeof(b1), je->large_bytes), je->nlarge);
 	line("jemalloc: large objects", m->resident[JE_LARGE] + m->resident[JE_PROMOTED], of);
 	snprintf(of, sizeof(of), "of %s", bytes(b1, sizeof(b1), je->dirty));
 	line("jemalloc: dirty pages (free, not purged)", m->resident[JE_DIRTY], of);
@@ -221,8 +212,8 @@ static void outside_lines(const struct rss_map *m)
 
 static int by_free(const void *a, const void *b)
 {
-	uint64_t x = rss_map_bin_free(*(const struct jestats_bin *const *)a);
-	uint64_t y = rss_map_bin_free(*(const struct jestats_bin *const *)b);
+	uint64_t x = jestats_bin_free(*(const struct jestats_bin *const *)a);
+	uint64_t y = jestats_bin_free(*(const struct jestats_bin *const *)b);
 
 	return (x < y) - (x > y);
 }
@@ -235,19 +226,19 @@ static void bins_text(const struct rss_map *m)
 	for (unsigned i = 0; i < n; i++)
 		top[i] = &m->je.bins[i];
 	qsort(top, n, sizeof(top[0]), by_free);
-	if (!n || !rss_map_bin_free(top[0]))
+	if (!n || !jestats_bin_free(top[0]))
 		return;
 	printf("\nsmall size classes with the most free bytes in their slabs:\n");
 	printf("  %8s %10s %10s %8s %8s %11s\n", "size", "regions", "in use", "slabs", "used",
 	       "free");
-	for (unsigned i = 0; i < n && i < TOP_BINS && rss_map_bin_free(top[i]); i++) {
+	for (unsigned i = 0; i < n && i < TOP_BINS && jestats_bin_free(top[i]); i++) {
 		uint64_t regs = top[i]->curslabs * top[i]->nregs;
 		char b[32];
 
 		printf("  %8" PRIu64 " %10" PRIu64 " %10" PRIu64 " %8" PRIu64 " %7.1f%% %11s\n",
 		       top[i]->size, regs, top[i]->curregs, top[i]->curslabs,
 		       regs ? 100.0 * (double)top[i]->curregs / (double)regs : 0.0,
-		       bytes(b, sizeof(b), rss_map_bin_free(top[i])));
+		       bytes(b, sizeof(b), jestats_bin_free(top[i])));
 	}
 }
 
@@ -279,12 +270,10 @@ static void stacks_text(const struct rss_stacks *st)
 /* One sentence for each part over a tenth of the RSS that a setting addresses. */
 static void advice(const struct rss_map *m)
 {
-	uint64_t tenth = m->mem.rss / 10, free_bytes = 0;
+	uint64_t tenth = m->mem.rss / 10, free_bytes = m->je.slab_free;
 	char b[32];
 	bool any = false;
 
-	for (unsigned i = 0; i < m->je.nbins; i++)
-		free_bytes += rss_map_bin_free(&m->je.bins[i]);
 	if (m->resident[JE_DIRTY] > tenth) {
 		printf("%s  - dirty pages hold %s: jemalloc returns them only after "
 		       "dirty_decay_ms (default 10000) and only when it runs; an idle process "
@@ -386,20 +375,16 @@ static void json_part(const char *name, uint64_t resident, uint64_t bytes_held, 
 static void json_jemalloc(const struct rss_map *m)
 {
 	const struct jestats *je = &m->je;
-	uint64_t slab_bytes = 0, large = 0;
 
-	for (unsigned i = 0; i < je->nbins; i++)
-		slab_bytes += je->bins[i].curslabs * je->bins[i].slab_size;
-	for (unsigned i = je->nbins; i < je->nsizes; i++)
-		large += je->large[i].bytes;
 	printf("\"jemalloc\":{\"allocated\":%" PRIu64 ",\"active\":%" PRIu64
 	       ",\"metadata\":%" PRIu64 ",\"mapped\":%" PRIu64 ",\"retained\":%" PRIu64
 	       ",\"dirty\":%" PRIu64 ",\"muzzy\":%" PRIu64 ",\"resident\":%" PRIu64
 	       ",\"stats_resident\":%" PRIu64 ",\"narenas\":%u,\"parts\":{",
 	       je->allocated, je->active, je->metadata, je->mapped, je->retained, je->dirty,
 	       je->muzzy, m->je_resident, je->resident, je->narenas);
-	json_part("slabs", m->resident[JE_SLAB], slab_bytes, false);
-	json_part("large", m->resident[JE_LARGE] + m->resident[JE_PROMOTED], large, false);
+	json_part("slabs", m->resident[JE_SLAB], je->slab_bytes, false);
+	json_part("large", m->resident[JE_LARGE] + m->resident[JE_PROMOTED], je->large_bytes,
+		  false);
 	json_part("dirty", m->resident[JE_DIRTY], je->dirty, false);
 	json_part("muzzy", m->resident[JE_MUZZY], je->muzzy, false);
 	json_part("retained", m->resident[JE_RETAINED], je->retained, false);
@@ -421,7 +406,7 @@ static void json_lists(const struct rss_map *m)
 		       ",\"slabs\":%" PRIu64 ",\"nonfull_slabs\":%" PRIu64
 		       ",\"slab_bytes\":%" PRIu64 ",\"free\":%" PRIu64 ",\"resident\":%" PRIu64 "}",
 		       i ? "," : "", b->size, b->curslabs * b->nregs, b->curregs, b->curslabs,
-		       b->nonfull, b->curslabs * b->slab_size, rss_map_bin_free(b),
+		       b->nonfull, b->curslabs * b->slab_size, jestats_bin_free(b),
 		       m->bin_resident[i]);
 	}
 	printf("],\"large\":[");

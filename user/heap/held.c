@@ -2,7 +2,6 @@
 #include <stdlib.h>
 
 #include "heap/held.h"
-#include "heap/rssmap.h"
 
 int held_class_of(const struct jestats *je, double mean)
 {
@@ -43,6 +42,6 @@ void held_estimate(const struct hb_profile *p, const struct jestats *je, double 
 
 		held[i] = v;
 		if (c >= 0 && inuse[c] > 0)
-			held[i] += (double)rss_map_bin_free(&je->bins[c]) * v / inuse[c];
+			held[i] += (double)jestats_bin_free(&je->bins[c]) * v / inuse[c];
 	}
 }

@@ -140,6 +140,13 @@ const struct jestats_layout *jestats_layout_for(const char *version)
 	return NULL;
 }
 
+uint64_t jestats_bin_free(const struct jestats_bin *b)
+{
+	uint64_t regs = b->curslabs * b->nregs;
+
+	return regs > b->curregs ? (regs - b->curregs) * b->size : 0;
+}
+
 const char *jestats_kind_name(enum jestats_kind k)
 {
 	static const char *const names[JE_KINDS] = {
@@ -388,10 +395,17 @@ int jestats_read(const struct mem_source *m, const struct jestats_layout *l,
 						     : "a field cannot be read");
 		st->narenas++;
 	}
-	for (unsigned i = 0; i < st->nbins; i++)
+	for (unsigned i = 0; i < st->nbins; i++) {
 		st->allocated += st->bins[i].curregs * st->bins[i].size;
-	for (unsigned i = st->nbins; i < st->nsizes; i++)
-		st->allocated += st->large[i].bytes;
+		st->slab_bytes += st->bins[i].curslabs * st->bins[i].slab_size;
+		st->slabs += st->bins[i].curslabs;
+		st->slab_free += jestats_bin_free(&st->bins[i]);
+	}
+	for (unsigned i = st->nbins; i < st->nsizes; i++) {
+		st->large_bytes += st->large[i].bytes;
+		st->nlarge += st->large[i].count;
+	}
+	st->allocated += st->large_bytes;
 	st->metadata = st->base_allocated + st->internal;
 	st->mapped += st->base_mapped;
 	st->resident += st->base_resident;

@@ -78,6 +78,9 @@ struct jestats {
 	uint64_t allocated, active, metadata, mapped, retained, dirty, muzzy;
 	uint64_t resident; /* jemalloc's stats.resident, its own upper bound */
 	uint64_t base_allocated, base_resident, base_mapped, internal;
+	/* the small classes' slabs: their bytes, how many, their free regions' bytes */
+	uint64_t slab_bytes, slabs, slab_free;
+	uint64_t large_bytes, nlarge; /* the large classes' live objects */
 	struct jestats_bin bins[JESTATS_MAX_BINS];
 	struct jestats_large large[JESTATS_MAX_SIZES];
 	uint64_t index2size[JESTATS_MAX_SIZES];
@@ -102,6 +105,9 @@ enum jestats_kind {
 	JE_OTHER, /* an extent in transit (being split, merged or recycled) */
 	JE_KINDS
 };
+
+/* Free bytes in the slabs of class b: its regions not in use. */
+uint64_t jestats_bin_free(const struct jestats_bin *b);
 
 /* Printable name of a kind ("slab", "large", ...). */
 const char *jestats_kind_name(enum jestats_kind k);

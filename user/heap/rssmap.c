@@ -46,13 +46,6 @@ static int by_addr(const void *a, const void *b)
 	return (x->addr > y->addr) - (x->addr < y->addr);
 }
 
-uint64_t rss_map_bin_free(const struct jestats_bin *b)
-{
-	uint64_t regs = b->curslabs * b->nregs;
-
-	return regs > b->curregs ? (regs - b->curregs) * b->size : 0;
-}
-
 /*
  * Each extent's pages counted against the page tables, piece by piece
  * where it spans mappings; in_vma[i]: jemalloc's resident bytes in v[i].

@@ -48,7 +48,4 @@ struct jemalloc_target;
  */
 int rss_map_read(const struct jemalloc_target *t, struct rss_map *out, char *err, size_t errlen);
 
-/* Free bytes in slabs: the regions of the slabs of class i not in use. */
-uint64_t rss_map_bin_free(const struct jestats_bin *b);
-
 #endif /* __HEAPBPF_RSSMAP_H */
