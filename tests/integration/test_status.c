@@ -57,6 +57,26 @@ static void start_services(void)
 }
 
 /* heapbpf with argv[1..], its output into errpath; waits until it samples. */
+/*
+ * Once run has switched s's flag on, until s has allocated 2000 times more
+ * (about 170 MiB at the example's mix, 340 sampling periods): the run has
+ * some object sampled.
+ */
+static void sampled_some(struct svc *s, pid_t run)
+{
+	uint64_t flag, allocs;
+
+	cr_assert_eq(hb_sym_addr(s->pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	cr_assert(hb_wait_byte(s->pid, flag, 1, 60000, run), "the run did not switch it on");
+	allocs = svc_allocs(s);
+
+	for (int waited = 0; waited < 60000 && svc_allocs(s) < allocs + 2000; waited += 50)
+		hb_sleep_ms(50);
+	cr_assert_geq(svc_allocs(s), allocs + 2000, "the service stopped allocating");
+}
+
 static pid_t sampling(const char *const *argv, const char *errpath)
 {
 	pid_t hp = hb_spawn(argv, errpath);
@@ -168,6 +188,7 @@ Test(status, a_killed_run_is_not_listed)
 	cr_assert_neq(access(reg, F_OK), 0, "%s was kept", reg);
 	cr_assert_neq(access(sock, F_OK), 0, "%s was kept", sock);
 	cr_assert_eq(access(live, F_OK), 0, "%s, a live run's, was removed", live);
+	sampled_some(&b, runs[1]);
 	kill(runs[1], SIGTERM);
 	cr_assert_eq(hb_wait(runs[1], 60000), 0, "%s", hb_file_text(hb_tmp("live.err")));
 	runs[1] = 0;
@@ -178,27 +199,15 @@ Test(status, a_killed_run_is_not_listed)
 		     0, "%s", reg);
 }
 
-/*
- * heapbpf watch of service a into dir (runs[0]), its pid as text in pa; once
- * its flag is on, until a has allocated 2000 times more (about 170 MiB at
- * the example's mix, 340 sampling periods: some object is sampled).
- */
+/* heapbpf watch of service a into dir (runs[0]), its pid as text in pa; some object sampled. */
 static void watch_a(const char *dir, char *pa, size_t len)
 {
-	uint64_t flag, allocs;
-
 	snprintf(pa, len, "%d", a.pid);
 	cr_assert_eq(mkdir(dir, 0700), 0);
 	runs[0] = sampling((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pa,
 					     "--output-dir", dir, NULL },
 			   hb_tmp("watch.err"));
-	cr_assert_eq(hb_sym_addr(a.pid, hb_path("examples/alloc-service-static"),
-				 "je_prof_active_state", &flag),
-		     0);
-	cr_assert(hb_wait_byte(a.pid, flag, 1, 60000, runs[0]), "the watch did not switch it on");
-	allocs = svc_allocs(&a);
-	for (int waited = 0; waited < 60000 && svc_allocs(&a) < allocs + 2000; waited += 50)
-		hb_sleep_ms(50);
+	sampled_some(&a, runs[0]);
 }
 
 /* The watch still there, then stopped: cleanly (0, or 3 when its window had no sample). */
