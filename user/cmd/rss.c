@@ -12,6 +12,7 @@
 #include "heap/heapwalk.h"
 #include "heap/held.h"
 #include "heap/rssmap.h"
+#include "run/rssout.h"
 #include "profile/report.h"
 #include "export/sink.h"
 #include "symbols/symbolize.h"
@@ -60,7 +61,6 @@ struct rss_stacks {
 	struct hb_profile *p; /* NULL: none (why says so) */
 	double *held;	      /* per sample of p */
 	size_t *order;	      /* p's samples by held, most first */
-	double inuse, held_sum;
 	char why[512];
 };
 
@@ -69,15 +69,6 @@ static void stacks_free(struct rss_stacks *s)
 	hb_profile__free(s->p);
 	free(s->held);
 	free(s->order);
-}
-
-static const double *held_key;
-
-static int by_held(const void *a, const void *b)
-{
-	double x = held_key[*(const size_t *)a], y = held_key[*(const size_t *)b];
-
-	return (x < y) - (x > y);
 }
 
 /* The live heap's stacks, symbolized, as --live-heap reads them; none (said in why) is no error. */
@@ -131,22 +122,8 @@ static int read_stacks(const struct jemalloc_target *t, const struct cli *o,
 		return hb_fail(out->why, sizeof(out->why), -ENOMEM, "out of memory");
 	}
 	held_estimate(out->p, &m->je, out->held);
-	for (size_t i = 0; i < out->p->nsamples; i++) {
-		out->order[i] = i;
-		out->inuse += (double)out->p->samples[i].v[HB_INUSE_SPACE];
-		out->held_sum += out->held[i];
-	}
-	held_key = out->held;
-	qsort(out->order, out->p->nsamples, sizeof(*out->order), by_held);
+	held_order(out->held, out->p->nsamples, out->order);
 	return 0;
-}
-
-/* The function of frame k of sample s (its innermost inlined line). */
-static const char *frame_name(const struct hb_profile *p, const struct hb_sample *s, uint32_t k)
-{
-	const struct hb_location *l = &p->locations[s->locs[k]];
-
-	return l->nlines ? l->lines[0].function : "??";
 }
 
 static const char *bytes(char *buf, size_t len, uint64_t v)
@@ -262,7 +239,7 @@ static void stacks_text(const struct rss_stacks *st)
 			     (uint64_t)(smp->v[HB_INUSE_SPACE] > 0 ? smp->v[HB_INUSE_SPACE] : 0)));
 		for (uint32_t k = smp->site; k < smp->nlocs && k < smp->site + 3; k++)
 			printf("%s%s", k > smp->site ? " <- " : "",
-			       hb_clean(name, sizeof(name), frame_name(st->p, smp, k)));
+			       hb_clean(name, sizeof(name), rssout_frame(st->p, smp, k)));
 		printf("\n");
 	}
 }
@@ -351,130 +328,6 @@ static void print_text(const struct jemalloc_target *t, const struct rss_map *m,
 	advice(m);
 }
 
-/* s as a JSON string: quotes, backslashes and control bytes escaped. */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-	putchar('"');
-}
-
-static void json_part(const char *name, uint64_t resident, uint64_t bytes_held, bool last)
-{
-	printf("\"%s\":{\"resident\":%" PRIu64 ",\"bytes\":%" PRIu64 "}%s", name, resident,
-	       bytes_held, last ? "" : ",");
-}
-
-static void json_jemalloc(const struct rss_map *m)
-{
-	const struct jestats *je = &m->je;
-
-	printf("\"jemalloc\":{\"allocated\":%" PRIu64 ",\"active\":%" PRIu64
-	       ",\"metadata\":%" PRIu64 ",\"mapped\":%" PRIu64 ",\"retained\":%" PRIu64
-	       ",\"dirty\":%" PRIu64 ",\"muzzy\":%" PRIu64 ",\"resident\":%" PRIu64
-	       ",\"stats_resident\":%" PRIu64 ",\"narenas\":%u,\"parts\":{",
-	       je->allocated, je->active, je->metadata, je->mapped, je->retained, je->dirty,
-	       je->muzzy, m->je_resident, je->resident, je->narenas);
-	json_part("slabs", m->resident[JE_SLAB], je->slab_bytes, false);
-	json_part("large", m->resident[JE_LARGE] + m->resident[JE_PROMOTED], je->large_bytes,
-		  false);
-	json_part("dirty", m->resident[JE_DIRTY], je->dirty, false);
-	json_part("muzzy", m->resident[JE_MUZZY], je->muzzy, false);
-	json_part("retained", m->resident[JE_RETAINED], je->retained, false);
-	json_part("metadata", m->resident[JE_BASE], je->base_mapped, false);
-	json_part("moving", m->resident[JE_OTHER], 0, true);
-	printf("}},");
-}
-
-static void json_lists(const struct rss_map *m)
-{
-	const struct jestats *je = &m->je;
-	bool first = true;
-
-	printf("\"bins\":[");
-	for (unsigned i = 0; i < je->nbins; i++) {
-		const struct jestats_bin *b = &je->bins[i];
-
-		printf("%s{\"size\":%" PRIu64 ",\"regions\":%" PRIu64 ",\"used\":%" PRIu64
-		       ",\"slabs\":%" PRIu64 ",\"nonfull_slabs\":%" PRIu64
-		       ",\"slab_bytes\":%" PRIu64 ",\"free\":%" PRIu64 ",\"resident\":%" PRIu64 "}",
-		       i ? "," : "", b->size, b->curslabs * b->nregs, b->curregs, b->curslabs,
-		       b->nonfull, b->curslabs * b->slab_size, jestats_bin_free(b),
-		       m->bin_resident[i]);
-	}
-	printf("],\"large\":[");
-	for (unsigned i = je->nbins; i < je->nsizes; i++) {
-		if (!je->large[i].count)
-			continue;
-		printf("%s{\"size\":%" PRIu64 ",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 "}",
-		       first ? "" : ",", je->large[i].size, je->large[i].count, je->large[i].bytes);
-		first = false;
-	}
-	printf("],\"others\":[");
-	for (int i = 0; i < RSS_OTHERS && m->others[i].bytes; i++) {
-		printf("%s{\"start\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"name\":", i ? "," : "",
-		       m->others[i].start, m->others[i].bytes);
-		json_str(m->others[i].name);
-		putchar('}');
-	}
-	printf("]");
-}
-
-static void json_stacks(const struct rss_stacks *st)
-{
-	if (!st->p) {
-		printf(",\"stacks\":[],\"stacks_note\":");
-		json_str(st->why);
-		return;
-	}
-	printf(",\"stacks\":[");
-	for (size_t i = 0; i < st->p->nsamples; i++) {
-		const struct hb_sample *smp = &st->p->samples[st->order[i]];
-
-		printf("%s{\"frames\":[", i ? "," : "");
-		for (uint32_t k = 0; k < smp->nlocs; k++) {
-			if (k)
-				putchar(',');
-			json_str(frame_name(st->p, smp, k));
-		}
-		printf("],\"site\":%u,\"inuse\":%" PRId64 ",\"inuse_objects\":%" PRId64
-		       ",\"held\":%.0f}",
-		       smp->site, smp->v[HB_INUSE_SPACE] > 0 ? smp->v[HB_INUSE_SPACE] : 0,
-		       smp->v[HB_INUSE_OBJECTS] > 0 ? smp->v[HB_INUSE_OBJECTS] : 0,
-		       st->held[st->order[i]]);
-	}
-	printf("]");
-}
-
-static void print_json(const struct jemalloc_target *t, const struct rss_map *m,
-		       const struct rss_stacks *st)
-{
-	printf("{\"pid\":%d,\"comm\":", t->pid);
-	json_str(t->comm);
-	printf(",\"jemalloc_version\":");
-	json_str(t->version);
-	printf(",\"rss\":%" PRIu64 ",\"anon\":%" PRIu64 ",\"file\":%" PRIu64 ",\"shmem\":%" PRIu64
-	       ",\"swap\":%" PRIu64 ",",
-	       m->mem.rss, m->mem.anon, m->mem.file, m->mem.shmem, m->mem.swap);
-	json_jemalloc(m);
-	printf("\"outside_jemalloc\":%" PRIu64 ",\"main_stack\":%" PRIu64
-	       ",\"thread_stacks\":%" PRIu64 ",\"other_anon\":%" PRIu64 ",\"unexplained\":%" PRId64
-	       ",",
-	       m->main_stack + m->thread_stacks + m->other_anon, m->main_stack, m->thread_stacks,
-	       m->other_anon, m->unexplained);
-	json_lists(m);
-	json_stacks(st);
-	printf(",\"walk\":{\"extents\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"ms\":%.3f}}\n",
-	       m->walk.extents, m->walk.skipped, m->walk_ms);
-}
-
 /* -o: the stacks with their held bytes, as pprof (its fifth sample type, held_space). */
 static int write_held(const struct rss_stacks *st, const struct cli *o, char *err, size_t errlen)
 {
@@ -512,14 +365,17 @@ static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
 	rc = jemalloc_target__find(pid, o->layout, &t, err, errlen);
 	rc = rc ?: rss_map_read(t, m, err, errlen);
 	if (!rc) {
+		struct rssout_stacks js;
+
 		/* none, with why, is no failure: the table stands without them */
 		read_stacks(t, o, m, &st);
-		if (o->rss_json)
-			print_json(t, m, &st);
-		else
+		js = (struct rssout_stacks){ st.p, st.held, st.order, st.why };
+		if (o->rss_json && rssout_json(stdout, t, m, &js, -1))
+			rc = hb_fail(err, errlen, -EIO, "cannot write to standard output");
+		else if (!o->rss_json)
 			print_text(t, m, &st);
 		fflush(stdout);
-		if (o->output)
+		if (!rc && o->output)
 			rc = write_held(&st, o, err, errlen);
 	}
 	stacks_free(&st);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include <errno.h>
 #include <stdlib.h>
 
 #include "heap/held.h"
@@ -44,4 +45,38 @@ void held_estimate(const struct hb_profile *p, const struct jestats *je, double 
 		if (c >= 0 && inuse[c] > 0)
 			held[i] += (double)jestats_bin_free(&je->bins[c]) * v / inuse[c];
 	}
+}
+
+static int by_held(const void *a, const void *b, void *arg)
+{
+	const double *held = arg;
+	double x = held[*(const size_t *)a], y = held[*(const size_t *)b];
+
+	return (x < y) - (x > y);
+}
+
+void held_order(const double *held, size_t n, size_t *order)
+{
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	qsort_r(order, n, sizeof(*order), by_held, (void *)held);
+}
+
+int held_attach(struct hb_profile *p, const struct jestats *je)
+{
+	double *held = calloc(p->nsamples + 1, sizeof(*held));
+	int64_t *v = calloc(p->nsamples + 1, sizeof(*v));
+
+	if (!held || !v) {
+		free(held);
+		free(v);
+		return -ENOMEM;
+	}
+	held_estimate(p, je, held);
+	for (size_t i = 0; i < p->nsamples; i++)
+		v[i] = (int64_t)held[i];
+	free(held);
+	free(p->held);
+	p->held = v;
+	return 0;
 }

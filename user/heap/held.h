@@ -22,6 +22,15 @@
  */
 void held_estimate(const struct hb_profile *p, const struct jestats *je, double *held);
 
+/* order[0..n): the indices of held, most held first. */
+void held_order(const double *held, size_t n, size_t *order);
+
+/*
+ * p->held (its held_space type in pprof) from the estimate against je; a
+ * held array p had is replaced. 0 or -ENOMEM.
+ */
+int held_attach(struct hb_profile *p, const struct jestats *je);
+
 /* The small size class (bin) of objects of mean size mean; -1 when large or none. */
 int held_class_of(const struct jestats *je, double mean);
 
