@@ -687,6 +687,28 @@ SITE static __attribute__((noreturn)) void child_held_buffers(uint64_t mib, cons
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out);
 
+/* spin MS: MS milliseconds of this thread's CPU time, allocating nothing. */
+static void cmd_spin(const char *arg)
+{
+	uint64_t ms;
+	struct timespec t;
+	volatile uint64_t n = 0;
+	int64_t until;
+
+	if (parse_u64(arg, 600000, &ms)) {
+		reply("error spin takes milliseconds");
+		return;
+	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	until = t.tv_sec * 1000000000LL + t.tv_nsec + (int64_t)ms * 1000000;
+	do {
+		for (int i = 0; i < 100000; i++)
+			n++;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	} while (t.tv_sec * 1000000000LL + t.tv_nsec < until);
+	reply("spun %" PRIu64, ms);
+}
+
 /*
  * v (of n pointers) with room for more: grown by the caller of a site, not in
  * it, so that the site's only allocations are its objects (one stack).
@@ -1809,6 +1831,8 @@ static void run_command(char *line)
 		cmd_active(arg);
 	} else if (!strcmp(line, "stats")) {
 		cmd_stats();
+	} else if (!strcmp(line, "spin")) {
+		cmd_spin(arg);
 	} else if (!strcmp(line, "nobt")) {
 		cmd_nobt(arg);
 	} else if (!strcmp(line, "deep")) {
@@ -1984,6 +2008,7 @@ static void usage(FILE *f)
 		"  dump PATH      mallctl(\"prof.dump\") to PATH           -> dumped | error MSG\n"
 		"  active [0|1]   read (or set, then read) mallctl(\"prof.active\") -> active 0|1\n"
 		"  stats          allocations and frees done so far  -> stats ALLOCS FREES\n"
+		"  spin MS        MS ms of CPU time, allocating nothing     -> spun MS\n"
 		"  nobt [0]       install a prof_backtrace hook that takes no backtrace\n"
 		"                 (experimental.hooks.prof_backtrace, jemalloc >= 5.3.0), then\n"
 		"                 set prof.active to 1 (0: leave it) -> nobt active 1|0\n"

@@ -302,6 +302,25 @@ static void wait_trigger(pid_t pid, const char *trigger)
 		       agent_err());
 }
 
+/* The sample types of a profile with a breakdown (heapbpf rss's held_space). */
+#define HELD_TYPES                                                                                 \
+	"\"sample_types\": [\"alloc_objects/count\", \"alloc_space/bytes\", "                      \
+	"\"inuse_objects/count\", \"inuse_space/bytes\", \"held_space/bytes\"]"
+
+/* Whether a profile of pid the stand-in took, for trigger, holds text. */
+static bool trigger_has(pid_t pid, const char *trigger, const char *text)
+{
+	char p[16], **lines = received();
+	bool found = false;
+
+	snprintf(p, sizeof(p), "%d", pid);
+	for (size_t i = 0; lines[i] && !found; i++)
+		found = line_has(lines[i], "pid", p) && line_has(lines[i], "trigger", trigger) &&
+			strstr(lines[i], text);
+	free_lines(lines);
+	return found;
+}
+
 /* ---- the simulated node ---- */
 
 /* One service of the node: where it runs and what the agent must call it. */
@@ -448,6 +467,13 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	wait_trigger(node[2].s.pid, "growth");
 	kill(agent_pid, SIGUSR1);
 	wait_trigger(node[3].s.pid, "demand");
+	/* with what each stack holds, once the agent has measured where its RSS is */
+	for (int waited = 0; !trigger_has(node[3].s.pid, "demand", HELD_TYPES); waited += 200) {
+		cr_assert_lt(waited, WAIT_MS, "no demand profile with held_space: %s", agent_err());
+		if (waited % 2000 == 0)
+			kill(agent_pid, SIGUSR1);
+		hb_sleep_ms(200);
+	}
 
 	/* a process started after the agent: found through its exec (the connector heard it) */
 	err = agent_err();

@@ -20,6 +20,7 @@
  *                         keys, most deleted at random: allocated, active and
  *                         jemalloc's resident against its INFO memory.
  *   rss/text_*, rss/refuses_*  the table and the refusals.
+ *   rss/a_watch_profile_*  heapbpf watch's profiles carry the last breakdown.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +32,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,10 +41,15 @@
 #include "harness.h"
 #include "profile/pprof.h"
 
-static pid_t svc_pid;
+static pid_t svc_pid, watch_pid;
 
 static void fini(void)
 {
+	if (watch_pid > 0) {
+		kill(watch_pid, SIGTERM);
+		waitpid(watch_pid, NULL, 0);
+		watch_pid = 0;
+	}
 	if (svc_pid > 0) {
 		kill(svc_pid, SIGKILL);
 		waitpid(svc_pid, NULL, 0);
@@ -518,6 +525,113 @@ Test(rss, held_is_several_times_in_use_in_a_sparse_class)
 	cr_assert_not_null(strstr(json, "sparse_small <- cmd_classed"), "%s", json);
 	free(json);
 	held_profile(s.pid, sparse_inuse);
+	svc_stop(&s);
+	svc_pid = 0;
+}
+
+/*
+ * The newest JSON breakdown watch wrote into dir beside a profile, once it
+ * has seen the sparse class in use: a demand profile at a time, until one
+ * does. A breakdown waits for the service to have used 200 times its cost
+ * in CPU since the last: it spins 300 ms of CPU before each demand.
+ */
+static char *breakdown_after_sparse(struct svc *svc, const char *dir, char *pb, size_t len)
+{
+	static char names[128][256];
+
+	for (int tries = 0; tries < 120; tries++) {
+		int n0 = hb_count_files(dir, ".pb.gz", NULL, 0), n;
+		char path[PATH_MAX], reply[64], *json = NULL;
+
+		cr_assert_eq(svc_cmd(svc, "spin 300", reply, sizeof(reply), 60000), 0);
+		kill(watch_pid, SIGUSR1);
+		for (int waited = 0; hb_count_files(dir, ".pb.gz", NULL, 0) <= n0; waited += 50) {
+			cr_assert_lt(waited, 60000, "no profile came on SIGUSR1: %s",
+				     hb_file_text(hb_tmp("watch.err")));
+			hb_sleep_ms(50);
+		}
+		/* the first, before any breakdown, has none beside it */
+		n = hb_count_files(dir, ".rss.json", names, 128);
+		cr_assert_lt(n, 128);
+		if (n) {
+			snprintf(path, sizeof(path), "%s/%s", dir, names[n - 1]);
+			cr_assert_geq(hb_read_file(path, &json), 0);
+		}
+		/* 320-byte regions in use: the sparse class's 26k, not the few before */
+		if (json && json_num(strstr(json, "{\"size\":320,"), "used") > 20000) {
+			snprintf(pb, len, "%s", path);
+			strcpy(strstr(pb, ".rss.json"), ".pb.gz");
+			return json;
+		}
+		free(json);
+	}
+	cr_assert_fail("no breakdown saw the sparse class: %s", hb_file_text(hb_tmp("watch.err")));
+	return NULL;
+}
+
+/*
+ * heapbpf watch: a demand profile carries the target's last RSS breakdown:
+ * its age and parts in a comment, held_space (sparse_small's several times
+ * its in use, dense_small's about its in use) and heapbpf rss's JSON beside
+ * it, whose stacks are the profile's.
+ */
+Test(rss, a_watch_profile_carries_the_breakdown)
+{
+	const char *dir = hb_tmp("watch");
+	char reply[256], pid[16], pb[PATH_MAX], *json, *buf;
+	double sparse_inuse, sparse_held, dense_inuse, dense_held;
+	Perftools__Profiles__Profile *pp;
+	bool comment = false;
+	struct svc s;
+	ssize_t n;
+
+	hb_require_bpf();
+	cr_assert_eq(svc_start(&s, hb_path("examples/alloc-service-static"),
+			       IDLE ",lg_prof_sample:16",
+			       (const char *[]){ "--threads", "0", NULL }),
+		     0);
+	svc_pid = s.pid;
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	watch_pid = hb_spawn((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pid,
+					       "--output-dir", dir, NULL },
+			     hb_tmp("watch.err"));
+	cr_assert(hb_wait_text(hb_tmp("watch.err"), "sampling every", 60000, watch_pid), "%s",
+		  hb_file_text(hb_tmp("watch.err")));
+	cr_assert_eq(svc_cmd(&s, "sparse 320 64", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(svc_cmd(&s, "dense 256 32", reply, sizeof(reply), 120000), 0);
+	json = breakdown_after_sparse(&s, dir, pb, sizeof(pb));
+	cr_assert_not_null(strstr(json, "\"age_ms\":"), "%s", json);
+	cr_assert_lt(json_num(json, "age_ms"), 600000, "%s", json);
+	cr_assert_eq(json_num(json, "unexplained"), json_num(json, "unexplained"));
+	stack_of(json, "sparse_small", &sparse_inuse, &sparse_held);
+	stack_of(json, "dense_small", &dense_inuse, &dense_held);
+	cr_assert(sparse_inuse > 4e6 && sparse_inuse < 16e6, "%s", json);
+	cr_assert_geq(sparse_held, 4 * sparse_inuse, "%s", json);
+	cr_assert(dense_held >= dense_inuse && dense_held <= 1.2 * dense_inuse, "%s", json);
+	free(json);
+	/* the profile: held_space as its fifth type, the breakdown's comment */
+	n = hb_read_file(pb, &buf);
+	cr_assert_gt(n, 0, "%s", pb);
+	cr_assert_eq(pprof_decode((uint8_t *)buf, (size_t)n, &pp), 0);
+	free(buf);
+	cr_assert_eq(pp->n_sample_type, 5);
+	cr_assert_str_eq(pp->string_table[pp->sample_type[4]->type], "held_space");
+	for (size_t i = 0; i < pp->n_comment; i++)
+		comment |= strstr(pp->string_table[pp->comment[i]], "heapbpf: RSS measured ") &&
+			   strstr(pp->string_table[pp->comment[i]], " s before this profile: ");
+	cr_assert(comment, "no breakdown in %s's comments", pb);
+	for (size_t i = 0; i < pp->n_sample; i++) {
+		const Perftools__Profiles__Sample *smp = pp->sample[i];
+
+		cr_assert_geq(smp->value[4], smp->value[3] > 0 ? smp->value[3] : 0);
+		if (smp->n_location_id && !strcmp(leaf_of(pp, smp), "sparse_small"))
+			cr_assert_eq((double)smp->value[4], sparse_held);
+	}
+	perftools__profiles__profile__free_unpacked(pp, NULL);
+	kill(watch_pid, SIGTERM);
+	cr_assert_eq(hb_wait(watch_pid, 60000), 0, "%s", hb_file_text(hb_tmp("watch.err")));
+	watch_pid = 0;
 	svc_stop(&s);
 	svc_pid = 0;
 }

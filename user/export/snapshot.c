@@ -125,7 +125,7 @@ static bool parse(const char *name, char stamp[SNAPSHOT_STAMP_LEN + 1], unsigned
 	if (strstr(p, ".tmp."))
 		return false;
 	if (!ends_with(p, ".pb.gz") && !ends_with(p, ".folded") && !ends_with(p, ".folded.zst") &&
-	    !ends_with(p, ".html"))
+	    !ends_with(p, ".html") && !ends_with(p, ".rss.json"))
 		return false;
 	memcpy(stamp, name + 5, SNAPSHOT_STAMP_LEN);
 	stamp[SNAPSHOT_STAMP_LEN] = '\0';

@@ -210,6 +210,12 @@ void pagemap_close(struct pagemap *p)
 	free(p);
 }
 
+void pagemap_rewind(struct pagemap *p)
+{
+	p->first = 0;
+	p->have = 0;
+}
+
 /* The entry of page number pg, through the window. */
 static int entry(struct pagemap *p, uint64_t pg, uint64_t *e)
 {

@@ -36,10 +36,17 @@ int residency_vmas(pid_t pid, struct vmas *out);
 int residency_memory(pid_t pid, const struct vmas *v, struct proc_memory *out);
 void residency_vmas_free(struct vmas *v);
 
-/* A process's pagemap, read in address order through a window. */
+/*
+ * A process's pagemap, read in address order through a window. The kernel
+ * shows page frames (which tell the zero page from the process's own) to
+ * an opener with CAP_SYS_ADMIN: a pagemap opened before privileges are
+ * dropped keeps showing them.
+ */
 struct pagemap;
 int pagemap_open(pid_t pid, struct pagemap **out);
 void pagemap_close(struct pagemap *p);
+/* Forgets what the window holds: the next reading sees the page tables as they are then. */
+void pagemap_rewind(struct pagemap *p);
 /* Pages of [addr, addr + len) in memory, and swapped out; 0 or negative errno. */
 int pagemap_count(struct pagemap *p, uint64_t addr, uint64_t len, uint64_t *present,
 		  uint64_t *swapped);

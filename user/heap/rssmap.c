@@ -170,12 +170,13 @@ static void outside(pid_t pid, const struct vmas *v, const uint64_t *in_vma, str
 }
 
 static int measure(const struct jemalloc_target *t, const struct jestats_layout *l,
-		   const struct mem_source *m, struct rss_map *out, char *err, size_t errlen)
+		   const struct mem_source *m, struct pagemap *held_pm, struct rss_map *out,
+		   char *err, size_t errlen)
 {
 	struct jestats_syms sy;
 	struct extents x = { 0 };
 	struct vmas v = { 0 };
-	struct pagemap *pm = NULL;
+	struct pagemap *pm = held_pm, *opened = NULL;
 	uint64_t *in_vma = NULL;
 	int rc;
 
@@ -183,10 +184,15 @@ static int measure(const struct jemalloc_target *t, const struct jestats_layout 
 	rc = rc ?: jestats_read(m, l, &sy, &out->je, err, errlen);
 	if (rc)
 		return rc;
-	rc = pagemap_open(t->pid, &pm);
-	if (rc)
-		return hb_fail(err, errlen, rc, "cannot read the page map of pid %d: %s", t->pid,
-			       strerror(-rc));
+	if (pm) {
+		pagemap_rewind(pm);
+	} else {
+		rc = pagemap_open(t->pid, &opened);
+		if (rc)
+			return hb_fail(err, errlen, rc, "cannot read the page map of pid %d: %s",
+				       t->pid, strerror(-rc));
+		pm = opened;
+	}
 	rc = jestats_walk(m, l, &sy, &out->je, pagemap_present, pm, collect, &x, &out->walk, err,
 			  errlen);
 	if (!rc && x.rc)
@@ -218,12 +224,18 @@ static int measure(const struct jemalloc_target *t, const struct jestats_layout 
 	}
 	free(in_vma);
 	residency_vmas_free(&v);
-	pagemap_close(pm);
+	pagemap_close(opened);
 	free(x.v);
 	return rc;
 }
 
 int rss_map_read(const struct jemalloc_target *t, struct rss_map *out, char *err, size_t errlen)
+{
+	return rss_map_read_with(t, NULL, out, err, errlen);
+}
+
+int rss_map_read_with(const struct jemalloc_target *t, struct pagemap *pm, struct rss_map *out,
+		      char *err, size_t errlen)
 {
 	const struct jestats_layout *l = jestats_layout_for(t->version);
 	struct mem_source m = { 0 };
@@ -240,7 +252,7 @@ int rss_map_read(const struct jemalloc_target *t, struct rss_map *out, char *err
 	rc = memsrc_proc_open(t->pid, &m, err, errlen);
 	if (rc)
 		return rc;
-	rc = measure(t, l, &m, out, err, errlen);
+	rc = measure(t, l, &m, pm, out, err, errlen);
 	memsrc_proc_close(&m);
 	if (rc)
 		return rc;

@@ -71,6 +71,8 @@ struct heap_data {
 };
 
 /* One target of a run, and its windows so far. */
+struct rss_map;
+
 struct target_run {
 	struct run *run;
 	pid_t pid;
@@ -98,6 +100,14 @@ struct target_run {
 	 */
 	int64_t named_s;
 	unsigned int named_seq;
+	/*
+	 * heapbpf watch and agent: the target's last RSS breakdown (held by the
+	 * watch, heap/rssmap.h) and when it was measured (CLOCK_REALTIME ns);
+	 * NULL: none yet, or none to be had. Its profiles carry held_space and
+	 * a comment; a trigger's also a JSON file beside them (docs/rss.md).
+	 */
+	const struct rss_map *rss;
+	int64_t rss_ns;
 	/* heapbpf agent: this target's own service name and labels, or NULL: the run's */
 	const struct pyro_naming *naming;
 	unsigned int outcome; /* RUN_* of this target */

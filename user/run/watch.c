@@ -7,8 +7,14 @@
  * sampled in-use estimate or its RSS rising a given amount above the level
  * of the last growth profile (growth), and SIGUSR1 (demand). Each profile
  * is an in-use profile as of that instant, named after its trigger.
+ *
+ * Between triggers it measures where each target's RSS is (heap/rssmap.h),
+ * round robin, then waits RSS_COST_FACTOR times what that cost in CPU: the
+ * breakdowns take at most 1% of a core together. A profile carries its
+ * target's last breakdown (window.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +27,8 @@
 #include "util/clock.h"
 #include "util/errmsg.h"
 #include "profile/summary.h"
+#include "heap/residency.h"
+#include "heap/rssmap.h"
 #include "run/outputs.h"
 #include "run/watch.h"
 #include "run/window.h"
@@ -43,13 +51,31 @@ struct watched {
 	int64_t pressure_at; /* CLOCK_MONOTONIC ns of the last pressure profile; 0: none */
 	bool held_back;	     /* pressure seen since, within the cooldown (said once) */
 	bool oom_written;
+	struct pagemap *pm;	/* opened as it was added, before privileges dropped */
+	struct rss_map *rss[2]; /* the last breakdown (tr->rss) and room for the next */
+	bool rss_off;		/* none to be had (said once) */
+	int64_t rss_cost;	/* the CPU time its last breakdown took (ns) */
+	int64_t rss_cpu_mark;	/* the target's CPU time then (ns) */
 };
+
+/*
+ * After breakdowns the next pass waits this many times their CPU time (1%
+ * of a core), and a target's next waits until the target itself has used
+ * RSS_SERVICE_FACTOR times what its last cost (0.5% of its CPU): an idle
+ * service keeps its last one, which its unchanged heap still matches.
+ */
+#define RSS_COST_FACTOR	   100
+#define RSS_SERVICE_FACTOR 200
+/* The CPU time one tick's breakdowns take at most, whatever is due (20 ms). */
+#define RSS_PASS_NS 20000000LL
 
 struct watch {
 	const struct cli *o;
 	struct watched *w;
 	size_t n, cap;
-	int sfd; /* SIGUSR1 */
+	int sfd;	   /* SIGUSR1 */
+	int64_t rss_next;  /* CLOCK_MONOTONIC ns: no breakdown before */
+	size_t rss_cursor; /* the target measured next, round robin */
 };
 
 /* Resident bytes of pid (/proc/PID/statm), 0 when gone. */
@@ -225,12 +251,107 @@ static void check_pressure(struct watch *wt, struct watched *w)
 	write_now(w, "pressure", note);
 }
 
+static bool watching(const struct watched *w)
+{
+	return !w->s->failed && !w->s->exited && !w->s->unconfirmed;
+}
+
+/* w's breakdown now, in the room beside its last; a first failure is said and ends them. */
+static void measure_rss(struct watched *w)
+{
+	struct rss_map *next = w->rss[w->tr->rss == w->rss[0] ? 1 : 0];
+	char err[1024];
+
+	if (!w->tr->t)
+		return;
+	if (!rss_map_read_with(w->tr->t, w->pm, next, err, sizeof(err))) {
+		w->tr->rss = next;
+		w->tr->rss_ns = hb_clock_ns(CLOCK_REALTIME);
+		return;
+	}
+	/* one that worked before: the process moved as it was read; the last one stands */
+	if (w->tr->rss)
+		return;
+	hb_note("watch: pid %d: its profiles go without an RSS breakdown: %s", w->tr->pid, err);
+	w->rss_off = true;
+}
+
+/* The CPU time pid's threads have used (/proc/PID/stat: utime + stime), ns; -1 when gone. */
+static int64_t cpu_of(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long utime, stime;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* past the comm, which may hold anything: state is field 3, utime 14, stime 15 */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+			 &stime) != 2)
+		return -1;
+	return (int64_t)((utime + stime) *
+			 (1000000000ULL / (unsigned long long)sysconf(_SC_CLK_TCK)));
+}
+
+/* Whether w's target has used enough CPU since its last breakdown to pay for the next. */
+static bool rss_due(const struct watched *w)
+{
+	int64_t cpu;
+
+	if (!w->tr->rss)
+		return true;
+	cpu = cpu_of(w->tr->pid);
+	return cpu >= 0 && cpu - w->rss_cpu_mark >= w->rss_cost * RSS_SERVICE_FACTOR;
+}
+
+/*
+ * The next targets' breakdowns, when the budget allows: one pass at most,
+ * RSS_PASS_NS of CPU at most at a time (the event loop waits meanwhile).
+ */
+static void refresh_rss(struct watch *wt)
+{
+	int64_t now = hb_clock_ns(CLOCK_MONOTONIC), cost = 0;
+	size_t n = wt->n;
+
+	if (now < wt->rss_next)
+		return;
+	for (size_t k = 0; k < n && cost < RSS_PASS_NS; k++) {
+		size_t i = wt->rss_cursor++ % n;
+		struct watched *w = &wt->w[i];
+		int64_t cpu = hb_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+
+		if (w->rss_off || !watching(w) || !rss_due(w))
+			continue;
+		w->rss_cpu_mark = cpu_of(w->tr->pid);
+		measure_rss(w);
+		cpu = hb_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
+		w->rss_cost = cpu;
+		cost += cpu;
+		/* bench/run.py's watch_rss sums these */
+		if (wt->o->verbose)
+			hb_note("watch: pid %d: RSS breakdown measured in %.3f ms of CPU",
+				w->tr->pid, (double)cpu / 1e6);
+	}
+	wt->rss_next = now + cost * RSS_COST_FACTOR;
+}
+
 void watch__tick(struct watch *wt)
 {
+	/* first: a trigger of this tick carries it */
+	refresh_rss(wt);
 	for (size_t i = 0; i < wt->n; i++) {
 		struct watched *w = &wt->w[i];
 
-		if (w->s->failed || w->s->exited || w->s->unconfirmed)
+		if (!watching(w))
 			continue;
 		check_growth(wt, w);
 		if (wt->o->watch_pressure)
@@ -244,6 +365,17 @@ static int on_tick(struct session *s0, void *arg)
 	(void)s0;
 	watch__tick(arg);
 	return 0;
+}
+
+/* What w holds for its breakdowns, freed; its target's profiles go without one from now. */
+static void drop(struct watched *w)
+{
+	w->tr->rss = NULL;
+	pagemap_close(w->pm);
+	free(w->rss[0]);
+	free(w->rss[1]);
+	w->pm = NULL;
+	w->rss[0] = w->rss[1] = NULL;
 }
 
 static struct watched *watched_of(struct watch *wt, const struct session *s)
@@ -295,7 +427,7 @@ static int on_demand(struct session *s0, void *arg)
 		for (size_t i = 0; i < wt->n; i++) {
 			struct watched *w = &wt->w[i];
 
-			if (!w->s->failed && !w->s->exited && !w->s->unconfirmed)
+			if (watching(w))
 				write_now(w, "demand", "asked for with SIGUSR1");
 		}
 	}
@@ -347,6 +479,17 @@ int watch__add(struct watch *wt, struct target_run *tr, struct session *s)
 	}
 	w = &wt->w[wt->n++];
 	*w = (struct watched){ .tr = tr, .s = s };
+	tr->rss = NULL;
+	w->rss[0] = calloc(1, sizeof(*w->rss[0]));
+	w->rss[1] = calloc(1, sizeof(*w->rss[1]));
+	if (!w->rss[0] || !w->rss[1]) {
+		drop(w);
+		wt->n--;
+		return -ENOMEM;
+	}
+	/* the page frames, which tell the zero page apart, are shown to this opener */
+	if (pagemap_open(tr->pid, &w->pm))
+		w->rss_off = true;
 	/* the marks growth and pressure are measured from: now, as sampling starts */
 	w->rss_mark = rss_of(tr->pid);
 	if (wt->o->watch_pressure)
@@ -363,8 +506,10 @@ void watch__remove(struct watch *wt, const struct session *s)
 {
 	struct watched *w = watched_of(wt, s);
 
-	if (w)
-		*w = wt->w[--wt->n];
+	if (!w)
+		return;
+	drop(w);
+	*w = wt->w[--wt->n];
 }
 
 void watch__session_opts(struct watch *wt, struct session_opts *so)
@@ -410,6 +555,8 @@ void watch__free(struct watch *wt)
 {
 	if (!wt)
 		return;
+	for (size_t i = 0; i < wt->n; i++)
+		drop(&wt->w[i]);
 	if (wt->sfd >= 0)
 		close(wt->sfd);
 	free(wt->w);

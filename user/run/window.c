@@ -19,7 +19,10 @@
 #include "export/sink.h"
 #include "export/snapshot.h"
 #include "profile/summary.h"
+#include "heap/held.h"
+#include "heap/rssmap.h"
 #include "targets/targets.h"
+#include "run/rssout.h"
 #include "run/window.h"
 
 /* The last window of --interval is written only when it is at least this long. */
@@ -154,6 +157,58 @@ static int describe(struct hb_profile *p, const struct target_run *tr, const str
 	return err;
 }
 
+/*
+ * heapbpf watch and agent: the target's last RSS breakdown, as the comment
+ * and held_space (what each stack holds, heap/held.h).
+ */
+static int add_rss(struct hb_profile *p, const struct target_run *tr, int64_t end_ns)
+{
+	char parts[1024], rss[32];
+	int err;
+
+	if (!tr->rss)
+		return 0;
+	/* --raw's counts are one per sample: no share of free bytes is added to them */
+	err = tr->run->opts->raw ? 0 : held_attach(p, &tr->rss->je);
+	rssout_line(tr->rss, parts, sizeof(parts));
+	summary_bytes(rss, sizeof(rss), (double)tr->rss->mem.rss);
+	return err
+		       ?: hb_profile_add_comment(
+				  p,
+				  "heapbpf: RSS measured %.1f s before this profile: %s = %s; "
+				  "held_space is in use plus each stack's share of the free regions "
+				  "in its size class's slabs (an estimate, docs/rss.md)",
+				  (double)(end_ns - tr->rss_ns) / 1e9, rss, parts);
+}
+
+/* A trigger's breakdown beside its profile: heapbpf rss's JSON, its stacks the profile's. */
+struct rss_body {
+	const struct target_run *tr;
+	const struct hb_profile *p;
+	int64_t end_ns;
+};
+
+static int write_rss_body(FILE *f, void *arg)
+{
+	const struct rss_body *b = arg;
+	const struct hb_profile *p = b->p;
+	double *held = calloc(p->nsamples + 1, sizeof(*held));
+	size_t *order = calloc(p->nsamples + 1, sizeof(*order));
+	struct rssout_stacks st = { .p = p, .held = held, .order = order };
+	int rc = -ENOMEM;
+
+	if (held && order) {
+		for (size_t i = 0; i < p->nsamples; i++)
+			held[i] = (double)p->held[i];
+		held_order(held, p->nsamples, order);
+		rc = rssout_json(f, b->tr->t, b->tr->rss, &st,
+				 (double)(b->end_ns - b->tr->rss_ns) / 1e6);
+	}
+	free(held);
+	free(order);
+	return rc;
+}
+
 struct snapshot_body {
 	const struct hb_profile *p;
 	const struct sink *s;
@@ -248,6 +303,18 @@ static int write_snapshot(struct target_run *tr, const struct hb_profile *p, int
 			snprintf(where + strlen(where), wlen - strlen(where), ", %s", name);
 		tr->named_s = when;
 		tr->named_seq = sf.seq;
+	}
+	/* a trigger's: where the RSS was, beside it, under the same name and number */
+	if (tr->trigger && tr->rss && p->held) {
+		struct rss_body rb = { tr, p, end_ns };
+
+		sf.ext = "rss.json";
+		rc = snapshot_write(&sf, write_rss_body, &rb, err, errlen);
+		if (!rc && strlen(where) + strlen(sf.path) + 6 < wlen)
+			snprintf(where + strlen(where), wlen - strlen(where), ", %s",
+				 strrchr(sf.path, '/') + 1);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -509,6 +576,7 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 			ro.analysis = &an;
 		rc = report__build(d->collector, d->symbolizer, tr->t, &ro, &prof);
 		rc = rc ?: describe(prof, tr, d);
+		rc = rc ?: add_rss(prof, tr, end_ns);
 		rc = rc ?: add_timeline(prof, tr, d, end_ns);
 		if (rc) {
 			hb_profile__free(prof);
