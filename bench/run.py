@@ -53,6 +53,8 @@ FULL = dict(
     watch_seconds=240, watch_lg=12, watch_threads=4,
     agent_procs=64, agent_budget=16, agent_seconds=120, agent_rate=200, agent_interval=10,
     rss_fill_mib=2048, rss_fragment_mib=2048, rss_reps=3,
+    watch_rss_fill_mib=1024, watch_rss_fragment_mib=1024, watch_rss_seconds=120,
+    watch_rss_threads=1,
 )
 SMOKE = dict(
     idle_reps=1, idle_window=0.2, idle_cycle=0.3,
@@ -70,6 +72,8 @@ SMOKE = dict(
     watch_seconds=4, watch_lg=12, watch_threads=2,
     agent_procs=4, agent_budget=2, agent_seconds=4, agent_rate=200, agent_interval=1,
     rss_fill_mib=16, rss_fragment_mib=16, rss_reps=1,
+    watch_rss_fill_mib=16, watch_rss_fragment_mib=16, watch_rss_seconds=4,
+    watch_rss_threads=1,
 )
 
 # a large binary every machine with clang has (clang -> libclang-cpp -> libllvm)
@@ -755,6 +759,58 @@ def bench_rss(S, res):
            min(r["walk_ms"] for r in runs)))
 
 
+def bench_watch_rss(S, res):
+    """heapbpf watch -v on a busy example holding a large fragmented heap: the RSS
+    breakdowns it measures between triggers (their count and CPU, from its -v lines),
+    its whole CPU share of a core and of the service's CPU."""
+    conf = "prof:true,prof_active:false"
+    out = os.path.join(hb.tmp(), "watch_rss")
+    os.makedirs(out, mode=0o700, exist_ok=True)
+    # --rate 0: as fast as it can, a busy service
+    p = subprocess.Popen([hb.path("examples/alloc-service-static"), "--control", "--threads",
+                          str(S["watch_rss_threads"]), "--rate", "0"],
+                         env=dict(os.environ, MALLOC_CONF=conf),
+                         text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    errpath = os.path.join(hb.tmp(), "watch_rss.err")
+    try:
+        if not p.stdout.readline().startswith("ready"):
+            raise BenchError("the example did not start")
+        svc_cmd(p, "fill %d" % S["watch_rss_fill_mib"], "filled")
+        svc_cmd(p, "fragment %d" % S["watch_rss_fragment_mib"], "fragmented")
+        with open(errpath, "w") as err:
+            w = subprocess.Popen([hb.heapbpf_bin(), "watch", "-v", "--pid", str(p.pid),
+                                  "--output-dir", out], stdout=err, stderr=err)
+        try:
+            time.sleep(1.0)  # attached and sampling
+            c0 = (proc_cpu_s(w.pid), proc_cpu_s(p.pid), time.monotonic())
+            time.sleep(S["watch_rss_seconds"])
+            c1 = (proc_cpu_s(w.pid), proc_cpu_s(p.pid), time.monotonic())
+        finally:
+            w.send_signal(signal.SIGINT)
+            rc = w.wait(timeout=300)
+    finally:
+        hb.kill_wait(p)
+    with open(errpath) as f:
+        text = f.read()
+    if rc not in (0, 3, 4):
+        raise BenchError("heapbpf watch failed (%d):\n%s" % (rc, text[-2000:]))
+    costs = [float(m) for m in re.findall(r"RSS breakdown measured in ([0-9.]+) ms of CPU", text)]
+    if not costs:
+        raise BenchError("heapbpf watch measured no RSS breakdown:\n%s" % text[-2000:])
+    wall = c1[2] - c0[2]
+    res["watch_rss"] = dict(
+        fill_mib=S["watch_rss_fill_mib"], fragment_mib=S["watch_rss_fragment_mib"],
+        threads=S["watch_rss_threads"], seconds=S["watch_rss_seconds"], exit=rc,
+        breakdowns=len(costs), cost_ms_mean=sum(costs) / len(costs), cost_ms_max=max(costs),
+        breakdown_cpu_s=sum(costs) / 1000, hb_cpu_s=c1[0] - c0[0],
+        target_cpu_s=c1[1] - c0[1], wall_s=wall)
+    r = res["watch_rss"]
+    log("watch_rss: %d breakdowns of %.0f ms CPU each (%.2f%% of the service's CPU); watch "
+        "%.2f%% of a core, %.2f%% of the service's CPU"
+        % (len(costs), r["cost_ms_mean"], 100 * r["breakdown_cpu_s"] / max(r["target_cpu_s"], 1e-9),
+           100 * r["hb_cpu_s"] / wall, 100 * r["hb_cpu_s"] / max(r["target_cpu_s"], 1e-9)))
+
+
 # ---- main -----------------------------------------------------------------------------------
 
 
@@ -908,6 +964,26 @@ def timed(name, fn, *args):
     return r
 
 
+# the benchmarks --only can measure again into an existing results file
+LATER = {"rss": bench_rss, "watch_rss": bench_watch_rss}
+
+
+def measure_later(S, names, out):
+    """--only: the named benchmarks again, into the results file out (whose other
+    sections stay as measured); each records when and at which heapbpf it was."""
+    with open(out) as f:
+        res = json.load(f)
+    for name in names:
+        if name not in LATER:
+            raise BenchError("--only takes %s, not %r" % (", ".join(sorted(LATER)), name))
+        timed(name, LATER[name], S, res)
+        res.setdefault("later", {})[name] = dict(
+            heapbpf=sh("git -C %s describe --always --dirty 2>/dev/null" %
+                       shlex.quote(os.path.dirname(os.path.abspath(__file__)))),
+            load=loadavg(), command="sudo python3 bench/run.py --only %s" % name)
+    return res
+
+
 def measure(S, smoke):
     """Every benchmark in turn; returns the results file's content."""
     tc, hc = hb.cpus_split()
@@ -929,6 +1005,7 @@ def measure(S, smoke):
     timed("watch", bench_watch, S, res)
     timed("agent", bench_agent, S, res)
     timed("rss", bench_rss, S, res)
+    timed("watch_rss", bench_watch_rss, S, res)
     res["elapsed_s"] = time.monotonic() - t0
     res["load_end"] = loadavg()
     return res
@@ -940,6 +1017,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--json", help="write the results here (default: BUILD/bench/results.json)")
     ap.add_argument("--smoke", action="store_true", help="each benchmark once, tiny")
+    ap.add_argument("--only", help="NAME[,NAME]: measure these again into the existing "
+                    "results file (%s)" % ", ".join(sorted(LATER)))
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: needs root (BPF, uprobes); run: sudo make bench")
@@ -951,15 +1030,15 @@ def main():
         deadline = time.monotonic() + 180
         while float(loadavg().split()[0]) > 1.5 and time.monotonic() < deadline:
             time.sleep(5)
-    res = measure(S, a.smoke)
+    res = measure_later(S, a.only.split(","), out) if a.only else measure(S, a.smoke)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")
     os.replace(tmp, out)
-    log("wrote %s in %.0f s; python3 bench/report.py %s --out BENCHMARKS.md writes the report"
-        % (out, res["elapsed_s"], out))
+    log("wrote %s; python3 bench/report.py %s --out BENCHMARKS.md writes the report"
+        % (out, out))
 
 
 if __name__ == "__main__":
