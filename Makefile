@@ -58,7 +58,8 @@ TLIB_OBJS  := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TLIB_SRCS))
 JEMALLOC_A     := $(LIBDIR)/libjemalloc.a
 JEMALLOC_PIC_A := $(LIBDIR)/libjemalloc_pic.a
 EXAMPLES := $(BUILD)/examples/alloc-service-static $(BUILD)/examples/alloc-service-shared
-BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/userbench $(BUILD)/bench/stackheap
+BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/userbench \
+	$(BUILD)/bench/stackheap $(BUILD)/bench/heapbpf
 
 .DELETE_ON_ERROR:
 .PHONY: all deps demo test unit integration examples clean format-check _demo _test fuzz bench _bench \
@@ -137,6 +138,26 @@ $(BUILD)/user/%.o: user/%.c | $(BUILD)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/heapbpf: $(USER_OBJS) $(PROTO_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# heapbpf for bench/bpfstats.py alone: its BPF object keeps the knob that
+# leaves parts of the programs out (HEAPBPF_BENCH), which heapbpf's own has not
+$(BUILD)/bench/heapbpf.bpf.o: bpf/heapbpf.bpf.c | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DHEAPBPF_BENCH -MMD -MP -c $< -o $@
+
+$(BUILD)/bench/heapbpf.skel.h: $(BUILD)/bench/heapbpf.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name heapbpf_bpf > $@
+
+$(BUILD)/bench/probes.o: user/sampling/probes.c $(BUILD)/bench/heapbpf.skel.h | $(GEN_H)
+	$(call msg,CC,$@)
+	$(Q)$(CC) -I$(BUILD)/bench -DHEAPBPF_BENCH $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/heapbpf: $(filter-out $(BUILD)/user/sampling/probes.o,$(USER_OBJS)) \
+		$(BUILD)/bench/probes.o $(PROTO_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
@@ -223,7 +244,7 @@ _san-build:
 		$(SAN)/tests/unit_tests $(SAN)/tests/integration_tests \
 		$(SAN)/examples/alloc-service-static $(SAN)/examples/alloc-service-shared \
 		$(SAN)/bench/microbench $(SAN)/bench/trapfloor $(SAN)/bench/userbench \
-		$(SAN)/bench/stackheap
+		$(SAN)/bench/stackheap $(SAN)/bench/heapbpf
 	@# the jemalloc fixtures are plain builds: share the first pass's
 	$(Q)ln -sfn $(abspath $(BUILD))/fixtures $(SAN)/fixtures
 _san-unit _san-integration _san-versions _san-serial: _san-build

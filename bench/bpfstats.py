@@ -109,7 +109,9 @@ def example_run(lg, seconds, parts=0):
         henv.pop("HEAPBPF_BENCH_PARTS", None)
         if parts:
             henv["HEAPBPF_BENCH_PARTS"] = hex(parts)
-        out = subprocess.run([hb.heapbpf_bin(), "--pid", str(svc.pid), "--duration",
+        # every variant from the one build, whose object has the knob (at 0 the
+        # verifier drops what it guards: the programs are heapbpf's own)
+        out = subprocess.run([hb.bench_heapbpf_bin(), "--pid", str(svc.pid), "--duration",
                               str(seconds), "-v", "-o", os.path.join(hb.tmp(), "bpfstats.pb.gz")],
                              capture_output=True, text=True, timeout=seconds + 60, env=henv)
     finally:

@@ -35,6 +35,11 @@ def heapbpf_bin():
     return HEAPBPF or path("heapbpf")
 
 
+def bench_heapbpf_bin():
+    """The benchmarks' build of heapbpf, whose BPF object takes HEAPBPF_BENCH_PARTS."""
+    return path("bench/heapbpf")
+
+
 def tmp():
     """The run's scratch directory, created on first use; remove_tmp() removes it."""
     global _tmp

@@ -583,7 +583,8 @@ def bpf_parts(R, doc):
     doc.p()
     doc.p("Each repetition also runs the example service once per step below, each step "
           "leaving out one more part of both sampling programs (a `.rodata` knob, "
-          "`bench_skip`, set through `HEAPBPF_BENCH_PARTS` by the benchmark only: the "
+          "`bench_skip`, set through `HEAPBPF_BENCH_PARTS` in `build/bench/heapbpf`, a "
+          "build of heapbpf whose BPF object has it, which heapbpf's own has not: the "
           "verifier drops what is left out; without the ring buffer the free program writes "
           "its record into the per-CPU scratch record), in the reverse order every other "
           "repetition. A part's cost is the difference between the step that still has it "

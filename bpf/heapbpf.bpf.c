@@ -45,12 +45,15 @@ struct heapbpf_counters counters = {};
 /*
  * bench/bpfstats.py's decomposition: parts of the two sampling programs
  * left out (HEAPBPF_PART_*), to measure what each costs in a real process
- * (bpf_stats). Set only through HEAPBPF_BENCH_PARTS, never by heapbpf
- * itself: at 0, its default, the verifier removes the code it guards
- * (what stays is a load of this word from .rodata's line, which the
- * programs read for the layout anyway).
+ * (bpf_stats). Only in build/bench/heapbpf's object (HEAPBPF_BENCH), set
+ * through HEAPBPF_BENCH_PARTS; heapbpf's own object has no such knob.
  */
+#ifdef HEAPBPF_BENCH
 const volatile __u32 bench_skip = 0;
+#define SKIPPED(part) (bench_skip & (part))
+#else
+#define SKIPPED(part) 0
+#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -111,14 +114,14 @@ struct {
 
 static __always_inline void count(__u64 *c)
 {
-	if (bench_skip & HEAPBPF_PART_COUNTERS)
+	if (SKIPPED(HEAPBPF_PART_COUNTERS))
 		return;
 	__sync_fetch_and_add(c, 1);
 }
 
 static __always_inline __u64 submit_flags(void)
 {
-	if (bench_skip & HEAPBPF_PART_QUERY)
+	if (SKIPPED(HEAPBPF_PART_QUERY))
 		return BPF_RB_NO_WAKEUP;
 	if (!wakeup_bytes)
 		return 0;
@@ -138,7 +141,7 @@ int BPF_KPROBE(heapbpf_alloc)
 	int in_chunk = 0;
 	long err = 0;
 
-	if (bench_skip & HEAPBPF_PART_ALL)
+	if (SKIPPED(HEAPBPF_PART_ALL))
 		return 0;
 	id = bpf_get_current_pid_tgid();
 	if (not_sampled(id))
@@ -151,7 +154,7 @@ int BPF_KPROBE(heapbpf_alloc)
 	tctx = heapbpf_arg(&args, layout.alloc_tctx_arg);
 
 	/* tctx->gctx->bt: the backtrace jemalloc already took for this sample */
-	if (bench_skip & HEAPBPF_PART_READS) {
+	if (SKIPPED(HEAPBPF_PART_READS)) {
 		/* as if a 14-frame backtrace had come with prof_bt_t */
 		len = 14;
 		in_chunk = 1;
@@ -159,7 +162,7 @@ int BPF_KPROBE(heapbpf_alloc)
 		err = bpf_probe_read_user(&gctx, sizeof(gctx),
 					  (void *)(tctx + layout.tctx_gctx_off));
 	}
-	if (!err && !(bench_skip & HEAPBPF_PART_READS)) {
+	if (!err && !SKIPPED(HEAPBPF_PART_READS)) {
 		__u64 bt = gctx + layout.gctx_bt_off;
 
 		if (layout.bt_vec_off == 0 && layout.bt_len_off == 8 &&
@@ -188,7 +191,7 @@ int BPF_KPROBE(heapbpf_alloc)
 	e->type = HEAPBPF_EV_ALLOC;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
-	e->ts = (bench_skip & HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();
+	e->ts = SKIPPED(HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();
 	e->ptr = heapbpf_arg(&args, layout.alloc_ptr_arg);
 	e->size = heapbpf_arg(&args, layout.alloc_size_arg);
 	e->usize = heapbpf_arg(&args, layout.alloc_usize_arg);
@@ -222,7 +225,7 @@ int BPF_KPROBE(heapbpf_alloc)
 	asm volatile("" : "+r"(size));
 	if (size > sizeof(*e))
 		size = sizeof(*e);
-	if (bench_skip & HEAPBPF_PART_RINGBUF)
+	if (SKIPPED(HEAPBPF_PART_RINGBUF))
 		return 0;
 	if (bpf_ringbuf_output(&events, e, size, submit_flags()))
 		count(&counters.alloc_drops);
@@ -253,14 +256,14 @@ int BPF_KPROBE(heapbpf_free)
 	__u32 zero = 0;
 	__u64 id;
 
-	if (bench_skip & HEAPBPF_PART_ALL)
+	if (SKIPPED(HEAPBPF_PART_ALL))
 		return 0;
 	id = bpf_get_current_pid_tgid();
 	if (not_sampled(id))
 		return 0;
 	count(&counters.free_hits);
 	/* the decomposition without the ring buffer: the record in the per-CPU scratch */
-	if (bench_skip & HEAPBPF_PART_RINGBUF)
+	if (SKIPPED(HEAPBPF_PART_RINGBUF))
 		e = bpf_map_lookup_elem(&scratch, &zero);
 	else
 		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -273,13 +276,13 @@ int BPF_KPROBE(heapbpf_free)
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->flags = 0;
-	e->ts = (bench_skip & HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();
+	e->ts = SKIPPED(HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();
 	e->ptr = heapbpf_arg(&args, layout.free_ptr_arg);
 	e->usize = heapbpf_arg(&args, layout.free_usize_arg);
 	e->tctx = heapbpf_arg(&args, layout.free_tctx_arg);
 	e->alloc_time_ns = 0;
 	e->alloc_size = 0;
-	if (layout.free_info_arg != HEAPBPF_ARG_NONE && !(bench_skip & HEAPBPF_PART_READS)) {
+	if (layout.free_info_arg != HEAPBPF_ARG_NONE && !SKIPPED(HEAPBPF_PART_READS)) {
 		struct heapbpf_info info = {};
 
 		/* prof_info_t in one read: every helper call costs */
@@ -293,7 +296,7 @@ int BPF_KPROBE(heapbpf_free)
 				e->alloc_time_ns = heapbpf_info_field(&info, layout.info_time_off);
 		}
 	}
-	if (!(bench_skip & HEAPBPF_PART_RINGBUF))
+	if (!SKIPPED(HEAPBPF_PART_RINGBUF))
 		bpf_ringbuf_submit(e, submit_flags());
 	return 0;
 }

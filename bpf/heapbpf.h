@@ -127,8 +127,8 @@ struct heapbpf_oom_event {
 
 /*
  * Parts of the sampling programs that bench/bpfstats.py leaves out, one
- * variant at a time, to measure what each costs (bench_skip in .rodata;
- * heapbpf itself leaves it 0).
+ * variant at a time, to measure what each costs (bench_skip in .rodata,
+ * in build/bench/heapbpf's object only: HEAPBPF_BENCH).
  */
 #define HEAPBPF_PART_COUNTERS 0x01 /* the hit counters' atomic adds (count()) */
 #define HEAPBPF_PART_CLOCK    0x02 /* bpf_ktime_get_ns */

@@ -8,6 +8,9 @@
  * heapbpf's counters.
  */
 #include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +99,57 @@ Test(bench, smoke_report_is_well_formed)
 	}
 	cr_expect_gt(rows, 40, "only %d table rows", rows);
 	free(text);
+}
+
+/* Whether the file at path holds the bytes of s. */
+static bool file_has(const char *path, const char *s)
+{
+	char *buf;
+	ssize_t n = hb_read_file(path, &buf);
+	bool has;
+
+	cr_assert_gt(n, 0, "%s", path);
+	has = memmem(buf, (size_t)n, s, strlen(s)) != NULL;
+	free(buf);
+	return has;
+}
+
+/*
+ * The knob bench/bpfstats.py turns (bench_skip: parts of the programs left
+ * out) is in the benchmarks' build of the BPF object only, its name in
+ * that object's BTF; heapbpf's own object has none, and heapbpf says it
+ * ignores HEAPBPF_BENCH_PARTS and profiles whole: a run asked to leave
+ * everything out still gets its samples.
+ */
+Test(bench, the_knob_is_in_the_benchmarks_build_only)
+{
+	const char *errpath = hb_tmp("whole.err");
+	char pid[16];
+	uint64_t allocs;
+	struct svc s;
+	pid_t hp;
+
+	cr_assert(file_has(hb_path("bench/heapbpf.bpf.o"), "bench_skip"));
+	cr_assert_not(file_has(hb_path("heapbpf.bpf.o"), "bench_skip"));
+	hb_require_bpf();
+	cr_assert_eq(svc_start(&s, hb_path("examples/alloc-service-static"),
+			       "prof:true,prof_active:false", NULL),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	setenv("HEAPBPF_BENCH_PARTS", "0x20", 1);
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-o",
+					hb_tmp("whole.pb.gz"), NULL },
+		      errpath);
+	unsetenv("HEAPBPF_BENCH_PARTS");
+	cr_assert(hb_wait_text(errpath, "sampling every", 60000, hp), "%s", hb_file_text(errpath));
+	/* 2000 allocations more: 340 sampling periods at the example's mix */
+	allocs = svc_allocs(&s);
+	for (int waited = 0; waited < 60000 && svc_allocs(&s) < allocs + 2000; waited += 50)
+		hb_sleep_ms(50);
+	kill(hp, SIGTERM);
+	cr_assert_eq(hb_wait(hp, 60000), 0, "%s", hb_file_text(errpath));
+	cr_assert(strstr(hb_file_text(errpath), "HEAPBPF_BENCH_PARTS is ignored"), "%s",
+		  hb_file_text(errpath));
+	/* exit 0, not 3: samples came, the programs were whole */
+	cr_assert_eq(svc_stop(&s), 0);
 }

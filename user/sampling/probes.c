@@ -88,9 +88,11 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 	p->skel->rodata->filter_pids = by_file;
 	/*
 	 * Only for bench/bpfstats.py, which measures what each part of the
-	 * sampling programs costs by leaving it out: the profile of such a run
-	 * is incomplete. Unset, the programs are whole.
+	 * sampling programs costs by leaving it out, with build/bench/heapbpf
+	 * (HEAPBPF_BENCH): the profile of such a run is incomplete. heapbpf's
+	 * own programs have no such knob.
 	 */
+#ifdef HEAPBPF_BENCH
 	if (hb_hook(HB_HOOK_BENCH_PARTS))
 		p->bench_parts = strtoul(hb_hook(HB_HOOK_BENCH_PARTS), NULL, 0);
 	if (p->bench_parts)
@@ -98,6 +100,11 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 			"programs out (a benchmark's setting): this run's profiles are incomplete",
 			p->bench_parts);
 	p->skel->rodata->bench_skip = (__u32)(p->bench_parts & 0xff);
+#else
+	if (hb_hook(HB_HOOK_BENCH_PARTS))
+		hb_warn("HEAPBPF_BENCH_PARTS is ignored: only the benchmarks' build of heapbpf "
+			"(build/bench/heapbpf) takes it");
+#endif
 	p->by_file = by_file;
 	/* the collector is woken at a quarter full, and polls every PROBES_POLL_MS otherwise */
 	p->skel->rodata->wakeup_bytes = round_pow2_pages(ringbuf_bytes) / 4;
