@@ -410,25 +410,28 @@ struct seen {
 	uint64_t start;
 };
 
+/* The processes a watch of a unit or pid file has taken, each once (fleet_run's). */
 #define SEEN_MAX 4096
-static struct seen seen[SEEN_MAX];
-static size_t nseen;
+struct seen_list {
+	struct seen v[SEEN_MAX];
+	size_t n;
+};
 
-static bool was_seen(pid_t pid)
+static bool was_seen(const struct seen_list *l, pid_t pid)
 {
 	uint64_t start = proc_start_time(pid);
 
-	for (size_t i = 0; i < nseen; i++) {
-		if (seen[i].pid == pid && seen[i].start == start)
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->v[i].pid == pid && l->v[i].start == start)
 			return true;
 	}
 	return false;
 }
 
-static void mark_seen(pid_t pid)
+static void mark_seen(struct seen_list *l, pid_t pid)
 {
-	if (nseen < SEEN_MAX)
-		seen[nseen++] = (struct seen){ pid, proc_start_time(pid) };
+	if (l->n < SEEN_MAX)
+		l->v[l->n++] = (struct seen){ pid, proc_start_time(pid) };
 }
 
 /*
@@ -438,7 +441,8 @@ static void mark_seen(pid_t pid)
  * wait here), else how many there are.
  */
 #define WATCH_POLL_MS 250
-static int next_targets(struct run *r, pid_t *pids, struct jemalloc_target **ts)
+static int next_targets(struct run *r, struct seen_list *seen, pid_t *pids,
+			struct jemalloc_target **ts)
 {
 	const struct timespec poll = { .tv_nsec = WATCH_POLL_MS * 1000000L };
 	char err[2048];
@@ -460,7 +464,7 @@ static int next_targets(struct run *r, pid_t *pids, struct jemalloc_target **ts)
 		if (n <= 0)
 			continue;
 		for (int i = 0; i < n;) {
-			if (was_seen(pids[i]) || kill(pids[i], 0)) {
+			if (was_seen(seen, pids[i]) || kill(pids[i], 0)) {
 				jemalloc_target__free(ts[i]);
 				pids[i] = pids[n - 1];
 				ts[i] = ts[--n];
@@ -469,7 +473,7 @@ static int next_targets(struct run *r, pid_t *pids, struct jemalloc_target **ts)
 			}
 		}
 		for (int i = 0; i < n; i++)
-			mark_seen(pids[i]);
+			mark_seen(seen, pids[i]);
 		if (n > 0) {
 			hb_note("watch: pid %d appeared; watching it", pids[0]);
 			return n;
@@ -483,8 +487,11 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	struct jemalloc_target *ts[TARGETS_MAX] = {};
 	pid_t pids[TARGETS_MAX];
 	char name[300];
+	struct seen_list *seen = calloc(1, sizeof(*seen));
 	int n, rc = 0;
 
+	if (!seen)
+		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	n = resolve_targets(r, pids, ts, err, errlen);
 	/* a watch of a unit or pid file may start before the service: it waits for it */
 	if (n < 0 && o->watch && (o->unit || o->pidfile)) {
@@ -494,10 +501,12 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 		err[0] = '\0';
 		n = 0;
 	}
-	if (n < 0)
+	if (n < 0) {
+		free(seen);
 		return n;
+	}
 	for (int i = 0; i < n; i++)
-		mark_seen(pids[i]);
+		mark_seen(seen, pids[i]);
 	if ((o->unit || o->npids > 1 || o->children) && n > 1)
 		hb_note("%s: %d processes, one profile each", targets_name(r, name, sizeof(name)),
 			n);
@@ -505,13 +514,14 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	if (rc) {
 		/* nothing was touched yet: the targets found are only freed */
 		free_targets(ts, n);
+		free(seen);
 		return rc;
 	}
 	if (n > 0)
 		run_targets(r, pids, ts, n);
 	/* heapbpf watch of a unit or pid file: its next process, after a restart */
 	while (o->watch && (o->unit || o->pidfile) && !r->watch_stopped) {
-		n = next_targets(r, pids, ts);
+		n = next_targets(r, seen, pids, ts);
 		if (n <= 0)
 			break;
 		run_targets(r, pids, ts, n);
@@ -525,5 +535,6 @@ int fleet_run(struct run *r, char *err, size_t errlen)
 	if ((o->watch || o->children) && r->sampled)
 		r->outcome &= ~RUN_NO_SAMPLES;
 	outputs_finish(r);
+	free(seen);
 	return 0;
 }
