@@ -40,8 +40,8 @@
 
 #include "collect/collector.h"
 #include "heapbpf.h"
-#include "symbols/procmaps.h"
-#include "symbols/symbolize.h"
+#include "symbols/proc.h"
+#include "symbols/symbolizer.h"
 
 static int64_t now_ns(clockid_t clk)
 {

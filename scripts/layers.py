@@ -11,8 +11,11 @@ It must be the file's own folder or a lower one (bpf/'s headers and
 generated ones are below everything), and no module (x.c with x.h) may
 reach itself through includes: no cycle, even inside one folder. The
 modules of an --isolated folder (cmd: the commands) include none of each
-other's headers: what two of them share goes a layer down. Exit 1,
-naming every violation, when one is found; 0 with one line otherwise.
+other's headers: what two of them share goes a layer down. And a
+module's prefix is its file name: every function a header of a folder
+declares is named after a module of that folder (x_..., x__..., or
+FOLDER_x_...; util/'s may also take hb_). Exit 1, naming every
+violation, when one is found; 0 with one line otherwise.
 """
 import argparse
 import os
@@ -20,6 +23,10 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# a declaration at the start of a line: its return type, then the name and "("
+DECL = re.compile(r'^(?!typedef)(?:static\s+inline\s+|const\s+|struct\s+|enum\s+|unsigned\s+)*'
+                  r'[a-z_][a-z0-9_]*[\s*]+\**([a-z_][a-z0-9_]*)\s*\(', re.M)
+COMMENT = re.compile(r'/\*.*?\*/', re.S)
 
 
 def scan(root, layers):
@@ -55,9 +62,32 @@ def level_name(layers, level):
     return "user/ (the commands)" if level == len(layers) else f"user/{layers[level]}/"
 
 
+def prefixes(root, files):
+    """Functions declared in a folder's headers not named after a module of the folder."""
+    problems = []
+    modules = {}
+    for path, (_, module, _) in files.items():
+        modules.setdefault(os.path.dirname(path), set()).add(module)
+    for path in sorted(files):
+        folder = os.path.dirname(path)
+        if not path.endswith(".h") or folder == "user":
+            continue
+        with open(os.path.join(root, path), encoding="utf-8") as f:
+            text = COMMENT.sub("", f.read())
+        fname = os.path.basename(folder)
+        ok = [m + "_" for m in modules[folder]] + [fname + "_" + m + "_" for m in modules[folder]]
+        if fname == "util":
+            ok.append("hb_")
+        for name in DECL.findall(text):
+            if not any(name.startswith(p) for p in ok):
+                problems.append(f"{path} declares {name}(): a module's prefix is its file "
+                                f"name ({os.path.splitext(os.path.basename(path))[0]}_...)")
+    return problems
+
+
 def check(root, layers, isolated=()):
     files, headers = scan(root, layers)
-    problems = []
+    problems = prefixes(root, files)
     graph = {}  # module path stem -> set of module path stems it includes
     bare = bare_names(headers)
     for path, (level, module, incs) in files.items():
@@ -121,7 +151,8 @@ def main():
     if problems:
         print(f"layers: {len(problems)} violation(s)", file=sys.stderr)
         return 1
-    print(f"layers: {n} files in {len(a.layers)} folders and user/, no upward include, no cycle")
+    print(f"layers: {n} files in {len(a.layers)} folders and user/, no upward include, no cycle, "
+          f"every prefix a module's name")
     return 0
 
 

@@ -106,7 +106,7 @@ int main(int argc, char **argv)
 	output_set_file_mode(opts.file_mode);
 	output_allow_shared_dir(opts.allow_shared_dir);
 	libbpf_set_print(opts.verbose ? libbpf_print : NULL);
-	dbg_set_debug_dirs(opts.debug_dirs);
+	debuginfo_set_debug_dirs(opts.debug_dirs);
 	/*
 	 * heapbpf status and other runs' messages say who this run is; and it
 	 * listens for their requests before it takes any lock (serve.h)
@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 	}
 	serve__free(r.serve);
 	runs_unregister(reg);
-	dbg_cache_clear();
+	debuginfo_cache_clear();
 	free(opts.debug_dirs);
 	return exit_code(r.outcome);
 }

@@ -5,9 +5,9 @@
  * no reason to trust. The first input byte picks what the rest is:
  *
  *   0 mod 3: an ELF file with DWARF, as the object or its debug file is on
- *            disk: jemalloc_dwarf_read(), the layout built from what it read
- *            (jemalloc_layout_from_dwarf(), jemalloc_heap_from_dwarf()) and
- *            its check against every table entry (jemalloc_layout_check()),
+ *            disk: layout_dwarf_read(), the layout built from what it read
+ *            (layout_dwarf_layout(), layout_dwarf_heap()) and
+ *            its check against every table entry (layout_dwarf_check()),
  *            the version string found in the object and its match. A layout
  *            the DWARF yields then walks a heap the harness lays out with
  *            that very layout, so that offsets a lying DWARF gave meet the
@@ -18,7 +18,7 @@
  *            heapwalk_read() through a mem_source backed by the input.
  *   2 mod 3: what a DWARF could claim (offsets and parameter positions,
  *            HDR_DWARF bytes, see from_bytes()) made into a layout by
- *            jemalloc_layout_from_dwarf(), as heapbpf makes one; then memory
+ *            layout_dwarf_layout(), as heapbpf makes one; then memory
  *            as in mode 1.
  *
  * The memory's globals sit at fixed places: bt2gctx (a ckh_t) at BASE,
@@ -394,24 +394,24 @@ static void elf_file(const uint8_t *data, size_t size)
 	}
 	close(fd);
 	/* what target.c takes from the object itself: its version string */
-	if (elf_object__open(path, &elf) == 0) {
-		if (elf_object__jemalloc_version(elf, version, sizeof(version)) == 0) {
+	if (elfobj__open(path, &elf) == 0) {
+		if (elfobj__jemalloc_version(elf, version, sizeof(version)) == 0) {
 			jemalloc_layout_match(version, &how);
-			jemalloc_version_number(version, num, sizeof(num));
+			jemalloc_layout_version_number(version, num, sizeof(num));
 		}
-		elf_object__free(elf);
+		elfobj__free(elf);
 	}
-	if (jemalloc_dwarf_read(path, &d))
+	if (layout_dwarf_read(path, &d))
 		return;
-	jemalloc_heap_from_dwarf(&d, &h);
+	layout_dwarf_heap(&d, &h);
 	for (size_t i = 0; i < nentries; i++) {
-		jemalloc_layout_check(entries[i], &d, why, sizeof(why));
+		layout_dwarf_check(entries[i], &d, why, sizeof(why));
 		jemalloc_layout_debug(entries[i], &dbg);
-		jemalloc_layout_check(&dbg, &d, why, sizeof(why));
+		layout_dwarf_check(&dbg, &d, why, sizeof(why));
 	}
-	if (jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)))
+	if (layout_dwarf_layout(&d, "prof_active_state", &l, why, sizeof(why)))
 		return;
-	jemalloc_layout_check(&l, &d, why, sizeof(why));
+	layout_dwarf_check(&l, &d, why, sizeof(why));
 	n = build_heap(&l, heap_buf, sizeof(heap_buf));
 	if (n)
 		walk(heap_buf, n, &l, 0, NULL);
@@ -464,8 +464,7 @@ static void write_seeds(const char *dir)
 			hdr[0] = 2;
 			to_bytes(&l, debug, hdr + 1);
 			from_bytes(hdr + 1, &d);
-			if (jemalloc_layout_from_dwarf(&d, "prof_active_state", &back, why,
-						       sizeof(why)) ||
+			if (layout_dwarf_layout(&d, "prof_active_state", &back, why, sizeof(why)) ||
 			    memcmp(&back.bpf, &l.bpf, sizeof(l.bpf)) ||
 			    memcmp(&back.heap, &l.heap, sizeof(l.heap))) {
 				fprintf(stderr, "fuzz_layout: the %s layout does not read back\n",
@@ -524,8 +523,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		from_bytes(data + 1, &d);
 		for (size_t i = 0; i < nentries; i++)
-			jemalloc_layout_check(entries[i], &d, why, sizeof(why));
-		if (jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)))
+			layout_dwarf_check(entries[i], &d, why, sizeof(why));
+		if (layout_dwarf_layout(&d, "prof_active_state", &l, why, sizeof(why)))
 			return 0;
 		walk(data + 1 + HDR_DWARF, size - 1 - HDR_DWARF, &l, data[HDR_DWARF] >> 4, NULL);
 		break;

@@ -27,7 +27,7 @@
 #include "heap/coreheap.h"
 #include "harness.h"
 #include "oracle.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 #include "jemalloc/target.h"
 
 /* prof.dump's raw counts (5.3.0), sampling on from the start, accumulated totals kept */
@@ -137,7 +137,7 @@ Test(core, memory_equals_the_stopped_process)
 	cr_assert_eq(jemalloc_target__global(t, "bt2gctx", false, &bt2gctx), 0);
 	kill(s.pid, SIGSTOP);
 	path = gcore(s.pid);
-	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memsrc_core__open(path, &cf, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(cf->pid, s.pid);
 	cr_assert_geq(cf->threads, 3, "main, control and 2 workers: %u", cf->threads);
 	addrs[0] = t->opt_prof_addr;
@@ -146,7 +146,7 @@ Test(core, memory_equals_the_stopped_process)
 	addrs[3] = bt2gctx;
 	for (int i = 0; i < 4; i++) {
 		cr_assert_eq(proc_mem_read(s.pid, addrs[i], live, sizeof(live)), 0);
-		cr_assert_eq(core_file__read(cf, addrs[i], dumped, sizeof(dumped)), 0,
+		cr_assert_eq(memsrc_core__read(cf, addrs[i], dumped, sizeof(dumped)), 0,
 			     "global %d at 0x%" PRIx64 " is not in the core", i, addrs[i]);
 		cr_assert_eq(memcmp(live, dumped, sizeof(live)), 0, "global %d differs", i);
 	}
@@ -154,7 +154,7 @@ Test(core, memory_equals_the_stopped_process)
 	uint64_t tab;
 	memcpy(&tab, live + 40, 8);
 	cr_assert_eq(proc_mem_read(s.pid, tab, live, sizeof(live)), 0, "tab 0x%" PRIx64, tab);
-	cr_assert_eq(core_file__read(cf, tab, dumped, sizeof(dumped)), 0);
+	cr_assert_eq(memsrc_core__read(cf, tab, dumped, sizeof(dumped)), 0);
 	cr_assert_eq(memcmp(live, dumped, sizeof(live)), 0, "the table's first buckets differ");
 	/*
 	 * Code is not dumped by gcore: not in the image, not read as zeros. The
@@ -163,9 +163,9 @@ Test(core, memory_equals_the_stopped_process)
 	 * with uprobes on the example's file (a session of several targets, the
 	 * agent) makes one in every process that maps it (seen in CI).
 	 */
-	cr_assert_not(core_file__mapped(cf, t->alloc_addr, 1));
-	cr_assert_not(core_file__mapped(cf, t->free_addr, 1));
-	core_file__free(cf);
+	cr_assert_not(memsrc_core__mapped(cf, t->alloc_addr, 1));
+	cr_assert_not(memsrc_core__mapped(cf, t->free_addr, 1));
+	memsrc_core__free(cf);
 	jemalloc_target__free(t);
 	kill(s.pid, SIGCONT);
 	cr_assert_eq(svc_stop(&s), 0);
@@ -319,10 +319,10 @@ Test(core, named_after_the_executable_not_the_title)
 	kill(s.pid, SIGCONT);
 	cr_assert_eq(svc_stop(&s), 0);
 	/* gcore takes pr_fname from the command line: the name must not come from there */
-	cr_assert_eq(core_file__open(core, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memsrc_core__open(core, &cf, err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(cf->comm, "alloc-service-s",
 			 "named \"%s\", not the kernel's 15 bytes of the name", cf->comm);
-	core_file__free(cf);
+	memsrc_core__free(cf);
 	const char *args[] = { "report", core, "-f", "folded", "-o", out, NULL };
 	rc = heapbpf(err, sizeof(err), args);
 	cr_assert_eq(rc, 0, "exit %d: %s", rc, err);

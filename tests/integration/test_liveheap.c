@@ -472,10 +472,10 @@ static void heap_dwarf(const char *bin, const char *version, bool debug)
 		jemalloc_layout_debug(l, &dl);
 		l = &dl;
 	}
-	cr_assert_eq(jemalloc_dwarf_read(bin, &d), 0, "no DWARF in %s", bin);
+	cr_assert_eq(layout_dwarf_read(bin, &d), 0, "no DWARF in %s", bin);
 	/* every field the walker reads is described, and equals the table's */
-	cr_assert_eq(jemalloc_heap_from_dwarf(&d, &built), 0, "%s lacks a heap field", bin);
-	cr_assert_eq(jemalloc_layout_check(l, &d, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(layout_dwarf_heap(&d, &built), 0, "%s lacks a heap field", bin);
+	cr_assert_eq(layout_dwarf_check(l, &d, why, sizeof(why)), 0, "%s", why);
 	cr_assert_eq(built.tctx_cnts, l->heap.tctx_cnts);
 	cr_assert_eq(built.tctx_state, l->heap.tctx_state);
 	cr_assert_eq(built.tctx_link, l->heap.tctx_link);
@@ -485,7 +485,7 @@ static void heap_dwarf(const char *bin, const char *version, bool debug)
 	/* a table that disagrees is refused, naming the field */
 	bad = *l;
 	bad.heap.tctx_state += 4;
-	cr_assert_eq(jemalloc_layout_check(&bad, &d, why, sizeof(why)), -EPROTO);
+	cr_assert_eq(layout_dwarf_check(&bad, &d, why, sizeof(why)), -EPROTO);
 	cr_assert(strstr(why, "prof_tctx_t.state"), "%s", why);
 }
 

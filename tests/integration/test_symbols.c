@@ -121,7 +121,7 @@ Test(symbols, lines_and_inlined_frames_match_addr2line)
 	len = hb_read_file(out, &text);
 	cr_assert_gt(len, 0);
 	cr_assert_eq(pprof_decode((uint8_t *)text, len, &p), 0);
-	cr_assert_eq(elf_object__open(real, &elf), 0);
+	cr_assert_eq(elfobj__open(real, &elf), 0);
 	/* every location in the example's own mapping, line by line, against addr2line */
 	for (size_t i = 0; i < p->n_location; i++) {
 		Perftools__Profiles__Location *l = p->location[i];
@@ -137,7 +137,7 @@ Test(symbols, lines_and_inlined_frames_match_addr2line)
 			continue;
 		cr_assert(m->has_functions && m->has_filenames && m->has_line_numbers);
 		/* a return address: the call is the byte before it */
-		cr_assert_eq(elf_object__offset_to_vaddr(
+		cr_assert_eq(elfobj__offset_to_vaddr(
 				     elf, l->address - 1 - m->memory_start + m->file_offset,
 				     &vaddr),
 			     0);
@@ -170,7 +170,7 @@ Test(symbols, lines_and_inlined_frames_match_addr2line)
 	cr_assert_gt(inlined, 0, "no location with inlined frames");
 	cr_assert_gt(lines, 8, "only %d frames had file:line to compare", lines);
 	cr_assert(m_has_inline(p, real));
-	elf_object__free(elf);
+	elfobj__free(elf);
 	perftools__profiles__profile__free_unpacked(p, NULL);
 	free(text);
 }

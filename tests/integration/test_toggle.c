@@ -81,7 +81,7 @@ static void restore_after_exec(bool no_aslr)
 
 	start(&s, no_aslr);
 	t = find(s.pid);
-	cr_assert_eq(prof_toggle__on(&tg, t, NULL, NULL), 0);
+	cr_assert_eq(toggle__on(&tg, t, NULL, NULL), 0);
 	cr_assert(tg.changed);
 	cr_assert_eq(hb_peek(s.pid, tg.addr, &b, 1), 0);
 	cr_assert_eq(b, 1);
@@ -90,9 +90,9 @@ static void restore_after_exec(bool no_aslr)
 	/* the hard case: the new image's flag at the old one's address */
 	if (no_aslr)
 		cr_assert_eq(new_addr, tg.addr, "ASLR was not off");
-	cr_assert_eq(prof_toggle__restore(&tg), -ESTALE);
+	cr_assert_eq(toggle__restore(&tg), -ESTALE);
 	cr_assert_not(tg.changed, "nothing is owed to an image that is gone");
-	cr_assert_eq(prof_toggle__restore(&tg), 0);
+	cr_assert_eq(toggle__restore(&tg), 0);
 	new_flag_is_on(&s);
 	jemalloc_target__free(t);
 	cr_assert_eq(svc_stop(&s), 0);
@@ -122,9 +122,9 @@ Test(toggle, no_switch_on_in_an_image_found_before_an_exec)
 	/* off again, so that a switch-on would write (a flag found on is left alone) */
 	cr_assert_eq(svc_cmd(&s, "active 0", reply, sizeof(reply), 10000), 0);
 	cr_assert_str_eq(reply, "active 0");
-	cr_assert_eq(prof_toggle__on(&tg, t, NULL, NULL), -ESTALE);
+	cr_assert_eq(toggle__on(&tg, t, NULL, NULL), -ESTALE);
 	cr_assert_not(tg.changed);
-	cr_assert_eq(prof_toggle__restore(&tg), 0);
+	cr_assert_eq(toggle__restore(&tg), 0);
 	cr_assert_eq(svc_cmd(&s, "active", reply, sizeof(reply), 10000), 0);
 	cr_assert_str_eq(reply, "active 0", "prof_active was switched on in the new image");
 	jemalloc_target__free(t);

@@ -179,8 +179,8 @@ static void dwarf_of(const char *path, struct jemalloc_dwarf *d)
 	int rc;
 
 	hb_fixture_check(path);
-	rc = jemalloc_dwarf_read(path, d);
-	cr_assert_eq(rc, 0, "jemalloc_dwarf_read(%s): %s", path, strerror(-rc));
+	rc = layout_dwarf_read(path, d);
+	cr_assert_eq(rc, 0, "layout_dwarf_read(%s): %s", path, strerror(-rc));
 }
 
 static void assert_check(const char *layout, bool debug, const struct jemalloc_dwarf *d, int want,
@@ -196,7 +196,7 @@ static void assert_check(const char *layout, bool debug, const struct jemalloc_d
 		jemalloc_layout_debug(l, &dl);
 		l = &dl;
 	}
-	rc = jemalloc_layout_check(l, d, why, sizeof(why));
+	rc = layout_dwarf_check(l, d, why, sizeof(why));
 	cr_assert_eq(rc, want, "check against %s%s: %d (%s)", layout, debug ? " debug" : "", rc,
 		     why);
 	if (want_why)
@@ -267,8 +267,8 @@ Test(versions, dwarf_530_through_a_dwz_multifile)
 	/* prof.c's compile unit refers into the multifile */
 	hb_sh("readelf -S '%s' | grep -q gnu_debugaltlink", a);
 
-	cr_assert_eq(jemalloc_dwarf_read(lib, &whole), 0);
-	cr_assert_eq(jemalloc_dwarf_read(a, &dwz), 0);
+	cr_assert_eq(layout_dwarf_read(lib, &whole), 0);
+	cr_assert_eq(layout_dwarf_read(a, &dwz), 0);
 	cr_assert(whole.have_alloc_fn && whole.tctx_gctx >= 0 && whole.bt_vec >= 0);
 	cr_assert_eq(dwz.tctx_gctx, whole.tctx_gctx);
 	cr_assert_eq(dwz.gctx_bt, whole.gctx_bt);
@@ -278,7 +278,7 @@ Test(versions, dwarf_530_through_a_dwz_multifile)
 	cr_assert_eq(dwz.alloc_tctx, whole.alloc_tctx);
 
 	hb_sh("mv '%s' '%s.away' && mkfifo '%s'", common, common, common);
-	jemalloc_dwarf_read(a, &dwz);
+	layout_dwarf_read(a, &dwz);
 	cr_assert(dwz.tctx_gctx < 0 || dwz.bt_vec < 0,
 		  "the layout was complete without the multifile: the test proves nothing");
 }
@@ -385,15 +385,15 @@ Test(versions, dwarf_absent)
 
 	/* a release binary stripped of debug info, a build without -g */
 	hb_fixture_check(FX("bin/rjem530-rust"));
-	cr_assert_eq(jemalloc_dwarf_read(FX("bin/rjem530-rust"), &d), -ENOENT);
+	cr_assert_eq(layout_dwarf_read(FX("bin/rjem530-rust"), &d), -ENOENT);
 	hb_fixture_check(FX("bin/unknown-static"));
-	cr_assert_eq(jemalloc_dwarf_read(FX("bin/unknown-static"), &d), -ENOENT);
+	cr_assert_eq(layout_dwarf_read(FX("bin/unknown-static"), &d), -ENOENT);
 	hb_fixture_check(FX("bin/je521-static"));
-	cr_assert_eq(jemalloc_dwarf_read(FX("bin/je521-static"), &d), -ENOENT);
+	cr_assert_eq(layout_dwarf_read(FX("bin/je521-static"), &d), -ENOENT);
 	hb_fixture_check(FX("bin/rjem531-rust"));
-	cr_assert_eq(jemalloc_dwarf_read(FX("bin/rjem531-rust"), &d), -ENOENT);
+	cr_assert_eq(layout_dwarf_read(FX("bin/rjem531-rust"), &d), -ENOENT);
 	hb_fixture_check(FX("bin/debug531-static-nodwarf"));
-	cr_assert_eq(jemalloc_dwarf_read(FX("bin/debug531-static-nodwarf"), &d), -ENOENT);
+	cr_assert_eq(layout_dwarf_read(FX("bin/debug531-static-nodwarf"), &d), -ENOENT);
 }
 
 /* ---- discovery ---------------------------------------------------------------- */

@@ -20,7 +20,7 @@
 #include "oracle.h"
 #include "profile/pprof.h"
 #include "profile/report.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "jemalloc/target.h"
 
 struct entry {

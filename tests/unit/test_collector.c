@@ -199,10 +199,9 @@ Test(collector, frees_matched_by_tctx)
 	/* in use: what is left */
 	cr_assert_eq(a->inuse_samples, 1);
 	cr_assert_eq(a->inuse_bytes, 200);
-	assert_close(a->inuse_objects, hb_unbias_objects(200, PERIOD));
-	assert_close(a->inuse_space, hb_unbias_bytes(200, PERIOD));
-	assert_close(a->alloc_objects,
-		     hb_unbias_objects(100, PERIOD) + hb_unbias_objects(200, PERIOD));
+	assert_close(a->inuse_objects, unbias_objects(200, PERIOD));
+	assert_close(a->inuse_space, unbias_bytes(200, PERIOD));
+	assert_close(a->alloc_objects, unbias_objects(100, PERIOD) + unbias_objects(200, PERIOD));
 	cr_assert_eq(b->inuse_samples, 0);
 	cr_assert_eq(b->inuse_bytes, 0);
 	assert_close(b->inuse_objects, 0);
@@ -297,7 +296,7 @@ Test(collector, tctx_reused_for_another_stack)
 	cr_assert_eq(b->samples, 2);
 	cr_assert_eq(b->inuse_samples, 1);
 	cr_assert_eq(b->inuse_bytes, 900);
-	assert_close(b->inuse_objects, hb_unbias_objects(900, PERIOD));
+	assert_close(b->inuse_objects, unbias_objects(900, PERIOD));
 	cr_assert_eq(st->frees_matched, 3);
 	cr_assert_eq(st->frees_unmatched, 0);
 }
@@ -452,7 +451,7 @@ Test(collector, add_totals)
 	w = M_E / (M_E - 1);
 	assert_close(s->alloc_objects, 10 * w);
 	assert_close(s->alloc_space, 40960 * w);
-	w = hb_unbias_objects(256, PERIOD);
+	w = unbias_objects(256, PERIOD);
 	assert_close(s->inuse_objects, 4 * w);
 	assert_close(s->inuse_space, 1024 * w);
 	cr_assert_eq(st->allocs, 10);

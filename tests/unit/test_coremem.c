@@ -242,34 +242,34 @@ Test(coremem, reads_what_the_core_holds)
 	uint8_t buf[3 * PAGE];
 	char err[256] = "";
 
-	cr_assert_eq(core_file_is_core(path), 1);
-	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memsrc_core_is_core(path), 1);
+	cr_assert_eq(memsrc_core__open(path, &cf, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(cf->pid, 4242, "the process, not the thread: %d", cf->pid);
 	cr_assert_str_eq(cf->comm, "my-service");
 	cr_assert_eq(cf->threads, 2);
 	cr_assert_eq(cf->nsegs, NSEGS);
 	/* a read within a segment, and across two adjacent ones */
-	cr_assert_eq(core_file__read(cf, HEAP_BASE + 5, buf, 10), 0);
+	cr_assert_eq(memsrc_core__read(cf, HEAP_BASE + 5, buf, 10), 0);
 	for (int i = 0; i < 10; i++)
 		cr_assert_eq(buf[i], seg_byte(2, 5 + i));
-	cr_assert_eq(core_file__read(cf, HEAP_BASE + 2 * PAGE - 4, buf, 8), 0);
+	cr_assert_eq(memsrc_core__read(cf, HEAP_BASE + 2 * PAGE - 4, buf, 8), 0);
 	cr_assert_eq(buf[3], seg_byte(2, 2 * PAGE - 1));
 	cr_assert_eq(buf[4], seg_byte(3, 0));
-	cr_assert(core_file__mapped(cf, HEAP_BASE, 3 * PAGE));
+	cr_assert(memsrc_core__mapped(cf, HEAP_BASE, 3 * PAGE));
 	/* past p_filesz: in memory, not in the file */
-	cr_assert_eq(core_file__read(cf, HEAP_BASE + 3 * PAGE, buf, 1), -EFAULT);
-	cr_assert_eq(core_file__read(cf, HEAP_BASE + 3 * PAGE - 1, buf, 2), -EFAULT);
-	cr_assert_not(core_file__mapped(cf, HEAP_BASE + 3 * PAGE, 1));
-	cr_assert_not(core_file__mapped(cf, APP_BASE + PAGE, 8), "code is not dumped");
-	cr_assert_eq(core_file__read(cf, 0x1000, buf, 1), -EFAULT, "a gap");
-	cr_assert_eq(core_file__read(cf, UINT64_MAX - 2, buf, 8), -EFAULT);
-	cr_assert_eq(core_file__read(cf, HEAP_BASE, buf, 0), 0);
+	cr_assert_eq(memsrc_core__read(cf, HEAP_BASE + 3 * PAGE, buf, 1), -EFAULT);
+	cr_assert_eq(memsrc_core__read(cf, HEAP_BASE + 3 * PAGE - 1, buf, 2), -EFAULT);
+	cr_assert_not(memsrc_core__mapped(cf, HEAP_BASE + 3 * PAGE, 1));
+	cr_assert_not(memsrc_core__mapped(cf, APP_BASE + PAGE, 8), "code is not dumped");
+	cr_assert_eq(memsrc_core__read(cf, 0x1000, buf, 1), -EFAULT, "a gap");
+	cr_assert_eq(memsrc_core__read(cf, UINT64_MAX - 2, buf, 8), -EFAULT);
+	cr_assert_eq(memsrc_core__read(cf, HEAP_BASE, buf, 0), 0);
 	/* the memory source is the same reader */
-	struct mem_source m = core_file__mem_source(cf);
-	cr_assert_eq(mem_read(&m, LIB_BASE + 1, buf, 1), 0);
+	struct mem_source m = memsrc_core__mem_source(cf);
+	cr_assert_eq(memsrc_read(&m, LIB_BASE + 1, buf, 1), 0);
 	cr_assert_eq(buf[0], seg_byte(4, 1));
-	cr_assert_not(mem_mapped(&m, LIB_BASE + PAGE, 1));
-	core_file__free(cf);
+	cr_assert_not(memsrc_mapped(&m, LIB_BASE + PAGE, 1));
+	memsrc_core__free(cf);
 	free(c.b);
 }
 
@@ -281,23 +281,23 @@ Test(coremem, named_by_the_path_it_was_executed_as)
 	struct core_file *cf;
 	char err[256] = "";
 
-	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memsrc_core__open(path, &cf, err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(cf->comm, "a-service-with-", "its base name, 15 bytes as comm is");
-	core_file__free(cf);
+	memsrc_core__free(cf);
 	free(c.b);
 	/* the string not in the image (code is not dumped): pr_fname stays */
 	c = make_core_with(APP_BASE + PAGE, NULL);
 	path = write_file("core2", c.b, c.n);
-	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memsrc_core__open(path, &cf, err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(cf->comm, "my-service");
-	core_file__free(cf);
+	memsrc_core__free(cf);
 	free(c.b);
 	/* an fexecve's "/dev/fd/N" names no program: pr_fname stays */
 	c = make_core_with(EXECFN_AT, "/dev/fd/3");
 	path = write_file("core3", c.b, c.n);
-	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memsrc_core__open(path, &cf, err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(cf->comm, "my-service");
-	core_file__free(cf);
+	memsrc_core__free(cf);
 	free(c.b);
 }
 
@@ -309,7 +309,7 @@ Test(coremem, file_note_and_maps)
 	struct proc_maps *pm;
 	char err[256] = "", hex[128];
 
-	cr_assert_eq(core_file__open(path, &cf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memsrc_core__open(path, &cf, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(cf->nmaps, 3);
 	cr_assert_str_eq(cf->maps[0].path, "/bin/app");
 	cr_assert_eq(cf->maps[1].start, APP_BASE + PAGE);
@@ -317,19 +317,19 @@ Test(coremem, file_note_and_maps)
 	cr_assert_str_eq(cf->maps[2].path, "/lib/libx.so");
 	cr_assert(cf->maps[2].deleted);
 	cr_assert_eq(cf->maps[2].offset, 4 * PAGE);
-	cr_assert_eq(core_file__proc_maps(cf, &pm), 0);
+	cr_assert_eq(memsrc_core__proc_maps(cf, &pm), 0);
 	cr_assert_eq(pm->n, 3);
 	cr_assert_str_eq(pm->v[0].perms, "r--p");
 	cr_assert_str_eq(pm->v[1].perms, "r-xp");
 	cr_assert_str_eq(pm->v[2].perms, "rw-p");
 	cr_assert_eq(pm->pid, 4242);
 	proc_maps__free(pm);
-	cr_assert_eq(core_file__build_id(cf, "/bin/app", hex, sizeof(hex)), 0);
+	cr_assert_eq(memsrc_core__build_id(cf, "/bin/app", hex, sizeof(hex)), 0);
 	cr_assert_str_eq(hex, "0102030405060708090a0b0c0d0e0f1011121314");
-	cr_assert_eq(core_file__build_id(cf, "/lib/libx.so", hex, sizeof(hex)), -ENOENT,
+	cr_assert_eq(memsrc_core__build_id(cf, "/lib/libx.so", hex, sizeof(hex)), -ENOENT,
 		     "only its page at file offset 4 pages is mapped");
-	cr_assert_eq(core_file__build_id(cf, "/nowhere", hex, sizeof(hex)), -ENOENT);
-	core_file__free(cf);
+	cr_assert_eq(memsrc_core__build_id(cf, "/nowhere", hex, sizeof(hex)), -ENOENT);
+	memsrc_core__free(cf);
 	free(c.b);
 }
 
@@ -339,7 +339,7 @@ static int open_checked(const char *path, const char *what)
 	struct core_file *cf = NULL;
 	char err[512] = "";
 	uint8_t buf[64];
-	int rc = core_file__open(path, &cf, err, sizeof(err));
+	int rc = memsrc_core__open(path, &cf, err, sizeof(err));
 
 	if (rc) {
 		cr_assert_lt(rc, 0, "%s", what);
@@ -351,14 +351,14 @@ static int open_checked(const char *path, const char *what)
 	}
 	/* whatever it says it maps can be read without a crash */
 	for (size_t i = 0; i < cf->nsegs; i++)
-		(void)core_file__read(cf, cf->segs[i].vaddr, buf, sizeof(buf));
+		(void)memsrc_core__read(cf, cf->segs[i].vaddr, buf, sizeof(buf));
 	for (size_t i = 0; i < cf->nmaps; i++) {
 		char hex[128];
 
-		(void)core_file__read(cf, cf->maps[i].start, buf, sizeof(buf));
-		(void)core_file__build_id(cf, cf->maps[i].path, hex, sizeof(hex));
+		(void)memsrc_core__read(cf, cf->maps[i].start, buf, sizeof(buf));
+		(void)memsrc_core__build_id(cf, cf->maps[i].path, hex, sizeof(hex));
 	}
-	core_file__free(cf);
+	memsrc_core__free(cf);
 	return 0;
 }
 
@@ -412,20 +412,20 @@ Test(coremem, not_a_core)
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)c.b;
 
 	path = write_file("text", "hello, world\n", 13);
-	cr_assert_eq(core_file_is_core(path), 0);
-	cr_assert_lt(core_file__open(path, &cf, err, sizeof(err)), 0);
+	cr_assert_eq(memsrc_core_is_core(path), 0);
+	cr_assert_lt(memsrc_core__open(path, &cf, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "shorter than an ELF header"), "%s", err);
 	eh->e_type = ET_EXEC;
 	path = write_file("exec", c.b, c.n);
-	cr_assert_eq(core_file_is_core(path), 0);
-	cr_assert_lt(core_file__open(path, &cf, err, sizeof(err)), 0);
+	cr_assert_eq(memsrc_core_is_core(path), 0);
+	cr_assert_lt(memsrc_core__open(path, &cf, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "not a core dump"), "%s", err);
 	eh->e_type = ET_CORE;
 	eh->e_machine = EM_AARCH64;
-	cr_assert_lt(core_file__open(write_file("arm", c.b, c.n), &cf, err, sizeof(err)), 0);
+	cr_assert_lt(memsrc_core__open(write_file("arm", c.b, c.n), &cf, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "x86-64"), "%s", err);
-	cr_assert_eq(core_file_is_core("/nonexistent/core"), -ENOENT);
-	cr_assert_lt(core_file__open("/nonexistent/core", &cf, err, sizeof(err)), 0);
+	cr_assert_eq(memsrc_core_is_core("/nonexistent/core"), -ENOENT);
+	cr_assert_lt(memsrc_core__open("/nonexistent/core", &cf, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "cannot open /nonexistent/core"), "%s", err);
 	free(c.b);
 }
@@ -443,12 +443,12 @@ Test(coremem, hostile_file_note)
 	count = (uint64_t *)(p - 16 - 3 * 24);
 	cr_assert_eq(*count, 3);
 	*count = UINT64_MAX / 8;
-	cr_assert_lt(core_file__open(write_file("count", c.b, c.n), &cf, err, sizeof(err)), 0);
+	cr_assert_lt(memsrc_core__open(write_file("count", c.b, c.n), &cf, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "notes are garbled"), "%s", err);
 	*count = 3;
 	/* names without their terminating NUL */
 	memset(p, 'x', 8 + 1 + 8 + 1 + 23);
-	cr_assert_lt(core_file__open(write_file("names", c.b, c.n), &cf, err, sizeof(err)), 0);
+	cr_assert_lt(memsrc_core__open(write_file("names", c.b, c.n), &cf, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "notes are garbled"), "%s", err);
 	free(c.b);
 }
@@ -470,21 +470,21 @@ Test(coremem, pn_xnum)
 	eh->e_shoff = shoff;
 	eh->e_shnum = 1;
 	eh->e_shentsize = sizeof(sh);
-	cr_assert_eq(core_file__open(write_file("xnum", c.b, c.n), &cf, err, sizeof(err)), 0, "%s",
-		     err);
+	cr_assert_eq(memsrc_core__open(write_file("xnum", c.b, c.n), &cf, err, sizeof(err)), 0,
+		     "%s", err);
 	cr_assert_eq(cf->nsegs, NSEGS);
-	cr_assert_eq(core_file__read(cf, LIB_BASE, &b, 1), 0);
+	cr_assert_eq(memsrc_core__read(cf, LIB_BASE, &b, 1), 0);
 	cr_assert_eq(b, seg_byte(4, 0));
-	core_file__free(cf);
+	memsrc_core__free(cf);
 	/* a count the file cannot hold */
 	sh.sh_info = 0x7fffffff;
 	memcpy(c.b + shoff, &sh, sizeof(sh)); /* unaligned in the buffer */
-	cr_assert_lt(core_file__open(write_file("xnum2", c.b, c.n), &cf, err, sizeof(err)), 0);
+	cr_assert_lt(memsrc_core__open(write_file("xnum2", c.b, c.n), &cf, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "program headers are missing or cut off"), "%s", err);
 	/* a section header past the end */
 	eh = (Elf64_Ehdr *)c.b;
 	eh->e_shoff = c.n;
-	cr_assert_lt(core_file__open(write_file("xnum3", c.b, c.n), &cf, err, sizeof(err)), 0);
+	cr_assert_lt(memsrc_core__open(write_file("xnum3", c.b, c.n), &cf, err, sizeof(err)), 0);
 	cr_assert(strstr(err, "program headers are missing or cut off"), "%s", err);
 	free(c.b);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * debuginfod's cache, decided before libdebuginfod is used
- * (debug_cache_decide): the directory libdebuginfod would choose, by its
+ * (debugsearch_cache_decide): the directory libdebuginfod would choose, by its
  * rules (DEBUGINFOD_CACHE_PATH, $HOME/.debuginfod_client_cache,
  * XDG_CACHE_HOME, $HOME/.cache), is used only if it and the way to it pass
  * the checks of heapbpf's own directories and it holds nothing another user
@@ -97,7 +97,7 @@ static bool exists(const char *path)
 static void decide(struct debug_cache *c, char *fallback, size_t len)
 {
 	snprintf(fallback, len, "%s/heapbpf/debuginfod", hb_tmpdir());
-	debug_cache_decide(fallback, c);
+	debugsearch_cache_decide(fallback, c);
 }
 
 /* chosen refused with code, the fallback made root's 0700 and used. */
@@ -279,7 +279,7 @@ Test(debugcache, fallback_that_cannot_be_made_safe_is_not_used)
 
 	setenv("DEBUGINFOD_CACHE_PATH", theirs, 1);
 	snprintf(fallback, sizeof(fallback), "%s/debuginfod", theirs);
-	debug_cache_decide(fallback, &c);
+	debugsearch_cache_decide(fallback, &c);
 	cr_assert_eq(c.refused, -OUTPUT_EOWNER);
 	cr_assert_eq(c.fallback_refused, -OUTPUT_EPATH, "%d", c.fallback_refused);
 	cr_assert_neq(c.fallback_why[0], '\0');
@@ -295,10 +295,10 @@ Test(debugcache, prepare_pins_the_checked_cache)
 
 	setenv("HOME", home, 1);
 	snprintf(want, sizeof(want), "%s/.cache/debuginfod_client", home);
-	cr_assert_eq(debug_debuginfod_prepare(), 0);
+	cr_assert_eq(debugsearch_debuginfod_prepare(), 0);
 	cr_assert_str_eq(getenv("DEBUGINFOD_CACHE_PATH"), want);
 	/* decided once a process */
 	setenv("DEBUGINFOD_CACHE_PATH", hb_tmp("elsewhere"), 1);
-	cr_assert_eq(debug_debuginfod_prepare(), 0);
+	cr_assert_eq(debugsearch_debuginfod_prepare(), 0);
 	cr_assert_not(exists(hb_tmp("elsewhere")));
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * debug_search on files built at run time: an object's separate debug file
+ * debugsearch_find on files built at run time: an object's separate debug file
  * is found where libdwfl looks (beside it, .debug/, under an absolute
  * directory, the build-id tree), checked by build-id or, without one, by the
  * debuglink's CRC; what is not a regular file (a FIFO) is passed over without
@@ -63,7 +63,7 @@ static void build(struct obj *o, const char *sub, bool build_id)
 	cr_assert_eq(stat(o->file, &o->st), 0);
 	o->idlen = 0;
 	{
-		int fd = open_regular_ro(o->file);
+		int fd = files_open_regular_ro(o->file);
 		Elf *elf;
 		const void *id = NULL, *link;
 		GElf_Word crc = 0;
@@ -103,7 +103,7 @@ static struct debug_query query(const struct obj *o, const char *path)
 static void expect(const struct debug_query *q, const char *want)
 {
 	char *found = NULL;
-	int fd = debug_search(q, &found);
+	int fd = debugsearch_find(q, &found);
 
 	if (!want) {
 		cr_assert_lt(fd, 0, "found %s", found ? found : "?");
@@ -261,8 +261,8 @@ Test(debugsearch, debuginfod_refused_says_so)
 	int rc = debuginfod_answer("http://127.0.0.1:1");
 
 	cr_assert_eq(rc, -ECONNREFUSED, "%d", rc);
-	cr_assert(strstr(debug_debuginfod_reason(rc), "connection refused"), "%s",
-		  debug_debuginfod_reason(rc));
+	cr_assert(strstr(debugsearch_debuginfod_reason(rc), "connection refused"), "%s",
+		  debugsearch_debuginfod_reason(rc));
 }
 
 Test(debugsearch, debuginfod_without_the_build_id_says_so)
@@ -303,8 +303,8 @@ Test(debugsearch, debuginfod_without_the_build_id_says_so)
 	kill(srv, SIGKILL);
 	waitpid(srv, NULL, 0);
 	cr_assert_eq(rc, -ENOENT, "%d", rc);
-	cr_assert(strstr(debug_debuginfod_reason(rc), "the server has no such build-id"), "%s",
-		  debug_debuginfod_reason(rc));
+	cr_assert(strstr(debugsearch_debuginfod_reason(rc), "the server has no such build-id"),
+		  "%s", debugsearch_debuginfod_reason(rc));
 }
 
 /* A dwz multifile: found by the .gnu_debugaltlink an object carries, checked by its build-id. */
@@ -333,10 +333,10 @@ Test(debugsearch, dwz_multifile_by_its_altlink)
 	snprintf(linked, sizeof(linked), "%s/obj.debug", o.dir);
 	hb_sh("objcopy --add-section .gnu_debugaltlink='%s' '%s'", sec, linked);
 
-	fd = open_regular_ro(linked);
+	fd = files_open_regular_ro(linked);
 	cr_assert_geq(fd, 0);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	cr_assert(debug_altlink(elf, &name, &id, &idlen));
+	cr_assert(debugsearch_altlink(elf, &name, &id, &idlen));
 	cr_assert_str_eq(name, "/nonexistent/.dwz/common.debug");
 	cr_assert_eq(idlen, m.idlen);
 	cr_assert_arr_eq(id, m.id, idlen);
@@ -365,7 +365,7 @@ static void frames_at(struct dbg_object *d, uint64_t vaddr, char *out, size_t le
 	size_t n = 0;
 
 	out[0] = '\0';
-	if (dbg_object__lookup(d, vaddr, &r))
+	if (debuginfo_object__lookup(d, vaddr, &r))
 		return;
 	for (unsigned int i = 0; i < r.nlines && n < len; i++)
 		n += (size_t)snprintf(out + n, len - n, "%s%s", i ? ";" : "",
@@ -377,17 +377,17 @@ static struct dbg_object *object_of(const char *file, int *fd)
 	struct dbg_object *d;
 
 	/* objects are cached by build-id, and every copy here has the same one */
-	dbg_cache_clear();
-	*fd = open_regular_ro(file);
+	debuginfo_cache_clear();
+	*fd = files_open_regular_ro(file);
 	cr_assert_geq(*fd, 0);
-	cr_assert_eq(dbg_object__get(*fd, file, &d), 0);
+	cr_assert_eq(debuginfo_object__get(*fd, file, &d), 0);
 	return d;
 }
 
 static void object_done(struct dbg_object *d, int fd)
 {
-	dbg_object__put(d);
-	dbg_cache_clear();
+	debuginfo_object__put(d);
+	debuginfo_cache_clear();
 	close(fd);
 }
 
@@ -436,7 +436,7 @@ Test(debugsearch, dwz_multifile_names_inlined_frames)
 	d = object_of(a, &fd);
 	frames_at(d, at, got, sizeof(got));
 	cr_assert_str_eq(got, want);
-	cr_assert(dbg_object__debug_file(d));
+	cr_assert(debuginfo_object__debug_file(d));
 	object_done(d, fd);
 
 	hb_sh("mv '%s' '%s.away' && mkfifo '%s'", common, common, common);

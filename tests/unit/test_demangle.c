@@ -17,7 +17,7 @@
 #include "collect/collector.h"
 #include "symbols/demangle.h"
 #include "profile/report.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "jemalloc/target.h"
 
 #define CPP_NAME    "_ZN7storage5Cache6insertEPKcm"
@@ -26,7 +26,7 @@
 
 static void check(const char *mangled, const char *want)
 {
-	char *d = hb_demangle(mangled);
+	char *d = demangle_name(mangled);
 
 	if (!want) {
 		cr_assert_null(d, "%s demangled to %s", mangled, d);

@@ -19,7 +19,7 @@
 
 #include "symbols/elfobj.h"
 #include "harness.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 
 #define JE_VERSION "5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"
 
@@ -116,7 +116,7 @@ TestSuite(elfobj, .init = build_fixtures, .fini = remove_fixtures, .timeout = 60
 static struct elf_object *open_ok(const char *path)
 {
 	struct elf_object *o = NULL;
-	int err = elf_object__open(path, &o);
+	int err = elfobj__open(path, &o);
 
 	cr_assert_eq(err, 0, "%s: %d", path, err);
 	cr_assert_not_null(o);
@@ -253,11 +253,11 @@ static void check_symbols(const char *path, int etype)
 {
 	struct elf_object *o = open_ok(path);
 
-	cr_assert_eq(elf_object__type(o), etype);
-	cr_assert(elf_object__has_symtab(o));
+	cr_assert_eq(elfobj__type(o), etype);
+	cr_assert(elfobj__has_symtab(o));
 	for (size_t i = 0; i < sizeof(fixture_syms) / sizeof(fixture_syms[0]); i++) {
 		const struct sym_case *c = &fixture_syms[i];
-		const struct elf_sym *s = elf_object__sym_by_name(o, c->name);
+		const struct elf_sym *s = elfobj__sym_by_name(o, c->name);
 		struct nm_sym n = nm_lookup(path, c->name, false);
 
 		cr_assert_not_null(s, "%s: %s not found", path, c->name);
@@ -269,11 +269,11 @@ static void check_symbols(const char *path, int etype)
 		cr_assert_eq(s->type, c->type, "%s: type of %s", path, c->name);
 		cr_assert_eq(s->bind, c->bind, "%s: binding of %s", path, c->name);
 	}
-	cr_assert_null(elf_object__sym_by_name(o, "fx_no_such_symbol"));
-	cr_assert_null(elf_object__sym_by_name(o, "fx_global"));       /* a prefix only */
-	cr_assert_null(elf_object__sym_by_name(o, "fx_global_func2")); /* longer */
-	cr_assert_null(elf_object__sym_by_name(o, ""));
-	elf_object__free(o);
+	cr_assert_null(elfobj__sym_by_name(o, "fx_no_such_symbol"));
+	cr_assert_null(elfobj__sym_by_name(o, "fx_global"));	   /* a prefix only */
+	cr_assert_null(elfobj__sym_by_name(o, "fx_global_func2")); /* longer */
+	cr_assert_null(elfobj__sym_by_name(o, ""));
+	elfobj__free(o);
 }
 
 Test(elfobj, symbols_of_pie)
@@ -291,20 +291,20 @@ Test(elfobj, sym_by_suffix)
 	struct elf_object *o = open_ok(pie);
 	const struct elf_sym *s;
 
-	s = elf_object__sym_by_suffix(o, "_global_func", STT_FUNC);
+	s = elfobj__sym_by_suffix(o, "_global_func", STT_FUNC);
 	cr_assert_not_null(s);
 	cr_assert_str_eq(s->name, "fx_global_func");
-	s = elf_object__sym_by_suffix(o, "static_bss", STT_OBJECT);
+	s = elfobj__sym_by_suffix(o, "static_bss", STT_OBJECT);
 	cr_assert_not_null(s);
 	cr_assert_str_eq(s->name, "fx_static_bss");
-	s = elf_object__sym_by_suffix(o, "fx_version", STT_OBJECT);
+	s = elfobj__sym_by_suffix(o, "fx_version", STT_OBJECT);
 	cr_assert_not_null(s);
-	cr_assert_eq(s, elf_object__sym_by_name(o, "fx_version"));
+	cr_assert_eq(s, elfobj__sym_by_name(o, "fx_version"));
 	/* the type must match too */
-	cr_assert_null(elf_object__sym_by_suffix(o, "_global_func", STT_OBJECT));
-	cr_assert_null(elf_object__sym_by_suffix(o, "fx_data", STT_FUNC));
-	cr_assert_null(elf_object__sym_by_suffix(o, "_no_such_suffix", STT_FUNC));
-	elf_object__free(o);
+	cr_assert_null(elfobj__sym_by_suffix(o, "_global_func", STT_OBJECT));
+	cr_assert_null(elfobj__sym_by_suffix(o, "fx_data", STT_FUNC));
+	cr_assert_null(elfobj__sym_by_suffix(o, "_no_such_suffix", STT_FUNC));
+	elfobj__free(o);
 }
 
 static void check_func_at(const char *path, const char *name)
@@ -314,24 +314,24 @@ static void check_func_at(const char *path, const char *name)
 	const struct elf_sym *s;
 
 	cr_assert_gt(n.size, 2);
-	s = elf_object__func_at(o, n.addr);
+	s = elfobj__func_at(o, n.addr);
 	cr_assert_not_null(s, "%s: nothing at the start of %s", path, name);
 	cr_assert_str_eq(s->name, name);
-	s = elf_object__func_at(o, n.addr + n.size / 2);
+	s = elfobj__func_at(o, n.addr + n.size / 2);
 	cr_assert_not_null(s);
 	cr_assert_str_eq(s->name, name);
-	s = elf_object__func_at(o, n.addr + n.size - 1);
+	s = elfobj__func_at(o, n.addr + n.size - 1);
 	cr_assert_not_null(s);
 	cr_assert_str_eq(s->name, name);
 	/* just past the end: nothing, or the function that starts right there */
-	s = elf_object__func_at(o, n.addr + n.size);
+	s = elfobj__func_at(o, n.addr + n.size);
 	if (s) {
 		cr_assert_str_neq(s->name, name);
 		cr_assert_eq(s->addr, n.addr + n.size, "%s at %#" PRIx64, s->name, s->addr);
 	}
 	/* and nothing at the ELF header */
-	cr_assert_null(elf_object__func_at(o, 0));
-	elf_object__free(o);
+	cr_assert_null(elfobj__func_at(o, 0));
+	elfobj__free(o);
 }
 
 Test(elfobj, func_at)
@@ -348,20 +348,20 @@ Test(elfobj, stripped_pie)
 {
 	struct elf_object *o = open_ok(pie_stripped);
 
-	cr_assert_not(elf_object__has_symtab(o));
+	cr_assert_not(elfobj__has_symtab(o));
 	/* local symbols went with .symtab; a PIE does not export its functions */
-	cr_assert_null(elf_object__sym_by_name(o, "fx_static_func"));
-	cr_assert_null(elf_object__sym_by_name(o, "fx_static_data"));
-	cr_assert_null(elf_object__sym_by_name(o, "fx_global_func"));
+	cr_assert_null(elfobj__sym_by_name(o, "fx_static_func"));
+	cr_assert_null(elfobj__sym_by_name(o, "fx_static_data"));
+	cr_assert_null(elfobj__sym_by_name(o, "fx_global_func"));
 	/* undefined imports in .dynsym are not symbols of this object */
-	cr_assert_null(elf_object__sym_by_name(o, "__libc_start_main"));
-	elf_object__free(o);
+	cr_assert_null(elfobj__sym_by_name(o, "__libc_start_main"));
+	elfobj__free(o);
 
 	/* the unstripped one had them all */
 	o = open_ok(pie);
-	cr_assert(elf_object__has_symtab(o));
-	cr_assert_not_null(elf_object__sym_by_name(o, "fx_static_func"));
-	elf_object__free(o);
+	cr_assert(elfobj__has_symtab(o));
+	cr_assert_not_null(elfobj__sym_by_name(o, "fx_static_func"));
+	elfobj__free(o);
 }
 
 Test(elfobj, stripped_shared_object_keeps_dynsym)
@@ -370,9 +370,9 @@ Test(elfobj, stripped_shared_object_keeps_dynsym)
 						"fx_bss", "fx_version" };
 	struct elf_object *o = open_ok(so_stripped);
 
-	cr_assert_not(elf_object__has_symtab(o));
+	cr_assert_not(elfobj__has_symtab(o));
 	for (size_t i = 0; i < sizeof(exported) / sizeof(exported[0]); i++) {
-		const struct elf_sym *s = elf_object__sym_by_name(o, exported[i]);
+		const struct elf_sym *s = elfobj__sym_by_name(o, exported[i]);
 		struct nm_sym n = nm_lookup(so_stripped, exported[i], true);
 
 		cr_assert_not_null(s, "%s not in .dynsym", exported[i]);
@@ -382,16 +382,16 @@ Test(elfobj, stripped_shared_object_keeps_dynsym)
 		/* and the same address as in the unstripped object */
 		cr_assert_eq(s->addr, nm_lookup(so, exported[i], false).addr);
 	}
-	cr_assert_null(elf_object__sym_by_name(o, "fx_static_func"));
-	cr_assert_null(elf_object__sym_by_name(o, "fx_static_bss"));
+	cr_assert_null(elfobj__sym_by_name(o, "fx_static_func"));
+	cr_assert_null(elfobj__sym_by_name(o, "fx_static_bss"));
 	{
 		struct nm_sym n = nm_lookup(so_stripped, "fx_global_func", true);
-		const struct elf_sym *s = elf_object__func_at(o, n.addr + 1);
+		const struct elf_sym *s = elfobj__func_at(o, n.addr + 1);
 
 		cr_assert_not_null(s);
 		cr_assert_str_eq(s->name, "fx_global_func");
 	}
-	elf_object__free(o);
+	elfobj__free(o);
 }
 
 /* ---- build-id ----------------------------------------------------------- */
@@ -403,7 +403,7 @@ Test(elfobj, build_id)
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		struct elf_object *o = open_ok(paths[i]);
-		const char *id = elf_object__build_id(o);
+		const char *id = elfobj__build_id(o);
 
 		readelf_build_id(paths[i], want, sizeof(want));
 		cr_assert_eq(strlen(want), 40, "readelf: \"%s\"", want);
@@ -411,14 +411,14 @@ Test(elfobj, build_id)
 		cr_assert_str_eq(id, want, "%s", paths[i]);
 		if (i == 0)
 			snprintf(first, sizeof(first), "%s", id);
-		elf_object__free(o);
+		elfobj__free(o);
 	}
 	/* strip keeps the note: the stripped PIE has the PIE's id */
 	{
 		struct elf_object *o = open_ok(pie_stripped);
 
-		cr_assert_str_eq(elf_object__build_id(o), first);
-		elf_object__free(o);
+		cr_assert_str_eq(elfobj__build_id(o), first);
+		elfobj__free(o);
 	}
 }
 
@@ -429,8 +429,8 @@ Test(elfobj, no_build_id)
 
 	readelf_build_id(plain, want, sizeof(want));
 	cr_assert_str_empty(want);
-	cr_assert_null(elf_object__build_id(o));
-	elf_object__free(o);
+	cr_assert_null(elfobj__build_id(o));
+	elfobj__free(o);
 }
 
 /* ---- addresses and file offsets ----------------------------------------- */
@@ -443,41 +443,41 @@ static void check_offsets(const char *path)
 	char *bytes;
 
 	/* the version string: its file bytes are the string */
-	s = elf_object__sym_by_name(o, "fx_version");
+	s = elfobj__sym_by_name(o, "fx_version");
 	cr_assert_not_null(s, "%s", path);
-	cr_assert_eq(elf_object__vaddr_to_offset(o, s->addr, &off), 0);
+	cr_assert_eq(elfobj__vaddr_to_offset(o, s->addr, &off), 0);
 	bytes = read_at(path, off, sizeof(JE_VERSION));
 	cr_assert_str_eq(bytes, JE_VERSION);
 	free(bytes);
-	cr_assert_eq(elf_object__offset_to_vaddr(o, off, &va), 0);
+	cr_assert_eq(elfobj__offset_to_vaddr(o, off, &va), 0);
 	cr_assert_eq(va, s->addr);
 
 	/* an initialized int: 42 in the file */
-	s = elf_object__sym_by_name(o, "fx_data");
+	s = elfobj__sym_by_name(o, "fx_data");
 	cr_assert_not_null(s);
-	cr_assert_eq(elf_object__vaddr_to_offset(o, s->addr, &off), 0);
+	cr_assert_eq(elfobj__vaddr_to_offset(o, s->addr, &off), 0);
 	bytes = read_at(path, off, sizeof(int));
 	cr_assert_eq(*(int *)bytes, 42);
 	free(bytes);
-	cr_assert_eq(elf_object__offset_to_vaddr(o, off, &va), 0);
+	cr_assert_eq(elfobj__offset_to_vaddr(o, off, &va), 0);
 	cr_assert_eq(va, s->addr);
 
 	/* code */
-	s = elf_object__sym_by_name(o, "fx_global_func");
+	s = elfobj__sym_by_name(o, "fx_global_func");
 	cr_assert_not_null(s);
-	cr_assert_eq(elf_object__vaddr_to_offset(o, s->addr + 3, &off), 0);
-	cr_assert_eq(elf_object__offset_to_vaddr(o, off, &va), 0);
+	cr_assert_eq(elfobj__vaddr_to_offset(o, s->addr + 3, &off), 0);
+	cr_assert_eq(elfobj__offset_to_vaddr(o, off, &va), 0);
 	cr_assert_eq(va, s->addr + 3);
 
 	/* .bss has no bytes in the file */
-	s = elf_object__sym_by_name(o, "fx_bss");
+	s = elfobj__sym_by_name(o, "fx_bss");
 	cr_assert_not_null(s);
-	cr_assert_eq(elf_object__vaddr_to_offset(o, s->addr, &off), -ENOENT);
+	cr_assert_eq(elfobj__vaddr_to_offset(o, s->addr, &off), -ENOENT);
 
 	/* far outside */
-	cr_assert_eq(elf_object__vaddr_to_offset(o, 0x7fff00000000ull, &off), -ENOENT);
-	cr_assert_eq(elf_object__offset_to_vaddr(o, 1ull << 40, &va), -ENOENT);
-	elf_object__free(o);
+	cr_assert_eq(elfobj__vaddr_to_offset(o, 0x7fff00000000ull, &off), -ENOENT);
+	cr_assert_eq(elfobj__offset_to_vaddr(o, 1ull << 40, &va), -ENOENT);
+	elfobj__free(o);
 }
 
 Test(elfobj, vaddr_offset_round_trip)
@@ -498,14 +498,14 @@ Test(elfobj, offsets_match_program_headers)
 
 		if (!v[i].filesz)
 			continue;
-		cr_assert_eq(elf_object__vaddr_to_offset(o, v[i].vaddr, &off), 0);
+		cr_assert_eq(elfobj__vaddr_to_offset(o, v[i].vaddr, &off), 0);
 		cr_assert_eq(off, v[i].offset);
-		cr_assert_eq(elf_object__vaddr_to_offset(o, v[i].vaddr + v[i].filesz - 1, &off), 0);
+		cr_assert_eq(elfobj__vaddr_to_offset(o, v[i].vaddr + v[i].filesz - 1, &off), 0);
 		cr_assert_eq(off, v[i].offset + v[i].filesz - 1);
-		cr_assert_eq(elf_object__offset_to_vaddr(o, v[i].offset + v[i].filesz - 1, &va), 0);
+		cr_assert_eq(elfobj__offset_to_vaddr(o, v[i].offset + v[i].filesz - 1, &va), 0);
 		cr_assert_eq(va, v[i].vaddr + v[i].filesz - 1);
 	}
-	elf_object__free(o);
+	elfobj__free(o);
 }
 
 static void check_writable(const char *path)
@@ -515,23 +515,22 @@ static void check_writable(const char *path)
 	struct elf_object *o = open_ok(path);
 
 	for (size_t i = 0; i < sizeof(rw) / sizeof(rw[0]); i++) {
-		const struct elf_sym *s = elf_object__sym_by_name(o, rw[i]);
+		const struct elf_sym *s = elfobj__sym_by_name(o, rw[i]);
 
 		cr_assert_not_null(s);
-		cr_assert(elf_object__vaddr_writable(o, s->addr, s->size), "%s: %s", path, rw[i]);
-		cr_assert(elf_object__vaddr_writable(o, s->addr, 1), "%s: %s", path, rw[i]);
+		cr_assert(elfobj__vaddr_writable(o, s->addr, s->size), "%s: %s", path, rw[i]);
+		cr_assert(elfobj__vaddr_writable(o, s->addr, 1), "%s: %s", path, rw[i]);
 	}
 	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++) {
-		const struct elf_sym *s = elf_object__sym_by_name(o, ro[i]);
+		const struct elf_sym *s = elfobj__sym_by_name(o, ro[i]);
 
 		cr_assert_not_null(s);
-		cr_assert_not(elf_object__vaddr_writable(o, s->addr, 1), "%s: %s", path, ro[i]);
+		cr_assert_not(elfobj__vaddr_writable(o, s->addr, 1), "%s: %s", path, ro[i]);
 	}
 	/* a range that starts in .bss but runs far past the segment */
-	cr_assert_not(
-		elf_object__vaddr_writable(o, elf_object__sym_by_name(o, "fx_bss")->addr, 1 << 20));
-	cr_assert_not(elf_object__vaddr_writable(o, 0x7fff00000000ull, 1));
-	elf_object__free(o);
+	cr_assert_not(elfobj__vaddr_writable(o, elfobj__sym_by_name(o, "fx_bss")->addr, 1 << 20));
+	cr_assert_not(elfobj__vaddr_writable(o, 0x7fff00000000ull, 1));
+	elfobj__free(o);
 }
 
 Test(elfobj, vaddr_writable)
@@ -553,7 +552,7 @@ Test(elfobj, load_bias_made_up_mapping)
 	/* the first PT_LOAD of a PIE maps the file from offset 0 at vaddr 0 */
 	cr_assert_eq(v[0].vaddr, 0);
 	cr_assert_eq(v[0].offset, 0);
-	cr_assert_eq(elf_object__load_bias(o, base, 0, &bias), 0);
+	cr_assert_eq(elfobj__load_bias(o, base, 0, &bias), 0);
 	cr_assert_eq(bias, base);
 
 	/* any later segment's mapping is refused: it cannot identify the bias alone */
@@ -562,13 +561,13 @@ Test(elfobj, load_bias_made_up_mapping)
 
 		if (page_off == 0)
 			continue;
-		cr_assert_eq(elf_object__load_bias(o, base + v[i].vaddr - (v[i].offset - page_off),
-						   page_off, &bias),
+		cr_assert_eq(elfobj__load_bias(o, base + v[i].vaddr - (v[i].offset - page_off),
+					       page_off, &bias),
 			     -EINVAL, "segment %zu", i);
 	}
 	/* a file offset beyond every segment */
-	cr_assert_eq(elf_object__load_bias(o, base, 1ull << 40, &bias), -EINVAL);
-	elf_object__free(o);
+	cr_assert_eq(elfobj__load_bias(o, base, 1ull << 40, &bias), -EINVAL);
+	elfobj__free(o);
 }
 
 /*
@@ -586,7 +585,7 @@ static void check_bias_of_loaded(const char *path, const char *sym, uint64_t run
 	size_t nseg, checked = 0;
 
 	o = open_ok(path);
-	s = elf_object__sym_by_name(o, sym);
+	s = elfobj__sym_by_name(o, sym);
 	cr_assert_not_null(s);
 	want = runtime_addr - s->addr;
 	nseg = readelf_loads(path, v, 16);
@@ -605,11 +604,11 @@ static void check_bias_of_loaded(const char *path, const char *sym, uint64_t run
 			continue;
 		/* only the lowest mapping (the first PT_LOAD) identifies the bias */
 		if (m->offset != v[0].offset) {
-			cr_expect_eq(elf_object__load_bias(o, m->start, m->offset, &bias), -EINVAL,
+			cr_expect_eq(elfobj__load_bias(o, m->start, m->offset, &bias), -EINVAL,
 				     "mapping at offset %#" PRIx64 " must be refused", m->offset);
 			continue;
 		}
-		cr_assert_eq(elf_object__load_bias(o, m->start, m->offset, &bias), 0);
+		cr_assert_eq(elfobj__load_bias(o, m->start, m->offset, &bias), 0);
 		cr_expect_eq(bias, want,
 			     "%s: mapping %#" PRIx64 "-%#" PRIx64 " %s offset %#" PRIx64
 			     ": bias %#" PRIx64 ", true bias %#" PRIx64,
@@ -618,7 +617,7 @@ static void check_bias_of_loaded(const char *path, const char *sym, uint64_t run
 	}
 	cr_assert_eq(checked, 1);
 	proc_maps__free(pm);
-	elf_object__free(o);
+	elfobj__free(o);
 }
 
 __attribute__((noinline)) int heapbpf_elfobj_test_here(int x);
@@ -664,13 +663,13 @@ Test(elfobj, jemalloc_version_in_objects)
 		struct elf_object *o = open_ok(paths[i]);
 
 		memset(buf, 'x', sizeof(buf));
-		cr_assert_eq(elf_object__jemalloc_version(o, buf, sizeof(buf)), 0, "%s", paths[i]);
+		cr_assert_eq(elfobj__jemalloc_version(o, buf, sizeof(buf)), 0, "%s", paths[i]);
 		cr_assert_str_eq(buf, JE_VERSION);
 		/* exactly long enough for the string and its NUL */
-		cr_assert_eq(elf_object__jemalloc_version(o, buf, sizeof(JE_VERSION)), 0);
+		cr_assert_eq(elfobj__jemalloc_version(o, buf, sizeof(JE_VERSION)), 0);
 		cr_assert_str_eq(buf, JE_VERSION);
-		cr_assert_lt(elf_object__jemalloc_version(o, buf, sizeof(JE_VERSION) - 1), 0);
-		elf_object__free(o);
+		cr_assert_lt(elfobj__jemalloc_version(o, buf, sizeof(JE_VERSION) - 1), 0);
+		elfobj__free(o);
 	}
 }
 
@@ -679,14 +678,14 @@ Test(elfobj, no_jemalloc_version)
 	struct elf_object *o = open_ok(plain);
 	char buf[128];
 
-	cr_assert_eq(elf_object__jemalloc_version(o, buf, sizeof(buf)), -ENOENT);
-	elf_object__free(o);
+	cr_assert_eq(elfobj__jemalloc_version(o, buf, sizeof(buf)), -ENOENT);
+	elfobj__free(o);
 }
 
 static const char *scan(const char *buf, size_t len, size_t *mlen)
 {
 	*mlen = 0;
-	return jemalloc_version_scan(buf, len, mlen);
+	return elfobj_jemalloc_version_scan(buf, len, mlen);
 }
 
 #define HASH40 "54eaed1d8b56b1aa528be3bdd1877e59c56fa90c"
@@ -792,13 +791,13 @@ Test(elfobj, open_errors)
 	char missing[160];
 
 	snprintf(missing, sizeof(missing), "%s/no-such-file", dir);
-	cr_assert_eq(elf_object__open(missing, &o), -ENOENT);
+	cr_assert_eq(elfobj__open(missing, &o), -ENOENT);
 	cr_assert_null(o);
-	cr_assert_eq(elf_object__open(notelf, &o), -ENOEXEC);
+	cr_assert_eq(elfobj__open(notelf, &o), -ENOEXEC);
 	cr_assert_null(o);
-	cr_assert_eq(elf_object__open(empty, &o), -ENOEXEC);
+	cr_assert_eq(elfobj__open(empty, &o), -ENOEXEC);
 	cr_assert_null(o);
-	cr_assert_eq(elf_object__open(src, &o), -ENOEXEC);
+	cr_assert_eq(elfobj__open(src, &o), -ENOEXEC);
 	cr_assert_null(o);
-	elf_object__free(NULL);
+	elfobj__free(NULL);
 }

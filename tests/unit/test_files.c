@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * What reaches a terminal and what is read from a path others name: the one
- * sanitiser of names (hb_clean) and open_regular_ro, which neither blocks on
+ * sanitiser of names (hb_clean) and files_open_regular_ro, which neither blocks on
  * a FIFO nor reads a device or a directory.
  */
 #include <criterion/criterion.h>
@@ -67,10 +67,10 @@ Test(clean, a_cut_ends_in_dots_never_inside_an_escape)
 
 static void refused(const char *path)
 {
-	int fd = open_regular_ro(path);
+	int fd = files_open_regular_ro(path);
 
 	cr_assert_eq(fd, -HB_ENOTREG, "%s: %d", path, fd);
-	cr_assert_str_eq(open_regular_strerror(fd), "not a regular file");
+	cr_assert_str_eq(files_open_regular_strerror(fd), "not a regular file");
 }
 
 Test(files, a_fifo_a_directory_and_a_device_are_refused_without_blocking)
@@ -88,7 +88,7 @@ Test(files, a_fifo_a_directory_and_a_device_are_refused_without_blocking)
 	refused(hb_tmpdir());
 	refused("/dev/null");
 	refused("/dev/zero");
-	cr_assert_eq(open_regular_ro("/nonexistent/file"), -ENOENT);
+	cr_assert_eq(files_open_regular_ro("/nonexistent/file"), -ENOENT);
 }
 
 Test(files, a_regular_file_opens_blocking_and_close_on_exec)
@@ -102,7 +102,7 @@ Test(files, a_regular_file_opens_blocking_and_close_on_exec)
 	cr_assert_not_null(f);
 	fputs("content", f);
 	fclose(f);
-	fd = open_regular_ro(path);
+	fd = files_open_regular_ro(path);
 	cr_assert_geq(fd, 0, "%d", fd);
 	cr_assert_eq(fcntl(fd, F_GETFL) & (O_NONBLOCK | O_ACCMODE), O_RDONLY);
 	cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
@@ -171,7 +171,7 @@ Test(in_root, an_absolute_link_stays_inside_the_root)
 		static const char *const names[] = { "usr/lib/link", "etcdir/passwd", "up" };
 
 		snprintf(path, sizeof(path), "/proc/%d/root/%s", pid, names[i]);
-		fd = open_regular_ro(path);
+		fd = files_open_regular_ro(path);
 		cr_assert_geq(fd, 0, "%s: %s", path, strerror(-fd));
 		memset(buf, 0, sizeof(buf));
 		cr_assert_eq(read(fd, buf, sizeof(buf) - 1), 7);

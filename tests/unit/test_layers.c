@@ -166,3 +166,29 @@ Test(layers, a_command_including_a_command_fails)
 	/* the same tree without the rule: no violation */
 	cr_assert_eq(run_check(hb_tmpdir(), "util a cmd", out, sizeof(out)), 0, "%s", out);
 }
+
+/*
+ * A module's prefix is its file name: a header declares functions named
+ * after a module of its folder (x_, x__, or FOLDER_x_), util's also hb_;
+ * anything else fails, naming the header and the function.
+ */
+Test(layers, a_prefix_that_is_no_modules_name_fails)
+{
+	char out[4096];
+
+	small_tree();
+	put("user/a/mid.h", "#include \"util/base.h\"\n"
+			    "int mid_count(void);\n"
+			    "struct mid *mid__new(void);\n"
+			    "/* other_thing(void) in a comment is no declaration */\n"
+			    "typedef int (*mid_fn)(void *);\n"
+			    "void a_mid_reset(int x);\n");
+	put("user/util/base.h", "int hb_fail(void);\nint base_open(void);\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "every prefix a module's name"), "%s", out);
+	put("user/a/mid.h", "#include \"util/base.h\"\nconst char *hb_mid_name(int k);\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "user/a/mid.h declares hb_mid_name(): a module's prefix is its file "
+			      "name (mid_...)"),
+		  "%s", out);
+}

@@ -142,11 +142,11 @@ Test(layout, check_against_dwarf)
 	struct jemalloc_dwarf d = dwarf_530();
 	char why[256];
 
-	cr_assert_eq(jemalloc_layout_check(l, &d, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(layout_dwarf_check(l, &d, why, sizeof(why)), 0, "%s", why);
 
 	/* one offset off: an error naming the field, both values and the layout */
 	d.gctx_bt = 112;
-	cr_assert_eq(jemalloc_layout_check(l, &d, why, sizeof(why)), -EPROTO);
+	cr_assert_eq(layout_dwarf_check(l, &d, why, sizeof(why)), -EPROTO);
 	cr_assert_str_eq(why,
 			 "prof_gctx_t.bt is at 112 in its debug info, the 5.3.0 layout says 104");
 
@@ -155,17 +155,17 @@ Test(layout, check_against_dwarf)
 	d.free_ptr = 1;
 	d.free_usize = 2;
 	d.free_info = 3;
-	cr_assert_eq(jemalloc_layout_check(l, &d, why, sizeof(why)), -EPROTO);
+	cr_assert_eq(layout_dwarf_check(l, &d, why, sizeof(why)), -EPROTO);
 	cr_assert(strstr(why, "parameter ptr of prof_free_sampled_object"), "%s", why);
-	cr_assert_eq(jemalloc_layout_check(jemalloc_layout_by_name("5.3.1"), &d, why, sizeof(why)),
-		     0, "%s", why);
+	cr_assert_eq(layout_dwarf_check(jemalloc_layout_by_name("5.3.1"), &d, why, sizeof(why)), 0,
+		     "%s", why);
 
 	/* what DWARF does not describe cannot be checked: no error */
 	d = dwarf_530();
 	d.tctx_gctx = d.gctx_bt = d.info_tctx = -1;
 	d.have_alloc_fn = d.have_free_fn = false;
 	d.alloc_ptr = 7;
-	cr_assert_eq(jemalloc_layout_check(l, &d, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(layout_dwarf_check(l, &d, why, sizeof(why)), 0, "%s", why);
 
 	/* prof_info_t is not checked for 5.2.1, which never reads it */
 	d = dwarf_530();
@@ -178,8 +178,8 @@ Test(layout, check_against_dwarf)
 	d.free_usize = 2;
 	d.free_info = -1;
 	d.free_tctx = 3;
-	cr_assert_eq(jemalloc_layout_check(jemalloc_layout_by_name("5.2.1"), &d, why, sizeof(why)),
-		     0, "%s", why);
+	cr_assert_eq(layout_dwarf_check(jemalloc_layout_by_name("5.2.1"), &d, why, sizeof(why)), 0,
+		     "%s", why);
 }
 
 Test(layout, unknown_versions)

@@ -134,24 +134,25 @@ Test(leaks, buckets_cover_every_lifetime_once)
 
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
 		uint64_t ns = probes[i];
-		uint32_t b = hb_lt_bucket(ns);
+		uint32_t b = lifetimes_bucket(ns);
 
 		cr_assert_lt(b, HB_LT_NBUCKETS, "%llu", (unsigned long long)ns);
-		cr_assert_leq(hb_lt_bucket_start(b), ns, "%llu", (unsigned long long)ns);
+		cr_assert_leq(lifetimes_bucket_start(b), ns, "%llu", (unsigned long long)ns);
 		if (b + 1 < HB_LT_NBUCKETS)
-			cr_assert_gt(hb_lt_bucket_start(b + 1), ns, "%llu", (unsigned long long)ns);
+			cr_assert_gt(lifetimes_bucket_start(b + 1), ns, "%llu",
+				     (unsigned long long)ns);
 	}
 	/* exact below 32 ns; above, a bucket is at most 1/16 of its start wide */
 	for (uint64_t ns = 0; ns < 32; ns++)
-		cr_assert_eq(hb_lt_bucket_start(hb_lt_bucket(ns)), ns);
+		cr_assert_eq(lifetimes_bucket_start(lifetimes_bucket(ns)), ns);
 	for (uint32_t b = 32; b + 1 < HB_LT_NBUCKETS; b++) {
-		uint64_t lo = hb_lt_bucket_start(b), hi = hb_lt_bucket_start(b + 1);
+		uint64_t lo = lifetimes_bucket_start(b), hi = lifetimes_bucket_start(b + 1);
 
 		cr_assert_gt(hi, lo, "bucket %u", b);
 		cr_assert_leq((hi - lo) * 16, lo, "bucket %u is %llu wide at %llu", b,
 			      (unsigned long long)(hi - lo), (unsigned long long)lo);
-		cr_assert_eq(hb_lt_bucket(lo), b);
-		cr_assert_eq(hb_lt_bucket(hi - 1), b);
+		cr_assert_eq(lifetimes_bucket(lo), b);
+		cr_assert_eq(lifetimes_bucket(hi - 1), b);
 	}
 }
 
@@ -174,11 +175,11 @@ Test(leaks, quantiles_within_a_bucket_of_the_exact_ones)
 	for (int i = 0; i < N; i++) {
 		/* log-uniform from 1 us to 10 s, as lifetimes are */
 		v[i] = (uint64_t)(1e3 * pow(1e7, (double)(rnd() % 1000000) / 1e6));
-		cr_assert_eq(hb_lt_add(&all, v[i], v[i] < MS), 0);
+		cr_assert_eq(lifetimes_add(&all, v[i], v[i] < MS), 0);
 		/* the same split in two, then merged: the same histogram */
-		cr_assert_eq(hb_lt_add(i % 3 ? &a : &b, v[i], v[i] < MS), 0);
+		cr_assert_eq(lifetimes_add(i % 3 ? &a : &b, v[i], v[i] < MS), 0);
 	}
-	cr_assert_eq(hb_lt_merge(&a, &b), 0);
+	cr_assert_eq(lifetimes_merge(&a, &b), 0);
 	qsort(v, N, sizeof(*v), cmp_u64);
 	cr_assert_eq(all.n, N);
 	cr_assert_eq(all.min_ns, v[0]);
@@ -188,29 +189,29 @@ Test(leaks, quantiles_within_a_bucket_of_the_exact_ones)
 	cr_assert_eq(a.min_ns, all.min_ns);
 	cr_assert_eq(a.max_ns, all.max_ns);
 	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
-		uint64_t exact = v[(size_t)(qs[i] * N)], got = hb_lt_quantile(&all, qs[i]);
+		uint64_t exact = v[(size_t)(qs[i] * N)], got = lifetimes_quantile(&all, qs[i]);
 
 		/* one bucket either way: 1/16 of the value */
 		cr_assert_leq(fabs((double)got - (double)exact), (double)exact / 16 + 1,
 			      "q%.2f: %llu, exactly %llu", qs[i], (unsigned long long)got,
 			      (unsigned long long)exact);
-		cr_assert_eq(hb_lt_quantile(&a, qs[i]), got, "merged q%.2f", qs[i]);
+		cr_assert_eq(lifetimes_quantile(&a, qs[i]), got, "merged q%.2f", qs[i]);
 	}
 	for (int i = 0; i < N; i++)
 		ntemp += v[i] < MS;
 	cr_assert_eq(all.temporary, ntemp);
-	cr_assert_eq(hb_lt_quantile(&all, 0), v[0]);
-	cr_assert_eq(hb_lt_quantile(&all, 1), v[N - 1]);
-	hb_lt_clear(&all);
-	hb_lt_clear(&a);
-	hb_lt_clear(&b);
+	cr_assert_eq(lifetimes_quantile(&all, 0), v[0]);
+	cr_assert_eq(lifetimes_quantile(&all, 1), v[N - 1]);
+	lifetimes_clear(&all);
+	lifetimes_clear(&a);
+	lifetimes_clear(&b);
 	free(v);
 }
 
 /* Every bucket's count, in its buckets or outside them (0), against a count per bucket. */
 static void lt_matches(const struct hb_lifetimes *l, const uint32_t *want)
 {
-	const uint32_t *bk = hb_lt_buckets_c(l);
+	const uint32_t *bk = lifetimes_buckets_c(l);
 
 	for (uint32_t b = 0; b < HB_LT_NBUCKETS; b++) {
 		bool in = l->nb && b >= l->lo && b < l->lo + l->nb;
@@ -239,28 +240,28 @@ Test(leaks, buckets_inside_and_on_the_heap_count_the_same)
 		for (int i = 0; i < n; i++) {
 			uint64_t ns = trial % 3 ? rnd() % 4 : rnd() % (10 * MS);
 
-			cr_assert_eq(hb_lt_add(&l, ns, false), 0);
-			want[hb_lt_bucket(ns)]++;
+			cr_assert_eq(lifetimes_add(&l, ns, false), 0);
+			want[lifetimes_bucket(ns)]++;
 			lt_matches(&l, want);
 		}
-		cr_assert_eq(hb_lt_merge(&all, &l), 0);
+		cr_assert_eq(lifetimes_merge(&all, &l), 0);
 		for (uint32_t b = 0; b < HB_LT_NBUCKETS; b++)
 			want_all[b] += want[b];
 		lt_matches(&all, want_all);
-		hb_lt_clear(&l);
+		lifetimes_clear(&l);
 	}
-	hb_lt_clear(&all);
+	lifetimes_clear(&all);
 }
 
 Test(leaks, one_lifetime_is_its_own_quantiles)
 {
 	struct hb_lifetimes l = { 0 };
 
-	cr_assert_eq(hb_lt_quantile(&l, 0.5), 0, "empty");
-	cr_assert_eq(hb_lt_add(&l, 20956338, false), 0);
-	cr_assert_eq(hb_lt_quantile(&l, 0.5), 20956338);
-	cr_assert_eq(hb_lt_quantile(&l, 0.9), 20956338);
-	hb_lt_clear(&l);
+	cr_assert_eq(lifetimes_quantile(&l, 0.5), 0, "empty");
+	cr_assert_eq(lifetimes_add(&l, 20956338, false), 0);
+	cr_assert_eq(lifetimes_quantile(&l, 0.5), 20956338);
+	cr_assert_eq(lifetimes_quantile(&l, 0.9), 20956338);
+	lifetimes_clear(&l);
 }
 
 /* ---- trend, steadiness, confidence -------------------------------------------- */
@@ -272,7 +273,7 @@ static void fit(const float *y, size_t n, double dt, struct hb_trend *t)
 	cr_assert_not_null(x);
 	for (size_t i = 0; i < n; i++)
 		x[i] = dt * (double)i;
-	cr_assert_eq(hb_trend_fit(x, y, n, t), 0);
+	cr_assert_eq(leaks_trend_fit(x, y, n, t), 0);
 	free(x);
 }
 
@@ -287,8 +288,8 @@ Test(leaks, a_straight_line_is_steady_growth)
 	cr_assert_float_eq(t.slope, 20480.0, 1e-3);
 	cr_assert_float_eq(t.r2, 1.0, 1e-9);
 	cr_assert_float_eq(t.slope_se, 0.0, 1e-3);
-	cr_assert(hb_trend_is_suspect(&t, 100));
-	cr_assert_not(hb_trend_is_suspect(&t, HB_SUSPECT_MIN_LIVE - 1), "too few live samples");
+	cr_assert(leaks_trend_is_suspect(&t, 100));
+	cr_assert_not(leaks_trend_is_suspect(&t, HB_SUSPECT_MIN_LIVE - 1), "too few live samples");
 }
 
 Test(leaks, a_step_is_not_steady)
@@ -302,13 +303,13 @@ Test(leaks, a_step_is_not_steady)
 	fit(y, 64, 0.1, &t);
 	cr_assert_gt(t.slope, 0);
 	cr_assert_lt(t.r2, 0.2);
-	cr_assert_not(hb_trend_is_suspect(&t, 256));
+	cr_assert_not(leaks_trend_is_suspect(&t, 256));
 	for (int i = 0; i < 64; i++)
 		y[i] = i < 32 ? 0 : 16 << 20;
 	fit(y, 64, 0.1, &t);
 	/* a step explains at most 3f(1-f) of the variance: 0.75 half-way */
 	cr_assert_leq(t.r2, 0.76);
-	cr_assert_not(hb_trend_is_suspect(&t, 256));
+	cr_assert_not(leaks_trend_is_suspect(&t, 256));
 }
 
 Test(leaks, flat_falling_and_short_series_are_not_suspects)
@@ -324,18 +325,18 @@ Test(leaks, flat_falling_and_short_series_are_not_suspects)
 	fit(flat, 20, 0.1, &t);
 	cr_assert_float_eq(t.slope, 0.0, 1e-9);
 	cr_assert_float_eq(t.r2, 0.0, 1e-12, "a flat series explains nothing");
-	cr_assert_not(hb_trend_is_suspect(&t, 100));
+	cr_assert_not(leaks_trend_is_suspect(&t, 100));
 	fit(fall, 20, 0.1, &t);
 	cr_assert_lt(t.slope, 0);
-	cr_assert_not(hb_trend_is_suspect(&t, 100));
+	cr_assert_not(leaks_trend_is_suspect(&t, 100));
 	fit(noisy, 20, 0.1, &t);
-	cr_assert_not(hb_trend_is_suspect(&t, 100), "churn around a level: r2 %.2f", t.r2);
+	cr_assert_not(leaks_trend_is_suspect(&t, 100), "churn around a level: r2 %.2f", t.r2);
 	fit(fall, HB_SUSPECT_MIN_POINTS - 1, 0.1, &t);
 	t.slope = -t.slope;
 	t.r2 = 1;
-	cr_assert_not(hb_trend_is_suspect(&t, 100), "fewer points than the minimum");
-	cr_assert_eq(hb_trend_fit((double[]){ 1, 1 }, (float[]){ 1, 2 }, 2, &t), -EINVAL);
-	cr_assert_eq(hb_trend_fit((double[]){ 1 }, (float[]){ 1 }, 1, &t), -EINVAL);
+	cr_assert_not(leaks_trend_is_suspect(&t, 100), "fewer points than the minimum");
+	cr_assert_eq(leaks_trend_fit((double[]){ 1, 1 }, (float[]){ 1, 2 }, 2, &t), -EINVAL);
+	cr_assert_eq(leaks_trend_fit((double[]){ 1 }, (float[]){ 1 }, 1, &t), -EINVAL);
 }
 
 Test(leaks, slope_error_and_confidence)
@@ -353,15 +354,16 @@ Test(leaks, slope_error_and_confidence)
 	cr_assert_float_eq(t.slope, 10.0, 0.01);
 	/* residuals of +-5 (the alternation barely tilts the line): sigma^2 = 25 * 101 / 99 */
 	cr_assert_float_eq(t.slope_se, sqrt(25.0 * 101 / 99 / sxx), 1e-3);
-	rel = hb_rate_rel_err(&t, 400);
+	rel = leaks_rate_rel_err(&t, 400);
 	cr_assert_float_eq(rel, sqrt(1.0 / 400 + pow(t.slope_se / t.slope, 2)), 1e-12);
-	cr_assert_eq(hb_confidence_of(rel), HB_CONF_HIGH);
-	cr_assert_eq(hb_confidence_of(hb_rate_rel_err(&t, 25)), HB_CONF_MEDIUM,
+	cr_assert_eq(leaks_confidence_of(rel), HB_CONF_HIGH);
+	cr_assert_eq(leaks_confidence_of(leaks_rate_rel_err(&t, 25)), HB_CONF_MEDIUM,
 		     "1/sqrt(25) = 20%%");
-	cr_assert_eq(hb_confidence_of(hb_rate_rel_err(&t, 4)), HB_CONF_LOW, "1/sqrt(4) = 50%%");
-	cr_assert(isinf(hb_rate_rel_err(&t, 0)));
-	cr_assert_str_eq(hb_confidence_name(HB_CONF_HIGH), "high");
-	cr_assert_str_eq(hb_confidence_name(HB_CONF_LOW), "low");
+	cr_assert_eq(leaks_confidence_of(leaks_rate_rel_err(&t, 4)), HB_CONF_LOW,
+		     "1/sqrt(4) = 50%%");
+	cr_assert(isinf(leaks_rate_rel_err(&t, 0)));
+	cr_assert_str_eq(leaks_confidence_name(HB_CONF_HIGH), "high");
+	cr_assert_str_eq(leaks_confidence_name(HB_CONF_LOW), "low");
 }
 
 /* ---- checkpoints ----------------------------------------------------------------- */
@@ -371,7 +373,7 @@ Test(leaks, checkpoints_keep_only_changes)
 {
 	struct collector *c = new_collector();
 	const uint64_t t0 = 1000000000ULL, usize = 4096;
-	const float w = (float)hb_unbias_bytes(usize, PERIOD);
+	const float w = (float)unbias_bytes(usize, PERIOD);
 	const struct collector_checkpoint *ck;
 	size_t n;
 
@@ -411,7 +413,7 @@ Test(leaks, checkpoints_follow_event_time_and_halve_when_full)
 {
 	struct collector *c = new_collector();
 	const uint64_t t0 = 5000000000ULL, step = 10 * MS, usize = 1024;
-	const double w = hb_unbias_bytes(usize, PERIOD);
+	const double w = unbias_bytes(usize, PERIOD);
 	const struct collector_checkpoint *ck;
 	size_t n, prev_n = 0;
 	uint64_t every;
@@ -690,7 +692,7 @@ Test(leaks, tctx_frees_get_heapbpfs_own_alloc_time)
 		uint64_t k = order[i], ts = born[N - 1] + MS + (uint64_t)i * 10000 + k * 7;
 
 		free_ev(c, 0x100, 0, 64, coarse(born[k]), ts);
-		cr_assert_eq(hb_lt_add(&want, ts - born[k], ts - born[k] < MS), 0);
+		cr_assert_eq(lifetimes_add(&want, ts - born[k], ts - born[k] < MS), 0);
 	}
 	s = stack_of(c, 0);
 	cr_assert_eq(s->inuse_samples, 0);
@@ -699,9 +701,9 @@ Test(leaks, tctx_frees_get_heapbpfs_own_alloc_time)
 	cr_assert_eq(lt_of(c, s)->max_ns, want.max_ns);
 	cr_assert_eq(lt_of(c, s)->lo, want.lo);
 	cr_assert_eq(lt_of(c, s)->nb, want.nb);
-	cr_assert_arr_eq(hb_lt_buckets_c(lt_of(c, s)), hb_lt_buckets_c(&want),
-			 want.nb * sizeof(*hb_lt_buckets_c(&want)));
-	hb_lt_clear(&want);
+	cr_assert_arr_eq(lifetimes_buckets_c(lt_of(c, s)), lifetimes_buckets_c(&want),
+			 want.nb * sizeof(*lifetimes_buckets_c(&want)));
+	lifetimes_clear(&want);
 	collector__free(c);
 }
 
@@ -829,20 +831,20 @@ Test(leaks, synthetic_run_ranks_leaks_and_labels_lifetimes)
 	p->nsamples = 4;
 	p->samples = calloc(4, sizeof(*p->samples));
 	cr_assert_not_null(p->samples);
-	cr_assert_eq(hb_analysis__new(&a), 0);
+	cr_assert_eq(leaks_analysis__new(&a), 0);
 	/* sample k is stack k (by leaf frame) */
 	for (uint32_t k = 0; k < 4; k++) {
 		idx[k] = stack_of(c, k) - collector__stack(c, 0);
-		cr_assert_eq(hb_analysis__add(a, k, c, idx[k]), 0);
+		cr_assert_eq(leaks_analysis__add(a, k, c, idx[k]), 0);
 	}
-	cr_assert_eq(hb_analysis__finish(a, p), 0);
+	cr_assert_eq(leaks_analysis__finish(a, p), 0);
 	cr_assert_geq(a->axes[0].n, HB_SUSPECT_MIN_POINTS);
 	/* the two leaks, fastest first; not the cache, not the churn */
 	cr_assert_eq(a->nsuspects, 2);
 	cr_assert_eq(a->suspects[0], 0);
 	cr_assert_eq(a->suspects[1], 1);
 	/* 100 KiB of usable size a second, unbiased: within 1% */
-	fast = 100 * hb_unbias_bytes(1024, PERIOD);
+	fast = 100 * unbias_bytes(1024, PERIOD);
 	cr_assert_float_eq(a->s[0].trend.slope, fast, fast / 100);
 	cr_assert_eq(label(&p->samples[0], "leak_rank"), 1);
 	cr_assert_float_eq((double)label(&p->samples[0], "inuse_growth"), fast, fast / 100);
@@ -859,7 +861,7 @@ Test(leaks, synthetic_run_ranks_leaks_and_labels_lifetimes)
 	cr_assert_eq(label(&p->samples[0], "freed"), 0);
 	cr_assert_eq(label(&p->samples[0], "live_at_end"), 1000);
 	cr_assert_eq(label(&p->samples[0], "lifetime_p50"), -1, "nothing freed: no lifetimes");
-	hb_analysis__free(a);
+	leaks_analysis__free(a);
 	hb_profile__free(p);
 	collector__free(c);
 }
@@ -872,7 +874,7 @@ static struct hb_lifetimes lifetimes_of(uint64_t n, uint64_t ns)
 	struct hb_lifetimes l = { 0 };
 
 	for (uint64_t i = 0; i < n; i++)
-		cr_assert_eq(hb_lt_add(&l, ns, ns < MS), 0);
+		cr_assert_eq(lifetimes_add(&l, ns, ns < MS), 0);
 	return l;
 }
 
@@ -885,27 +887,27 @@ Test(leaks, held_cutoff_rule)
 	enum hb_held_base base;
 
 	/* enough frees of its own: against them; half the window is the larger */
-	cr_assert_eq(hb_held_cutoff(w, &own8, &all, &base), w / 2);
+	cr_assert_eq(leaks_held_cutoff(w, &own8, &all, &base), w / 2);
 	cr_assert_eq(base, HB_HELD_OWN);
 	/* too few of its own: the window's 20 ms (10x: 200 ms), but past each of its own */
-	cr_assert_eq(hb_held_cutoff(w, &own3, &all, &base), 2500 * MS);
+	cr_assert_eq(leaks_held_cutoff(w, &own3, &all, &base), 2500 * MS);
 	cr_assert_eq(base, HB_HELD_WINDOW);
-	cr_assert_eq(hb_held_cutoff(w, &none, &all, &base), w / 2);
+	cr_assert_eq(leaks_held_cutoff(w, &none, &all, &base), w / 2);
 	cr_assert_eq(base, HB_HELD_WINDOW);
 	/* objects that live 400 ms: held means past 4 s, longer than the window */
-	cr_assert_eq(hb_held_cutoff(w, &slow, &all, &base), 4000 * MS);
+	cr_assert_eq(leaks_held_cutoff(w, &slow, &all, &base), 4000 * MS);
 	cr_assert_eq(base, HB_HELD_OWN);
 	/* nothing freed to compare with: not judged */
-	cr_assert_eq(hb_held_cutoff(w, &own3, &own3, &base), 0);
+	cr_assert_eq(leaks_held_cutoff(w, &own3, &own3, &base), 0);
 	cr_assert_eq(base, HB_HELD_NONE);
-	cr_assert_eq(hb_held_cutoff(w, &none, &none, &base), 0);
+	cr_assert_eq(leaks_held_cutoff(w, &none, &none, &base), 0);
 	cr_assert_eq(base, HB_HELD_NONE);
-	cr_assert(!hb_held_is_suspect(HB_HELD_MIN_LIVE - 1));
-	cr_assert(hb_held_is_suspect(HB_HELD_MIN_LIVE));
-	hb_lt_clear(&own8);
-	hb_lt_clear(&own3);
-	hb_lt_clear(&all);
-	hb_lt_clear(&slow);
+	cr_assert(!leaks_held_is_suspect(HB_HELD_MIN_LIVE - 1));
+	cr_assert(leaks_held_is_suspect(HB_HELD_MIN_LIVE));
+	lifetimes_clear(&own8);
+	lifetimes_clear(&own3);
+	lifetimes_clear(&all);
+	lifetimes_clear(&slow);
 }
 
 /* Each stack k of c as profile sample k, in use as given; the analysis finished. */
@@ -920,12 +922,13 @@ static struct hb_analysis *analyse(struct collector *c, uint32_t n, const int64_
 	p->nsamples = n;
 	p->samples = calloc(n, sizeof(*p->samples));
 	cr_assert_not_null(p->samples);
-	cr_assert_eq(hb_analysis__new(&a), 0);
+	cr_assert_eq(leaks_analysis__new(&a), 0);
 	for (uint32_t k = 0; k < n; k++) {
 		p->samples[k].v[HB_INUSE_SPACE] = inuse ? inuse[k] : 0;
-		cr_assert_eq(hb_analysis__add(a, k, c, stack_of(c, k) - collector__stack(c, 0)), 0);
+		cr_assert_eq(leaks_analysis__add(a, k, c, stack_of(c, k) - collector__stack(c, 0)),
+			     0);
 	}
-	cr_assert_eq(hb_analysis__finish(a, p), 0);
+	cr_assert_eq(leaks_analysis__finish(a, p), 0);
 	*out = p;
 	return a;
 }
@@ -1059,7 +1062,7 @@ static void held_in_burst_then_hold(bool by_ptr)
 	cr_assert_eq(a->s[4].held, 3);
 	cr_assert(!a->s[4].held_suspect);
 	cr_assert_eq(label(&p->samples[4], "held_rank"), -1);
-	hb_analysis__free(a);
+	leaks_analysis__free(a);
 	hb_profile__free(p);
 	collector__free(c);
 }
@@ -1095,7 +1098,7 @@ Test(leaks, held_suspects_are_not_growth_suspects)
 	cr_assert_eq(label(&p->samples[0], "held_rank"), -1, "a growth suspect");
 	cr_assert_eq(label(&p->samples[1], "held_rank"), -1, "a growth suspect");
 	cr_assert_eq(a->s[0].held, 0, "not judged");
-	hb_analysis__free(a);
+	leaks_analysis__free(a);
 	hb_profile__free(p);
 	collector__free(c);
 }
@@ -1120,7 +1123,7 @@ Test(leaks, held_needs_frees_to_compare_with)
 	cr_assert_eq(a->nheld, 0);
 	cr_assert_eq(a->s[0].held_base, HB_HELD_NONE);
 	cr_assert_eq(label(&p->samples[0], "held_rank"), -1);
-	hb_analysis__free(a);
+	leaks_analysis__free(a);
 	hb_profile__free(p);
 	collector__free(c);
 }
@@ -1429,7 +1432,7 @@ Test(leaks, sum_over_processes_and_its_peak_between_checkpoints)
 	struct collector *parent = new_collector(), *child = new_collector();
 	struct hb_profile *p = calloc(1, sizeof(*p));
 	const uint64_t t0 = 1000000000ULL, big = 64 << 10;
-	const double w = hb_unbias_bytes(4096, PERIOD), wb = hb_unbias_bytes(big, PERIOD);
+	const double w = unbias_bytes(4096, PERIOD), wb = unbias_bytes(big, PERIOD);
 	const struct collector_totals *ck, *pk;
 	struct procsum *sum;
 	char *out = NULL, text[160], want[200], b[32];

@@ -48,12 +48,12 @@ Test(memsrc_proc, reads_equal_the_memory_across_runs)
 	for (size_t off = 0; off + 600 <= len; off += 4093) {
 		size_t n = 1 + off % 600;
 
-		cr_assert(mem_mapped(&m, (uint64_t)(uintptr_t)(mem + off), n));
-		cr_assert_eq(mem_read(&m, (uint64_t)(uintptr_t)(mem + off), buf, n), 0);
+		cr_assert(memsrc_mapped(&m, (uint64_t)(uintptr_t)(mem + off), n));
+		cr_assert_eq(memsrc_read(&m, (uint64_t)(uintptr_t)(mem + off), buf, n), 0);
 		cr_assert_eq(memcmp(buf, mem + off, n), 0, "at offset %zu", off);
 	}
 	/* a large read goes straight to the process */
-	cr_assert_eq(mem_read(&m, (uint64_t)(uintptr_t)(mem + 100), buf, sizeof(buf)), 0);
+	cr_assert_eq(memsrc_read(&m, (uint64_t)(uintptr_t)(mem + 100), buf, sizeof(buf)), 0);
 	cr_assert_eq(memcmp(buf, mem + 100, sizeof(buf)), 0);
 	memsrc_proc_close(&m);
 	munmap(mem, len);
@@ -68,15 +68,15 @@ Test(memsrc_proc, kept_until_fresh)
 
 	open_self(&m);
 	memcpy(mem + 4096 + 64, &v, 8);
-	cr_assert_eq(mem_read(&m, addr, &got, 8), 0);
+	cr_assert_eq(memsrc_read(&m, addr, &got, 8), 0);
 	cr_assert_eq(got, 1);
 	v = 2;
 	memcpy(mem + 4096 + 64, &v, 8);
 	/* served from the run read before: the value it held then */
-	cr_assert_eq(mem_read(&m, addr, &got, 8), 0);
+	cr_assert_eq(memsrc_read(&m, addr, &got, 8), 0);
 	cr_assert_eq(got, 1);
-	mem_fresh(&m);
-	cr_assert_eq(mem_read(&m, addr, &got, 8), 0);
+	memsrc_fresh(&m);
+	cr_assert_eq(memsrc_read(&m, addr, &got, 8), 0);
 	cr_assert_eq(got, 2);
 	memsrc_proc_close(&m);
 	munmap(mem, len);
@@ -91,10 +91,10 @@ Test(memsrc_proc, a_read_past_the_mapping_fails)
 	/* the second page gone: the run of the first ends at the mapping */
 	cr_assert_eq(munmap(mem + pg, pg), 0);
 	open_self(&m);
-	cr_assert_eq(mem_read(&m, (uint64_t)(uintptr_t)(mem + pg - 64), buf, 64), 0);
+	cr_assert_eq(memsrc_read(&m, (uint64_t)(uintptr_t)(mem + pg - 64), buf, 64), 0);
 	cr_assert_eq(memcmp(buf, mem + pg - 64, 64), 0);
-	cr_assert_eq(mem_read(&m, (uint64_t)(uintptr_t)(mem + pg - 32), buf, 64), -EFAULT);
-	cr_assert(!mem_mapped(&m, (uint64_t)(uintptr_t)(mem + pg - 32), 64));
+	cr_assert_eq(memsrc_read(&m, (uint64_t)(uintptr_t)(mem + pg - 32), buf, 64), -EFAULT);
+	cr_assert(!memsrc_mapped(&m, (uint64_t)(uintptr_t)(mem + pg - 32), 64));
 	memsrc_proc_close(&m);
 	munmap(mem, pg);
 }

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 
 static struct proc_map m;
 

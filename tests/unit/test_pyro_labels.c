@@ -16,44 +16,44 @@ Test(pyro_labels, name_sorted_and_validated)
 				  { "env", "prod" } };
 	char buf[256];
 
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "redis-server", l, 3), 0);
+	cr_assert_eq(pyro_labels_build_name(buf, sizeof(buf), "redis-server", l, 3), 0);
 	cr_assert_str_eq(buf, "redis-server{env=prod,hostname=web-1.example,pid=42}");
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", NULL, 0), 0);
+	cr_assert_eq(pyro_labels_build_name(buf, sizeof(buf), "svc", NULL, 0), 0);
 	cr_assert_str_eq(buf, "svc{}");
 	/* what /ingest's parser would split or Pyroscope's validation would refuse */
 	l[2].value = "a,b";
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
+	cr_assert_eq(pyro_labels_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
 	l[2].value = "prod";
 	l[2].key = "__name__";
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
+	cr_assert_eq(pyro_labels_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
 	l[2].key = "pid"; /* duplicate */
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
-	cr_assert_eq(pyro_build_name(buf, sizeof(buf), "bad service", NULL, 0), -EINVAL);
-	cr_assert_eq(pyro_build_name(buf, 8, "svc", l, 1), -ENAMETOOLONG);
+	cr_assert_eq(pyro_labels_build_name(buf, sizeof(buf), "svc", l, 3), -EINVAL);
+	cr_assert_eq(pyro_labels_build_name(buf, sizeof(buf), "bad service", NULL, 0), -EINVAL);
+	cr_assert_eq(pyro_labels_build_name(buf, 8, "svc", l, 1), -ENAMETOOLONG);
 }
 
 Test(pyro_labels, character_rules)
 {
 	char out[64];
 
-	cr_assert(pyro_valid_service("a.b/c-d_e9"));
-	cr_assert_not(pyro_valid_service(""));
-	cr_assert_not(pyro_valid_service("a{b}"));
-	cr_assert(pyro_valid_label_key("_x1"));
-	cr_assert_not(pyro_valid_label_key("1x"));
-	cr_assert_not(pyro_valid_label_key("a.b"));
-	cr_assert_not(pyro_valid_label_key("__x"));
-	cr_assert(pyro_valid_label_value("10.0.0.1:80/x"));
+	cr_assert(pyro_labels_valid_service("a.b/c-d_e9"));
+	cr_assert_not(pyro_labels_valid_service(""));
+	cr_assert_not(pyro_labels_valid_service("a{b}"));
+	cr_assert(pyro_labels_valid_key("_x1"));
+	cr_assert_not(pyro_labels_valid_key("1x"));
+	cr_assert_not(pyro_labels_valid_key("a.b"));
+	cr_assert_not(pyro_labels_valid_key("__x"));
+	cr_assert(pyro_labels_valid_value("10.0.0.1:80/x"));
 	for (const char *bad = ",{}= \"\t"; *bad; bad++) {
 		char v[4] = { 'a', *bad, 'b', 0 };
 
-		cr_assert_not(pyro_valid_label_value(v), "%s", v);
+		cr_assert_not(pyro_labels_valid_value(v), "%s", v);
 	}
-	pyro_sanitize("my app{1}", true, out, sizeof(out));
+	pyro_labels_sanitize("my app{1}", true, out, sizeof(out));
 	cr_assert_str_eq(out, "my_app_1_");
-	pyro_sanitize("a,b=c", false, out, sizeof(out));
+	pyro_labels_sanitize("a,b=c", false, out, sizeof(out));
 	cr_assert_str_eq(out, "a_b_c");
-	pyro_sanitize("", false, out, sizeof(out));
+	pyro_labels_sanitize("", false, out, sizeof(out));
 	cr_assert_str_eq(out, "_");
 }
 
@@ -64,9 +64,9 @@ static void expect_name(const struct pyro_naming *n, pid_t pid, const char *comm
 	char host[256] = "", hostv[256], want[PYRO_NAME_MAX], got[PYRO_NAME_MAX];
 
 	gethostname(host, sizeof(host) - 1);
-	pyro_sanitize(host, false, hostv, sizeof(hostv));
+	pyro_labels_sanitize(host, false, hostv, sizeof(hostv));
 	snprintf(want, sizeof(want), expected_fmt, hostv);
-	cr_assert_eq(pyro_profile_name(n, pid, comm, got, sizeof(got)), 0);
+	cr_assert_eq(pyro_labels_profile_name(n, pid, comm, got, sizeof(got)), 0);
 	cr_assert_str_eq(got, want);
 }
 
@@ -96,19 +96,19 @@ Test(pyro_labels, profile_name_user_labels_add_override_and_drop)
 	char buf[PYRO_NAME_MAX];
 
 	/* pid overridden, hostname dropped by its empty value, the others added */
-	cr_assert_eq(pyro_profile_name(&n, 9, "app", buf, sizeof(buf)), 0);
+	cr_assert_eq(pyro_labels_profile_name(&n, 9, "app", buf, sizeof(buf)), 0);
 	cr_assert_str_eq(buf, "svc{comm=app,env=prod,pid=main,zone=eu-1}");
-	cr_assert_eq(pyro_profile_name(&n, 9, "app", buf, 16), -ENAMETOOLONG);
+	cr_assert_eq(pyro_labels_profile_name(&n, 9, "app", buf, 16), -ENAMETOOLONG);
 	n.labels = bad;
 	n.nlabels = 1;
-	cr_assert_eq(pyro_profile_name(&n, 9, "app", buf, sizeof(buf)), -EINVAL);
+	cr_assert_eq(pyro_labels_profile_name(&n, 9, "app", buf, sizeof(buf)), -EINVAL);
 }
 
 static void check_fails(const struct pyro_naming *n, const char *needle)
 {
 	char err[512] = "";
 
-	cr_assert_eq(pyro_naming_check(n, err, sizeof(err)), -EINVAL, "%s", needle);
+	cr_assert_eq(pyro_labels_naming_check(n, err, sizeof(err)), -EINVAL, "%s", needle);
 	cr_assert(strstr(err, needle), "\"%s\" not in \"%s\"", needle, err);
 }
 
@@ -130,10 +130,10 @@ Test(pyro_labels, naming_check_says_what_is_wrong)
 	char err[512], a[1100], b[1100];
 
 	labels[0] = "env=";
-	cr_assert_eq(pyro_naming_check(&n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pyro_labels_naming_check(&n, err, sizeof(err)), 0, "%s", err);
 	labels[0] = "team=a-b_c.d:1/2";
 	n.service_name = "a.b/c-d_e9";
-	cr_assert_eq(pyro_naming_check(&n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pyro_labels_naming_check(&n, err, sizeof(err)), 0, "%s", err);
 	n.service_name = "my service";
 	check_fails(&n, "--service-name \"my service\" is not a Pyroscope service name");
 	n.service_name = NULL;
@@ -151,7 +151,7 @@ Test(pyro_labels, naming_check_says_what_is_wrong)
 	long_label(a, "a", 1020);
 	long_label(b, "b", 1020);
 	labels[0] = a;
-	cr_assert_eq(pyro_naming_check(&n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pyro_labels_naming_check(&n, err, sizeof(err)), 0, "%s", err);
 	labels[1] = b;
 	n.nlabels = 2;
 	check_fails(&n, "the Pyroscope labels make too long a name");
@@ -192,15 +192,16 @@ Test(pyro_labels, crafted_names_inject_no_label)
 
 		for (int with_unit = 0; with_unit < 2; with_unit++) {
 			nm.unit = with_unit ? crafted[i] : NULL;
-			cr_assert_eq(pyro_profile_name(&nm, 42, crafted[i], name, sizeof(name)), 0,
-				     "%s", crafted[i]);
+			cr_assert_eq(pyro_labels_profile_name(&nm, 42, crafted[i], name,
+							      sizeof(name)),
+				     0, "%s", crafted[i]);
 			shape(name, &braces, &commas, &equals);
 			cr_assert_eq(braces, 2, "%s", name);
 			cr_assert_eq(commas, 2, "%s", name);
 			cr_assert_eq(equals, 3, "%s", name);
 			cr_assert(strchr(name, '{') < strstr(name, "comm="), "%s", name);
 			cr_assert_eq(name[strlen(name) - 1], '}', "%s", name);
-			cr_assert(pyro_valid_name(name), "%s", name);
+			cr_assert(pyro_labels_valid_name(name), "%s", name);
 			n = pyro_push_labels(name, l, sizeof(l) / sizeof(l[0]), buf, sizeof(buf));
 			cr_assert_eq(n, 3 + PYRO_PUSH_EXTRA_LABELS, "%s", name);
 		}
@@ -211,12 +212,12 @@ Test(pyro_labels, crafted_names_inject_no_label)
 	{
 		struct pyro_naming nm = { .unit = unit };
 
-		cr_assert_eq(pyro_profile_name(&nm, 42, "c", name, sizeof(name)), 0);
-		cr_assert(pyro_valid_name(name), "%s", name);
+		cr_assert_eq(pyro_labels_profile_name(&nm, 42, "c", name, sizeof(name)), 0);
+		cr_assert(pyro_labels_valid_name(name), "%s", name);
 	}
 }
 
-/* pyro_valid_name(): what pyro_build_name() writes, and what it never would. */
+/* pyro_labels_valid_name(): what pyro_labels_build_name() writes, and what it never would. */
 Test(pyro_labels, valid_name_is_what_build_name_writes)
 {
 	static const char *const good[] = { "svc{a=b,c=d}", "svc{}", "svc",
@@ -244,15 +245,15 @@ Test(pyro_labels, valid_name_is_what_build_name_writes)
 	int off;
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		cr_assert(pyro_valid_name(good[i]), "%s", good[i]);
+		cr_assert(pyro_labels_valid_name(good[i]), "%s", good[i]);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_assert_not(pyro_valid_name(bad[i]), "%s", bad[i]);
+		cr_assert_not(pyro_labels_valid_name(bad[i]), "%s", bad[i]);
 	/* PYRO_MAX_LABELS labels, then one more */
 	off = snprintf(many, sizeof(many), "svc{");
 	for (int i = 0; i < PYRO_MAX_LABELS; i++)
 		off += snprintf(many + off, sizeof(many) - off, "%sk%d=v", i ? "," : "", i);
 	snprintf(many + off, sizeof(many) - off, "}");
-	cr_assert(pyro_valid_name(many), "%s", many);
+	cr_assert(pyro_labels_valid_name(many), "%s", many);
 	snprintf(many + off, sizeof(many) - off, ",k99=v}");
-	cr_assert_not(pyro_valid_name(many), "%s", many);
+	cr_assert_not(pyro_labels_valid_name(many), "%s", many);
 }

@@ -153,45 +153,50 @@ Test(pyro_push, connect_error_bodies)
 {
 	char code[32], msg[64];
 
-	cr_assert_eq(pyro_connect_error("{\"code\":\"unavailable\",\"message\":\"try later\"}",
-					code, sizeof(code), msg, sizeof(msg)),
+	cr_assert_eq(pyro_push_connect_error("{\"code\":\"unavailable\",\"message\":\"try later\"}",
+					     code, sizeof(code), msg, sizeof(msg)),
 		     0);
 	cr_assert_str_eq(code, "unavailable");
 	cr_assert_str_eq(msg, "try later");
 	/* order, whitespace, escapes, details of any shape */
-	cr_assert_eq(pyro_connect_error(" { \"details\": [{\"type\":\"x\",\"value\":\"{\\\"\"}], "
+	cr_assert_eq(
+		pyro_push_connect_error(" { \"details\": [{\"type\":\"x\",\"value\":\"{\\\"\"}], "
 					"\"message\" : \"bad \\\"label\\\" \\u00e9\", \"code\": "
 					"\"invalid_argument\" }",
 					code, sizeof(code), msg, sizeof(msg)),
-		     0);
+		0);
 	cr_assert_str_eq(code, "invalid_argument");
 	cr_assert_str_eq(msg, "bad \"label\" ?");
 	/* cut short after the code (the answer's first bytes only): the code still counts */
-	cr_assert_eq(pyro_connect_error("{\"code\":\"resource_exhausted\",\"message\":\"rate lim",
+	cr_assert_eq(
+		pyro_push_connect_error("{\"code\":\"resource_exhausted\",\"message\":\"rate lim",
 					code, sizeof(code), msg, sizeof(msg)),
-		     0);
+		0);
 	cr_assert_str_eq(code, "resource_exhausted");
 	/* not Connect */
-	cr_assert_eq(pyro_connect_error("<html>503</html>", code, sizeof(code), msg, sizeof(msg)),
+	cr_assert_eq(pyro_push_connect_error("<html>503</html>", code, sizeof(code), msg,
+					     sizeof(msg)),
 		     -EINVAL);
 	cr_assert_str_eq(code, "");
-	cr_assert_eq(pyro_connect_error("{\"error\":\"x\"}", code, sizeof(code), msg, sizeof(msg)),
+	cr_assert_eq(pyro_push_connect_error("{\"error\":\"x\"}", code, sizeof(code), msg,
+					     sizeof(msg)),
 		     -EINVAL);
-	cr_assert_eq(pyro_connect_error("", code, sizeof(code), msg, sizeof(msg)), -EINVAL);
-	cr_assert_eq(pyro_connect_error("{\"code\":\"unterm", code, sizeof(code), msg, sizeof(msg)),
+	cr_assert_eq(pyro_push_connect_error("", code, sizeof(code), msg, sizeof(msg)), -EINVAL);
+	cr_assert_eq(pyro_push_connect_error("{\"code\":\"unterm", code, sizeof(code), msg,
+					     sizeof(msg)),
 		     -EINVAL);
 }
 
 /* Connect's codes are words to show; anything else a body calls a code is not. */
 Test(pyro_push, connect_codes_are_known_words)
 {
-	cr_assert(pyro_connect_code("unauthenticated"));
-	cr_assert(pyro_connect_code("invalid_argument"));
-	cr_assert(pyro_connect_code("data_loss"));
-	cr_assert_not(pyro_connect_code(""));
-	cr_assert_not(pyro_connect_code(NULL));
-	cr_assert_not(pyro_connect_code("Unauthenticated"));
-	cr_assert_not(pyro_connect_code("tok-s3cret"));
+	cr_assert(pyro_push_connect_code("unauthenticated"));
+	cr_assert(pyro_push_connect_code("invalid_argument"));
+	cr_assert(pyro_push_connect_code("data_loss"));
+	cr_assert_not(pyro_push_connect_code(""));
+	cr_assert_not(pyro_push_connect_code(NULL));
+	cr_assert_not(pyro_push_connect_code("Unauthenticated"));
+	cr_assert_not(pyro_push_connect_code("tok-s3cret"));
 }
 
 Test(pyro_push, what_each_answer_means)

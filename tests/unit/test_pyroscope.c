@@ -21,25 +21,31 @@ Test(pyroscope, ingest_url)
 {
 	char out[256], err[512];
 
-	cr_assert_eq(pyro_ingest_url("https://p.example:4040", out, sizeof(out), err, sizeof(err)),
+	cr_assert_eq(pyroscope_ingest_url("https://p.example:4040", out, sizeof(out), err,
+					  sizeof(err)),
 		     0);
 	cr_assert_str_eq(out, "https://p.example:4040/ingest");
-	cr_assert_eq(pyro_ingest_url("http://127.0.0.1:4040/prefix/", out, sizeof(out), err,
-				     sizeof(err)),
+	cr_assert_eq(pyroscope_ingest_url("http://127.0.0.1:4040/prefix/", out, sizeof(out), err,
+					  sizeof(err)),
 		     0);
 	cr_assert_str_eq(out, "http://127.0.0.1:4040/prefix/ingest");
-	cr_assert_eq(pyro_ingest_url("http://h/ingest", out, sizeof(out), err, sizeof(err)), 0);
+	cr_assert_eq(pyroscope_ingest_url("http://h/ingest", out, sizeof(out), err, sizeof(err)),
+		     0);
 	cr_assert_str_eq(out, "http://h/ingest");
-	cr_assert_eq(pyro_ingest_url("ftp://h", out, sizeof(out), err, sizeof(err)), -EINVAL);
-	cr_assert_eq(pyro_ingest_url("http://h/?x=1", out, sizeof(out), err, sizeof(err)), -EINVAL);
-	cr_assert_eq(pyro_ingest_url("http:///x", out, sizeof(out), err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope_ingest_url("ftp://h", out, sizeof(out), err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope_ingest_url("http://h/?x=1", out, sizeof(out), err, sizeof(err)),
+		     -EINVAL);
+	cr_assert_eq(pyroscope_ingest_url("http:///x", out, sizeof(out), err, sizeof(err)),
+		     -EINVAL);
 	/* credentials in the URL: refused, and the message does not repeat them */
-	cr_assert_eq(pyro_ingest_url("https://user:hunter2@h", out, sizeof(out), err, sizeof(err)),
+	cr_assert_eq(pyroscope_ingest_url("https://user:hunter2@h", out, sizeof(out), err,
+					  sizeof(err)),
 		     -EINVAL);
 	cr_assert_null(strstr(err, "hunter2"), "%s", err);
 	/* an @ in the path is not userinfo */
-	cr_assert_eq(pyro_ingest_url("https://h/a@b", out, sizeof(out), err, sizeof(err)), 0);
-	cr_assert_eq(pyro_ingest_url("https://h/long", out, 12, err, sizeof(err)), -ENAMETOOLONG);
+	cr_assert_eq(pyroscope_ingest_url("https://h/a@b", out, sizeof(out), err, sizeof(err)), 0);
+	cr_assert_eq(pyroscope_ingest_url("https://h/long", out, 12, err, sizeof(err)),
+		     -ENAMETOOLONG);
 	cr_assert_str_eq(err, "the --pyroscope URL is too long");
 }
 
@@ -50,38 +56,38 @@ Test(pyroscope, credentials_from_environment_and_files)
 	struct pyro *p = NULL;
 	FILE *f;
 
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
-	pyro__free(p);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	pyroscope__free(p);
 	setenv("HEAPBPF_PYROSCOPE_USER", "123", 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "HEAPBPF_PYROSCOPE_PASSWORD"), "%s", err);
 	snprintf(path, sizeof(path), "%s/pw", hb_tmpdir());
 	f = fopen(path, "w");
 	fputs("s3cret-value\n", f);
 	fclose(f);
 	setenv("HEAPBPF_PYROSCOPE_PASSWORD_FILE", path, 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
-	pyro__free(p);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	pyroscope__free(p);
 	/* both forms of one secret, or basic auth and a token: refused */
 	setenv("HEAPBPF_PYROSCOPE_PASSWORD", "x", 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), -EINVAL);
 	unsetenv("HEAPBPF_PYROSCOPE_PASSWORD");
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", "t", 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), -EINVAL);
 	cr_assert_null(strstr(err, "s3cret"), "%s", err);
 	unsetenv("HEAPBPF_PYROSCOPE_USER");
 	unsetenv("HEAPBPF_PYROSCOPE_PASSWORD_FILE");
 	/* a header injection attempt */
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", "t\r\nX-Evil: 1", 1);
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), -EINVAL);
 	cr_assert_null(strstr(err, "Evil"), "%s", err);
 	/* a token over plain http to another host (an address: nothing is resolved or sent) */
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", "tok", 1);
 	po.url = "http://192.0.2.1";
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), -EINVAL);
 	po.url = "http://127.0.0.1:4040";
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
-	pyro__free(p);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	pyroscope__free(p);
 	unsetenv("HEAPBPF_PYROSCOPE_TOKEN");
 }
 
@@ -212,17 +218,17 @@ Test(pyroscope, a_credential_takes_no_proxy_but_the_named_one)
 	/* a token over http through a proxy: the proxy would read it */
 	setenv("HEAPBPF_PYROSCOPE_TOKEN", "tok-s3cret", 1);
 	po.proxy = "http://127.0.0.1:3128";
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "--pyroscope-proxy would see the credentials"), "%s", err);
 	po.url = "https://p.example";
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
-	pyro__free(p);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	pyroscope__free(p);
 	/* no secret on the command line, and a proxy libcurl knows */
 	po.proxy = "http://u:hunter2@127.0.0.1:3128";
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), -EINVAL);
 	cr_assert_null(strstr(err, "hunter2"), "%s", err);
 	po.proxy = "ftp://127.0.0.1:21";
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), -EINVAL);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), -EINVAL);
 	cr_assert(strstr(err, "--pyroscope-proxy needs a URL"), "%s", err);
 	/* a token to localhost: pinned to the addresses checked */
 	cr_assert_eq(pyro_auth__new("http://localhost:4040/ingest", NULL, &a, err, sizeof(err)), 0,
@@ -246,7 +252,7 @@ static struct pyro *unreachable(void)
 	struct pyro *p = NULL;
 	char err[512];
 
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), 0, "%s", err);
 	return p;
 }
 
@@ -270,8 +276,10 @@ Test(pyroscope, an_unreachable_server_keeps_the_spool)
 	char err[512], path[PATH_MAX + 64];
 	FILE *f;
 
-	cr_assert_eq(pyro__spool(p, "svc{pid=1}", 1, 2, "gz", 2, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(pyro__spool(p, "svc{pid=1}", 3, 4, "gz", 2, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pyroscope__spool(p, "svc{pid=1}", 1, 2, "gz", 2, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(pyroscope__spool(p, "svc{pid=1}", 3, 4, "gz", 2, err, sizeof(err)), 0, "%s",
+		     err);
 	/* older than both, and not a spool file: deleted and counted as refused */
 	snprintf(path, sizeof(path), "%s/00000000T000000Z-000000000-1.spool", hb_tmpdir());
 	f = fopen(path, "w");
@@ -285,7 +293,7 @@ Test(pyroscope, an_unreachable_server_keeps_the_spool)
 	fclose(f);
 	cr_assert_eq(chmod(path, 0644), 0);
 	/* retries 0: the first attempt fails and delivery stops there, keeping the rest */
-	pyro__flush(p, true, 0, &r);
+	pyroscope__flush(p, true, 0, &r);
 	cr_assert_eq(r.rejected, 1);
 	cr_assert_eq(r.foreign, 1);
 	cr_assert_eq(r.sent, 0);
@@ -293,7 +301,7 @@ Test(pyroscope, an_unreachable_server_keeps_the_spool)
 	cr_assert_not(r.auth_failed);
 	cr_assert_not(r.busy);
 	cr_assert_eq(spool_files(), 3);
-	pyro__free(p);
+	pyroscope__free(p);
 }
 
 Test(pyroscope, another_delivery_makes_a_flush_busy)
@@ -303,15 +311,15 @@ Test(pyroscope, another_delivery_makes_a_flush_busy)
 	struct spool *other = NULL;
 	char err[512];
 
-	cr_assert_eq(pyro__spool(p, "svc{}", 1, 2, "gz", 2, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pyroscope__spool(p, "svc{}", 1, 2, "gz", 2, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(spool__new(hb_tmpdir(), 0, 0, &other), 0);
 	cr_assert_eq(spool__lock(other, false, err, sizeof(err)), 0, "%s", err);
-	pyro__flush(p, false, 0, &r);
+	pyroscope__flush(p, false, 0, &r);
 	cr_assert(r.busy);
 	cr_assert_eq(r.pending, 0);
 	cr_assert_eq(spool_files(), 1);
 	spool__free(other);
-	pyro__free(p);
+	pyroscope__free(p);
 }
 
 Test(pyroscope, a_full_spool_drops_the_oldest)
@@ -323,15 +331,15 @@ Test(pyroscope, a_full_spool_drops_the_oldest)
 	struct pyro *p = NULL;
 	char err[512];
 
-	cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), 0, "%s", err);
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(pyro__spool(p, "svc{}", i, i + 1, "gz", 2, err, sizeof(err)), 0, "%s",
-			     err);
+		cr_assert_eq(pyroscope__spool(p, "svc{}", i, i + 1, "gz", 2, err, sizeof(err)), 0,
+			     "%s", err);
 	cr_assert_eq(spool_files(), 2);
-	pyro__flush(p, true, 0, &r);
+	pyroscope__flush(p, true, 0, &r);
 	cr_assert_eq(r.trimmed, 0);
 	cr_assert_eq(r.pending, 2);
-	pyro__free(p);
+	pyroscope__free(p);
 }
 
 /*
@@ -354,14 +362,14 @@ Test(pyroscope, a_name_with_injected_labels_is_never_sent)
 					.ingest = ingest };
 		struct pyro *p = NULL;
 
-		cr_assert_eq(pyro__new(&po, &p, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(pyroscope__new(&po, &p, err, sizeof(err)), 0, "%s", err);
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			cr_assert_eq(pyro__spool(p, names[i], 1, 2, "gz", 2, err, sizeof(err)), 0,
-				     "%s", err);
-		pyro__flush(p, true, 0, &r);
+			cr_assert_eq(pyroscope__spool(p, names[i], 1, 2, "gz", 2, err, sizeof(err)),
+				     0, "%s", err);
+		pyroscope__flush(p, true, 0, &r);
 		cr_assert_eq(r.rejected, 4, "ingest %d", ingest);
 		cr_assert_eq(r.pending, 0, "ingest %d", ingest);
 		cr_assert_eq(spool_files(), 0);
-		pyro__free(p);
+		pyroscope__free(p);
 	}
 }

@@ -59,12 +59,12 @@ static void write_sample(char *path, size_t len)
 	struct rec_stop st = { .stop_mono_ns = 99, .alloc_hits = NEVENTS, .reason = 1 };
 
 	snprintf(path, len, "%s/rec.hbr", dir);
-	cr_assert_eq(recorder__open(path, &r), 0);
-	cr_assert_eq(recorder__meta(r, "pid", "42"), 0);
+	cr_assert_eq(recording__open(path, &r), 0);
+	cr_assert_eq(recording__meta(r, "pid", "42"), 0);
 	memcpy(m.perms, "r-xp", 4);
 	snprintf(m.build_id, sizeof(m.build_id), "%s", "0123456789abcdef0123456789abcdef01234567");
 	snprintf(m.path, sizeof(m.path), "%s", "/usr/bin/service with space");
-	cr_assert_eq(recorder__map(r, &m), 0);
+	cr_assert_eq(recording__map(r, &m), 0);
 	for (uint32_t i = 0; i < NEVENTS; i++) {
 		struct heapbpf_alloc_event a;
 		struct heapbpf_free_event f = { .type = HEAPBPF_EV_FREE,
@@ -72,15 +72,15 @@ static void write_sample(char *path, size_t len)
 						.usize = i };
 
 		make_alloc(&a, i);
-		cr_assert_eq(recorder__event(r, &a, sizeof(a)), 0);
+		cr_assert_eq(recording__event(r, &a, sizeof(a)), 0);
 		if (i % 3 == 0)
-			cr_assert_eq(recorder__event(r, &f, sizeof(f)), 0);
+			cr_assert_eq(recording__event(r, &f, sizeof(f)), 0);
 		/* periodic flushes, as a live run does */
 		if (i % 500 == 499)
-			cr_assert_eq(recorder__flush(r), 0);
+			cr_assert_eq(recording__flush(r), 0);
 	}
-	cr_assert_eq(recorder__stop(r, &st), 0);
-	cr_assert_eq(recorder__close(r), 0);
+	cr_assert_eq(recording__stop(r, &st), 0);
+	cr_assert_eq(recording__close(r), 0);
 }
 
 /* Reads everything; returns the last status and counts records per type. */
@@ -91,18 +91,18 @@ static int read_all(const char *path, int counts[6], char *err, size_t errlen)
 	int rc;
 
 	memset(counts, 0, 6 * sizeof(int));
-	rc = rec_reader__open(path, &rd, err, errlen);
+	rc = recording_reader__open(path, &rd, err, errlen);
 	if (rc)
 		return rc;
-	while ((rc = rec_reader__next(rd, &rec, err, errlen)) == 1) {
+	while ((rc = recording_reader__next(rd, &rec, err, errlen)) == 1) {
 		counts[rec.type]++;
 		if (rec.type == REC_ALLOC || rec.type == REC_FREE) {
 			struct heapbpf_alloc_event ev;
 
-			cr_assert_eq(rec_decode_event(&rec, &ev, sizeof(ev)), 0);
+			cr_assert_eq(recording_decode_event(&rec, &ev, sizeof(ev)), 0);
 		}
 	}
-	rec_reader__free(rd);
+	recording_reader__free(rd);
 	return rc;
 }
 
@@ -122,19 +122,19 @@ Test(recording, round_trip)
 	cr_assert_eq(counts[REC_FREE], NEVENTS / 3);
 	cr_assert_eq(counts[REC_STOP], 1);
 
-	cr_assert_eq(rec_reader__open(path, &rd, err, sizeof(err)), 0);
-	while ((rc = rec_reader__next(rd, &rec, err, sizeof(err))) == 1) {
+	cr_assert_eq(recording_reader__open(path, &rd, err, sizeof(err)), 0);
+	while ((rc = recording_reader__next(rd, &rec, err, sizeof(err))) == 1) {
 		if (rec.type == REC_META) {
 			const char *k, *v;
 			size_t kl, vl;
 
-			cr_assert_eq(rec_decode_meta(&rec, &k, &kl, &v, &vl), 0);
+			cr_assert_eq(recording_decode_meta(&rec, &k, &kl, &v, &vl), 0);
 			cr_assert(kl == 3 && !memcmp(k, "pid", 3) && vl == 2 &&
 				  !memcmp(v, "42", 2));
 		} else if (rec.type == REC_MAP) {
 			struct rec_map m;
 
-			cr_assert_eq(rec_decode_map(&rec, &m), 0);
+			cr_assert_eq(recording_decode_map(&rec, &m), 0);
 			cr_assert_eq(m.start, 0x400000);
 			cr_assert_eq(m.end, 0x500000);
 			cr_assert_eq(m.offset, 0x1000);
@@ -144,7 +144,7 @@ Test(recording, round_trip)
 		} else if (rec.type == REC_ALLOC) {
 			struct heapbpf_alloc_event got, want;
 
-			cr_assert_eq(rec_decode_event(&rec, &got, sizeof(got)), 0);
+			cr_assert_eq(recording_decode_event(&rec, &got, sizeof(got)), 0);
 			make_alloc(&want, nalloc++);
 			cr_assert_eq(got.nframes, want.nframes);
 			cr_assert_eq(got.usize, want.usize);
@@ -155,14 +155,14 @@ Test(recording, round_trip)
 		} else if (rec.type == REC_STOP) {
 			struct rec_stop s;
 
-			cr_assert_eq(rec_decode_stop(&rec, &s), 0);
+			cr_assert_eq(recording_decode_stop(&rec, &s), 0);
 			cr_assert_eq(s.stop_mono_ns, 99);
 			cr_assert_eq(s.alloc_hits, NEVENTS);
 			cr_assert_eq(s.reason, 1);
 		}
 	}
 	cr_assert_eq(rc, 0, "%s", err);
-	rec_reader__free(rd);
+	recording_reader__free(rd);
 }
 
 static long file_size(const char *path)
@@ -259,15 +259,15 @@ Test(recording, hostile_headers)
 
 	snprintf(path, sizeof(path), "%s/bad", dir);
 	write_raw(path, "not a recording at all", 22);
-	cr_assert_eq(rec_reader__open(path, &rd, err, sizeof(err)), -EBADMSG);
+	cr_assert_eq(recording_reader__open(path, &rd, err, sizeof(err)), -EBADMSG);
 	cr_assert(strstr(err, "not a heapbpf recording"), "%s", err);
 	h[8] = 7; /* version 7 */
 	write_raw(path, h, sizeof(h));
-	cr_assert_eq(rec_reader__open(path, &rd, err, sizeof(err)), -EPROTONOSUPPORT);
+	cr_assert_eq(recording_reader__open(path, &rd, err, sizeof(err)), -EPROTONOSUPPORT);
 	cr_assert(strstr(err, "version 7"), "%s", err);
 	write_raw(path, h, 5);
-	cr_assert_eq(rec_reader__open(path, &rd, err, sizeof(err)), -EBADMSG);
-	cr_assert_eq(rec_reader__open("/nonexistent/x", &rd, err, sizeof(err)), -ENOENT);
+	cr_assert_eq(recording_reader__open(path, &rd, err, sizeof(err)), -EBADMSG);
+	cr_assert_eq(recording_reader__open("/nonexistent/x", &rd, err, sizeof(err)), -ENOENT);
 }
 
 /* A valid zstd stream of a record that claims 1 GiB: refused without allocating it. */
@@ -280,14 +280,14 @@ Test(recording, huge_record_length_refused)
 	uint8_t payload[8] = { 0 };
 
 	snprintf(path, sizeof(path), "%s/huge", dir);
-	cr_assert_eq(recorder__open(path, &r), 0);
-	cr_assert_eq(recorder__write(r, REC_META, "a=b", 3), 0);
-	cr_assert_eq(recorder__write(r, REC_MAP, payload, RECORDING_MAX_RECORD + 1), -E2BIG);
-	cr_assert_eq(recorder__close(r), 0);
-	cr_assert_eq(rec_reader__open(path, &rd, err, sizeof(err)), 0);
-	cr_assert_eq(rec_reader__next(rd, &rec, err, sizeof(err)), 1);
-	cr_assert_eq(rec_reader__next(rd, &rec, err, sizeof(err)), 0);
-	rec_reader__free(rd);
+	cr_assert_eq(recording__open(path, &r), 0);
+	cr_assert_eq(recording__write(r, REC_META, "a=b", 3), 0);
+	cr_assert_eq(recording__write(r, REC_MAP, payload, RECORDING_MAX_RECORD + 1), -E2BIG);
+	cr_assert_eq(recording__close(r), 0);
+	cr_assert_eq(recording_reader__open(path, &rd, err, sizeof(err)), 0);
+	cr_assert_eq(recording_reader__next(rd, &rec, err, sizeof(err)), 1);
+	cr_assert_eq(recording_reader__next(rd, &rec, err, sizeof(err)), 0);
+	recording_reader__free(rd);
 }
 
 Test(recording, malformed_payloads)
@@ -302,22 +302,22 @@ Test(recording, malformed_payloads)
 	size_t kl, vl;
 	uint8_t ev[64 + 8] = { 0 };
 
-	cr_assert_eq(rec_decode_map(&rec, &m), -EBADMSG);
+	cr_assert_eq(recording_decode_map(&rec, &m), -EBADMSG);
 	rec.type = REC_STOP;
-	cr_assert_eq(rec_decode_stop(&rec, &s), -EBADMSG);
+	cr_assert_eq(recording_decode_stop(&rec, &s), -EBADMSG);
 	rec.type = REC_META;
 	rec.payload = (const uint8_t *)"=novalue";
 	rec.len = 8;
-	cr_assert_eq(rec_decode_meta(&rec, &k, &kl, &v, &vl), -EBADMSG);
+	cr_assert_eq(recording_decode_meta(&rec, &k, &kl, &v, &vl), -EBADMSG);
 	/* an alloc claiming 5 frames in a record with room for 1 */
 	ev[0] = HEAPBPF_EV_ALLOC;
 	ev[12] = 5;
 	rec.type = REC_ALLOC;
 	rec.payload = ev;
 	rec.len = sizeof(ev);
-	cr_assert_eq(rec_decode_event(&rec, &a, sizeof(a)), -EBADMSG);
+	cr_assert_eq(recording_decode_event(&rec, &a, sizeof(a)), -EBADMSG);
 	ev[12] = 200;
-	cr_assert_eq(rec_decode_event(&rec, &a, sizeof(a)), -EBADMSG);
+	cr_assert_eq(recording_decode_event(&rec, &a, sizeof(a)), -EBADMSG);
 	ev[12] = 1;
-	cr_assert_eq(rec_decode_event(&rec, &a, sizeof(a)), 0);
+	cr_assert_eq(recording_decode_event(&rec, &a, sizeof(a)), 0);
 }

@@ -52,7 +52,7 @@ static void put_alloc(struct recorder *r, uint32_t i, uint64_t ts)
 	a.usize = 64;
 	a.tctx = 0x7000 + 64 * i;
 	a.ts = ts;
-	cr_assert_eq(recorder__event(r, &a, sizeof(a)), 0);
+	cr_assert_eq(recording__event(r, &a, sizeof(a)), 0);
 }
 
 /* Allocations at start - 1 ms, start + 0.5 s and start + 2.5 s, on stacks of their own. */
@@ -64,15 +64,15 @@ static void write_recording(char *path, size_t len)
 	char v[32];
 
 	snprintf(path, len, "%s/run.hbr", dir);
-	cr_assert_eq(recorder__open(path, &r), 0);
-	cr_assert_eq(recorder__meta(r, "lg_prof_sample", "19"), 0);
-	cr_assert_eq(recorder__meta(r, "jemalloc_path", "/usr/bin/service"), 0);
+	cr_assert_eq(recording__open(path, &r), 0);
+	cr_assert_eq(recording__meta(r, "lg_prof_sample", "19"), 0);
+	cr_assert_eq(recording__meta(r, "jemalloc_path", "/usr/bin/service"), 0);
 	snprintf(v, sizeof(v), "%llu", START_NS);
-	cr_assert_eq(recorder__meta(r, "start_mono_ns", v), 0);
+	cr_assert_eq(recording__meta(r, "start_mono_ns", v), 0);
 	for (size_t i = 0; i < sizeof(at_ms) / sizeof(at_ms[0]); i++)
 		put_alloc(r, (uint32_t)i, (uint64_t)((int64_t)START_NS + at_ms[i] * 1000000));
-	cr_assert_eq(recorder__stop(r, &st), 0);
-	cr_assert_eq(recorder__close(r), 0);
+	cr_assert_eq(recording__stop(r, &st), 0);
+	cr_assert_eq(recording__close(r), 0);
 }
 
 static uint64_t allocs_between(const char *path, double from, double to)
@@ -126,14 +126,14 @@ static int load_crafted(const char *meta, uint64_t event_ts, uint64_t duration_n
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/crafted.hbr", dir);
-	cr_assert_eq(recorder__open(path, &rec), 0);
-	cr_assert_eq(recorder__meta(rec, "lg_prof_sample", "19"), 0);
-	cr_assert_eq(recorder__meta(rec, "jemalloc_path", "/usr/bin/service"), 0);
-	cr_assert_eq(recorder__meta(rec, "start_mono_ns", "5000000000"), 0);
-	cr_assert_eq(recorder__meta(rec, "start_wall_ns", "1700000000000000000"), 0);
+	cr_assert_eq(recording__open(path, &rec), 0);
+	cr_assert_eq(recording__meta(rec, "lg_prof_sample", "19"), 0);
+	cr_assert_eq(recording__meta(rec, "jemalloc_path", "/usr/bin/service"), 0);
+	cr_assert_eq(recording__meta(rec, "start_mono_ns", "5000000000"), 0);
+	cr_assert_eq(recording__meta(rec, "start_wall_ns", "1700000000000000000"), 0);
 	if (eq) {
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - meta), meta);
-		cr_assert_eq(recorder__meta(rec, key, eq + 1), 0);
+		cr_assert_eq(recording__meta(rec, key, eq + 1), 0);
 	}
 	memset(&a, 0, sizeof(a));
 	a.type = HEAPBPF_EV_ALLOC;
@@ -143,9 +143,9 @@ static int load_crafted(const char *meta, uint64_t event_ts, uint64_t duration_n
 	a.usize = 64;
 	a.tctx = 0x7000;
 	a.ts = event_ts;
-	cr_assert_eq(recorder__event(rec, &a, sizeof(a)), 0);
-	cr_assert_eq(recorder__stop(rec, &st), 0);
-	cr_assert_eq(recorder__close(rec), 0);
+	cr_assert_eq(recording__event(rec, &a, sizeof(a)), 0);
+	cr_assert_eq(recording__stop(rec, &st), 0);
+	cr_assert_eq(recording__close(rec), 0);
 	rc = replay__load(path, &o, &r, err, errlen);
 	cr_assert_eq(!r, rc != 0);
 	replay__free(r);
@@ -222,33 +222,33 @@ Test(replay, a_feed_reads_a_recording_as_it_grows)
 	char path[PATH_MAX], v[32], err[256] = "";
 
 	snprintf(path, sizeof(path), "%s/growing.hbr", dir);
-	cr_assert_eq(recorder__open(path, &r), 0);
-	cr_assert_eq(recorder__meta(r, "lg_prof_sample", "19"), 0);
-	cr_assert_eq(recorder__meta(r, "jemalloc_path", "/usr/bin/service"), 0);
-	cr_assert_eq(recorder__flush(r), 0);
+	cr_assert_eq(recording__open(path, &r), 0);
+	cr_assert_eq(recording__meta(r, "lg_prof_sample", "19"), 0);
+	cr_assert_eq(recording__meta(r, "jemalloc_path", "/usr/bin/service"), 0);
+	cr_assert_eq(recording__flush(r), 0);
 	cr_assert_eq(replay_feed__open(path, &o, &f, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(replay_feed__read(f, false, err, sizeof(err)), 0, "%s", err);
 	cr_assert_null(replay_feed__replay(f)->collector, "a collector before the header's end");
 	snprintf(v, sizeof(v), "%llu", START_NS);
-	cr_assert_eq(recorder__meta(r, "start_mono_ns", v), 0);
-	cr_assert_eq(recorder__meta(r, "start_wall_ns", "1700000000000000000"), 0);
+	cr_assert_eq(recording__meta(r, "start_mono_ns", v), 0);
+	cr_assert_eq(recording__meta(r, "start_wall_ns", "1700000000000000000"), 0);
 	put_alloc(r, 0, START_NS + 1000);
 	put_alloc(r, 1, START_NS + 2000);
-	cr_assert_eq(recorder__flush(r), 0);
+	cr_assert_eq(recording__flush(r), 0);
 	cr_assert_eq(replay_feed__read(f, false, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(fed_allocs(f), 2);
 	/* nothing more written: nothing more read, and no error */
 	cr_assert_eq(replay_feed__read(f, false, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(fed_allocs(f), 2);
 	put_alloc(r, 2, START_NS + 3000);
-	cr_assert_eq(recorder__meta(r, "alloc_drops", "5"), 0);
-	cr_assert_eq(recorder__flush(r), 0);
+	cr_assert_eq(recording__meta(r, "alloc_drops", "5"), 0);
+	cr_assert_eq(recording__flush(r), 0);
 	cr_assert_eq(replay_feed__read(f, false, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(fed_allocs(f), 3);
 	cr_assert_eq(replay_feed__replay(f)->counters.alloc_drops, 5);
 	cr_assert_gt(replay_feed__file_offset(f), 16);
-	cr_assert_eq(recorder__stop(r, &st), 0);
-	cr_assert_eq(recorder__close(r), 0);
+	cr_assert_eq(recording__stop(r, &st), 0);
+	cr_assert_eq(recording__close(r), 0);
 	cr_assert_eq(replay_feed__read(f, true, err, sizeof(err)), 0, "%s", err);
 	cr_assert(replay_feed__replay(f)->stopped);
 	cr_assert_eq(replay_feed__replay(f)->reason, 3);
@@ -268,14 +268,14 @@ Test(replay, a_feed_cut_short_is_said_at_its_last_read)
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "%s/cut.hbr", dir);
-	cr_assert_eq(recorder__open(path, &r), 0);
-	cr_assert_eq(recorder__meta(r, "lg_prof_sample", "19"), 0);
-	cr_assert_eq(recorder__meta(r, "jemalloc_path", "/usr/bin/service"), 0);
+	cr_assert_eq(recording__open(path, &r), 0);
+	cr_assert_eq(recording__meta(r, "lg_prof_sample", "19"), 0);
+	cr_assert_eq(recording__meta(r, "jemalloc_path", "/usr/bin/service"), 0);
 	snprintf(v, sizeof(v), "%llu", START_NS);
-	cr_assert_eq(recorder__meta(r, "start_mono_ns", v), 0);
-	cr_assert_eq(recorder__flush(r), 0);
+	cr_assert_eq(recording__meta(r, "start_mono_ns", v), 0);
+	cr_assert_eq(recording__flush(r), 0);
 	put_alloc(r, 0, START_NS + 1000);
-	cr_assert_eq(recorder__close(r), 0);
+	cr_assert_eq(recording__close(r), 0);
 	/* the last bytes (the frame's end and checksum, part of the event's block) gone */
 	fp = fopen(path, "r+e");
 	cr_assert_not_null(fp);

@@ -35,8 +35,9 @@ Test(residency, written_pages_count_read_and_untouched_ones_do_not)
 	for (int i = 5; i < 9; i++)
 		sink ^= m[i * page];
 	(void)sink;
-	cr_assert_eq(pagemap_open(getpid(), &pm), 0);
-	cr_assert_eq(pagemap_count(pm, (uint64_t)(uintptr_t)m, PAGES * page, &present, &swapped),
+	cr_assert_eq(residency_pagemap_open(getpid(), &pm), 0);
+	cr_assert_eq(residency_pagemap_count(pm, (uint64_t)(uintptr_t)m, PAGES * page, &present,
+					     &swapped),
 		     0);
 	if (geteuid() == 0)
 		cr_assert_eq(present, 5, "%lu pages counted", (unsigned long)present);
@@ -44,10 +45,10 @@ Test(residency, written_pages_count_read_and_untouched_ones_do_not)
 		cr_assert(present >= 5 && present <= 9, "%lu pages counted",
 			  (unsigned long)present);
 	cr_assert_eq(swapped, 0);
-	cr_assert_eq(pagemap_present(pm, (uint64_t)(uintptr_t)m, PAGES, here), 0);
+	cr_assert_eq(residency_pagemap_present(pm, (uint64_t)(uintptr_t)m, PAGES, here), 0);
 	for (int i = 0; i < PAGES; i++)
 		cr_assert_eq(here[i], i < 5 || (geteuid() && i < 9 && here[i]), "page %d", i);
-	pagemap_close(pm);
+	residency_pagemap_close(pm);
 	munmap((void *)m, PAGES * page);
 }
 

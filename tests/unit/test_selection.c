@@ -15,7 +15,7 @@ static struct select_rule rule(const char *text, bool exclude)
 	struct select_rule r;
 	char err[512];
 
-	cr_assert_eq(select_rule_parse(text, exclude, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(selection_rule_parse(text, exclude, &r, err, sizeof(err)), 0, "%s", err);
 	return r;
 }
 
@@ -35,17 +35,18 @@ Test(selection, every_key_must_hold)
 				 ".scope\n");
 	struct select_rule r = rule("unit=redis-server", false);
 
-	cr_assert(select_rule_match(&r, &unit, "redis-server", "redis-server"));
-	cr_assert_not(select_rule_match(&r, &pod, "redis-server", "redis-server"));
+	cr_assert(selection_rule_match(&r, &unit, "redis-server", "redis-server"));
+	cr_assert_not(selection_rule_match(&r, &pod, "redis-server", "redis-server"));
 	r = rule("unit=redis-server.service,exe=redis-server", false);
-	cr_assert(select_rule_match(&r, &unit, "redis-serv", "redis-server"), "exe by file name");
-	cr_assert_not(select_rule_match(&r, &unit, "other", "other"));
+	cr_assert(selection_rule_match(&r, &unit, "redis-serv", "redis-server"),
+		  "exe by file name");
+	cr_assert_not(selection_rule_match(&r, &unit, "other", "other"));
 	r = rule("cgroup=/kubepods.slice/", false);
-	cr_assert(select_rule_match(&r, &pod, "x", "x"));
-	cr_assert_not(select_rule_match(&r, &unit, "x", "x"));
+	cr_assert(selection_rule_match(&r, &pod, "x", "x"));
+	cr_assert_not(selection_rule_match(&r, &unit, "x", "x"));
 	r = rule("container=4f797c53", false);
-	cr_assert(select_rule_match(&r, &pod, "x", "x"));
-	cr_assert_not(select_rule_match(&r, &unit, "x", "x"), "no container: no match");
+	cr_assert(selection_rule_match(&r, &pod, "x", "x"));
+	cr_assert_not(selection_rule_match(&r, &unit, "x", "x"), "no container: no match");
 	r = rule("service_name=cache,unit=redis-server", false);
 	cr_assert_str_eq(r.service_name, "cache");
 }
@@ -59,11 +60,11 @@ Test(selection, refusals)
 	char err[512];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		cr_assert_eq(select_rule_parse(bad[i], false, &r, err, sizeof(err)), -EINVAL,
+		cr_assert_eq(selection_rule_parse(bad[i], false, &r, err, sizeof(err)), -EINVAL,
 			     "%s accepted", bad[i]);
 		cr_assert(strstr(err, bad[i]) || strstr(err, "value"), "%s: %s", bad[i], err);
 	}
-	cr_assert_eq(select_rule_parse("service_name=x", true, &r, err, sizeof(err)), -EINVAL,
+	cr_assert_eq(selection_rule_parse("service_name=x", true, &r, err, sizeof(err)), -EINVAL,
 		     "an exclude names nothing");
 }
 
@@ -79,17 +80,17 @@ Test(selection, namespace_and_pod)
 	snprintf(pod.k8s_namespace, sizeof(pod.k8s_namespace), "payments");
 	snprintf(pod.pod, sizeof(pod.pod), "ledger-5f7c9");
 	r = rule("namespace=payments", false);
-	cr_assert(select_rule_match(&r, &pod, "x", "x"));
-	cr_assert_not(select_rule_match(&r, &unit, "x", "x"), "no namespace: no match");
+	cr_assert(selection_rule_match(&r, &pod, "x", "x"));
+	cr_assert_not(selection_rule_match(&r, &unit, "x", "x"), "no namespace: no match");
 	r = rule("namespace=pay", false);
-	cr_assert_not(select_rule_match(&r, &pod, "x", "x"), "a namespace is named whole");
+	cr_assert_not(selection_rule_match(&r, &pod, "x", "x"), "a namespace is named whole");
 	r = rule("namespace=payments,pod=ledger-5f7c9", false);
-	cr_assert(select_rule_match(&r, &pod, "x", "x"));
+	cr_assert(selection_rule_match(&r, &pod, "x", "x"));
 	r = rule("namespace=payments,pod=ledger-00000", false);
-	cr_assert_not(select_rule_match(&r, &pod, "x", "x"));
+	cr_assert_not(selection_rule_match(&r, &pod, "x", "x"));
 	r = rule("pod=ledger-5f7c9,exe=ledger", false);
-	cr_assert(select_rule_match(&r, &pod, "ledger", "ledger"));
-	cr_assert_not(select_rule_match(&r, &pod, "other", "other"));
+	cr_assert(selection_rule_match(&r, &pod, "ledger", "ledger"));
+	cr_assert_not(selection_rule_match(&r, &pod, "other", "other"));
 	r = rule("namespace=payments", true);
-	cr_assert(select_rule_match(&r, &pod, "x", "x"), "an exclude matches the same way");
+	cr_assert(selection_rule_match(&r, &pod, "x", "x"), "an exclude matches the same way");
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The symbolizers' shared pool (user/symbols/symbolize.c): an object parsed
+ * The symbolizers' shared pool (user/symbols/symbolizer.c): an object parsed
  * once for every symbolizer of one build-id, held while one of them uses it
  * and freed with its last user, so a long-running agent holds only the
  * objects of the services it samples now.
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 
 /* A function of this test binary, not inlined: its name is looked up. */
 __attribute__((noinline)) int sympool_marker(int x)
@@ -44,29 +44,30 @@ Test(sympool, an_object_lives_while_a_symbolizer_holds_it)
 	struct symbolizer *a, *b;
 	struct sym_pool *p;
 
-	cr_assert_eq(sym_pool__new(&p), 0);
+	cr_assert_eq(symbolizer_pool__new(&p), 0);
 	two_sharing(p, &a, &b);
-	cr_assert_eq(sym_pool__size(p), 0, "nothing is parsed before a lookup");
+	cr_assert_eq(symbolizer_pool__size(p), 0, "nothing is parsed before a lookup");
 
 	lookup_marker(a);
-	cr_assert_eq(sym_pool__size(p), 1);
+	cr_assert_eq(symbolizer_pool__size(p), 1);
 	lookup_marker(b);
-	cr_assert_eq(sym_pool__size(p), 1, "the second symbolizer shares the first one's object");
+	cr_assert_eq(symbolizer_pool__size(p), 1,
+		     "the second symbolizer shares the first one's object");
 
 	symbolizer__release(a);
-	cr_assert_eq(sym_pool__size(p), 1, "b still holds it");
+	cr_assert_eq(symbolizer_pool__size(p), 1, "b still holds it");
 	lookup_marker(b);
 	symbolizer__release(b);
-	cr_assert_eq(sym_pool__size(p), 0, "its last user let it go");
+	cr_assert_eq(symbolizer_pool__size(p), 0, "its last user let it go");
 
 	/* parsed again on the next lookup, and freed with the symbolizer that holds it */
 	lookup_marker(a);
-	cr_assert_eq(sym_pool__size(p), 1);
+	cr_assert_eq(symbolizer_pool__size(p), 1);
 	symbolizer__free(b);
-	cr_assert_eq(sym_pool__size(p), 1);
+	cr_assert_eq(symbolizer_pool__size(p), 1);
 	symbolizer__free(a);
-	cr_assert_eq(sym_pool__size(p), 0);
-	sym_pool__free(p);
+	cr_assert_eq(symbolizer_pool__size(p), 0);
+	symbolizer_pool__free(p);
 }
 
 /* A symbolizer freed without a release lets go of the pool's objects too. */
@@ -75,16 +76,16 @@ Test(sympool, freeing_a_symbolizer_lets_go)
 	struct symbolizer *s;
 	struct sym_pool *p;
 
-	cr_assert_eq(sym_pool__new(&p), 0);
+	cr_assert_eq(symbolizer_pool__new(&p), 0);
 	for (int round = 0; round < 3; round++) {
 		cr_assert_eq(symbolizer__new(getpid(), &s), 0);
 		symbolizer__share(s, p);
 		lookup_marker(s);
-		cr_assert_eq(sym_pool__size(p), 1, "round %d", round);
+		cr_assert_eq(symbolizer_pool__size(p), 1, "round %d", round);
 		symbolizer__free(s);
-		cr_assert_eq(sym_pool__size(p), 0, "round %d", round);
+		cr_assert_eq(symbolizer_pool__size(p), 0, "round %d", round);
 	}
-	sym_pool__free(p);
+	symbolizer_pool__free(p);
 }
 
 /*
@@ -97,18 +98,18 @@ Test(sympool, a_pool_that_keeps_idle_objects_parses_once)
 	struct symbolizer *a, *b;
 	struct sym_pool *p;
 
-	cr_assert_eq(sym_pool__new(&p), 0);
-	sym_pool__keep_idle(p);
+	cr_assert_eq(symbolizer_pool__new(&p), 0);
+	symbolizer_pool__keep_idle(p);
 	two_sharing(p, &a, &b);
 	lookup_marker(a);
-	cr_assert_eq(sym_pool__size(p), 1);
+	cr_assert_eq(symbolizer_pool__size(p), 1);
 	symbolizer__release(a);
-	cr_assert_eq(sym_pool__size(p), 1, "kept, though no symbolizer holds it");
+	cr_assert_eq(symbolizer_pool__size(p), 1, "kept, though no symbolizer holds it");
 	lookup_marker(b);
-	cr_assert_eq(sym_pool__size(p), 1, "b shares the kept object");
+	cr_assert_eq(symbolizer_pool__size(p), 1, "b shares the kept object");
 	symbolizer__free(b);
 	symbolizer__free(a);
-	cr_assert_eq(sym_pool__size(p), 1);
+	cr_assert_eq(symbolizer_pool__size(p), 1);
 	/* freed with the pool (the sanitized build's leak check) */
-	sym_pool__free(p);
+	symbolizer_pool__free(p);
 }

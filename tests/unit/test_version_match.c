@@ -90,13 +90,13 @@ Test(version_match, number)
 {
 	char num[16];
 
-	cr_assert_eq(jemalloc_version_number("5.3.0-0-g0", num, sizeof(num)), 0);
+	cr_assert_eq(jemalloc_layout_version_number("5.3.0-0-g0", num, sizeof(num)), 0);
 	cr_assert_str_eq(num, "5.3.0");
-	cr_assert_eq(jemalloc_version_number("10.21.300-1234-gabc", num, sizeof(num)), 0);
+	cr_assert_eq(jemalloc_layout_version_number("10.21.300-1234-gabc", num, sizeof(num)), 0);
 	cr_assert_str_eq(num, "10.21.300");
 	/* a number longer than the buffer is refused, never cut */
-	cr_assert_eq(jemalloc_version_number("10.21.300-1234-gabc", num, 9), -EINVAL);
-	cr_assert_eq(jemalloc_version_number("5.3.0-0-g0x", num, sizeof(num)), -EINVAL);
+	cr_assert_eq(jemalloc_layout_version_number("10.21.300-1234-gabc", num, 9), -EINVAL);
+	cr_assert_eq(jemalloc_layout_version_number("5.3.0-0-g0x", num, sizeof(num)), -EINVAL);
 }
 
 /* ---- the version string inside an object's bytes ------------------------------ */
@@ -104,7 +104,7 @@ Test(version_match, number)
 static const char *scan(const char *buf, size_t len, size_t *n)
 {
 	*n = 0;
-	return jemalloc_version_scan(buf, len, n);
+	return elfobj_jemalloc_version_scan(buf, len, n);
 }
 
 Test(version_match, scan_new_shapes)
@@ -161,10 +161,10 @@ static void from_dwarf_ok(const struct jemalloc_dwarf *d, const char *sym,
 {
 	char why[256] = "";
 
-	cr_assert_eq(jemalloc_layout_from_dwarf(d, sym, out, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(layout_dwarf_layout(d, sym, out, why, sizeof(why)), 0, "%s", why);
 	cr_assert_str_eq(out->active_sym, sym);
 	/* whatever it built agrees with the DWARF it came from */
-	cr_assert_eq(jemalloc_layout_check(out, d, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(layout_dwarf_check(out, d, why, sizeof(why)), 0, "%s", why);
 }
 
 Test(layout_from_dwarf, each_shape_equals_the_table)
@@ -209,30 +209,26 @@ Test(layout_from_dwarf, refuses_what_it_cannot_read)
 
 	d = hb_dwarf_530();
 	d.have_free_fn = false;
-	cr_assert_eq(jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)),
-		     -EPROTO);
+	cr_assert_eq(layout_dwarf_layout(&d, "prof_active_state", &l, why, sizeof(why)), -EPROTO);
 	cr_assert(strstr(why, "prof_free_sampled_object"), "%s", why);
 
 	d = hb_dwarf_530();
 	d.tctx_gctx = -1; /* types not described (-g1) */
-	cr_assert_eq(jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)),
-		     -EPROTO);
+	cr_assert_eq(layout_dwarf_layout(&d, "prof_active_state", &l, why, sizeof(why)), -EPROTO);
 	cr_assert(strstr(why, "prof_tctx_t.gctx"), "%s", why);
 
 	d = hb_dwarf_530();
 	d.info_size = -1;
-	cr_assert_eq(jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)),
-		     -EPROTO);
+	cr_assert_eq(layout_dwarf_layout(&d, "prof_active_state", &l, why, sizeof(why)), -EPROTO);
 	cr_assert(strstr(why, "prof_info_t"), "%s", why);
 
 	d = hb_dwarf_530();
 	d.alloc_tctx = 7; /* on the stack: not a register the probe reads */
-	cr_assert_eq(jemalloc_layout_from_dwarf(&d, "prof_active_state", &l, why, sizeof(why)),
-		     -EPROTO);
+	cr_assert_eq(layout_dwarf_layout(&d, "prof_active_state", &l, why, sizeof(why)), -EPROTO);
 
 	d = dwarf_521();
 	d.free_tctx = -1;
-	cr_assert_eq(jemalloc_layout_from_dwarf(&d, "prof_active", &l, why, sizeof(why)), -EPROTO);
+	cr_assert_eq(layout_dwarf_layout(&d, "prof_active", &l, why, sizeof(why)), -EPROTO);
 }
 
 /* ---- the self-check of the first samples ---------------------------------------- */

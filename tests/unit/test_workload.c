@@ -589,7 +589,7 @@ Test(workload, service_name_order)
 	workload_service_name(&x, "memcached", out, sizeof(out));
 	cr_assert_str_eq(out, "cache/memcached");
 	/* valid by Pyroscope's rule, whatever went in */
-	cr_assert(pyro_valid_service(out));
+	cr_assert(pyro_labels_valid_service(out));
 	workload_service_name(&x, NULL, out, 6);
 	cr_assert_str_eq(out, "cache");
 }
@@ -605,10 +605,10 @@ Test(workload, labels_are_valid_for_pyroscope)
 	n = workload_labels(&w, l, PYRO_MAX_LABELS);
 	cr_assert_eq(n, 4);
 	for (size_t i = 0; i < n; i++) {
-		cr_assert(pyro_valid_label_key(l[i].key), "%s", l[i].key);
-		cr_assert(pyro_valid_label_value(l[i].value), "%s", l[i].value);
+		cr_assert(pyro_labels_valid_key(l[i].key), "%s", l[i].key);
+		cr_assert(pyro_labels_valid_value(l[i].value), "%s", l[i].value);
 	}
-	cr_assert_eq(pyro_build_name(name, sizeof(name), w.service_name, l, n), 0);
+	cr_assert_eq(pyro_labels_build_name(name, sizeof(name), w.service_name, l, n), 0);
 	cr_assert_str_eq(name, "shop/cart{container=cart,container_id=" ID
 			       ",namespace=shop,pod=cart-7d9f}");
 }
@@ -627,7 +627,7 @@ Test(workload, of_this_process)
 	free(text);
 	cr_assert_str_eq(w.cgroup, fromfile.cgroup);
 	cr_assert_str_eq(w.container_id, fromfile.container_id);
-	cr_assert(pyro_valid_service(w.service_name));
+	cr_assert(pyro_labels_valid_service(w.service_name));
 	/* a pid that is not there */
 	cr_assert_eq(workload_of(-5, NULL, &w), -ESRCH);
 }
@@ -671,14 +671,15 @@ static void assert_name(const char *comm, size_t nlabels)
 
 	cr_assert_eq(n, nlabels);
 	for (size_t i = 0; i < n; i++) {
-		cr_assert(pyro_valid_label_value(l[i].value), "%s=%s", l[i].key, l[i].value);
+		cr_assert(pyro_labels_valid_value(l[i].value), "%s=%s", l[i].key, l[i].value);
 		snprintf(kv[i], sizeof(kv[i]), "%s=%s", l[i].key, l[i].value);
 		labels[i] = kv[i];
 	}
 	nm.nlabels = (int)n;
-	cr_assert(pyro_valid_service(w.service_name), "%s", w.service_name);
-	cr_assert_eq(pyro_profile_name(&nm, 42, comm, name, sizeof(name)), 0, "%s", w.service_name);
-	cr_assert(pyro_valid_name(name), "%s", name);
+	cr_assert(pyro_labels_valid_service(w.service_name), "%s", w.service_name);
+	cr_assert_eq(pyro_labels_profile_name(&nm, 42, comm, name, sizeof(name)), 0, "%s",
+		     w.service_name);
+	cr_assert(pyro_labels_valid_name(name), "%s", name);
 	for (const char *c = name; *c; c++)
 		commas += *c == ',';
 	cr_assert_eq(commas, (int)n + 2, "%s", name);

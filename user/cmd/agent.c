@@ -30,7 +30,7 @@
 #include "sampling/guard.h"
 #include "sampling/runs.h"
 #include "sampling/privs.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 #include "targets/selection.h"
 #include "sampling/session.h"
 #include "export/snapshot.h"
@@ -181,13 +181,13 @@ static const struct select_rule *selected(const struct agent *a, const struct wo
 	static const struct select_rule all;
 
 	for (size_t i = 0; i < a->o->nexclude; i++) {
-		if (select_rule_match(&a->exc[i], w, comm, exe))
+		if (selection_rule_match(&a->exc[i], w, comm, exe))
 			return NULL;
 	}
 	if (!a->o->nselect)
 		return &all;
 	for (size_t i = 0; i < a->o->nselect; i++) {
-		if (select_rule_match(&a->sel[i], w, comm, exe))
+		if (selection_rule_match(&a->sel[i], w, comm, exe))
 			return &a->sel[i];
 	}
 	return NULL;
@@ -209,7 +209,7 @@ static void name_proc(const struct agent *a, struct agent_proc *p, const struct 
 	for (size_t i = 0; i < n; i++) {
 		char v[256];
 
-		pyro_sanitize(wl[i].value, false, v, sizeof(v));
+		pyro_labels_sanitize(wl[i].value, false, v, sizeof(v));
 		snprintf(p->kv[k], sizeof(p->kv[k]), "%s=%s", wl[i].key, v);
 		p->labels[k] = p->kv[k];
 		k++;
@@ -248,7 +248,7 @@ static struct agent_proc *proc_of(const struct agent *a, pid_t pid)
 /* What pid runs, with t its jemalloc. */
 static void image_of(pid_t pid, const struct jemalloc_target *t, struct image_id *id)
 {
-	const char *b = elf_object__build_id(t->elf);
+	const char *b = elfobj__build_id(t->elf);
 	char path[64];
 	struct stat st;
 
@@ -882,9 +882,9 @@ static int parse_rules(struct agent *a, char *err, size_t errlen)
 	int rc = 0;
 
 	for (size_t i = 0; !rc && i < o->nselect; i++)
-		rc = select_rule_parse(o->select_rules[i], false, &a->sel[i], err, errlen);
+		rc = selection_rule_parse(o->select_rules[i], false, &a->sel[i], err, errlen);
 	for (size_t i = 0; !rc && i < o->nexclude; i++)
-		rc = select_rule_parse(o->exclude_rules[i], true, &a->exc[i], err, errlen);
+		rc = selection_rule_parse(o->exclude_rules[i], true, &a->exc[i], err, errlen);
 	return rc;
 }
 

@@ -139,7 +139,7 @@ static int core_write(const struct cli *o, const struct core_heap *h, struct col
 	};
 	struct symbolizer *sym = NULL;
 	struct hb_profile *p = NULL;
-	int rc = core_heap__symbolizer(h, o->binary_dirs, &sym);
+	int rc = coreheap__symbolizer(h, o->binary_dirs, &sym);
 
 	rc = rc ?: report__build(c, sym, h->t, &ro, &p);
 	rc = rc ?: core_describe(p, h, st);
@@ -194,10 +194,10 @@ static int core_report(struct run *r, char *err, size_t errlen)
 			       "%s is a core file, a single instant: --from, --to, --leaks and "
 			       "--at-peak apply to recordings",
 			       o->recording);
-	rc = core_heap__open(&co, &h, err, errlen);
+	rc = coreheap__open(&co, &h, err, errlen);
 	if (rc)
 		return rc;
-	rc = core_heap__walk(h, &c, &st, err, errlen);
+	rc = coreheap__walk(h, &c, &st, err, errlen);
 	if (!output) {
 		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-core", o->format);
 		output = outbuf;
@@ -215,7 +215,7 @@ static int core_report(struct run *r, char *err, size_t errlen)
 		r->outcome |= RUN_NO_SAMPLES;
 	}
 	collector__free(c);
-	core_heap__free(h);
+	coreheap__free(h);
 	return rc;
 }
 
@@ -280,7 +280,7 @@ static int report_recording(struct run *r, char *err, size_t errlen)
 /* Whether path starts as gzip does (a pprof profile); false when it cannot be read. */
 static bool is_gzip(const char *path)
 {
-	int fd = open_regular_ro(path);
+	int fd = files_open_regular_ro(path);
 	unsigned char magic[2];
 	bool gz;
 
@@ -337,7 +337,7 @@ static int report_pprof(const struct cli *o, char *err, size_t errlen)
 int report_file(struct run *r, char *err, size_t errlen)
 {
 	const struct cli *o = r->opts;
-	int is_core = o->core ? 1 : core_file_is_core(o->recording);
+	int is_core = o->core ? 1 : memsrc_core_is_core(o->recording);
 
 	if (is_core == 1)
 		return core_report(r, err, errlen);

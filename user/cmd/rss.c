@@ -15,7 +15,7 @@
 #include "run/rssout.h"
 #include "profile/report.h"
 #include "export/sink.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "util/clock.h"
 #include "targets/targets.h"
 #include "run/cli.h"
@@ -363,7 +363,7 @@ static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
 	if (!m)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	rc = jemalloc_target__find(pid, o->layout, &t, err, errlen);
-	rc = rc ?: rss_map_read(t, m, err, errlen);
+	rc = rc ?: rssmap_read(t, m, err, errlen);
 	if (!rc) {
 		struct rssout_stacks js;
 

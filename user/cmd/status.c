@@ -6,7 +6,7 @@
 
 #include "util/errmsg.h"
 #include "sampling/guard.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 #include "sampling/runs.h"
 #include "cmd/status.h"
 

@@ -152,7 +152,7 @@ void collector__free(struct collector *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->nlts; i++)
-		hb_lt_clear(&c->lts[i]);
+		lifetimes_clear(&c->lts[i]);
 	free(c->lts);
 	free(c->peaks);
 	for (size_t i = 0; i < c->nslabs; i++)
@@ -846,7 +846,7 @@ static void choose_match(struct collector *c, enum free_match m)
 static int count_alloc(struct collector *c, uint32_t id, const struct heapbpf_alloc_event *e)
 {
 	struct hb_stack *s = &c->stacks[id];
-	double w = hb_unbias_objects(e->usize, c->period);
+	double w = unbias_objects(e->usize, c->period);
 	int err = peak_mark(c, id);
 
 	if (err)
@@ -919,7 +919,7 @@ static int count_free(struct collector *c, uint32_t id, const struct heapbpf_fre
 		      uint64_t born)
 {
 	struct hb_stack *s = &c->stacks[id];
-	double w = hb_unbias_objects(e->usize, c->period);
+	double w = unbias_objects(e->usize, c->period);
 	uint64_t life;
 	int err = peak_mark(c, id);
 
@@ -946,7 +946,7 @@ static int count_free(struct collector *c, uint32_t id, const struct heapbpf_fre
 		c->lts[c->nlts] = (struct hb_lifetimes){ 0 };
 		s->lt_at = (uint32_t)++c->nlts;
 	}
-	return hb_lt_add(&c->lts[s->lt_at - 1], life, life < c->temporary_ns);
+	return lifetimes_add(&c->lts[s->lt_at - 1], life, life < c->temporary_ns);
 }
 
 static int on_free(struct collector *c, const struct heapbpf_free_event *e)
@@ -1038,10 +1038,10 @@ int collector__add_totals(struct collector *c, const uint64_t *frames, uint32_t 
 	double w;
 
 	/* per-object sizes are not known here: weigh by the mean */
-	w = samples ? hb_unbias_objects(bytes / samples, c->period) : 0;
+	w = samples ? unbias_objects(bytes / samples, c->period) : 0;
 	n.alloc_objects = w * (double)samples;
 	n.alloc_space = w * (double)bytes;
-	w = inuse_samples ? hb_unbias_objects(inuse_bytes / inuse_samples, c->period) : 0;
+	w = inuse_samples ? unbias_objects(inuse_bytes / inuse_samples, c->period) : 0;
 	n.inuse_objects = w * (double)inuse_samples;
 	n.inuse_space = w * (double)inuse_bytes;
 	return collector__add_counts(c, frames, nframes, &n);

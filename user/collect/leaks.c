@@ -8,7 +8,7 @@
 #include "collect/leaks.h"
 #include "util/profile.h"
 
-int hb_trend_fit(const double *t, const float *y, size_t n, struct hb_trend *out)
+int leaks_trend_fit(const double *t, const float *y, size_t n, struct hb_trend *out)
 {
 	double tm = 0, ym = 0, sxx = 0, sxy = 0, syy = 0, sse;
 
@@ -41,13 +41,13 @@ int hb_trend_fit(const double *t, const float *y, size_t n, struct hb_trend *out
 	return 0;
 }
 
-bool hb_trend_is_suspect(const struct hb_trend *t, uint64_t live_samples)
+bool leaks_trend_is_suspect(const struct hb_trend *t, uint64_t live_samples)
 {
 	return t->n >= HB_SUSPECT_MIN_POINTS && t->slope > 0 && t->r2 >= HB_SUSPECT_MIN_R2 &&
 	       live_samples >= HB_SUSPECT_MIN_LIVE;
 }
 
-double hb_rate_rel_err(const struct hb_trend *t, uint64_t samples)
+double leaks_rate_rel_err(const struct hb_trend *t, uint64_t samples)
 {
 	double fit;
 
@@ -62,8 +62,8 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-uint64_t hb_held_cutoff(uint64_t window_ns, const struct hb_lifetimes *own,
-			const struct hb_lifetimes *all, enum hb_held_base *base)
+uint64_t leaks_held_cutoff(uint64_t window_ns, const struct hb_lifetimes *own,
+			   const struct hb_lifetimes *all, enum hb_held_base *base)
 {
 	const struct hb_lifetimes *l;
 	uint64_t p90, cut;
@@ -78,7 +78,7 @@ uint64_t hb_held_cutoff(uint64_t window_ns, const struct hb_lifetimes *own,
 		*base = HB_HELD_NONE;
 		return 0;
 	}
-	p90 = hb_lt_quantile(l, 0.9);
+	p90 = lifetimes_quantile(l, 0.9);
 	cut = (uint64_t)((double)window_ns * HB_HELD_WINDOW_SHARE);
 	/* saturated: an absurd lifetime holds nothing */
 	cut = max_u64(cut, p90 > UINT64_MAX / HB_HELD_LIFETIME_FACTOR
@@ -90,12 +90,12 @@ uint64_t hb_held_cutoff(uint64_t window_ns, const struct hb_lifetimes *own,
 	return cut;
 }
 
-bool hb_held_is_suspect(uint64_t held)
+bool leaks_held_is_suspect(uint64_t held)
 {
 	return held >= HB_HELD_MIN_LIVE;
 }
 
-enum hb_confidence hb_confidence_of(double rel_err)
+enum hb_confidence leaks_confidence_of(double rel_err)
 {
 	if (rel_err <= 0.1)
 		return HB_CONF_HIGH;
@@ -104,7 +104,7 @@ enum hb_confidence hb_confidence_of(double rel_err)
 	return HB_CONF_LOW;
 }
 
-const char *hb_confidence_name(enum hb_confidence c)
+const char *leaks_confidence_name(enum hb_confidence c)
 {
 	static const char *const names[] = {
 		[HB_CONF_LOW] = "low",
@@ -115,7 +115,7 @@ const char *hb_confidence_name(enum hb_confidence c)
 	return names[c];
 }
 
-int hb_analysis__new(struct hb_analysis **out)
+int leaks_analysis__new(struct hb_analysis **out)
 {
 	*out = calloc(1, sizeof(**out));
 	return *out ? 0 : -ENOMEM;
@@ -162,7 +162,7 @@ static int axis_of(struct hb_analysis *a, const struct collector *c, uint32_t *i
 		return -ENOMEM;
 	a->axes = na;
 	memset(&na[a->naxes], 0, sizeof(*na));
-	/* counted first, so that hb_analysis__free frees a half-filled one */
+	/* counted first, so that leaks_analysis__free frees a half-filled one */
 	*idx = a->naxes++;
 	err = axis_fill(&na[*idx], c);
 	if (!err)
@@ -196,8 +196,8 @@ static int room_for(struct hb_analysis *a, uint32_t i)
 	return 0;
 }
 
-int hb_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collector *c,
-		     size_t stack)
+int leaks_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collector *c,
+			size_t stack)
 {
 	const struct hb_stack *st = collector__stack(c, stack);
 	const struct hb_axis *ax;
@@ -224,8 +224,8 @@ int hb_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collec
 	}
 	ax->next[stack] = UINT32_MAX;
 	s->last = (uint32_t)stack;
-	err = hb_lt_merge(&s->lt, collector__stack_lifetimes(c, stack))
-		      ?: hb_lt_merge(&a->axes[axis].lt, collector__stack_lifetimes(c, stack));
+	err = lifetimes_merge(&s->lt, collector__stack_lifetimes(c, stack))
+		      ?: lifetimes_merge(&a->axes[axis].lt, collector__stack_lifetimes(c, stack));
 	if (err)
 		return err;
 	s->live += st->inuse_samples > 0 ? (uint64_t)st->inuse_samples : 0;
@@ -262,9 +262,9 @@ static int label_sample(struct hb_sample *smp, const struct hb_site_stats *s,
 		return 0;
 	if (s->lt.n) {
 		l[n++] = (struct hb_label){ "lifetime_p50", "nanoseconds",
-					    (int64_t)hb_lt_quantile(&s->lt, 0.5) };
+					    (int64_t)lifetimes_quantile(&s->lt, 0.5) };
 		l[n++] = (struct hb_label){ "lifetime_p90", "nanoseconds",
-					    (int64_t)hb_lt_quantile(&s->lt, 0.9) };
+					    (int64_t)lifetimes_quantile(&s->lt, 0.9) };
 		l[n++] = (struct hb_label){ "lifetime_max", "nanoseconds", (int64_t)s->lt.max_ns };
 	}
 	l[n++] = (struct hb_label){ "freed", "count", (int64_t)s->lt.n };
@@ -315,10 +315,10 @@ static void judge(struct hb_analysis *a, struct ranked *r, float *y)
 		if (!s->used)
 			continue;
 		series_of(s, ax, y);
-		if (hb_trend_fit(ax->t, y, ax->n, &s->trend))
+		if (leaks_trend_fit(ax->t, y, ax->n, &s->trend))
 			continue;
-		s->suspect = hb_trend_is_suspect(&s->trend, s->live);
-		s->rel_err = hb_rate_rel_err(&s->trend, s->live);
+		s->suspect = leaks_trend_is_suspect(&s->trend, s->live);
+		s->rel_err = leaks_rate_rel_err(&s->trend, s->live);
 		if (s->suspect)
 			r[a->nsuspects++] = (struct ranked){ s->trend.slope, (uint32_t)i };
 	}
@@ -351,7 +351,7 @@ static int judge_held_axis(struct hb_analysis *a, uint32_t k, const struct hb_pr
 
 		if (!s->used || s->axis != k || s->suspect || !s->live)
 			continue;
-		s->held_over = hb_held_cutoff(window, &s->lt, &ax->lt, &s->held_base);
+		s->held_over = leaks_held_cutoff(window, &s->lt, &ax->lt, &s->held_base);
 		if (s->held_base == HB_HELD_NONE || s->held_over >= ax->end_ts)
 			continue;
 		for (uint32_t st = s->first; st != UINT32_MAX; st = ax->next[st])
@@ -365,7 +365,7 @@ static int judge_held_axis(struct hb_analysis *a, uint32_t k, const struct hb_pr
 			continue;
 		for (uint32_t st = s->first; st != UINT32_MAX; st = ax->next[st])
 			s->held += cnt[st];
-		s->held_suspect = hb_held_is_suspect(s->held);
+		s->held_suspect = leaks_held_is_suspect(s->held);
 		if (s->held_suspect)
 			r[(*nr)++] = (struct ranked){
 				i < p->nsamples ? p->samples[i].v[HB_INUSE_SPACE] : 0, (uint32_t)i
@@ -376,7 +376,7 @@ static int judge_held_axis(struct hb_analysis *a, uint32_t k, const struct hb_pr
 	return 0;
 }
 
-int hb_analysis__finish(struct hb_analysis *a, struct hb_profile *p)
+int leaks_analysis__finish(struct hb_analysis *a, struct hb_profile *p)
 {
 	struct ranked *r = calloc(a->ns ? a->ns : 1, sizeof(*r));
 	uint32_t *rank = calloc(a->ns ? a->ns : 1, sizeof(*rank));
@@ -420,18 +420,18 @@ out:
 	return err;
 }
 
-void hb_analysis__free(struct hb_analysis *a)
+void leaks_analysis__free(struct hb_analysis *a)
 {
 	if (!a)
 		return;
 	for (size_t i = 0; i < a->ns; i++)
-		hb_lt_clear(&a->s[i].lt);
+		lifetimes_clear(&a->s[i].lt);
 	free(a->s);
 	for (size_t i = 0; i < a->naxes; i++) {
 		free(a->axes[i].t);
 		free(a->axes[i].oldest);
 		free(a->axes[i].next);
-		hb_lt_clear(&a->axes[i].lt);
+		lifetimes_clear(&a->axes[i].lt);
 	}
 	free(a->axes);
 	free(a->suspects);

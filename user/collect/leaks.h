@@ -28,7 +28,7 @@ struct hb_trend {
 };
 
 /* Fits the line; -EINVAL with fewer than 2 points or all t equal. */
-int hb_trend_fit(const double *t, const float *y, size_t n, struct hb_trend *out);
+int leaks_trend_fit(const double *t, const float *y, size_t n, struct hb_trend *out);
 
 /* A stack needs at least this many points (checkpoints and the end) to be judged. */
 #define HB_SUSPECT_MIN_POINTS 8
@@ -38,14 +38,14 @@ int hb_trend_fit(const double *t, const float *y, size_t n, struct hb_trend *out
 #define HB_SUSPECT_MIN_LIVE 3
 
 /* True for a steady grower: enough points and live samples, rising, close to a line. */
-bool hb_trend_is_suspect(const struct hb_trend *t, uint64_t live_samples);
+bool leaks_trend_is_suspect(const struct hb_trend *t, uint64_t live_samples);
 
 /*
  * The relative error of a growth rate backed by `samples` live samples:
  * the sampling error of their unbiased sum (1/sqrt(samples)) and the line's
  * own standard error, combined. INFINITY without samples or growth.
  */
-double hb_rate_rel_err(const struct hb_trend *t, uint64_t samples);
+double leaks_rate_rel_err(const struct hb_trend *t, uint64_t samples);
 
 /*
  * Held suspects (allocated, then kept): a site whose live sampled objects
@@ -71,10 +71,10 @@ enum hb_held_base {
  * in a window of window_ns: own are its freed objects' lifetimes, all the
  * window's. 0 with *base HB_HELD_NONE when neither has HB_HELD_MIN_FREED.
  */
-uint64_t hb_held_cutoff(uint64_t window_ns, const struct hb_lifetimes *own,
-			const struct hb_lifetimes *all, enum hb_held_base *base);
+uint64_t leaks_held_cutoff(uint64_t window_ns, const struct hb_lifetimes *own,
+			   const struct hb_lifetimes *all, enum hb_held_base *base);
 /* True for enough held samples. */
-bool hb_held_is_suspect(uint64_t held);
+bool leaks_held_is_suspect(uint64_t held);
 
 enum hb_confidence {
 	HB_CONF_LOW,
@@ -82,9 +82,9 @@ enum hb_confidence {
 	HB_CONF_HIGH,	/* within 10% */
 };
 
-enum hb_confidence hb_confidence_of(double rel_err);
+enum hb_confidence leaks_confidence_of(double rel_err);
 /* "low", "medium", "high" */
-const char *hb_confidence_name(enum hb_confidence c);
+const char *leaks_confidence_name(enum hb_confidence c);
 
 /* Per profile sample: what its stacks' events say beyond the four values. */
 struct hb_site_stats {
@@ -98,9 +98,9 @@ struct hb_site_stats {
 	 */
 	uint32_t first, last;
 	struct hb_trend trend;
-	double rel_err;	    /* of the growth rate (hb_rate_rel_err) */
+	double rel_err;	    /* of the growth rate (leaks_rate_rel_err) */
 	uint64_t held;	    /* live sampled objects older than held_over */
-	uint64_t held_over; /* hb_held_cutoff's age, ns */
+	uint64_t held_over; /* leaks_held_cutoff's age, ns */
 	enum hb_held_base held_base;
 	bool used, suspect, held_suspect;
 };
@@ -129,10 +129,10 @@ struct hb_analysis {
 	size_t nheld;
 };
 
-int hb_analysis__new(struct hb_analysis **out);
+int leaks_analysis__new(struct hb_analysis **out);
 /* Counts stack `stack` of c into profile sample `sample` (several stacks can make one sample). */
-int hb_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collector *c,
-		     size_t stack);
+int leaks_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collector *c,
+			size_t stack);
 /*
  * Once every stack is in: fits each sample's trend, ranks the suspects,
  * judges the held ones and puts the numbers on p's samples as labels
@@ -140,7 +140,7 @@ int hb_analysis__add(struct hb_analysis *a, uint32_t sample, const struct collec
  * counts of sampled objects; leak_rank, inuse_growth; held_rank, held_live,
  * held_over).
  */
-int hb_analysis__finish(struct hb_analysis *a, struct hb_profile *p);
-void hb_analysis__free(struct hb_analysis *a);
+int leaks_analysis__finish(struct hb_analysis *a, struct hb_profile *p);
+void leaks_analysis__free(struct hb_analysis *a);
 
 #endif /* __HEAPBPF_LEAKS_H */

@@ -8,7 +8,7 @@
 
 #define SUB (1u << HB_LT_SUB_BITS)
 
-uint32_t hb_lt_bucket(uint64_t ns)
+uint32_t lifetimes_bucket(uint64_t ns)
 {
 	unsigned int k;
 
@@ -20,7 +20,7 @@ uint32_t hb_lt_bucket(uint64_t ns)
 	       (uint32_t)((ns >> (k - HB_LT_SUB_BITS)) & (SUB - 1));
 }
 
-uint64_t hb_lt_bucket_start(uint32_t b)
+uint64_t lifetimes_bucket_start(uint32_t b)
 {
 	unsigned int k;
 
@@ -35,7 +35,7 @@ uint64_t hb_lt_bucket_start(uint32_t b)
 /* The first lifetime past bucket b (saturating at the last one). */
 static uint64_t bucket_end(uint32_t b)
 {
-	return b + 1 < HB_LT_NBUCKETS ? hb_lt_bucket_start(b + 1) : UINT64_MAX;
+	return b + 1 < HB_LT_NBUCKETS ? lifetimes_bucket_start(b + 1) : UINT64_MAX;
 }
 
 /* Buckets lo..hi-1 allocated, a few more than asked on the side that grew: amortized O(1). */
@@ -69,7 +69,7 @@ static int lt_cover(struct hb_lifetimes *l, uint32_t lo, uint32_t hi)
 	if (!nb)
 		return -ENOMEM;
 	if (l->nb)
-		memcpy(nb + (l->lo - nlo), hb_lt_buckets(l), l->nb * sizeof(*nb));
+		memcpy(nb + (l->lo - nlo), lifetimes_buckets(l), l->nb * sizeof(*nb));
 	if (l->nb > HB_LT_INLINE)
 		free(l->b.heap);
 	l->b.heap = nb;
@@ -78,14 +78,14 @@ static int lt_cover(struct hb_lifetimes *l, uint32_t lo, uint32_t hi)
 	return 0;
 }
 
-int hb_lt_add(struct hb_lifetimes *l, uint64_t ns, bool temporary)
+int lifetimes_add(struct hb_lifetimes *l, uint64_t ns, bool temporary)
 {
-	uint32_t b = hb_lt_bucket(ns);
+	uint32_t b = lifetimes_bucket(ns);
 	int err = lt_cover(l, b, b + 1);
 
 	if (err)
 		return err;
-	hb_lt_buckets(l)[b - l->lo]++;
+	lifetimes_buckets(l)[b - l->lo]++;
 	if (!l->n || ns < l->min_ns)
 		l->min_ns = ns;
 	if (!l->n || ns > l->max_ns)
@@ -95,9 +95,9 @@ int hb_lt_add(struct hb_lifetimes *l, uint64_t ns, bool temporary)
 	return 0;
 }
 
-int hb_lt_merge(struct hb_lifetimes *dst, const struct hb_lifetimes *src)
+int lifetimes_merge(struct hb_lifetimes *dst, const struct hb_lifetimes *src)
 {
-	const uint32_t *sb = hb_lt_buckets_c(src);
+	const uint32_t *sb = lifetimes_buckets_c(src);
 	uint32_t *db;
 	int err;
 
@@ -106,7 +106,7 @@ int hb_lt_merge(struct hb_lifetimes *dst, const struct hb_lifetimes *src)
 	err = lt_cover(dst, src->lo, src->lo + src->nb);
 	if (err)
 		return err;
-	db = hb_lt_buckets(dst);
+	db = lifetimes_buckets(dst);
 	for (uint32_t i = 0; i < src->nb; i++)
 		db[src->lo + i - dst->lo] += sb[i];
 	if (!dst->n || src->min_ns < dst->min_ns)
@@ -118,9 +118,9 @@ int hb_lt_merge(struct hb_lifetimes *dst, const struct hb_lifetimes *src)
 	return 0;
 }
 
-uint64_t hb_lt_quantile(const struct hb_lifetimes *l, double q)
+uint64_t lifetimes_quantile(const struct hb_lifetimes *l, double q)
 {
-	const uint32_t *bk = hb_lt_buckets_c(l);
+	const uint32_t *bk = lifetimes_buckets_c(l);
 	double rank, below = 0, v;
 	uint32_t i;
 
@@ -139,9 +139,9 @@ uint64_t hb_lt_quantile(const struct hb_lifetimes *l, double q)
 	if (i == l->nb)
 		return l->max_ns;
 	/* spread evenly over the bucket: rank - below of its count lie below the value */
-	v = (double)hb_lt_bucket_start(l->lo + i) +
+	v = (double)lifetimes_bucket_start(l->lo + i) +
 	    (rank - below) / bk[i] *
-		    (double)(bucket_end(l->lo + i) - hb_lt_bucket_start(l->lo + i));
+		    (double)(bucket_end(l->lo + i) - lifetimes_bucket_start(l->lo + i));
 	if (v < (double)l->min_ns)
 		return l->min_ns;
 	if (v > (double)l->max_ns)
@@ -149,7 +149,7 @@ uint64_t hb_lt_quantile(const struct hb_lifetimes *l, double q)
 	return (uint64_t)v;
 }
 
-void hb_lt_clear(struct hb_lifetimes *l)
+void lifetimes_clear(struct hb_lifetimes *l)
 {
 	if (l->nb > HB_LT_INLINE)
 		free(l->b.heap);

@@ -23,7 +23,7 @@ struct hb_lifetimes {
 	uint64_t n;	    /* sampled objects freed, lifetime known */
 	uint64_t temporary; /* of them, freed within the temporary threshold */
 	uint64_t min_ns, max_ns;
-	uint32_t lo, nb; /* hb_lt_buckets(l)[i] counts the lifetimes in bucket lo + i */
+	uint32_t lo, nb; /* lifetimes_buckets(l)[i] counts the lifetimes in bucket lo + i */
 	/*
 	 * Up to HB_LT_INLINE buckets inside (most stacks' objects all live
 	 * about as long: no allocation, and its header, for each), else on the heap.
@@ -36,29 +36,29 @@ struct hb_lifetimes {
 
 #define HB_LT_INLINE 2
 
-static inline uint32_t *hb_lt_buckets(struct hb_lifetimes *l)
+static inline uint32_t *lifetimes_buckets(struct hb_lifetimes *l)
 {
 	return l->nb > HB_LT_INLINE ? l->b.heap : l->b.inl;
 }
 
-static inline const uint32_t *hb_lt_buckets_c(const struct hb_lifetimes *l)
+static inline const uint32_t *lifetimes_buckets_c(const struct hb_lifetimes *l)
 {
 	return l->nb > HB_LT_INLINE ? l->b.heap : l->b.inl;
 }
 
 /* The bucket of a lifetime, and the first lifetime of bucket b (b < HB_LT_NBUCKETS). */
-uint32_t hb_lt_bucket(uint64_t ns);
-uint64_t hb_lt_bucket_start(uint32_t b);
+uint32_t lifetimes_bucket(uint64_t ns);
+uint64_t lifetimes_bucket_start(uint32_t b);
 
 /* Counts one lifetime (temporary: shorter than the threshold). 0 or -ENOMEM. */
-int hb_lt_add(struct hb_lifetimes *l, uint64_t ns, bool temporary);
+int lifetimes_add(struct hb_lifetimes *l, uint64_t ns, bool temporary);
 /* Adds src's counts to dst. 0 or -ENOMEM. */
-int hb_lt_merge(struct hb_lifetimes *dst, const struct hb_lifetimes *src);
+int lifetimes_merge(struct hb_lifetimes *dst, const struct hb_lifetimes *src);
 /*
  * The q-quantile (0..1) of the lifetimes, interpolated inside its bucket and
  * kept between the shortest and the longest; 0 when empty.
  */
-uint64_t hb_lt_quantile(const struct hb_lifetimes *l, double q);
-void hb_lt_clear(struct hb_lifetimes *l);
+uint64_t lifetimes_quantile(const struct hb_lifetimes *l, double q);
+void lifetimes_clear(struct hb_lifetimes *l);
 
 #endif /* __HEAPBPF_LIFETIMES_H */

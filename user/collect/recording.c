@@ -123,7 +123,7 @@ static int zfeed(struct recorder *r, const void *in, size_t len, ZSTD_EndDirecti
 
 static int start(struct recorder *r, struct recorder **out);
 
-int recorder__open(const char *path, struct recorder **out)
+int recording__open(const char *path, struct recorder **out)
 {
 	struct recorder *r = calloc(1, sizeof(*r));
 	int err;
@@ -143,7 +143,7 @@ int recorder__open(const char *path, struct recorder **out)
 	return start(r, out);
 }
 
-int recorder__open_fd(int fd, struct recorder **out)
+int recording__open_fd(int fd, struct recorder **out)
 {
 	struct recorder *r = calloc(1, sizeof(*r));
 
@@ -187,7 +187,7 @@ fail:
 	return err;
 }
 
-int recorder__flush(struct recorder *r)
+int recording__flush(struct recorder *r)
 {
 	if (!r->err)
 		r->err = zfeed(r, NULL, 0, ZSTD_e_flush);
@@ -195,7 +195,7 @@ int recorder__flush(struct recorder *r)
 	return r->err;
 }
 
-int recorder__write(struct recorder *r, enum rec_type type, const void *payload, uint32_t len)
+int recording__write(struct recorder *r, enum rec_type type, const void *payload, uint32_t len)
 {
 	if (r->err)
 		return r->err;
@@ -212,21 +212,21 @@ int recorder__write(struct recorder *r, enum rec_type type, const void *payload,
 	r->err = zfeed(r, r->rec, 12 + len, ZSTD_e_continue);
 	if (!r->err && (uint64_t)(hb_clock_ns(CLOCK_MONOTONIC) / 1000000) - r->last_flush_ms >=
 			       RECORDING_FLUSH_MS)
-		recorder__flush(r);
+		recording__flush(r);
 	return r->err;
 }
 
-int recorder__meta(struct recorder *r, const char *key, const char *value)
+int recording__meta(struct recorder *r, const char *key, const char *value)
 {
 	char buf[4096];
 	int n = snprintf(buf, sizeof(buf), "%s=%s", key, value ? value : "");
 
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		return -E2BIG;
-	return recorder__write(r, REC_META, buf, n);
+	return recording__write(r, REC_META, buf, n);
 }
 
-int recorder__map(struct recorder *r, const struct rec_map *m)
+int recording__map(struct recorder *r, const struct rec_map *m)
 {
 	uint8_t buf[8 * 3 + 4 + 1 + 80 + 2 + 4096];
 	size_t bl = strnlen(m->build_id, 80), pl = strnlen(m->path, 4095), n = 0;
@@ -243,10 +243,10 @@ int recorder__map(struct recorder *r, const struct rec_map *m)
 	buf[n++] = (uint8_t)(pl >> 8);
 	memcpy(buf + n, m->path, pl);
 	n += pl;
-	return recorder__write(r, REC_MAP, buf, n);
+	return recording__write(r, REC_MAP, buf, n);
 }
 
-int recorder__event(struct recorder *r, const void *data, size_t len)
+int recording__event(struct recorder *r, const void *data, size_t len)
 {
 	struct heapbpf_alloc_event a;
 	__u32 type;
@@ -255,16 +255,16 @@ int recorder__event(struct recorder *r, const void *data, size_t len)
 		return -EINVAL;
 	memcpy(&type, data, sizeof(type));
 	if (type == HEAPBPF_EV_FREE && len >= sizeof(struct heapbpf_free_event))
-		return recorder__write(r, REC_FREE, data, sizeof(struct heapbpf_free_event));
+		return recording__write(r, REC_FREE, data, sizeof(struct heapbpf_free_event));
 	if (type != HEAPBPF_EV_ALLOC || len < ALLOC_HDR)
 		return -EINVAL;
 	memcpy(&a, data, ALLOC_HDR);
 	if (a.nframes > HEAPBPF_MAX_FRAMES || len < ALLOC_HDR + a.nframes * sizeof(__u64))
 		return -EINVAL;
-	return recorder__write(r, REC_ALLOC, data, ALLOC_HDR + a.nframes * sizeof(__u64));
+	return recording__write(r, REC_ALLOC, data, ALLOC_HDR + a.nframes * sizeof(__u64));
 }
 
-int recorder__stop(struct recorder *r, const struct rec_stop *s)
+int recording__stop(struct recorder *r, const struct rec_stop *s)
 {
 	uint8_t b[9 * 8 + 4];
 	const uint64_t v[9] = { s->stop_mono_ns, s->attach_coarse_ns, s->duration_ns,
@@ -274,16 +274,16 @@ int recorder__stop(struct recorder *r, const struct rec_stop *s)
 	for (int i = 0; i < 9; i++)
 		put64(b + 8 * i, v[i]);
 	put32(b + 72, s->reason);
-	return recorder__write(r, REC_STOP, b, sizeof(b));
+	return recording__write(r, REC_STOP, b, sizeof(b));
 }
 
-void recorder__sizes(const struct recorder *r, uint64_t *raw, uint64_t *file)
+void recording__sizes(const struct recorder *r, uint64_t *raw, uint64_t *file)
 {
 	*raw = r->raw_bytes;
 	*file = r->file_bytes;
 }
 
-int recorder__end(struct recorder *r)
+int recording__end(struct recorder *r)
 {
 	if (r->ended || r->err)
 		return r->err;
@@ -294,13 +294,13 @@ int recorder__end(struct recorder *r)
 	return r->err;
 }
 
-int recorder__close(struct recorder *r)
+int recording__close(struct recorder *r)
 {
 	int err;
 
 	if (!r)
 		return 0;
-	err = recorder__end(r);
+	err = recording__end(r);
 	if (close(r->fd) && !err)
 		err = -errno;
 	ZSTD_freeCCtx(r->cctx);
@@ -318,14 +318,14 @@ struct rec_reader {
 	size_t in_cap;
 	ZSTD_inBuffer ib;
 	bool eof;
-	bool follow;	   /* rec_reader__follow: its end is where the writer is, not the end */
+	bool follow; /* recording_reader__follow: its end is where the writer is, not the end */
 	size_t frame_left; /* last ZSTD_decompressStream result: 0 = frame complete */
 	uint8_t *buf;	   /* decompressed, not yet consumed */
 	size_t buf_len, buf_cap, consumed;
 	uint64_t offset; /* decompressed offset of buf[0] */
 };
 
-int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_t errlen)
+int recording_reader__open(const char *path, struct rec_reader **out, char *err, size_t errlen)
 {
 	struct rec_reader *rd;
 	uint8_t h[RECORDING_HEADER_LEN];
@@ -336,7 +336,7 @@ int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_
 	if (!rd)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	/* a pipe or a device named as the recording: refused, never waited on */
-	fd = open_regular_ro(path);
+	fd = files_open_regular_ro(path);
 	rd->f = fd < 0 ? NULL : fdopen(fd, "rb");
 	if (!rd->f) {
 		int e = fd < 0 ? fd : -errno;
@@ -345,15 +345,15 @@ int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_
 			close(fd);
 		free(rd);
 		return hb_fail(err, errlen, e, "cannot open %s: %s", path,
-			       open_regular_strerror(e));
+			       files_open_regular_strerror(e));
 	}
 	if (fread(h, 1, sizeof(h), rd->f) != sizeof(h) || memcmp(h, RECORDING_MAGIC, 8) != 0) {
-		rec_reader__free(rd);
+		recording_reader__free(rd);
 		return hb_fail(err, errlen, -EBADMSG, "%s is not a heapbpf recording", path);
 	}
 	version = get32(h + 8);
 	if (version != RECORDING_VERSION) {
-		rec_reader__free(rd);
+		recording_reader__free(rd);
 		return hb_fail(err, errlen, -EPROTONOSUPPORT,
 			       "%s is a version %u recording; this heapbpf reads version %d", path,
 			       version, RECORDING_VERSION);
@@ -365,7 +365,7 @@ int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_
 	rd->buf_cap = 8 + RECORDING_MAX_RECORD + 4 + ZSTD_DStreamOutSize();
 	rd->buf = malloc(rd->buf_cap);
 	if (!rd->dctx || !rd->in || !rd->buf) {
-		rec_reader__free(rd);
+		recording_reader__free(rd);
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	rd->frame_left = 1;
@@ -373,7 +373,7 @@ int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_
 	return 0;
 }
 
-void rec_reader__free(struct rec_reader *rd)
+void recording_reader__free(struct rec_reader *rd)
 {
 	if (!rd)
 		return;
@@ -385,12 +385,12 @@ void rec_reader__free(struct rec_reader *rd)
 	free(rd);
 }
 
-void rec_reader__follow(struct rec_reader *rd, bool on)
+void recording_reader__follow(struct rec_reader *rd, bool on)
 {
 	rd->follow = on;
 }
 
-uint64_t rec_reader__file_offset(const struct rec_reader *rd)
+uint64_t recording_reader__file_offset(const struct rec_reader *rd)
 {
 	off_t off = ftello(rd->f);
 
@@ -447,7 +447,7 @@ static int fill(struct rec_reader *rd, char *err, size_t errlen)
 	}
 }
 
-int rec_reader__next(struct rec_reader *rd, struct rec_record *rec, char *err, size_t errlen)
+int recording_reader__next(struct rec_reader *rd, struct rec_record *rec, char *err, size_t errlen)
 {
 	for (;;) {
 		size_t avail = rd->buf_len - rd->consumed;
@@ -493,7 +493,7 @@ int rec_reader__next(struct rec_reader *rd, struct rec_record *rec, char *err, s
 	}
 }
 
-int rec_decode_map(const struct rec_record *rec, struct rec_map *m)
+int recording_decode_map(const struct rec_record *rec, struct rec_map *m)
 {
 	const uint8_t *p = rec->payload;
 	size_t n = 28, bl, pl;
@@ -521,7 +521,7 @@ int rec_decode_map(const struct rec_record *rec, struct rec_map *m)
 	return 0;
 }
 
-int rec_decode_stop(const struct rec_record *rec, struct rec_stop *s)
+int recording_decode_stop(const struct rec_record *rec, struct rec_stop *s)
 {
 	const uint8_t *p = rec->payload;
 
@@ -539,8 +539,8 @@ int rec_decode_stop(const struct rec_record *rec, struct rec_stop *s)
 	return 0;
 }
 
-int rec_decode_meta(const struct rec_record *rec, const char **key, size_t *klen, const char **val,
-		    size_t *vlen)
+int recording_decode_meta(const struct rec_record *rec, const char **key, size_t *klen,
+			  const char **val, size_t *vlen)
 {
 	const char *p = (const char *)rec->payload;
 	const char *eq = rec->type == REC_META ? memchr(p, '=', rec->len) : NULL;
@@ -554,7 +554,7 @@ int rec_decode_meta(const struct rec_record *rec, const char **key, size_t *klen
 	return 0;
 }
 
-int rec_decode_event(const struct rec_record *rec, void *event, size_t event_size)
+int recording_decode_event(const struct rec_record *rec, void *event, size_t event_size)
 {
 	if (rec->type == REC_FREE) {
 		struct heapbpf_free_event *f = event;

@@ -59,24 +59,24 @@ struct rec_stop {
 struct recorder;
 
 /* Creates path anew (output_create_replacing) and writes the header; -errno or -OUTPUT_E*. */
-int recorder__open(const char *path, struct recorder **out);
-/* The same into fd (taken: closed by recorder__close, or at once on failure), as it is. */
-int recorder__open_fd(int fd, struct recorder **out);
+int recording__open(const char *path, struct recorder **out);
+/* The same into fd (taken: closed by recording__close, or at once on failure), as it is. */
+int recording__open_fd(int fd, struct recorder **out);
 /* Appends one record; flushes the compressor when RECORDING_FLUSH_MS has passed. */
-int recorder__write(struct recorder *r, enum rec_type type, const void *payload, uint32_t len);
-int recorder__meta(struct recorder *r, const char *key, const char *value);
-int recorder__map(struct recorder *r, const struct rec_map *m);
+int recording__write(struct recorder *r, enum rec_type type, const void *payload, uint32_t len);
+int recording__meta(struct recorder *r, const char *key, const char *value);
+int recording__map(struct recorder *r, const struct rec_map *m);
 /* A ring-buffer event as it came (ALLOC frames cut to nframes). */
-int recorder__event(struct recorder *r, const void *data, size_t len);
-int recorder__stop(struct recorder *r, const struct rec_stop *s);
+int recording__event(struct recorder *r, const void *data, size_t len);
+int recording__stop(struct recorder *r, const struct rec_stop *s);
 /* Makes everything written so far decodable on disk. */
-int recorder__flush(struct recorder *r);
+int recording__flush(struct recorder *r);
 /* Ends the stream and fsyncs (nothing can be written after); sizes are final then. */
-int recorder__end(struct recorder *r);
+int recording__end(struct recorder *r);
 /* Ends the stream if not yet, fsyncs and closes; frees r even on error. */
-int recorder__close(struct recorder *r);
+int recording__close(struct recorder *r);
 /* Bytes of events given / bytes written to the file so far (for the summary). */
-void recorder__sizes(const struct recorder *r, uint64_t *raw, uint64_t *file);
+void recording__sizes(const struct recorder *r, uint64_t *raw, uint64_t *file);
 
 /* ---- reading ---- */
 
@@ -85,7 +85,7 @@ struct rec_reader;
 struct rec_record {
 	enum rec_type type;
 	uint32_t len;
-	const uint8_t *payload; /* valid until the next rec_reader__next */
+	const uint8_t *payload; /* valid until the next recording_reader__next */
 	uint64_t offset;	/* of the record in the decompressed stream */
 };
 
@@ -93,30 +93,30 @@ struct rec_record {
  * Opens a recording; checks magic and version. err gets a one-sentence
  * reason on failure.
  */
-int rec_reader__open(const char *path, struct rec_reader **out, char *err, size_t errlen);
+int recording_reader__open(const char *path, struct rec_reader **out, char *err, size_t errlen);
 /*
  * The next record: 1 when there is one, 0 at a clean end, -EBADMSG for a bad
  * checksum or malformed record, -ENODATA when the file ends mid-record
  * (truncated: everything before was valid). err says where and why.
  */
-int rec_reader__next(struct rec_reader *rd, struct rec_record *rec, char *err, size_t errlen);
+int recording_reader__next(struct rec_reader *rd, struct rec_record *rec, char *err, size_t errlen);
 /*
  * A recording its writer is still writing (on): at the end of what is
- * there, rec_reader__next returns -EAGAIN and reads on from there when
+ * there, recording_reader__next returns -EAGAIN and reads on from there when
  * called again. Off once the writer is done, its end is the end.
  */
-void rec_reader__follow(struct rec_reader *rd, bool on);
+void recording_reader__follow(struct rec_reader *rd, bool on);
 /* Bytes of the file read so far: nothing before them is read again. */
-uint64_t rec_reader__file_offset(const struct rec_reader *rd);
-void rec_reader__free(struct rec_reader *rd);
+uint64_t recording_reader__file_offset(const struct rec_reader *rd);
+void recording_reader__free(struct rec_reader *rd);
 
 /* Payload decoders; -EBADMSG when the payload is malformed. */
-int rec_decode_map(const struct rec_record *rec, struct rec_map *m);
-int rec_decode_stop(const struct rec_record *rec, struct rec_stop *s);
+int recording_decode_map(const struct rec_record *rec, struct rec_map *m);
+int recording_decode_stop(const struct rec_record *rec, struct rec_stop *s);
 /* META: key and value views into the payload ("key=value"). */
-int rec_decode_meta(const struct rec_record *rec, const char **key, size_t *klen, const char **val,
-		    size_t *vlen);
+int recording_decode_meta(const struct rec_record *rec, const char **key, size_t *klen,
+			  const char **val, size_t *vlen);
 /* ALLOC/FREE: validates sizes and copies into a full-size event buffer. */
-int rec_decode_event(const struct rec_record *rec, void *event, size_t event_size);
+int recording_decode_event(const struct rec_record *rec, void *event, size_t event_size);
 
 #endif /* __HEAPBPF_RECORDING_H */

@@ -72,7 +72,7 @@ static int on_meta(struct loader *l, const struct rec_record *rec)
 	const char *k, *v;
 	size_t kl, vl;
 
-	if (rec_decode_meta(rec, &k, &kl, &v, &vl))
+	if (recording_decode_meta(rec, &k, &kl, &v, &vl))
 		return -EBADMSG;
 	if (key_is(k, kl, "lg_prof_sample")) {
 		l->lg_prof_sample = to_u64(v, vl);
@@ -135,7 +135,7 @@ static int on_map(struct loader *l, const struct rec_record *rec)
 	struct rec_map m;
 	struct proc_map *pm;
 
-	if (rec_decode_map(rec, &m))
+	if (recording_decode_map(rec, &m))
 		return -EBADMSG;
 	/* bounded: a recording of one process has at most a few thousand */
 	if (l->maps.n >= 1000000)
@@ -178,7 +178,7 @@ static int on_event(struct loader *l, const struct rec_record *rec)
 	double rel;
 	int err;
 
-	if (rec_decode_event(rec, &ev, sizeof(ev)))
+	if (recording_decode_event(rec, &ev, sizeof(ev)))
 		return -EBADMSG;
 	if (mono(l, "event time", ev.ts))
 		return -ERANGE;
@@ -211,7 +211,7 @@ static int on_stop(struct loader *l, const struct rec_record *rec)
 {
 	struct rec_stop s;
 
-	if (rec_decode_stop(rec, &s))
+	if (recording_decode_stop(rec, &s))
 		return -EBADMSG;
 	if (mono(l, "stop time", s.stop_mono_ns) || mono(l, "attach time", s.attach_coarse_ns) ||
 	    mono(l, "duration", s.duration_ns))
@@ -271,7 +271,7 @@ static int read_records(struct loader *l, struct rec_reader *rd, const char *pat
 	char rerr[256] = "";
 	int rc;
 
-	while ((rc = rec_reader__next(rd, &rec, rerr, sizeof(rerr))) == 1) {
+	while ((rc = recording_reader__next(rd, &rec, rerr, sizeof(rerr))) == 1) {
 		switch (rec.type) {
 		case REC_META:
 			rc = on_meta(l, &rec);
@@ -363,10 +363,10 @@ int replay__load(const char *path, const struct replay_opts *o, struct replay **
 	l.r = calloc(1, sizeof(*l.r));
 	if (!l.r)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
-	rc = rec_reader__open(path, &rd, err, errlen);
+	rc = recording_reader__open(path, &rd, err, errlen);
 	rc = rc ?: read_records(&l, rd, path, err, errlen);
 	rc = rc ?: finish(&l, path, err, errlen);
-	rec_reader__free(rd);
+	recording_reader__free(rd);
 	loader_free(&l);
 	if (rc) {
 		replay__free(l.r);
@@ -395,13 +395,13 @@ int replay_feed__open(const char *path, const struct replay_opts *o, struct repl
 	f->l = (struct loader){ .o = o, .feed = true };
 	snprintf(f->path, sizeof(f->path), "%s", path);
 	f->l.r = calloc(1, sizeof(*f->l.r));
-	rc = f->l.r ? rec_reader__open(path, &f->rd, err, errlen)
+	rc = f->l.r ? recording_reader__open(path, &f->rd, err, errlen)
 		    : hb_fail(err, errlen, -ENOMEM, "out of memory");
 	if (rc) {
 		replay_feed__free(f);
 		return rc;
 	}
-	rec_reader__follow(f->rd, true);
+	recording_reader__follow(f->rd, true);
 	*out = f;
 	return 0;
 }
@@ -410,7 +410,7 @@ int replay_feed__read(struct replay_feed *f, bool last, char *err, size_t errlen
 {
 	int rc;
 
-	rec_reader__follow(f->rd, !last);
+	recording_reader__follow(f->rd, !last);
 	rc = read_records(&f->l, f->rd, f->path, err, errlen);
 	if (rc == -EAGAIN)
 		rc = 0;
@@ -431,14 +431,14 @@ struct replay *replay_feed__replay(struct replay_feed *f)
 
 uint64_t replay_feed__file_offset(const struct replay_feed *f)
 {
-	return rec_reader__file_offset(f->rd);
+	return recording_reader__file_offset(f->rd);
 }
 
 void replay_feed__free(struct replay_feed *f)
 {
 	if (!f)
 		return;
-	rec_reader__free(f->rd);
+	recording_reader__free(f->rd);
 	loader_free(&f->l);
 	replay__free(f->l.r);
 	free(f);

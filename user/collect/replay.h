@@ -13,7 +13,7 @@
 
 #include "collect/collector.h"
 #include "heapbpf.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "jemalloc/target.h"
 
 struct replay_opts {

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 /* Objects one sample of usable size usize stands for; 0 for usize 0 or period 0. */
-static inline double hb_unbias_objects(uint64_t usize, double period)
+static inline double unbias_objects(uint64_t usize, double period)
 {
 	if (!usize || period <= 0)
 		return 0;
@@ -21,9 +21,9 @@ static inline double hb_unbias_objects(uint64_t usize, double period)
 }
 
 /* Bytes one sample of usable size usize stands for. */
-static inline double hb_unbias_bytes(uint64_t usize, double period)
+static inline double unbias_bytes(uint64_t usize, double period)
 {
-	return (double)usize * hb_unbias_objects(usize, period);
+	return (double)usize * unbias_objects(usize, period);
 }
 
 #endif /* __HEAPBPF_UNBIAS_H */

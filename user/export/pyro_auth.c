@@ -276,7 +276,7 @@ static bool proxy_scheme(const char *scheme)
 	return false;
 }
 
-int pyro_proxy_check(const char *proxy, char *err, size_t errlen)
+int pyro_auth_proxy_check(const char *proxy, char *err, size_t errlen)
 {
 	char *scheme = NULL, *user = NULL;
 	CURLU *u = curl_url();
@@ -578,7 +578,7 @@ static size_t entity(const unsigned char *s, size_t avail, unsigned char *out, s
 	return i + 1;
 }
 
-/* One round of pyro_unescape(); *changed when anything was decoded. out may be in. */
+/* One round of pyro_auth_unescape(); *changed when anything was decoded. out may be in. */
 static size_t unescape(const char *in, size_t len, char *out, bool *changed)
 {
 	const unsigned char *s = (const unsigned char *)in;
@@ -612,7 +612,7 @@ static size_t unescape(const char *in, size_t len, char *out, bool *changed)
 	return n;
 }
 
-size_t pyro_unescape(const char *in, size_t len, char *out)
+size_t pyro_auth_unescape(const char *in, size_t len, char *out)
 {
 	bool changed;
 

@@ -54,7 +54,7 @@ void pyro_auth__redact(const struct pyro_auth *a, char *msg);
  * a server may echo it in: as it is, percent-encoded (either case of hex,
  * '+' for a space), JSON-, JavaScript- or HTML-escaped, any of these
  * nested, in upper or lower case. Both the text and each secret are
- * decoded (pyro_unescape()) and lower-cased again and again, and each form
+ * decoded (pyro_auth_unescape()) and lower-cased again and again, and each form
  * of a secret is looked for in each form of the text. A text that still
  * decodes further after PYRO_UNESCAPE_ROUNDS rounds, or one that memory is
  * too short to check, counts as holding one.
@@ -78,7 +78,7 @@ const char *pyro_auth__pin(const struct pyro_auth *a);
 int pyro_auth_transport(const char *url, char *pin, size_t len, char *err, size_t errlen);
 
 /* --pyroscope-proxy: an http, https or socks URL without credentials; -EINVAL otherwise. */
-int pyro_proxy_check(const char *proxy, char *err, size_t errlen);
+int pyro_auth_proxy_check(const char *proxy, char *err, size_t errlen);
 
 #define PYRO_UNESCAPE_ROUNDS 8
 
@@ -89,6 +89,6 @@ int pyro_proxy_check(const char *proxy, char *err, size_t errlen);
  * \' and \xXX, and HTML's &#N; &#xX; &quot; &amp; &apos; &lt; &gt;.
  * Anything else is copied. Returns the length of out, never more than len.
  */
-size_t pyro_unescape(const char *in, size_t len, char *out);
+size_t pyro_auth_unescape(const char *in, size_t len, char *out);
 
 #endif /* __HEAPBPF_PYRO_AUTH_H */

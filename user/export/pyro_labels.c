@@ -11,7 +11,7 @@
 
 #define DEFAULT_LABELS 3 /* hostname, pid, comm */
 
-bool pyro_valid_label_key(const char *k)
+bool pyro_labels_valid_key(const char *k)
 {
 	if (!k || !(isalpha((unsigned char)k[0]) || k[0] == '_') || strncmp(k, "__", 2) == 0)
 		return false;
@@ -39,7 +39,7 @@ static bool valid_string(const char *s, size_t max, bool (*ok)(unsigned char c))
 	return true;
 }
 
-bool pyro_valid_service(const char *s)
+bool pyro_labels_valid_service(const char *s)
 {
 	return valid_string(s, 256, service_char);
 }
@@ -49,12 +49,12 @@ static bool value_char(unsigned char c)
 	return c > 0x20 && c < 0x7f && c != ',' && c != '{' && c != '}' && c != '=' && c != '"';
 }
 
-bool pyro_valid_label_value(const char *v)
+bool pyro_labels_valid_value(const char *v)
 {
 	return valid_string(v, 1024, value_char);
 }
 
-void pyro_sanitize(const char *in, bool service, char *out, size_t len)
+void pyro_labels_sanitize(const char *in, bool service, char *out, size_t len)
 {
 	size_t i = 0;
 
@@ -73,13 +73,13 @@ static int cmp_label(const void *a, const void *b)
 	return strcmp(((const struct pyro_label *)a)->key, ((const struct pyro_label *)b)->key);
 }
 
-int pyro_build_name(char *buf, size_t len, const char *service, const struct pyro_label *labels,
-		    size_t n)
+int pyro_labels_build_name(char *buf, size_t len, const char *service,
+			   const struct pyro_label *labels, size_t n)
 {
 	struct pyro_label sorted[PYRO_MAX_LABELS];
 	size_t off;
 
-	if (!pyro_valid_service(service) || n > PYRO_MAX_LABELS)
+	if (!pyro_labels_valid_service(service) || n > PYRO_MAX_LABELS)
 		return -EINVAL;
 	if (n) {
 		memcpy(sorted, labels, n * sizeof(*labels));
@@ -87,8 +87,8 @@ int pyro_build_name(char *buf, size_t len, const char *service, const struct pyr
 	}
 	off = snprintf(buf, len, "%s{", service);
 	for (size_t i = 0; i < n && off < len; i++) {
-		if (!pyro_valid_label_key(sorted[i].key) ||
-		    !pyro_valid_label_value(sorted[i].value) ||
+		if (!pyro_labels_valid_key(sorted[i].key) ||
+		    !pyro_labels_valid_value(sorted[i].value) ||
 		    (i && strcmp(sorted[i].key, sorted[i - 1].key) == 0))
 			return -EINVAL;
 		off += snprintf(buf + off, len - off, "%s%s=%s", i ? "," : "", sorted[i].key,
@@ -99,7 +99,7 @@ int pyro_build_name(char *buf, size_t len, const char *service, const struct pyr
 	return off < len ? 0 : -ENAMETOOLONG;
 }
 
-bool pyro_valid_name(const char *name)
+bool pyro_labels_valid_name(const char *name)
 {
 	const char *keys[PYRO_MAX_LABELS];
 	char buf[PYRO_NAME_MAX], *brace, *pair;
@@ -115,7 +115,7 @@ bool pyro_valid_name(const char *name)
 		buf[len - 1] = '\0';
 		*brace = '\0';
 	}
-	if (!pyro_valid_service(buf))
+	if (!pyro_labels_valid_service(buf))
 		return false;
 	for (pair = brace ? brace + 1 : NULL; pair && *pair;) {
 		char *comma = strchr(pair, ','), *eq;
@@ -126,8 +126,8 @@ bool pyro_valid_name(const char *name)
 		if (!eq || n >= PYRO_MAX_LABELS)
 			return false;
 		*eq = '\0';
-		if (!pyro_valid_label_key(pair) || strcmp(pair, "service_name") == 0 ||
-		    !pyro_valid_label_value(eq + 1))
+		if (!pyro_labels_valid_key(pair) || strcmp(pair, "service_name") == 0 ||
+		    !pyro_labels_valid_value(eq + 1))
 			return false;
 		for (size_t i = 0; i < n; i++) {
 			if (strcmp(keys[i], pair) == 0)
@@ -192,18 +192,18 @@ static const char *service_of(const struct pyro_naming *n, const char *comm, cha
 	if (n->service_name)
 		return n->service_name;
 	if (!ulen) {
-		pyro_sanitize(comm, true, svc, len);
+		pyro_labels_sanitize(comm, true, svc, len);
 		return svc;
 	}
 	/* as typed or as targets_unit_name() completed it: "redis" and "redis.service" alike */
-	pyro_sanitize(n->unit, true, svc, len);
+	pyro_labels_sanitize(n->unit, true, svc, len);
 	if (ulen > 8 && ulen - 8 < len && strcmp(n->unit + ulen - 8, ".service") == 0)
 		svc[ulen - 8] = '\0';
 	return svc;
 }
 
-int pyro_profile_name(const struct pyro_naming *n, pid_t pid, const char *comm, char *buf,
-		      size_t len)
+int pyro_labels_profile_name(const struct pyro_naming *n, pid_t pid, const char *comm, char *buf,
+			     size_t len)
 {
 	char host[256] = "", hostv[256], pidv[16], commv[64], svc[256], *text;
 	const char *keys[PYRO_MAX_LABELS], *values[PYRO_MAX_LABELS];
@@ -217,9 +217,9 @@ int pyro_profile_name(const struct pyro_naming *n, pid_t pid, const char *comm, 
 	if (!text)
 		return -ENOMEM;
 	gethostname(host, sizeof(host) - 1);
-	pyro_sanitize(host, false, hostv, sizeof(hostv));
+	pyro_labels_sanitize(host, false, hostv, sizeof(hostv));
 	snprintf(pidv, sizeof(pidv), "%d", (int)pid);
-	pyro_sanitize(comm, false, commv, sizeof(commv));
+	pyro_labels_sanitize(comm, false, commv, sizeof(commv));
 	l[cnt++] = (struct pyro_label){ "hostname", hostv };
 	l[cnt++] = (struct pyro_label){ "pid", pidv };
 	l[cnt++] = (struct pyro_label){ "comm", commv };
@@ -236,7 +236,7 @@ int pyro_profile_name(const struct pyro_naming *n, pid_t pid, const char *comm, 
 		else
 			j++;
 	}
-	rc = rc ?: pyro_build_name(buf, len, service_of(n, comm, svc, sizeof(svc)), l, cnt);
+	rc = rc ?: pyro_labels_build_name(buf, len, service_of(n, comm, svc, sizeof(svc)), l, cnt);
 	free(text);
 	return rc;
 }
@@ -245,12 +245,12 @@ static int check_label(const char *kv, const char *key, const char *value, char 
 {
 	if (!value)
 		return hb_fail(err, errlen, -EINVAL, "--label needs KEY=VALUE, not \"%s\"", kv);
-	if (!pyro_valid_label_key(key) || strcmp(key, "service_name") == 0)
+	if (!pyro_labels_valid_key(key) || strcmp(key, "service_name") == 0)
 		return hb_fail(err, errlen, -EINVAL,
 			       "--label \"%s\": a label name is letters, digits and _, does not "
 			       "start with __, and is not service_name (see --service-name)",
 			       kv);
-	if (*value && !pyro_valid_label_value(value))
+	if (*value && !pyro_labels_valid_value(value))
 		return hb_fail(err, errlen, -EINVAL,
 			       "--label \"%s\": a value is printable, without spaces, quotes or "
 			       ", { } =",
@@ -258,13 +258,13 @@ static int check_label(const char *kv, const char *key, const char *value, char 
 	return 0;
 }
 
-int pyro_naming_check(const struct pyro_naming *n, char *err, size_t errlen)
+int pyro_labels_naming_check(const struct pyro_naming *n, char *err, size_t errlen)
 {
 	const char *keys[PYRO_MAX_LABELS], *values[PYRO_MAX_LABELS];
 	char name[PYRO_NAME_MAX], *text;
 	int rc = 0;
 
-	if (n->service_name && !pyro_valid_service(n->service_name))
+	if (n->service_name && !pyro_labels_valid_service(n->service_name))
 		return hb_fail(err, errlen, -EINVAL,
 			       "--service-name \"%s\" is not a Pyroscope service name (letters, "
 			       "digits, _ . / -)",
@@ -278,7 +278,7 @@ int pyro_naming_check(const struct pyro_naming *n, char *err, size_t errlen)
 	for (int i = 0; i < n->nlabels && !rc; i++)
 		rc = check_label(n->labels[i], keys[i], values[i], err, errlen);
 	free(text);
-	if (!rc && pyro_profile_name(n, 1, "x", name, sizeof(name)))
+	if (!rc && pyro_labels_profile_name(n, 1, "x", name, sizeof(name)))
 		rc = hb_fail(err, errlen, -EINVAL, "the Pyroscope labels make too long a name");
 	return rc;
 }

@@ -43,8 +43,8 @@ static int split_pairs(char *s, struct pyro_label *out, size_t max, size_t *n)
 		if (!eq || *n >= max)
 			return -EINVAL;
 		*eq = '\0';
-		if (!pyro_valid_label_key(s) || strcmp(s, "service_name") == 0 ||
-		    !pyro_valid_label_value(eq + 1))
+		if (!pyro_labels_valid_key(s) || strcmp(s, "service_name") == 0 ||
+		    !pyro_labels_valid_value(eq + 1))
 			return -EINVAL;
 		out[(*n)++] = (struct pyro_label){ s, eq + 1 };
 		if (!comma)
@@ -69,7 +69,7 @@ int pyro_push_labels(const char *name, struct pyro_label *out, size_t max, char 
 		buf[len - 1] = '\0';
 		*brace = '\0';
 	}
-	if (!pyro_valid_service(buf))
+	if (!pyro_labels_valid_service(buf))
 		return -EINVAL;
 	out[n++] = (struct pyro_label){ "__delta__", "false" };
 	out[n++] = (struct pyro_label){ "__name__", PYRO_PUSH_PROFILE_NAME };
@@ -231,7 +231,7 @@ static const char *json_skip(const char *p)
 	return NULL;
 }
 
-int pyro_connect_error(const char *body, char *code, size_t codelen, char *msg, size_t msglen)
+int pyro_push_connect_error(const char *body, char *code, size_t codelen, char *msg, size_t msglen)
 {
 	const char *p = skip_ws(body);
 
@@ -274,7 +274,7 @@ static bool one_of(const char *code, const char *const *list)
 	return false;
 }
 
-bool pyro_connect_code(const char *code)
+bool pyro_push_connect_code(const char *code)
 {
 	static const char *const codes[] = { "canceled",
 					     "unknown",

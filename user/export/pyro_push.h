@@ -39,14 +39,14 @@
 #define PYRO_PUSH_PROFILE_NAME "memory"
 
 /*
- * The push URL for the /ingest URL pyro_ingest_url() made: its "/ingest"
+ * The push URL for the /ingest URL pyroscope_ingest_url() made: its "/ingest"
  * replaced by PYRO_PUSH_PATH. -ENAMETOOLONG, or -EINVAL when url does not
  * end in /ingest.
  */
 int pyro_push_url(const char *ingest_url, char *out, size_t len);
 
 /*
- * The push labels of a name= ("service{k=v,...}", as pyro_build_name()
+ * The push labels of a name= ("service{k=v,...}", as pyro_labels_build_name()
  * writes it): __delta__=false, __name__=memory, service_name=service and
  * each k=v, sorted by name. Values point into buf (a copy of name, at
  * least strlen(name) + 1 bytes). Returns the count, or -EINVAL for a name
@@ -76,10 +76,10 @@ void pyro_push_uuid(char out[37]);
  * "...", ...}); 0, or -EINVAL when body is not such an object (a proxy's
  * page, for instance). code and msg are always NUL-terminated.
  */
-int pyro_connect_error(const char *body, char *code, size_t codelen, char *msg, size_t msglen);
+int pyro_push_connect_error(const char *body, char *code, size_t codelen, char *msg, size_t msglen);
 
 /* Whether code is one of Connect's error codes ("unauthenticated", ...): a word to show. */
-bool pyro_connect_code(const char *code);
+bool pyro_push_connect_code(const char *code);
 
 enum pyro_push_answer {
 	PUSH_SENT,

@@ -42,7 +42,7 @@ struct pyro {
 	bool curl_global; /* curl_global_init() succeeded */
 };
 
-int pyro_ingest_url(const char *url, char *out, size_t len, char *err, size_t errlen)
+int pyroscope_ingest_url(const char *url, char *out, size_t len, char *err, size_t errlen)
 {
 	const char *host, *slash;
 	size_t n;
@@ -99,7 +99,7 @@ static void say(const struct pyro *p, const char *fmt, ...)
 	hb_say("pyroscope: %s", hb_clean(clean, sizeof(clean), msg));
 }
 
-int pyro__new(const struct pyro_opts *o, struct pyro **out, char *err, size_t errlen)
+int pyroscope__new(const struct pyro_opts *o, struct pyro **out, char *err, size_t errlen)
 {
 	struct pyro *p = calloc(1, sizeof(*p));
 	int rc;
@@ -107,12 +107,12 @@ int pyro__new(const struct pyro_opts *o, struct pyro **out, char *err, size_t er
 	if (!p)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	p->o = *o;
-	rc = pyro_ingest_url(o->url, p->url, sizeof(p->url), err, errlen);
+	rc = pyroscope_ingest_url(o->url, p->url, sizeof(p->url), err, errlen);
 	if (!rc && pyro_push_url(p->url, p->push_url, sizeof(p->push_url)))
 		rc = hb_fail(err, errlen, -ENAMETOOLONG, "the --pyroscope URL is too long");
 	p->push = !o->ingest;
 	if (!rc && o->proxy)
-		rc = pyro_proxy_check(o->proxy, err, errlen);
+		rc = pyro_auth_proxy_check(o->proxy, err, errlen);
 	rc = rc ?: pyro_auth__new(p->url, o->proxy, &p->auth, err, errlen);
 	if (!rc && spool__new(o->spool_dir, o->spool_keep, o->spool_max_bytes, &p->spool))
 		rc = hb_fail(err, errlen, -ENAMETOOLONG,
@@ -128,11 +128,11 @@ int pyro__new(const struct pyro_opts *o, struct pyro **out, char *err, size_t er
 	*out = p;
 	return 0;
 fail:
-	pyro__free(p);
+	pyroscope__free(p);
 	return rc;
 }
 
-void pyro__free(struct pyro *p)
+void pyroscope__free(struct pyro *p)
 {
 	if (!p)
 		return;
@@ -145,8 +145,8 @@ void pyro__free(struct pyro *p)
 	free(p);
 }
 
-int pyro__spool(struct pyro *p, const char *name, int64_t from, int64_t until, const void *body,
-		size_t len, char *err, size_t errlen)
+int pyroscope__spool(struct pyro *p, const char *name, int64_t from, int64_t until,
+		     const void *body, size_t len, char *err, size_t errlen)
 {
 	const struct spool_profile sp = {
 		.name = name, .from = from, .until = until, .body = body, .len = len
@@ -335,12 +335,13 @@ static enum outcome push_outcome(long status, const struct resp *body, const cha
 				 char *why, size_t whylen)
 {
 	char code[32], msg[BODY_SNIPPET + 1];
-	bool connect = pyro_connect_error(body->snippet, code, sizeof(code), msg, sizeof(msg)) == 0;
+	bool connect =
+		pyro_push_connect_error(body->snippet, code, sizeof(code), msg, sizeof(msg)) == 0;
 
 	if (withheld)
 		snprintf(why, whylen, "HTTP %ld%s%s (%s)", status,
-			 pyro_connect_code(code) ? " " : "", pyro_connect_code(code) ? code : "",
-			 withheld);
+			 pyro_push_connect_code(code) ? " " : "",
+			 pyro_push_connect_code(code) ? code : "", withheld);
 	else if (connect)
 		snprintf(why, whylen, "HTTP %ld %s%s%s", status, code, msg[0] ? ": " : "", msg);
 	else
@@ -377,7 +378,7 @@ static enum outcome post_once(struct pyro *p, const struct spool_profile *s, boo
 
 	*retry_after = 0;
 	/* /ingest takes the name as push does: SERVICE{LABEL=VALUE,...}, nothing to inject */
-	if (!push && !pyro_valid_name(s->name)) {
+	if (!push && !pyro_labels_valid_name(s->name)) {
 		free(url);
 		snprintf(why, whylen, "its name is not SERVICE{LABEL=VALUE,...} with valid labels");
 		return REJECTED;
@@ -549,7 +550,7 @@ static bool flush_one(struct pyro *p, const char *file, int retries, struct pyro
 	return true;
 }
 
-void pyro__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_result *r)
+void pyroscope__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_result *r)
 {
 	const char *dir = spool__dir(p->spool);
 	struct dirent **files = NULL;

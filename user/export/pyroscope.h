@@ -40,12 +40,12 @@ struct pyro_opts {
 struct pyro;
 
 /* Checks the URL and reads the credentials; on error a one-sentence message without secrets. */
-int pyro__new(const struct pyro_opts *o, struct pyro **out, char *err, size_t errlen);
-void pyro__free(struct pyro *p);
+int pyroscope__new(const struct pyro_opts *o, struct pyro **out, char *err, size_t errlen);
+void pyroscope__free(struct pyro *p);
 
-/* Puts one gzip-compressed pprof profile for name (pyro_profile_name) into the spool. */
-int pyro__spool(struct pyro *p, const char *name, int64_t from, int64_t until, const void *body,
-		size_t len, char *err, size_t errlen);
+/* Puts one gzip-compressed pprof profile for name (pyro_labels_profile_name) into the spool. */
+int pyroscope__spool(struct pyro *p, const char *name, int64_t from, int64_t until,
+		     const void *body, size_t len, char *err, size_t errlen);
 
 struct pyro_flush_result {
 	size_t sent;	 /* accepted by the server in this flush */
@@ -65,7 +65,7 @@ struct pyro_flush_result {
  * 0: the next window is their retry, and the event loop must not wait long).
  * Messages (never a secret) go to stderr.
  */
-void pyro__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_result *r);
+void pyroscope__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_result *r);
 
 /* ---- pure helpers (unit-tested) ---- */
 
@@ -73,6 +73,6 @@ void pyro__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_resul
  * The /ingest URL for a user's URL: http or https, no user:password@, no
  * query or fragment; "/ingest" appended unless it ends in it already.
  */
-int pyro_ingest_url(const char *url, char *out, size_t len, char *err, size_t errlen);
+int pyroscope_ingest_url(const char *url, char *out, size_t len, char *err, size_t errlen);
 
 #endif /* __HEAPBPF_PYROSCOPE_H */

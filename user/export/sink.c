@@ -192,7 +192,8 @@ int sink_write(const struct hb_profile *p, const struct sink *s, char *err, size
 		return hb_fail(err, errlen, rc, "cannot encode the profile for %s: %s", where,
 			       strerror(-rc));
 	if (s->kind == SINK_SPOOL) {
-		rc = pyro__spool(s->pyro, s->name, s->from_s, s->until_s, buf, len, err, errlen);
+		rc = pyroscope__spool(s->pyro, s->name, s->from_s, s->until_s, buf, len, err,
+				      errlen);
 	} else {
 		rc = output_write_buffer(s->path, buf, len);
 		if (rc)

@@ -40,7 +40,7 @@ static int core_open_object(void *ctx, const char *path, char *buf, size_t len)
 	return 0;
 }
 
-void core_heap__free(struct core_heap *h)
+void coreheap__free(struct core_heap *h)
 {
 	if (!h)
 		return;
@@ -51,7 +51,7 @@ void core_heap__free(struct core_heap *h)
 	}
 	free(h->open_ctx);
 	jemalloc_target__free(h->t);
-	core_file__free(h->core);
+	memsrc_core__free(h->core);
 	free(h);
 }
 
@@ -66,11 +66,11 @@ static int use_exe(struct core_heap *h, const char *exe, char *err, size_t errle
 	if (!rec)
 		return hb_fail(err, errlen, -ENOENT, "core file %s maps no executable",
 			       h->core->path);
-	fd = open_regular_ro(exe);
+	fd = files_open_regular_ro(exe);
 	if (fd < 0)
 		return hb_fail(err, errlen, fd, "cannot open --exe %s: %s", exe,
-			       open_regular_strerror(fd));
-	if (elf_fd_build_id(fd, got, sizeof(got)))
+			       files_open_regular_strerror(fd));
+	if (elfobj_fd_build_id(fd, got, sizeof(got)))
 		got[0] = '\0';
 	close(fd);
 	if (h->build_ids[0])
@@ -109,7 +109,7 @@ static int core_heap_target(struct core_heap *h, const char *const *dirs, char *
 	t->pid = h->core->pid;
 	t->obj_fd = -1;
 	snprintf(t->comm, sizeof(t->comm), "%s", h->core->comm);
-	rc = core_file__proc_maps(h->core, &t->maps);
+	rc = memsrc_core__proc_maps(h->core, &t->maps);
 	if (!rc) {
 		h->build_ids = calloc(t->maps->n ? t->maps->n : 1, sizeof(*h->build_ids));
 		rc = h->build_ids ? 0 : -ENOMEM;
@@ -117,7 +117,7 @@ static int core_heap_target(struct core_heap *h, const char *const *dirs, char *
 	for (size_t i = 0; !rc && i < t->maps->n; i++) {
 		const char *p = t->maps->v[i].path;
 
-		if (p && core_file__build_id(h->core, p, hex, sizeof(hex)) == 0 &&
+		if (p && memsrc_core__build_id(h->core, p, hex, sizeof(hex)) == 0 &&
 		    !(h->build_ids[i] = strdup(hex)))
 			rc = -ENOMEM;
 	}
@@ -125,7 +125,7 @@ static int core_heap_target(struct core_heap *h, const char *const *dirs, char *
 		hb_fail(err, errlen, rc, "out of memory");
 		return rc;
 	}
-	h->mem = core_file__mem_source(h->core);
+	h->mem = memsrc_core__mem_source(h->core);
 	o->core = h->core;
 	o->maps = t->maps;
 	o->build_ids = h->build_ids;
@@ -136,8 +136,8 @@ static int core_heap_target(struct core_heap *h, const char *const *dirs, char *
 	return 0;
 }
 
-int core_heap__open(const struct core_heap_opts *opts, struct core_heap **out, char *err,
-		    size_t errlen)
+int coreheap__open(const struct core_heap_opts *opts, struct core_heap **out, char *err,
+		   size_t errlen)
 {
 	struct core_heap *h = calloc(1, sizeof(*h));
 	char why[2048];
@@ -148,7 +148,7 @@ int core_heap__open(const struct core_heap_opts *opts, struct core_heap **out, c
 		hb_fail(err, errlen, -ENOMEM, "out of memory");
 		return -ENOMEM;
 	}
-	rc = core_file__open(opts->path, &h->core, err, errlen);
+	rc = memsrc_core__open(opts->path, &h->core, err, errlen);
 	rc = rc ?: core_heap_target(h, opts->dirs, err, errlen);
 	if (!rc && opts->exe)
 		rc = use_exe(h, opts->exe, err, errlen);
@@ -164,15 +164,15 @@ int core_heap__open(const struct core_heap_opts *opts, struct core_heap **out, c
 			hb_fail(err, errlen, rc, "core file %s: %s", opts->path, why);
 	}
 	if (rc) {
-		core_heap__free(h);
+		coreheap__free(h);
 		return rc;
 	}
 	*out = h;
 	return 0;
 }
 
-int core_heap__walk(struct core_heap *h, struct collector **out, struct heapwalk_stats *st,
-		    char *err, size_t errlen)
+int coreheap__walk(struct core_heap *h, struct collector **out, struct heapwalk_stats *st,
+		   char *err, size_t errlen)
 {
 	const struct jemalloc_target *t = h->t;
 	struct heapwalk_syms sy;
@@ -202,8 +202,8 @@ int core_heap__walk(struct core_heap *h, struct collector **out, struct heapwalk
 	return 0;
 }
 
-int core_heap__symbolizer(const struct core_heap *h, const char *const *dirs,
-			  struct symbolizer **out)
+int coreheap__symbolizer(const struct core_heap *h, const char *const *dirs,
+			 struct symbolizer **out)
 {
 	return symbolizer__new_offline(h->t->maps, (const char *const *)h->build_ids, dirs, out);
 }

@@ -7,7 +7,7 @@
 #include "collect/collector.h"
 #include "heap/heapwalk.h"
 #include "heap/memsrc_core.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "jemalloc/target.h"
 
 /*
@@ -36,16 +36,16 @@ struct core_heap {
 };
 
 /* Opens the core and finds jemalloc in it; on failure one sentence in err. */
-int core_heap__open(const struct core_heap_opts *o, struct core_heap **out, char *err,
-		    size_t errlen);
-void core_heap__free(struct core_heap *h);
+int coreheap__open(const struct core_heap_opts *o, struct core_heap **out, char *err,
+		   size_t errlen);
+void coreheap__free(struct core_heap *h);
 
 /* Walks jemalloc's profiling tables in the core (user/heap/heapwalk.h) into a new collector. */
-int core_heap__walk(struct core_heap *h, struct collector **out, struct heapwalk_stats *st,
-		    char *err, size_t errlen);
+int coreheap__walk(struct core_heap *h, struct collector **out, struct heapwalk_stats *st,
+		   char *err, size_t errlen);
 
 /* The offline symbolizer of the core's mappings (binaries found as for the target). */
-int core_heap__symbolizer(const struct core_heap *h, const char *const *dirs,
-			  struct symbolizer **out);
+int coreheap__symbolizer(const struct core_heap *h, const char *const *dirs,
+			 struct symbolizer **out);
 
 #endif /* __HEAPBPF_COREHEAP_H */

@@ -142,11 +142,11 @@ static int rd(struct walk *w, uint64_t addr, void *buf, size_t len, const char *
 {
 	int rc;
 
-	if (!addr || addr + len < addr || !mem_mapped(w->m, addr, len))
+	if (!addr || addr + len < addr || !memsrc_mapped(w->m, addr, len))
 		return hb_fail(w->err, w->errlen, -EPROTO,
 			       "jemalloc's %s pointer 0x%llx points outside the process's memory",
 			       what, (unsigned long long)addr);
-	rc = mem_read(w->m, addr, buf, len);
+	rc = memsrc_read(w->m, addr, buf, len);
 	if (rc)
 		return hb_fail(w->err, w->errlen, rc == -EFAULT ? -EPROTO : rc,
 			       "cannot read jemalloc's %s at 0x%llx: %s", what,
@@ -445,7 +445,7 @@ static int walk_once(struct walk *w, uint64_t bt2gctx)
 	int rc;
 
 	/* nothing a cache of the source kept from an earlier read (docs/jemalloc.md) */
-	mem_fresh(w->m);
+	memsrc_fresh(w->m);
 	rc = read_head(w, bt2gctx, &a);
 	if (rc)
 		return rc;
@@ -485,7 +485,7 @@ static int walk_once(struct walk *w, uint64_t bt2gctx)
 			       "are in use",
 			       (unsigned long long)a.count, (unsigned long long)used);
 	/* the header as it is now, not as a cache of the source kept it */
-	mem_fresh(w->m);
+	memsrc_fresh(w->m);
 	rc = read_head(w, bt2gctx, &z);
 	if (rc)
 		return rc;
@@ -579,7 +579,7 @@ bool heapwalk_jemalloc_sums(uint64_t n, uint64_t usize, unsigned lg_sample, unsi
 /* n samples of bytes weighed by their mean size: exact when they are all of that size. */
 static void weigh(uint64_t n, uint64_t bytes, double period, double *objs, double *space)
 {
-	double w = n ? hb_unbias_objects(bytes / n, period) : 0;
+	double w = n ? unbias_objects(bytes / n, period) : 0;
 
 	*objs = w * (double)n;
 	*space = w * (double)bytes;
@@ -648,7 +648,7 @@ static int read_globals(const struct mem_source *m, const struct heapwalk_syms *
 	if (!sy->bt2gctx || !sy->lg_prof_sample)
 		return hb_fail(err, errlen, -EINVAL,
 			       "jemalloc's bt2gctx table or lg_prof_sample was not found");
-	if (!mem_mapped(m, sy->lg_prof_sample, 8) || mem_read(m, sy->lg_prof_sample, &lg, 8))
+	if (!memsrc_mapped(m, sy->lg_prof_sample, 8) || memsrc_read(m, sy->lg_prof_sample, &lg, 8))
 		return hb_fail(err, errlen, -EFAULT, "cannot read jemalloc's lg_prof_sample");
 	if (lg > 62)
 		return hb_fail(err, errlen, -EPROTO,
@@ -656,12 +656,14 @@ static int read_globals(const struct mem_source *m, const struct heapwalk_syms *
 			       (unsigned long long)lg);
 	st->lg_prof_sample = lg;
 	if (sy->opt_prof_accum) {
-		if (!mem_mapped(m, sy->opt_prof_accum, 1) || mem_read(m, sy->opt_prof_accum, &b, 1))
+		if (!memsrc_mapped(m, sy->opt_prof_accum, 1) ||
+		    memsrc_read(m, sy->opt_prof_accum, &b, 1))
 			return hb_fail(err, errlen, -EFAULT,
 				       "cannot read jemalloc's opt_prof_accum");
 		st->prof_accum = b != 0;
 	}
-	if (sy->active && mem_mapped(m, sy->active, 1) && mem_read(m, sy->active, &b, 1) == 0) {
+	if (sy->active && memsrc_mapped(m, sy->active, 1) &&
+	    memsrc_read(m, sy->active, &b, 1) == 0) {
 		st->prof_active = b != 0;
 		st->active_known = true;
 	}

@@ -15,7 +15,7 @@
  *
  * The walk (docs/jemalloc.md): the static ckh_t bt2gctx, each of its cells
  * {prof_bt_t *, prof_gctx_t *}, each gctx's red-black tree of tctxs, each
- * tctx's counters. Every pointer is checked with mem_mapped() before it is
+ * tctx's counters. Every pointer is checked with memsrc_mapped() before it is
  * followed, every structure is validated (table size and count, backtrace
  * length plausible: above 128 frames, 5.3.1's prof_bt_max, it is cut to its
  * innermost 128 and counted; tree walk and node counts bounded, tctx->gctx

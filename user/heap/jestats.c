@@ -160,12 +160,12 @@ const char *jestats_kind_name(enum jestats_kind k)
 
 static int read_u64(const struct mem_source *m, uint64_t addr, uint64_t *v)
 {
-	return mem_read(m, addr, v, sizeof(*v));
+	return memsrc_read(m, addr, v, sizeof(*v));
 }
 
 static int read_u32(const struct mem_source *m, uint64_t addr, uint32_t *v)
 {
-	return mem_read(m, addr, v, sizeof(*v));
+	return memsrc_read(m, addr, v, sizeof(*v));
 }
 
 /* Where base_t's member at off (measured with 232 classes) is with nsizes. */
@@ -186,14 +186,14 @@ static int read_classes(const struct mem_source *m, const struct jestats_syms *s
 			       "jemalloc's size-class tables have an unexpected size (%u bins, %u "
 			       "classes)",
 			       st->nbins, st->nsizes);
-	if (mem_read(m, sy->index2size, st->index2size, st->nsizes * 8))
+	if (memsrc_read(m, sy->index2size, st->index2size, st->nsizes * 8))
 		return hb_fail(err, errlen, -EFAULT, "cannot read jemalloc's size classes");
 	for (unsigned i = 0; i < st->nbins; i++) {
 		uint8_t b[BIN_INFO_SIZE];
 		struct jestats_bin *bin = &st->bins[i];
 		uint32_t nregs;
 
-		if (mem_read(m, sy->bin_infos + (uint64_t)i * BIN_INFO_SIZE, b, sizeof(b)))
+		if (memsrc_read(m, sy->bin_infos + (uint64_t)i * BIN_INFO_SIZE, b, sizeof(b)))
 			return hb_fail(err, errlen, -EFAULT, "cannot read jemalloc's bin_infos");
 		memcpy(&bin->size, b + BIN_INFO_REG, 8);
 		memcpy(&bin->slab_size, b + BIN_INFO_SLAB, 8);
@@ -456,7 +456,7 @@ static void element(struct walker *k, uint64_t elem, uint64_t page)
 	if (!ed || elem == k->last)
 		return;
 	k->last = elem;
-	if (mem_read(k->m, ed, f, sizeof(f))) {
+	if (memsrc_read(k->m, ed, f, sizeof(f))) {
 		k->w->skipped++;
 		return;
 	}
@@ -500,7 +500,7 @@ static int walk_leaf(struct walker *k, uint64_t leaf, uint64_t top, jestats_pres
 	for (uint64_t p = 0; p < LEAF_PAGES; p++) {
 		if (!here[p])
 			continue;
-		if (mem_read(k->m, leaf + p * PAGE, elems, sizeof(elems)))
+		if (memsrc_read(k->m, leaf + p * PAGE, elems, sizeof(elems)))
 			return -EFAULT;
 		k->w->leaf_pages++;
 		for (uint64_t j = 0; j < ELEMS_PAGE; j++) {
@@ -563,7 +563,7 @@ int jestats_walk(const struct mem_source *m, const struct jestats_layout *l,
 	root = malloc(RTREE_ROOT * 8);
 	if (!root)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
-	if (mem_read(m, sy->rtree + l->rtree_root, root, RTREE_ROOT * 8))
+	if (memsrc_read(m, sy->rtree + l->rtree_root, root, RTREE_ROOT * 8))
 		rc = hb_fail(err, errlen, -EFAULT, "cannot read jemalloc's page map");
 	for (uint64_t i = 0; !rc && i < RTREE_ROOT; i++) {
 		if (root[i] && walk_leaf(&k, root[i], i, present, present_ctx))

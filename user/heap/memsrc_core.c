@@ -31,10 +31,10 @@ static bool in_bounds(uint64_t off, uint64_t len, uint64_t size)
 	return off <= size && len <= size - off;
 }
 
-int core_file_is_core(const char *path)
+int memsrc_core_is_core(const char *path)
 {
 	Elf64_Ehdr eh;
-	int fd = open_regular_ro(path);
+	int fd = files_open_regular_ro(path);
 	ssize_t n;
 
 	if (fd < 0)
@@ -204,7 +204,7 @@ static void name_from_execfn(struct core_file *c)
 
 	if (!c->execfn)
 		return;
-	while (n + 1 < sizeof(path) && !core_file__read(c, c->execfn + n, path + n, 1) && path[n])
+	while (n + 1 < sizeof(path) && !memsrc_core__read(c, c->execfn + n, path + n, 1) && path[n])
 		n++;
 	if (n + 1 >= sizeof(path) || path[n] || strncmp(path, "/dev/fd/", 8) == 0)
 		return;
@@ -270,11 +270,11 @@ static int map_file(struct core_file *c, char *err, size_t errlen)
 {
 	struct stat st;
 	void *img;
-	int fd = open_regular_ro(c->path);
+	int fd = files_open_regular_ro(c->path);
 
 	if (fd < 0)
 		return hb_fail(err, errlen, fd, "cannot open %s: %s", c->path,
-			       open_regular_strerror(fd));
+			       files_open_regular_strerror(fd));
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return hb_fail(err, errlen, -EINVAL, "%s is not a regular file", c->path);
@@ -305,7 +305,7 @@ static int check_header(const struct core_file *c, const Elf64_Ehdr *eh, char *e
 	return 0;
 }
 
-int core_file__open(const char *path, struct core_file **out, char *err, size_t errlen)
+int memsrc_core__open(const char *path, struct core_file **out, char *err, size_t errlen)
 {
 	uint64_t notes[16][2];
 	struct core_file *c = calloc(1, sizeof(*c));
@@ -349,11 +349,11 @@ int core_file__open(const char *path, struct core_file **out, char *err, size_t 
 	*out = c;
 	return 0;
 fail:
-	core_file__free(c);
+	memsrc_core__free(c);
 	return rc;
 }
 
-void core_file__free(struct core_file *c)
+void memsrc_core__free(struct core_file *c)
 {
 	if (!c)
 		return;
@@ -410,27 +410,27 @@ static int copy_out(const struct core_file *c, uint64_t addr, uint8_t *buf, size
 	return 0;
 }
 
-int core_file__read(const struct core_file *c, uint64_t addr, void *buf, size_t len)
+int memsrc_core__read(const struct core_file *c, uint64_t addr, void *buf, size_t len)
 {
 	return copy_out(c, addr, buf, len);
 }
 
-bool core_file__mapped(const struct core_file *c, uint64_t addr, size_t len)
+bool memsrc_core__mapped(const struct core_file *c, uint64_t addr, size_t len)
 {
 	return copy_out(c, addr, NULL, len) == 0;
 }
 
 static int src_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-	return core_file__read(ctx, addr, buf, len);
+	return memsrc_core__read(ctx, addr, buf, len);
 }
 
 static bool src_mapped(void *ctx, uint64_t addr, size_t len)
 {
-	return core_file__mapped(ctx, addr, len);
+	return memsrc_core__mapped(ctx, addr, len);
 }
 
-struct mem_source core_file__mem_source(struct core_file *c)
+struct mem_source memsrc_core__mem_source(struct core_file *c)
 {
 	return (struct mem_source){ .read = src_read, .mapped = src_mapped, .ctx = c };
 }
@@ -450,7 +450,7 @@ static void perms_of(const struct core_file *c, const struct core_mapping *m, ch
 	perms[4] = '\0';
 }
 
-int core_file__proc_maps(const struct core_file *c, struct proc_maps **out)
+int memsrc_core__proc_maps(const struct core_file *c, struct proc_maps **out)
 {
 	struct proc_maps *m = calloc(1, sizeof(*m));
 
@@ -485,7 +485,7 @@ static int build_id_in_notes(const struct core_file *c, uint64_t addr, uint64_t 
 	uint8_t buf[4096];
 	uint64_t pos = 0;
 
-	if (len > sizeof(buf) || core_file__read(c, addr, buf, len))
+	if (len > sizeof(buf) || memsrc_core__read(c, addr, buf, len))
 		return -ENOENT;
 	while (len - pos >= sizeof(Elf64_Nhdr)) {
 		Elf64_Nhdr nh;
@@ -509,7 +509,7 @@ static int build_id_in_notes(const struct core_file *c, uint64_t addr, uint64_t 
 	return -ENOENT;
 }
 
-int core_file__build_id(const struct core_file *c, const char *path, char *hex, size_t len)
+int memsrc_core__build_id(const struct core_file *c, const char *path, char *hex, size_t len)
 {
 	const struct core_mapping *m = NULL;
 	Elf64_Ehdr eh;
@@ -518,7 +518,7 @@ int core_file__build_id(const struct core_file *c, const char *path, char *hex, 
 		if (c->maps[i].offset == 0 && strcmp(c->maps[i].path, path) == 0)
 			m = &c->maps[i];
 	}
-	if (!m || core_file__read(c, m->start, &eh, sizeof(eh)))
+	if (!m || memsrc_core__read(c, m->start, &eh, sizeof(eh)))
 		return -ENOENT;
 	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
 	    eh.e_phnum > 256 || eh.e_phoff > m->end - m->start)
@@ -526,7 +526,7 @@ int core_file__build_id(const struct core_file *c, const char *path, char *hex, 
 	for (unsigned int i = 0; i < eh.e_phnum; i++) {
 		Elf64_Phdr ph;
 
-		if (core_file__read(c, m->start + eh.e_phoff + i * sizeof(ph), &ph, sizeof(ph)))
+		if (memsrc_core__read(c, m->start + eh.e_phoff + i * sizeof(ph), &ph, sizeof(ph)))
 			return -ENOENT;
 		/* a note in the first mapping sits at its file offset from the mapping's start */
 		if (ph.p_type != PT_NOTE || ph.p_offset > m->end - m->start)

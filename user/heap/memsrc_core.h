@@ -20,7 +20,7 @@
 #include <linux/types.h>
 
 #include "jemalloc/memsrc.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 
 /* One PT_LOAD of the core: [vaddr, vaddr + memsz) in memory, filesz bytes of it in the file. */
 struct core_segment {
@@ -50,18 +50,18 @@ struct core_file {
 };
 
 /* 1 when path is an ELF file of type ET_CORE, 0 when it is something else, or negative errno. */
-int core_file_is_core(const char *path);
+int memsrc_core_is_core(const char *path);
 
 /* Opens and indexes a core file; on failure a one-sentence reason in err. */
-int core_file__open(const char *path, struct core_file **out, char *err, size_t errlen);
-void core_file__free(struct core_file *c);
+int memsrc_core__open(const char *path, struct core_file **out, char *err, size_t errlen);
+void memsrc_core__free(struct core_file *c);
 
 /* Exactly len bytes at addr: 0, or -EFAULT when any of them is not in the file. */
-int core_file__read(const struct core_file *c, uint64_t addr, void *buf, size_t len);
+int memsrc_core__read(const struct core_file *c, uint64_t addr, void *buf, size_t len);
 /* True when all of [addr, addr + len) is in the file. */
-bool core_file__mapped(const struct core_file *c, uint64_t addr, size_t len);
+bool memsrc_core__mapped(const struct core_file *c, uint64_t addr, size_t len);
 /* The core as the live-heap reader's memory source (valid while c lives). */
-struct mem_source core_file__mem_source(struct core_file *c);
+struct mem_source memsrc_core__mem_source(struct core_file *c);
 
 /*
  * The NT_FILE mappings as a /proc/PID/maps snapshot (for finding jemalloc
@@ -69,7 +69,7 @@ struct mem_source core_file__mem_source(struct core_file *c);
  * covers the mapping; a mapping no PT_LOAD covers (gdb writes no segment
  * for what it does not dump, and it does not dump code) is taken as "r-xp".
  */
-int core_file__proc_maps(const struct core_file *c, struct proc_maps **out);
+int memsrc_core__proc_maps(const struct core_file *c, struct proc_maps **out);
 
 /*
  * The build-id (hex) of the object mapped from path, read from its ELF
@@ -77,6 +77,6 @@ int core_file__proc_maps(const struct core_file *c, struct proc_maps **out);
  * 0, -ENOENT when the core does not hold that page or it has no build-id
  * note, -EINVAL when the page is not a sane ELF header.
  */
-int core_file__build_id(const struct core_file *c, const char *path, char *hex, size_t len);
+int memsrc_core__build_id(const struct core_file *c, const char *path, char *hex, size_t len);
 
 #endif /* __HEAPBPF_MEMSRC_CORE_H */

@@ -22,7 +22,7 @@
 
 #include "util/errmsg.h"
 #include "heap/memsrc_proc.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 
 /* Fresh snapshots of the mappings one source may take after the first. */
 #define MAX_REREADS 64

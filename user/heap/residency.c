@@ -182,7 +182,7 @@ static bool resident(const struct pagemap *p, uint64_t e)
 	return !p->huge_zero_pfn || pfn < p->huge_zero_pfn || pfn >= p->huge_zero_pfn + HUGE_PAGES;
 }
 
-int pagemap_open(pid_t pid, struct pagemap **out)
+int residency_pagemap_open(pid_t pid, struct pagemap **out)
 {
 	char path[64];
 	struct pagemap *p = calloc(1, sizeof(*p));
@@ -202,7 +202,7 @@ int pagemap_open(pid_t pid, struct pagemap **out)
 	return 0;
 }
 
-void pagemap_close(struct pagemap *p)
+void residency_pagemap_close(struct pagemap *p)
 {
 	if (!p)
 		return;
@@ -210,7 +210,7 @@ void pagemap_close(struct pagemap *p)
 	free(p);
 }
 
-void pagemap_rewind(struct pagemap *p)
+void residency_pagemap_rewind(struct pagemap *p)
 {
 	p->first = 0;
 	p->have = 0;
@@ -233,8 +233,8 @@ static int entry(struct pagemap *p, uint64_t pg, uint64_t *e)
 	return 0;
 }
 
-int pagemap_count(struct pagemap *p, uint64_t addr, uint64_t len, uint64_t *present,
-		  uint64_t *swapped)
+int residency_pagemap_count(struct pagemap *p, uint64_t addr, uint64_t len, uint64_t *present,
+			    uint64_t *swapped)
 {
 	uint64_t first = addr >> LG_PAGE, end = (addr + len + PAGE - 1) >> LG_PAGE;
 
@@ -251,7 +251,7 @@ int pagemap_count(struct pagemap *p, uint64_t addr, uint64_t len, uint64_t *pres
 	return 0;
 }
 
-int pagemap_present(void *ctx, uint64_t addr, size_t n, bool *present)
+int residency_pagemap_present(void *ctx, uint64_t addr, size_t n, bool *present)
 {
 	struct pagemap *p = ctx;
 

@@ -43,14 +43,14 @@ void residency_vmas_free(struct vmas *v);
  * dropped keeps showing them.
  */
 struct pagemap;
-int pagemap_open(pid_t pid, struct pagemap **out);
-void pagemap_close(struct pagemap *p);
+int residency_pagemap_open(pid_t pid, struct pagemap **out);
+void residency_pagemap_close(struct pagemap *p);
 /* Forgets what the window holds: the next reading sees the page tables as they are then. */
-void pagemap_rewind(struct pagemap *p);
+void residency_pagemap_rewind(struct pagemap *p);
 /* Pages of [addr, addr + len) in memory, and swapped out; 0 or negative errno. */
-int pagemap_count(struct pagemap *p, uint64_t addr, uint64_t len, uint64_t *present,
-		  uint64_t *swapped);
+int residency_pagemap_count(struct pagemap *p, uint64_t addr, uint64_t len, uint64_t *present,
+			    uint64_t *swapped);
 /* present[i] for each of the n pages from addr (jestats_present_fn's shape). */
-int pagemap_present(void *p, uint64_t addr, size_t n, bool *present);
+int residency_pagemap_present(void *p, uint64_t addr, size_t n, bool *present);
 
 #endif /* __HEAPBPF_RESIDENCY_H */

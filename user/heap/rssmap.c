@@ -69,7 +69,7 @@ static int count_resident(struct pagemap *pm, const struct extents *x, const str
 				stop = v->v[vi].end;
 			else if (vi < v->n && v->v[vi].start > at && v->v[vi].start < stop)
 				stop = v->v[vi].start; /* a gap: not mapped, nothing resident */
-			rc = pagemap_count(pm, at, stop - at, &present, &swapped);
+			rc = residency_pagemap_count(pm, at, stop - at, &present, &swapped);
 			if (rc)
 				return rc;
 			out->resident[e->kind] += present * PAGE;
@@ -185,16 +185,16 @@ static int measure(const struct jemalloc_target *t, const struct jestats_layout 
 	if (rc)
 		return rc;
 	if (pm) {
-		pagemap_rewind(pm);
+		residency_pagemap_rewind(pm);
 	} else {
-		rc = pagemap_open(t->pid, &opened);
+		rc = residency_pagemap_open(t->pid, &opened);
 		if (rc)
 			return hb_fail(err, errlen, rc, "cannot read the page map of pid %d: %s",
 				       t->pid, strerror(-rc));
 		pm = opened;
 	}
-	rc = jestats_walk(m, l, &sy, &out->je, pagemap_present, pm, collect, &x, &out->walk, err,
-			  errlen);
+	rc = jestats_walk(m, l, &sy, &out->je, residency_pagemap_present, pm, collect, &x,
+			  &out->walk, err, errlen);
 	if (!rc && x.rc)
 		rc = hb_fail(err, errlen, x.rc, "out of memory");
 	if (!rc) {
@@ -224,18 +224,18 @@ static int measure(const struct jemalloc_target *t, const struct jestats_layout 
 	}
 	free(in_vma);
 	residency_vmas_free(&v);
-	pagemap_close(opened);
+	residency_pagemap_close(opened);
 	free(x.v);
 	return rc;
 }
 
-int rss_map_read(const struct jemalloc_target *t, struct rss_map *out, char *err, size_t errlen)
+int rssmap_read(const struct jemalloc_target *t, struct rss_map *out, char *err, size_t errlen)
 {
-	return rss_map_read_with(t, NULL, out, err, errlen);
+	return rssmap_read_with(t, NULL, out, err, errlen);
 }
 
-int rss_map_read_with(const struct jemalloc_target *t, struct pagemap *pm, struct rss_map *out,
-		      char *err, size_t errlen)
+int rssmap_read_with(const struct jemalloc_target *t, struct pagemap *pm, struct rss_map *out,
+		     char *err, size_t errlen)
 {
 	const struct jestats_layout *l = jestats_layout_for(t->version);
 	struct mem_source m = { 0 };

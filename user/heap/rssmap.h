@@ -47,14 +47,14 @@ struct pagemap;
  * (a jemalloc whose layout heapbpf does not know, a debug build, symbols
  * missing, the process gone).
  */
-int rss_map_read(const struct jemalloc_target *t, struct rss_map *out, char *err, size_t errlen);
+int rssmap_read(const struct jemalloc_target *t, struct rss_map *out, char *err, size_t errlen);
 
 /*
- * rss_map_read() through pm, a pagemap of t's process opened earlier (held
+ * rssmap_read() through pm, a pagemap of t's process opened earlier (held
  * by a run that drops its privileges after attaching: residency.h); NULL
  * opens one.
  */
-int rss_map_read_with(const struct jemalloc_target *t, struct pagemap *pm, struct rss_map *out,
-		      char *err, size_t errlen);
+int rssmap_read_with(const struct jemalloc_target *t, struct pagemap *pm, struct rss_map *out,
+		     char *err, size_t errlen);
 
 #endif /* __HEAPBPF_RSSMAP_H */

@@ -149,7 +149,7 @@ static size_t digits(const char *s)
 	return n;
 }
 
-int jemalloc_version_number(const char *version, char *num, size_t len)
+int jemalloc_layout_version_number(const char *version, char *num, size_t len)
 {
 	const char *p = version;
 	size_t n, hex = 0;
@@ -180,7 +180,7 @@ const struct jemalloc_layout *jemalloc_layout_match(const char *version, enum je
 	char num[32];
 
 	*how = JEMALLOC_MATCH_NONE;
-	if (jemalloc_version_number(version, num, sizeof(num)))
+	if (jemalloc_layout_version_number(version, num, sizeof(num)))
 		return NULL;
 	l = jemalloc_layout_by_name(num);
 	if (l)

@@ -94,7 +94,7 @@ enum jemalloc_match {
  * (git describe's, or Redis's --with-version=5.3.0-0-g0) into its number
  * "X.Y.Z" (into num); -EINVAL when it has another shape.
  */
-int jemalloc_version_number(const char *version, char *num, size_t len);
+int jemalloc_layout_version_number(const char *version, char *num, size_t len);
 /*
  * The entry for a version string and how it matched: EXACT for a release
  * string the table knows, NUMBER when only X.Y.Z names an entry (the layout

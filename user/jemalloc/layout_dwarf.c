@@ -227,7 +227,7 @@ static void scan_cu(Dwarf_Die *cu, struct jemalloc_dwarf *d, int depth)
 	} while (dwarf_siblingof(&c, &c) == 0);
 }
 
-int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d)
+int layout_dwarf_read(const char *path, struct jemalloc_dwarf *d)
 {
 	Dwarf_Off off = 0, next;
 	size_t hsize;
@@ -237,7 +237,7 @@ int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d)
 	int fd;
 
 	dwarf_init(d);
-	fd = open_regular_ro(path);
+	fd = files_open_regular_ro(path);
 	if (fd < 0)
 		return fd;
 	dw = dwarf_begin(fd, DWARF_C_READ);
@@ -246,7 +246,7 @@ int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d)
 		return -ENOENT;
 	}
 	/* a dwz'd debug file: prof.c's types may live in its multifile */
-	dbg_attach_alt(dw, path, &alt);
+	debuginfo_attach_alt(dw, path, &alt);
 	/*
 	 * Only jemalloc's src/prof.c: it defines both probed functions and
 	 * sees every struct involved. Other compile units are skipped unread.
@@ -263,7 +263,7 @@ int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d)
 		off = next;
 	}
 	dwarf_end(dw);
-	dbg_alt_end(&alt);
+	debuginfo_alt_end(&alt);
 	close(fd);
 	return found ? 0 : -ENOENT;
 }
@@ -350,7 +350,7 @@ static int heap_check(const struct jemalloc_layout *l, const struct jemalloc_hea
 	return 0;
 }
 
-int jemalloc_heap_from_dwarf(const struct jemalloc_dwarf *d, struct jemalloc_heap_layout *h)
+int layout_dwarf_heap(const struct jemalloc_dwarf *d, struct jemalloc_heap_layout *h)
 {
 	const struct jemalloc_heap_dwarf *hd = &d->heap;
 	const int64_t *all = (const int64_t *)hd;
@@ -401,8 +401,8 @@ int jemalloc_heap_from_dwarf(const struct jemalloc_dwarf *d, struct jemalloc_hea
 	return 0;
 }
 
-int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc_dwarf *d,
-			  char *why, size_t len)
+int layout_dwarf_check(const struct jemalloc_layout *l, const struct jemalloc_dwarf *d, char *why,
+		       size_t len)
 {
 	const struct heapbpf_layout *b = &l->bpf;
 	/*
@@ -473,8 +473,8 @@ static int to_off(int64_t off, __u32 *out)
 	return 0;
 }
 
-int jemalloc_layout_from_dwarf(const struct jemalloc_dwarf *d, const char *active_sym,
-			       struct jemalloc_layout *out, char *why, size_t len)
+int layout_dwarf_layout(const struct jemalloc_dwarf *d, const char *active_sym,
+			struct jemalloc_layout *out, char *why, size_t len)
 {
 	struct heapbpf_layout *b = &out->bpf;
 	bool info = d->free_info >= 0; /* 5.3.x: the free hook reads a prof_info_t */
@@ -508,7 +508,7 @@ int jemalloc_layout_from_dwarf(const struct jemalloc_dwarf *d, const char *activ
 		return hb_fail(why, len, -EPROTO, "its debug info does not describe %s", missing);
 	b->info_has_time = info && !to_off(d->info_time, &b->info_time_off);
 	/* the live-heap walker's tables, where the DWARF describes them all */
-	if (jemalloc_heap_from_dwarf(d, &out->heap))
+	if (layout_dwarf_heap(d, &out->heap))
 		memset(&out->heap, 0, sizeof(out->heap));
 	/* 5.2.x: the tctx goes to the free hook, and prof.active switched on late is broken */
 	out->late_active_bug = !info;
@@ -516,7 +516,7 @@ int jemalloc_layout_from_dwarf(const struct jemalloc_dwarf *d, const char *activ
 	/* 5.3.1's shape (the free hook gets the pointer and a prof_info_t): prof_bt_max */
 	out->bt_max_opt = info && d->free_ptr >= 0;
 	/* the live-heap walker's tables where the DWARF describes them all; else it refuses */
-	if (jemalloc_heap_from_dwarf(d, &out->heap))
+	if (layout_dwarf_heap(d, &out->heap))
 		memset(&out->heap, 0, sizeof(out->heap));
 	return 0;
 }

@@ -41,21 +41,21 @@ struct jemalloc_dwarf {
  * of the ELF file at path. -ENOENT when the file has no DWARF for jemalloc,
  * other negative errno when it cannot be read.
  */
-int jemalloc_dwarf_read(const char *path, struct jemalloc_dwarf *d);
+int layout_dwarf_read(const char *path, struct jemalloc_dwarf *d);
 
 /*
  * The heap tables' layout from what DWARF describes (for a layout built from
  * DWARF): 0, or -ENOENT when it lacks a field the walker reads.
  */
-int jemalloc_heap_from_dwarf(const struct jemalloc_dwarf *d, struct jemalloc_heap_layout *h);
+int layout_dwarf_heap(const struct jemalloc_dwarf *d, struct jemalloc_heap_layout *h);
 
 /*
  * Compares layout l with what DWARF describes. 0 when everything heapbpf
  * reads agrees; -EPROTO with the first disagreement in why ("prof_tctx_t.gctx
  * is at 88 in its debug info, the 5.3.0 layout says 96") otherwise.
  */
-int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc_dwarf *d,
-			  char *why, size_t len);
+int layout_dwarf_check(const struct jemalloc_layout *l, const struct jemalloc_dwarf *d, char *why,
+		       size_t len);
 
 /*
  * A whole layout from what DWARF describes, for a version the table has no
@@ -66,7 +66,7 @@ int jemalloc_layout_check(const struct jemalloc_layout *l, const struct jemalloc
  * object's symbols. -EPROTO with what is missing in why when d lacks
  * something heapbpf reads.
  */
-int jemalloc_layout_from_dwarf(const struct jemalloc_dwarf *d, const char *active_sym,
-			       struct jemalloc_layout *out, char *why, size_t len);
+int layout_dwarf_layout(const struct jemalloc_dwarf *d, const char *active_sym,
+			struct jemalloc_layout *out, char *why, size_t len);
 
 #endif /* __HEAPBPF_LAYOUT_DWARF_H */

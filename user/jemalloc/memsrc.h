@@ -25,17 +25,17 @@ struct mem_source {
 	void *ctx;
 };
 
-static inline int mem_read(const struct mem_source *m, uint64_t addr, void *buf, size_t len)
+static inline int memsrc_read(const struct mem_source *m, uint64_t addr, void *buf, size_t len)
 {
 	return m->read(m->ctx, addr, buf, len);
 }
 
-static inline bool mem_mapped(const struct mem_source *m, uint64_t addr, size_t len)
+static inline bool memsrc_mapped(const struct mem_source *m, uint64_t addr, size_t len)
 {
 	return m->mapped(m->ctx, addr, len);
 }
 
-static inline void mem_fresh(const struct mem_source *m)
+static inline void memsrc_fresh(const struct mem_source *m)
 {
 	if (m->fresh)
 		m->fresh(m->ctx);

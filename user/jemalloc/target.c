@@ -25,8 +25,8 @@ static bool looks_like_jemalloc(const struct elf_object *elf)
 {
 	char v[96];
 
-	return elf_object__sym_by_suffix(elf, "mallctl", STT_FUNC) ||
-	       elf_object__jemalloc_version(elf, v, sizeof(v)) == 0;
+	return elfobj__sym_by_suffix(elf, "mallctl", STT_FUNC) ||
+	       elfobj__jemalloc_version(elf, v, sizeof(v)) == 0;
 }
 
 /* Executable, file-backed objects of the process, most likely jemalloc holders first. */
@@ -79,7 +79,7 @@ static void detect_public_prefix(struct jemalloc_target *t)
 		size_t sl = strlen(names[k]);
 		const struct elf_sym *s;
 
-		s = elf_object__sym_by_name(t->symelf, names[k]);
+		s = elfobj__sym_by_name(t->symelf, names[k]);
 		if (s) {
 			best = s;
 			break;
@@ -90,7 +90,7 @@ static void detect_public_prefix(struct jemalloc_target *t)
 		 * linked), so a global one counts even when the public prefix equals
 		 * the private namespace (--with-jemalloc-prefix=je_).
 		 */
-		s = elf_object__sym_by_suffix(t->symelf, names[k], STT_FUNC);
+		s = elfobj__sym_by_suffix(t->symelf, names[k], STT_FUNC);
 		if (s && strlen(s->name) > sl &&
 		    (s->bind == STB_GLOBAL || s->bind == STB_WEAK ||
 		     strncmp(s->name, t->ns_prefix, strlen(t->ns_prefix)) != 0))
@@ -119,7 +119,7 @@ static int resolve_global(struct jemalloc_target *t, const char *name, uint64_t 
 	const struct elf_sym *s;
 
 	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
-	s = elf_object__sym_by_name(t->symelf, full);
+	s = elfobj__sym_by_name(t->symelf, full);
 	if (!s || s->type != STT_OBJECT)
 		return -ENOENT;
 	*addr = s->addr + t->bias;
@@ -133,10 +133,10 @@ static int resolve_func(struct jemalloc_target *t, const char *name, uint64_t *o
 	const struct proc_map *m;
 
 	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
-	s = elf_object__sym_by_name(t->symelf, full);
+	s = elfobj__sym_by_name(t->symelf, full);
 	if (!s || s->type != STT_FUNC)
 		return -ENOENT;
-	if (elf_object__vaddr_to_offset(t->elf, s->addr, off))
+	if (elfobj__vaddr_to_offset(t->elf, s->addr, off))
 		return -ENOENT;
 	*addr = s->addr + t->bias;
 	m = proc_maps__find(t->maps, *addr);
@@ -166,7 +166,7 @@ static bool built_without_prof(const struct jemalloc_target *t)
 	const struct elf_sym *s;
 
 	snprintf(full, sizeof(full), "%sopt_prof_prefix", t->ns_prefix);
-	s = elf_object__sym_by_name(t->symelf, full);
+	s = elfobj__sym_by_name(t->symelf, full);
 	return s && s->type == STT_OBJECT && s->size == 1;
 }
 
@@ -183,16 +183,16 @@ static int file_default_u8(const struct jemalloc_target *t, const char *name, ui
 	int fd;
 
 	snprintf(full, sizeof(full), "%s%s", t->ns_prefix, name);
-	s = elf_object__sym_by_name(t->symelf, full);
+	s = elfobj__sym_by_name(t->symelf, full);
 	if (!s || s->type != STT_OBJECT)
 		return -ENOENT;
-	if (elf_object__vaddr_to_offset(t->elf, s->addr, &off)) {
-		if (!elf_object__vaddr_writable(t->elf, s->addr, 1))
+	if (elfobj__vaddr_to_offset(t->elf, s->addr, &off)) {
+		if (!elfobj__vaddr_writable(t->elf, s->addr, 1))
 			return -ENOENT;
 		*v = 0;
 		return 0;
 	}
-	fd = open_regular_ro(t->open_path);
+	fd = files_open_regular_ro(t->open_path);
 	if (fd < 0)
 		return fd;
 	n = pread(fd, v, 1, (off_t)off);
@@ -221,7 +221,7 @@ static const char *active_sym_present(const struct jemalloc_target *t)
 	const struct elf_sym *s;
 
 	snprintf(full, sizeof(full), "%sprof_active_state", t->ns_prefix);
-	s = elf_object__sym_by_name(t->symelf, full);
+	s = elfobj__sym_by_name(t->symelf, full);
 	return s && s->type == STT_OBJECT ? "prof_active_state" : "prof_active";
 }
 
@@ -231,7 +231,7 @@ static int layout_of_dwarf(struct jemalloc_target *t, const struct jemalloc_dwar
 {
 	char why[256];
 
-	if (jemalloc_layout_from_dwarf(d, active_sym_present(t), &t->layout_buf, why, sizeof(why)))
+	if (layout_dwarf_layout(d, active_sym_present(t), &t->layout_buf, why, sizeof(why)))
 		return hb_fail(err, errlen, -EPROTO,
 			       "jemalloc %s in pid %d (%s) is not a version heapbpf knows (%s) and "
 			       "%s; heapbpf will not guess its layout",
@@ -269,9 +269,9 @@ static int choose_layout(struct jemalloc_target *t, const char *layout_name, cha
 		t->layout_forced = true;
 	}
 	/* DWARF, where there is some, is the authority on both questions */
-	drc = jemalloc_dwarf_read(t->debug_file ? t->debug_file : t->open_path, &d);
+	drc = layout_dwarf_read(t->debug_file ? t->debug_file : t->open_path, &d);
 	if (!layout_name && how != JEMALLOC_MATCH_EXACT && !drc &&
-	    (!base || !jemalloc_layout_from_dwarf(&d, "", &t->layout_buf, why, sizeof(why))))
+	    (!base || !layout_dwarf_layout(&d, "", &t->layout_buf, why, sizeof(why))))
 		return layout_of_dwarf(t, &d, err, errlen);
 	if (!base)
 		return hb_fail(err, errlen, -ENOTSUP,
@@ -292,7 +292,7 @@ static int choose_layout(struct jemalloc_target *t, const char *layout_name, cha
 	t->needs_selfcheck = how != JEMALLOC_MATCH_EXACT;
 	if (drc)
 		return 0;
-	if (jemalloc_layout_check(t->layout, &d, why, sizeof(why)))
+	if (layout_dwarf_check(t->layout, &d, why, sizeof(why)))
 		return hb_fail(
 			err, errlen, -EPROTO,
 			"jemalloc %s in pid %d (%s) does not match heapbpf's %s layout%s: %s; "
@@ -309,8 +309,8 @@ void jemalloc_target__free(struct jemalloc_target *t)
 		return;
 	proc_maps__free(t->maps);
 	if (t->symelf != t->elf)
-		elf_object__free(t->symelf);
-	elf_object__free(t->elf);
+		elfobj__free(t->symelf);
+	elfobj__free(t->elf);
 	free(t->debug_file);
 	free(t->path);
 	free(t->open_path);
@@ -329,19 +329,19 @@ static struct elf_object *debug_symbols(const char *open_path, const char *name,
 	struct elf_object *symelf = NULL;
 	struct dbg_object *d;
 	const char *file;
-	int fd = open_regular_ro(open_path);
+	int fd = files_open_regular_ro(open_path);
 
 	if (fd < 0)
 		return NULL;
 	/* named by its path in the target's namespace: debuglink files sit next to it */
-	if (dbg_object__get(fd, name, &d) == 0) {
+	if (debuginfo_object__get(fd, name, &d) == 0) {
 		snprintf(build_id, idlen, "%s",
-			 dbg_object__build_id(d) ? dbg_object__build_id(d) : "(none)");
-		file = dbg_object__symtab_file(d);
-		if (file && elf_object__open(file, &symelf) == 0)
+			 debuginfo_object__build_id(d) ? debuginfo_object__build_id(d) : "(none)");
+		file = debuginfo_object__symtab_file(d);
+		if (file && elfobj__open(file, &symelf) == 0)
 			*debug_file = strdup(file);
-		*why = *dbg_object__miss(d);
-		dbg_object__put(d);
+		*why = *debuginfo_object__miss(d);
+		debuginfo_object__put(d);
 	}
 	close(fd);
 	return symelf;
@@ -374,10 +374,10 @@ static int open_candidate(const struct jemalloc_target *t, const char *path,
 		snprintf(buf, sizeof(buf), "/proc/self/fd/%d", *fd);
 		err = 0;
 	}
-	err = err ?: elf_object__open(buf, elf);
+	err = err ?: elfobj__open(buf, elf);
 	*open_path = err ? NULL : strdup(buf);
 	if (!err && !*open_path) {
-		elf_object__free(*elf);
+		elfobj__free(*elf);
 		err = -ENOMEM;
 	}
 	if (err && *fd >= 0) {
@@ -425,10 +425,10 @@ enum { PROF_UNKNOWN, PROF_ON, PROF_OFF };
 /* The public prefix from the object's exported mallctl; false when it exports none. */
 static bool exported_prefix(const struct elf_object *elf, char *pfx, size_t len)
 {
-	const struct elf_sym *s = elf_object__sym_by_name(elf, "mallctl");
+	const struct elf_sym *s = elfobj__sym_by_name(elf, "mallctl");
 
 	if (!s)
-		s = elf_object__sym_by_suffix(elf, "mallctl", STT_FUNC);
+		s = elfobj__sym_by_suffix(elf, "mallctl", STT_FUNC);
 	if (!s || !s->addr || (s->bind != STB_GLOBAL && s->bind != STB_WEAK) ||
 	    strlen(s->name) - strlen("mallctl") >= len)
 		return false;
@@ -458,7 +458,7 @@ static void conf_prof(const char *conf, int *prof)
 static int exported_string(const struct jemalloc_target *t, const char *path,
 			   const struct elf_object *elf, const char *name, char *buf, size_t len)
 {
-	const struct elf_sym *s = elf_object__sym_by_name(elf, name);
+	const struct elf_sym *s = elfobj__sym_by_name(elf, name);
 	const struct proc_map *m = first_mapping(t->maps, path);
 	uint64_t bias, ptr;
 	size_t n = 0;
@@ -466,7 +466,7 @@ static int exported_string(const struct jemalloc_target *t, const char *path,
 
 	if (!s || !s->addr || s->type != STT_OBJECT || s->size != sizeof(ptr))
 		return 0;
-	if (!m || elf_object__load_bias(elf, m->start, m->offset, &bias))
+	if (!m || elfobj__load_bias(elf, m->start, m->offset, &bias))
 		return -ENOEXEC;
 	rc = proc_mem_read(t->pid, s->addr + bias, &ptr, sizeof(ptr));
 	if (rc)
@@ -507,9 +507,9 @@ static int start_prof(const struct jemalloc_target *t, const char *path,
 	snprintf(name, sizeof(name), "%smalloc_conf", pfx);
 	fd = exe && strcmp(exe, path) != 0 ? proc_map_open(t->pid, &t->maps->v[0]) : -ENOENT;
 	snprintf(file, sizeof(file), "/proc/self/fd/%d", fd);
-	if (fd >= 0 && elf_object__open(file, &exe_elf) == 0)
+	if (fd >= 0 && elfobj__open(file, &exe_elf) == 0)
 		rc = exported_string(t, exe, exe_elf, name, conf, sizeof(conf));
-	elf_object__free(exe_elf);
+	elfobj__free(exe_elf);
 	if (fd >= 0)
 		close(fd);
 	if (rc == 0)
@@ -531,7 +531,7 @@ static int start_prof(const struct jemalloc_target *t, const char *path,
 		conf_env[i] = (char)toupper((unsigned char)pfx[i]);
 	snprintf(conf_env + i, envlen - i, "MALLOC_CONF");
 	snprintf(file, sizeof(file), "/proc/%d/environ", t->pid);
-	fd = open_regular_ro(file);
+	fd = files_open_regular_ro(file);
 	if (fd < 0)
 		return PROF_UNKNOWN;
 	do {
@@ -597,13 +597,13 @@ static const struct elf_sym *try_candidate(struct jemalloc_target *t, const char
 	if (t->open_object || proc_map_open_path(t->pid, path, name, sizeof(name)))
 		snprintf(name, sizeof(name), "%s", open_path);
 	symelf = elf;
-	s = elf_object__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
-	if (!s && !elf_object__has_symtab(elf) && looks_like_jemalloc(elf)) {
+	s = elfobj__sym_by_suffix(elf, SAMPLE_FN, STT_FUNC);
+	if (!s && !elfobj__has_symtab(elf) && looks_like_jemalloc(elf)) {
 		symelf = debug_symbols(open_path, name, &t->debug_file, miss->build_id,
 				       sizeof(miss->build_id), &why);
-		s = symelf ? elf_object__sym_by_suffix(symelf, SAMPLE_FN, STT_FUNC) : NULL;
+		s = symelf ? elfobj__sym_by_suffix(symelf, SAMPLE_FN, STT_FUNC) : NULL;
 		if (!s) {
-			elf_object__free(symelf);
+			elfobj__free(symelf);
 			symelf = elf;
 			free(t->debug_file);
 			t->debug_file = NULL;
@@ -621,7 +621,7 @@ static const struct elf_sym *try_candidate(struct jemalloc_target *t, const char
 	if (!miss->stripped[0] && !miss->noprof[0]) {
 		bool is_je = looks_like_jemalloc(elf);
 
-		if (is_je && !elf_object__has_symtab(elf)) {
+		if (is_je && !elfobj__has_symtab(elf)) {
 			snprintf(miss->stripped, sizeof(miss->stripped), "%s", path);
 			miss->why = why;
 			miss->prof = start_prof(t, path, elf, miss->conf_env,
@@ -630,7 +630,7 @@ static const struct elf_sym *try_candidate(struct jemalloc_target *t, const char
 		} else if (is_je)
 			snprintf(miss->noprof, sizeof(miss->noprof), "%s", path);
 	}
-	elf_object__free(elf);
+	elfobj__free(elf);
 	free(open_path);
 	if (fd >= 0)
 		close(fd);
@@ -650,7 +650,7 @@ static int fail_not_found(const struct jemalloc_target *t, const struct find_mis
 
 	/* what was found and refused, and what debuginfod said */
 	snprintf(why, sizeof(why), "%s%s%s%s", miss->why.debuginfod ? ": debuginfod: " : "",
-		 miss->why.debuginfod ? debug_debuginfod_reason(miss->why.debuginfod) : "",
+		 miss->why.debuginfod ? debugsearch_debuginfod_reason(miss->why.debuginfod) : "",
 		 miss->why.rejected[0] ? (miss->why.debuginfod ? "; " : ": ") : "",
 		 miss->why.rejected);
 	/* the next problem, when it is known already: one restart for both */
@@ -716,7 +716,7 @@ static int resolve_addresses(struct jemalloc_target *t, char *err, size_t errlen
 {
 	const struct proc_map *m = first_mapping(t->maps, t->path);
 
-	if (!m || elf_object__load_bias(t->elf, m->start, m->offset, &t->bias))
+	if (!m || elfobj__load_bias(t->elf, m->start, m->offset, &t->bias))
 		return hb_fail(err, errlen, -ENOEXEC, "cannot compute where %s is loaded in pid %d",
 			       t->path, t->pid);
 	if (resolve_func(t, SAMPLE_FN, &t->alloc_off, &t->alloc_addr) ||
@@ -742,7 +742,7 @@ static int resolve_addresses(struct jemalloc_target *t, char *err, size_t errlen
 /* The target's memory: the live pid's, or the image it was given (a core file). */
 static int target_read(const struct jemalloc_target *t, uint64_t addr, void *buf, size_t len)
 {
-	return t->mem ? mem_read(t->mem, addr, buf, len) : proc_mem_read(t->pid, addr, buf, len);
+	return t->mem ? memsrc_read(t->mem, addr, buf, len) : proc_mem_read(t->pid, addr, buf, len);
 }
 
 /* opt_prof and lg_prof_sample as the process holds them now. */
@@ -787,7 +787,7 @@ int jemalloc_target__identify(struct jemalloc_target *t, const char *layout_name
 	if (built_without_prof(t))
 		return fail_noprof(err, errlen, t->pid, t->path);
 	/* the object's own bytes: said only as hb_clean shows them */
-	if (elf_object__jemalloc_version(t->elf, raw, sizeof(raw)))
+	if (elfobj__jemalloc_version(t->elf, raw, sizeof(raw)))
 		snprintf(t->version, sizeof(t->version), "unknown");
 	else
 		hb_clean(t->version, sizeof(t->version), raw);
@@ -816,7 +816,7 @@ int jemalloc_target__find(pid_t pid, const char *layout_name, struct jemalloc_ta
 	/* the process chose its name: said only as hb_clean shows it */
 	proc_comm(pid, raw, sizeof(raw));
 	hb_clean(t->comm, sizeof(t->comm), raw);
-	/* before the maps: an exec in between makes the two disagree (prof_toggle__on refuses) */
+	/* before the maps: an exec in between makes the two disagree (toggle__on refuses) */
 	t->started = proc_start_time(pid);
 	proc_exec_random(pid, t->exec_random);
 	rc = read_maps(t, err, errlen);
@@ -848,7 +848,7 @@ int jemalloc_target__global_sized(const struct jemalloc_target *t, const char *n
 	const struct elf_sym *s;
 
 	snprintf(full, sizeof(full), "%s%s", prefixed ? t->ns_prefix : "", name);
-	s = elf_object__sym_by_name(t->symelf, full);
+	s = elfobj__sym_by_name(t->symelf, full);
 	if (!s || s->type != STT_OBJECT)
 		return -ENOENT;
 	*addr = s->addr + t->bias;

@@ -16,7 +16,7 @@
 #include "symbols/elfobj.h"
 #include "jemalloc/layout.h"
 #include "jemalloc/memsrc.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 
 struct jemalloc_target {
 	pid_t pid;

@@ -22,7 +22,7 @@
 /* At most max + 1 bytes of path: *len > max tells a larger file. */
 static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
 {
-	int fd = open_regular_ro(path);
+	int fd = files_open_regular_ro(path);
 	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
 	size_t cap = 1 << 16, n = 0;
 	uint8_t *b = NULL;
@@ -301,7 +301,7 @@ static int load_file(const char *path, const char *const *binary_dirs, struct hb
 	rc = read_file(path, PPROF_DECODE_MAX, &buf, &len);
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot read %s: %s", path,
-			       open_regular_strerror(rc));
+			       files_open_regular_strerror(rc));
 	if (len >= 8 && memcmp(buf, "HBPFREC\n", 8) == 0) {
 		free(buf);
 		return load_recording(path, binary_dirs, out, err, errlen);

@@ -35,7 +35,7 @@ struct builder {
 	struct hb_analysis *an;	   /* or NULL */
 };
 
-size_t hb_trim_count(const bool *is_jemalloc, size_t n)
+size_t report_trim_count(const bool *is_jemalloc, size_t n)
 {
 	size_t i = 0;
 
@@ -168,7 +168,7 @@ static int location_new(struct builder *b, uint64_t addr, uint32_t *idx)
 		const char *raw = r.lines[i].function ? r.lines[i].function : "??";
 
 		/* readable name for people, the raw one kept as pprof's system_name */
-		hl->function = hb_demangle(raw);
+		hl->function = demangle_name(raw);
 		hl->system_name = hl->function ? strdup(raw) : NULL;
 		if (!hl->function)
 			hl->function = strdup(raw);
@@ -353,14 +353,14 @@ static int add_stack(struct builder *b, const struct collector *c, size_t i,
 		// NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
 		is_je[i] = b->loc_is_je[locs[i]];
 	}
-	skip = hb_trim_count(is_je, n);
+	skip = report_trim_count(is_je, n);
 	if (skip == n) /* nothing but jemalloc: keep the outermost frame */
 		skip = n - 1;
 	memmove(locs, locs + skip, (n - skip) * sizeof(*locs));
 	n -= skip;
 	stack_values(c, i, o, v);
 	err = add_sample(b, locs, n, v, pid, &idx);
-	return err ?: b->an ? hb_analysis__add(b->an, idx, c, i) : 0;
+	return err ?: b->an ? leaks_analysis__add(b->an, idx, c, i) : 0;
 }
 
 /* Every stack of one collector with something allocated or in use in this window. */
@@ -394,7 +394,7 @@ int report__build(struct collector *c, struct symbolizer *s, const struct jemall
 		return err;
 	b.p = calloc(1, sizeof(*b.p));
 	b.map_by_obj = calloc(symbolizer__nobjects(s) + 1, sizeof(*b.map_by_obj));
-	if (!b.p || !b.map_by_obj || (opts->analysis && hb_analysis__new(&b.an))) {
+	if (!b.p || !b.map_by_obj || (opts->analysis && leaks_analysis__new(&b.an))) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -450,7 +450,7 @@ int report__build(struct collector *c, struct symbolizer *s, const struct jemall
 	}
 	err = wrappers_apply(b.p, opts->wrappers, opts->nwrappers);
 	if (!err && b.an)
-		err = hb_analysis__finish(b.an, b.p);
+		err = leaks_analysis__finish(b.an, b.p);
 out:
 	for (size_t i = 0; b.loc_of && i <= opts->nprocs; i++)
 		free(b.loc_of[i]);
@@ -461,7 +461,7 @@ out:
 	hashmap__clear(&b.loc_by_addr);
 	hashmap__clear(&b.sample_by_locs);
 	if (err) {
-		hb_analysis__free(b.an);
+		leaks_analysis__free(b.an);
 		hb_profile__free(b.p);
 		return err;
 	}

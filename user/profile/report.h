@@ -17,7 +17,7 @@
 #include "collect/collector.h"
 #include "collect/leaks.h"
 #include "util/profile.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "jemalloc/target.h"
 
 /* --follow-forks: one more process's collection, its samples labelled with its pid. */
@@ -57,7 +57,7 @@ struct report_opts {
 };
 
 /* Number of leading (leaf-side) frames that belong to jemalloc. */
-size_t hb_trim_count(const bool *is_jemalloc, size_t n);
+size_t report_trim_count(const bool *is_jemalloc, size_t n);
 
 int report__build(struct collector *c, struct symbolizer *s, const struct jemalloc_target *t,
 		  const struct report_opts *opts, struct hb_profile **out);

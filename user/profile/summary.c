@@ -320,7 +320,7 @@ static void print_suspects(FILE *f, const struct hb_profile *p, const struct hb_
 		else
 			snprintf(age, sizeof(age), "?");
 		snprintf(conf, sizeof(conf), "%s (±%.0f%%, %" PRIu64 " samples)",
-			 hb_confidence_name(hb_confidence_of(s->rel_err)), s->rel_err * 100,
+			 leaks_confidence_name(leaks_confidence_of(s->rel_err)), s->rel_err * 100,
 			 s->live);
 		fprintf(f, "  %12s %10s %9s %6.2f  %-28s %s\n", rate, inuse, age, s->trend.r2, conf,
 			hb_clean(name, sizeof(name), site_of(p, a->suspects[i])));
@@ -334,7 +334,7 @@ static void held_base_text(char *buf, size_t len, const struct hb_site_stats *s,
 	char d[32];
 	const struct hb_lifetimes *l = s->held_base == HB_HELD_OWN ? &s->lt : &ax->lt;
 
-	summary_duration(d, sizeof(d), (double)hb_lt_quantile(l, 0.9));
+	summary_duration(d, sizeof(d), (double)lifetimes_quantile(l, 0.9));
 	snprintf(buf, len, "%s %s", s->held_base == HB_HELD_OWN ? "own" : "window", d);
 }
 
@@ -427,8 +427,8 @@ static void print_lifetimes(FILE *f, const struct hb_profile *p, const struct hb
 		const struct hb_site_stats *s = &a->s[order[k]];
 
 		if (s->lt.n) {
-			summary_duration(p50, sizeof(p50), (double)hb_lt_quantile(&s->lt, 0.5));
-			summary_duration(p90, sizeof(p90), (double)hb_lt_quantile(&s->lt, 0.9));
+			summary_duration(p50, sizeof(p50), (double)lifetimes_quantile(&s->lt, 0.5));
+			summary_duration(p90, sizeof(p90), (double)lifetimes_quantile(&s->lt, 0.9));
 			summary_duration(max, sizeof(max), (double)s->lt.max_ns);
 		} else {
 			snprintf(p50, sizeof(p50), "-");

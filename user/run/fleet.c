@@ -17,7 +17,7 @@
 #include "run/live.h"
 #include "util/output.h"
 #include "sampling/privs.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 #include "export/pyroscope.h"
 #include "export/snapshot.h"
 #include "targets/targets.h"

@@ -162,9 +162,9 @@ static int finish_recording(const struct cli *o, struct recorder *rec, struct se
 	uint64_t raw = 0, file = 0;
 	int r2, r3;
 
-	r2 = recorder__end(rec);
-	recorder__sizes(rec, &raw, &file);
-	r3 = recorder__close(rec);
+	r2 = recording__end(rec);
+	recording__sizes(rec, &raw, &file);
+	r3 = recording__close(rec);
 	if (!r2)
 		r2 = r3;
 	/* a layout that did not fit its first samples (selfcheck.h): nothing it read is kept */
@@ -217,7 +217,7 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 	int rc;
 
 	if (o->record) {
-		rc = recorder__open(o->record, &rec);
+		rc = recording__open(o->record, &rec);
 		if (rc)
 			return hb_fail(err, errlen, rc, "cannot create the recording %s: %s",
 				       o->record, output_strerror(rc));

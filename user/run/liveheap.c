@@ -11,7 +11,7 @@
 #include "profile/report.h"
 #include "export/sink.h"
 #include "profile/summary.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "util/version.h"
 #include "profile/wrappers.h"
 

@@ -90,14 +90,14 @@ static int pyro_setup(struct run *r, char *err, size_t errlen)
 		.labels = o->labels,
 		.nlabels = o->nlabels,
 	};
-	rc = pyro_naming_check(&r->naming, err, errlen);
+	rc = pyro_labels_naming_check(&r->naming, err, errlen);
 	if (rc)
 		return rc;
 	rc = spool_dir(o, r->spool_dir, sizeof(r->spool_dir));
 	if (rc)
 		return hb_fail(err, errlen, rc, "cannot use the spool directory %s: %s",
 			       r->spool_dir, output_strerror(rc));
-	return pyro__new(&po, &r->pyro, err, errlen);
+	return pyroscope__new(&po, &r->pyro, err, errlen);
 }
 
 /*
@@ -150,7 +150,7 @@ void outputs_window_done(struct run *r)
 
 	retention(r);
 	if (r->pyro)
-		pyro__flush(r->pyro, false, 0, &fr);
+		pyroscope__flush(r->pyro, false, 0, &fr);
 }
 
 /* The last delivery: waits for another heapbpf delivering the same spool, retries as set. */
@@ -158,7 +158,7 @@ static void deliver(struct run *r)
 {
 	struct pyro_flush_result fr;
 
-	pyro__flush(r->pyro, true, -1, &fr);
+	pyroscope__flush(r->pyro, true, -1, &fr);
 	if (fr.rejected || fr.auth_failed)
 		r->outcome |= RUN_FAILED;
 	else if (fr.pending || fr.busy)
@@ -199,7 +199,7 @@ void outputs_finish(struct run *r)
 	retention(r);
 	if (r->pyro) {
 		deliver(r);
-		pyro__free(r->pyro);
+		pyroscope__free(r->pyro);
 		r->pyro = NULL;
 	}
 }

@@ -22,7 +22,7 @@
 #include "collect/procsum.h"
 #include "export/pyro_labels.h"
 #include "profile/report.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "jemalloc/target.h"
 
 struct pyro;

@@ -264,7 +264,7 @@ static void measure_rss(struct watched *w)
 
 	if (!w->tr->t)
 		return;
-	if (!rss_map_read_with(w->tr->t, w->pm, next, err, sizeof(err))) {
+	if (!rssmap_read_with(w->tr->t, w->pm, next, err, sizeof(err))) {
 		w->tr->rss = next;
 		w->tr->rss_ns = hb_clock_ns(CLOCK_REALTIME);
 		return;
@@ -371,7 +371,7 @@ static int on_tick(struct session *s0, void *arg)
 static void drop(struct watched *w)
 {
 	w->tr->rss = NULL;
-	pagemap_close(w->pm);
+	residency_pagemap_close(w->pm);
 	free(w->rss[0]);
 	free(w->rss[1]);
 	w->pm = NULL;
@@ -488,7 +488,7 @@ int watch__add(struct watch *wt, struct target_run *tr, struct session *s)
 		return -ENOMEM;
 	}
 	/* the page frames, which tell the zero page apart, are shown to this opener */
-	if (pagemap_open(tr->pid, &w->pm))
+	if (residency_pagemap_open(tr->pid, &w->pm))
 		w->rss_off = true;
 	/* the marks growth and pressure are measured from: now, as sampling starts */
 	w->rss_mark = rss_of(tr->pid);

@@ -12,7 +12,7 @@
 #include "profile/flamegraph.h"
 #include "profile/folded.h"
 #include "collect/leaks.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 #include "collect/procsum.h"
 #include "export/pyro_labels.h"
 #include "profile/report.h"
@@ -345,7 +345,7 @@ static int write_spool(const struct target_run *tr, const struct hb_profile *p, 
 		labels[nm.nlabels++] = kv;
 		nm.labels = labels;
 	}
-	if (pyro_profile_name(&nm, tr->pid, tr->t->comm, name, sizeof(name)))
+	if (pyro_labels_profile_name(&nm, tr->pid, tr->t->comm, name, sizeof(name)))
 		return hb_fail(err, errlen, -ENAMETOOLONG, "cannot name the profile for Pyroscope");
 	return sink_write(p, &s, err, errlen);
 }
@@ -580,7 +580,7 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 		rc = rc ?: add_timeline(prof, tr, d, end_ns);
 		if (rc) {
 			hb_profile__free(prof);
-			hb_analysis__free(an);
+			leaks_analysis__free(an);
 			return hb_fail(err, errlen, rc, "cannot build the profile: %s",
 				       strerror(-rc));
 		}
@@ -590,7 +590,7 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 		if (!rc)
 			say_window(tr, d, prof, an, end_ns, where);
 		hb_profile__free(prof);
-		hb_analysis__free(an);
+		leaks_analysis__free(an);
 		if (rc)
 			return rc;
 	}

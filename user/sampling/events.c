@@ -391,7 +391,7 @@ int events_on_event(void *ctx, void *data, size_t len)
 	if (layout_unfit(l, pr, data, len))
 		return l->node ? unfit_member(l, pr) : -EPROTO;
 	if (s->recorder && !s->record_err)
-		s->record_err = recorder__event(s->recorder, data, len);
+		s->record_err = recording__event(s->recorder, data, len);
 	if (l->sv && len >= 2 * sizeof(__u32))
 		taps_event(l, type[1], data, len);
 	if (pr)

@@ -8,7 +8,7 @@
 
 #include "util/errmsg.h"
 #include "sampling/forks.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 

@@ -16,7 +16,7 @@
 #include "sampling/forks.h"
 #include "sampling/guard.h"
 #include "util/output.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 #include "sampling/runs.h"
 #include "sampling/toggle.h"
 
@@ -528,17 +528,17 @@ int guard__recover(struct guard *g, const struct jemalloc_target *t, struct guar
 		guard__clear(g);
 		return 0;
 	}
-	if (st.orig > 1 || st.addr != t->active_addr || prof_toggle_validate(t, st.addr)) {
+	if (st.orig > 1 || st.addr != t->active_addr || toggle_validate(t, st.addr)) {
 		free_state(&st);
 		return hb_fail(err, errlen, -EINVAL,
 			       "%s/%s does not match jemalloc in pid %d; remove it if no heapbpf "
 			       "is running",
 			       guard_dir(), g->state, t->pid);
 	}
-	rc = prof_toggle__init(&tg, t);
+	rc = toggle__init(&tg, t);
 	tg.orig = (uint8_t)st.orig;
 	tg.changed = true;
-	rc = rc ?: prof_toggle__restore(&tg);
+	rc = rc ?: toggle__restore(&tg);
 	if (rc) {
 		free_state(&st);
 		return hb_fail(err, errlen, rc, "cannot restore prof_active in pid %d: %s", t->pid,

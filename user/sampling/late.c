@@ -92,7 +92,7 @@ void late_done(struct loop *l, struct member *m)
  * marked failed, as an unfit layout is: the agent lets it go (its flag back
  * off, no profile). The timer is disarmed once no check is running.
  */
-int node_late_check(struct loop *l)
+int late_node_check(struct loop *l)
 {
 	char msg[1024], clean[HB_CLEAN_SIZE(sizeof(msg))];
 	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);

@@ -21,7 +21,7 @@
 #include "sampling/loop.h"
 #include "sampling/probes.h"
 #include "sampling/session_types.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "util/errmsg.h"
 #include "util/hooks.h"
 #include "util/version.h"
@@ -57,7 +57,7 @@ int loop_record_meta_u64(struct recorder *r, const char *key, uint64_t v)
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	return recorder__meta(r, key, buf);
+	return recording__meta(r, key, buf);
 }
 
 /* What a report needs before the first event: who, which jemalloc, the mappings. */
@@ -68,14 +68,14 @@ int loop_record_header_to(struct recorder *r, const struct symbolizer *sym,
 	int err = 0;
 
 	snprintf(pid, sizeof(pid), "%d", t->pid);
-	err = err ?: recorder__meta(r, "heapbpf_version", HEAPBPF_VERSION);
-	err = err ?: recorder__meta(r, "pid", pid);
-	err = err ?: recorder__meta(r, "comm", t->comm);
-	err = err ?: recorder__meta(r, "jemalloc_version", t->version);
-	err = err ?: recorder__meta(r, "jemalloc_path", t->path);
-	err = err ?: recorder__meta(r, "is_main_exe", t->is_main_exe ? "1" : "0");
-	err = err ?: recorder__meta(r, "ns_prefix", t->ns_prefix);
-	err = err ?: recorder__meta(r, "pub_prefix", t->pub_prefix);
+	err = err ?: recording__meta(r, "heapbpf_version", HEAPBPF_VERSION);
+	err = err ?: recording__meta(r, "pid", pid);
+	err = err ?: recording__meta(r, "comm", t->comm);
+	err = err ?: recording__meta(r, "jemalloc_version", t->version);
+	err = err ?: recording__meta(r, "jemalloc_path", t->path);
+	err = err ?: recording__meta(r, "is_main_exe", t->is_main_exe ? "1" : "0");
+	err = err ?: recording__meta(r, "ns_prefix", t->ns_prefix);
+	err = err ?: recording__meta(r, "pub_prefix", t->pub_prefix);
 	err = err ?: loop_record_meta_u64(r, "lg_prof_sample", t->lg_prof_sample);
 	for (size_t i = 0; !err && i < symbolizer__nobjects(sym); i++) {
 		const struct sym_object *so = symbolizer__object(sym, i);
@@ -86,9 +86,9 @@ int loop_record_header_to(struct recorder *r, const struct symbolizer *sym,
 		memcpy(m.perms, "r-xp", 5);
 		snprintf(m.build_id, sizeof(m.build_id), "%s", so->build_id ? so->build_id : "");
 		snprintf(m.path, sizeof(m.path), "%s", so->path);
-		err = recorder__map(r, &m);
+		err = recording__map(r, &m);
 	}
-	return err ?: recorder__flush(r);
+	return err ?: recording__flush(r);
 }
 
 /*
@@ -212,7 +212,7 @@ int loop_consume(struct ring_buffer *rb)
  */
 int loop_restore_flag(struct member *m)
 {
-	int rc = prof_toggle__restore(&m->tg);
+	int rc = toggle__restore(&m->tg);
 
 	if (rc != -ESTALE)
 		return rc;

@@ -205,7 +205,7 @@ const char *events_nobt_why(const struct loop *l);
  */
 int late_active_check(struct loop *l);
 /* A node session's targets, each with its own probe and time; 0 or negative errno. */
-int node_late_check(struct loop *l);
+int late_node_check(struct loop *l);
 /* A node session's target's check begins (its probe, the timer armed); 0 or negative errno. */
 int late_check_begin(struct loop *l, struct member *m);
 /* A node session's target's check ends: its probe goes. */

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "util/errmsg.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 #include "sampling/selfcheck.h"
 
 /* Allocations remembered for the free side's comparison. */

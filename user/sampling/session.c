@@ -123,7 +123,7 @@ static void record_stop(struct session *s, int64_t stop_mono, uint64_t attach_co
 		.read_faults = s->counters.read_faults,
 		.reason = s->reason,
 	};
-	int err = recorder__stop(s->recorder, &st);
+	int err = recording__stop(s->recorder, &st);
 
 	if (err && !s->record_err)
 		s->record_err = err;
@@ -246,7 +246,7 @@ static int on_ready(struct loop *l, uint32_t tag)
 		if (!ticked(l->lfd))
 			return 0;
 		if (l->node)
-			return node_late_check(l);
+			return late_node_check(l);
 		err = late_active_check(l);
 		if (err > 0) {
 			probes__detach_activity(l->p);
@@ -509,7 +509,7 @@ static int start_member(struct loop *l, struct member *m)
 			"cannot attach the late-activation check's uprobe to jemalloc in "
 			"pid %d: %s",
 			t->pid, strerror(-rc));
-	rc = prof_toggle__on(&m->tg, t, m->guard ? save_state : NULL, m->guard);
+	rc = toggle__on(&m->tg, t, m->guard ? save_state : NULL, m->guard);
 	if (rc == -EROFS)
 		return member_fail(l, m, rc,
 				   "cannot write heapbpf's state file under %s, so prof_active "
@@ -777,13 +777,13 @@ int session_run_many(const struct jemalloc_target *const *t, struct guard *const
 	if (!l.m)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	/* the targets' symbolizers parse each object of one build-id once */
-	if (n > 1 && sym_pool__new(&s->pool)) {
+	if (n > 1 && symbolizer_pool__new(&s->pool)) {
 		free(l.m);
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	/* their last profiles come one after the other, each releasing its symbolizer */
 	if (s->pool)
-		sym_pool__keep_idle(s->pool);
+		symbolizer_pool__keep_idle(s->pool);
 	for (size_t i = 0; i < n; i++) {
 		s[i].reason = STOP_ERROR;
 		l.m[i] = (struct member){ .s = &s[i], .t = t[i], .guard = guards[i], .pfd = -1 };
@@ -829,7 +829,7 @@ int session_run_node(const struct jemalloc_target *layout_of, const struct sessi
 			       "a node session neither records nor follows forks");
 	memset(node, 0, sizeof(*node));
 	node->reason = STOP_ERROR;
-	if (sym_pool__new(&node->pool))
+	if (symbolizer_pool__new(&node->pool))
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	rc = open_session(&l);
 	rc = rc ?: start_sampling(&l);
@@ -1033,7 +1033,7 @@ void session_cleanup(struct session *s)
 	s->sum = NULL;
 	symbolizer__free(s->symbolizer);
 	/* the first target's: after the others' symbolizers (live.c frees it last) */
-	sym_pool__free(s->pool);
+	symbolizer_pool__free(s->pool);
 	s->pool = NULL;
 	forks__free(&s->forks);
 	for (size_t i = 0; i < s->nprocs; i++)

@@ -20,7 +20,7 @@
 #include "heapbpf.h"
 #include "collect/procsum.h"
 #include "profile/report.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 #include "jemalloc/target.h"
 
 enum stop_reason {

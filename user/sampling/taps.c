@@ -43,8 +43,8 @@ static void tap_end(struct loop *l, struct tap *tp, uint32_t why)
 	if (!tp->rec)
 		return;
 	err = loop_record_meta_u64(tp->rec, "stop_mono_ns", (uint64_t)now);
-	err = err ?: recorder__stop(tp->rec, &st);
-	cerr = recorder__close(tp->rec);
+	err = err ?: recording__stop(tp->rec, &st);
+	cerr = recording__close(tp->rec);
 	err = err ? err : cerr;
 	tp->rec = NULL;
 	serve_reply(tp->conn, err, err ? strerror(-err) : "");
@@ -91,7 +91,7 @@ void taps_event(struct loop *l, __u32 pid, const void *data, size_t len)
 
 		/* a write error is sticky in its recorder, and said to the asker at the end */
 		if (tp->rec && (__u32)tp->pid == pid && ts >= (uint64_t)tp->t0)
-			recorder__event(tp->rec, data, len);
+			recording__event(tp->rec, data, len);
 	}
 }
 
@@ -139,7 +139,7 @@ int taps_start(struct loop *l)
 	/* objects sampled before now are not the asker's, as for a run that attached now */
 	tp->attach_coarse = (uint64_t)hb_clock_ns(CLOCK_MONOTONIC_COARSE);
 	tp->c0 = l->s->counters;
-	rc = recorder__open_fd(req.out, &tp->rec);
+	rc = recording__open_fd(req.out, &tp->rec);
 	if (rc) {
 		tp->rec = NULL;
 		serve_reply(req.conn, rc, strerror(-rc));
@@ -151,7 +151,7 @@ int taps_start(struct loop *l)
 	rc = rc
 		     ?: loop_record_meta_u64(tp->rec, "start_wall_ns",
 					     (uint64_t)hb_clock_ns(CLOCK_REALTIME));
-	rc = rc ?: recorder__flush(tp->rec);
+	rc = rc ?: recording__flush(tp->rec);
 	rc = rc ?: loop_add_fd(l->ep, tp->conn, EV_TAP + 2 * (uint32_t)i);
 	if (!rc) {
 		/* its end; or, until the asker hangs up, each second what came (taps_flush) */
@@ -165,7 +165,7 @@ int taps_start(struct loop *l)
 		epoll_ctl(l->ep, EPOLL_CTL_DEL, tp->conn, NULL);
 		if (tp->tfd >= 0)
 			close(tp->tfd);
-		recorder__close(tp->rec);
+		recording__close(tp->rec);
 		tp->rec = NULL;
 		serve_reply(tp->conn, rc, strerror(-rc));
 	}
@@ -202,7 +202,7 @@ static int tap_flush(struct loop *l, struct tap *tp)
 	loop_read_counters(l);
 	rc = loop_record_meta_u64(tp->rec, "alloc_drops", c->alloc_drops - tp->c0.alloc_drops);
 	rc = rc ?: loop_record_meta_u64(tp->rec, "free_drops", c->free_drops - tp->c0.free_drops);
-	rc = rc ?: recorder__flush(tp->rec);
+	rc = rc ?: recording__flush(tp->rec);
 	if (rc)
 		tap_stop(l, tp, STOP_SIGNAL);
 	return 0;

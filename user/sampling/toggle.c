@@ -9,9 +9,9 @@
 #include "util/hooks.h"
 #include "sampling/toggle.h"
 
-int prof_toggle_validate(const struct jemalloc_target *t, uint64_t addr)
+int toggle_validate(const struct jemalloc_target *t, uint64_t addr)
 {
-	if (addr < t->bias || !elf_object__vaddr_writable(t->elf, addr - t->bias, 1))
+	if (addr < t->bias || !elfobj__vaddr_writable(t->elf, addr - t->bias, 1))
 		return -EFAULT;
 	return proc_maps__writable_in(t->maps, addr, t->path) ? 0 : -EFAULT;
 }
@@ -126,7 +126,7 @@ static void test_pause(pid_t pid)
 		close(fd);
 }
 
-int prof_toggle__init(struct prof_toggle *tg, const struct jemalloc_target *t)
+int toggle__init(struct prof_toggle *tg, const struct jemalloc_target *t)
 {
 	memset(tg, 0, sizeof(*tg));
 	tg->pid = t->pid;
@@ -134,21 +134,21 @@ int prof_toggle__init(struct prof_toggle *tg, const struct jemalloc_target *t)
 	return home_of(t->maps, tg->addr, t->exec_random, t->started, &tg->home);
 }
 
-int prof_toggle__read(const struct prof_toggle *tg, uint8_t *val)
+int toggle__read(const struct prof_toggle *tg, uint8_t *val)
 {
 	return proc_mem_read(tg->pid, tg->addr, val, 1);
 }
 
-int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
-		    prof_toggle_hook before_write, void *arg)
+int toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
+	       prof_toggle_hook before_write, void *arg)
 {
 	uint8_t one = 1, v;
-	int err = prof_toggle__init(tg, t), bad = prof_toggle_validate(t, tg->addr);
+	int err = toggle__init(tg, t), bad = toggle_validate(t, tg->addr);
 
 	/* the address's own fault first: it says more than the image's */
 	if (bad || err)
 		return bad ? bad : err;
-	err = prof_toggle__read(tg, &tg->orig);
+	err = toggle__read(tg, &tg->orig);
 	if (err)
 		return err;
 	/* a bool: anything else means the address is not what we think */
@@ -167,13 +167,13 @@ int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
 	if (err)
 		return err;
 	tg->changed = true;
-	err = prof_toggle__read(tg, &v);
+	err = toggle__read(tg, &v);
 	if (err)
 		return err;
 	return v == 1 ? 0 : -EIO;
 }
 
-int prof_toggle__restore(struct prof_toggle *tg)
+int toggle__restore(struct prof_toggle *tg)
 {
 	int err;
 

@@ -37,13 +37,13 @@ struct prof_toggle {
 };
 
 /* Checks that the flag address lies in a writable mapping of the jemalloc object. */
-int prof_toggle_validate(const struct jemalloc_target *t, uint64_t addr);
+int toggle_validate(const struct jemalloc_target *t, uint64_t addr);
 
 /*
  * Sets tg up for t's flag (pid, address, the image it lies in as t's maps
  * snapshot says), nothing owed yet; -ESTALE when that snapshot has no mapping there.
  */
-int prof_toggle__init(struct prof_toggle *tg, const struct jemalloc_target *t);
+int toggle__init(struct prof_toggle *tg, const struct jemalloc_target *t);
 
 /* Called with the flag's address and original value right before heapbpf writes it. */
 typedef int (*prof_toggle_hook)(void *arg, uint64_t addr, uint8_t orig);
@@ -57,15 +57,15 @@ typedef int (*prof_toggle_hook)(void *arg, uint64_t addr, uint8_t orig);
  * image is gone) or the pid is another process's now; so a byte is never
  * written into a process that took the pid, even between check and write.
  */
-int prof_toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
-		    prof_toggle_hook before_write, void *arg);
+int toggle__on(struct prof_toggle *tg, const struct jemalloc_target *t,
+	       prof_toggle_hook before_write, void *arg);
 /*
  * Writes the original value back if heapbpf changed it; -ESRCH when the
  * target is gone, -ESTALE (nothing written, nothing owed any more) when it
  * exec'd: the flag went with the old image.
  */
-int prof_toggle__restore(struct prof_toggle *tg);
+int toggle__restore(struct prof_toggle *tg);
 /* Reads the flag's current value. */
-int prof_toggle__read(const struct prof_toggle *tg, uint8_t *val);
+int toggle__read(const struct prof_toggle *tg, uint8_t *val);
 
 #endif /* __HEAPBPF_TOGGLE_H */

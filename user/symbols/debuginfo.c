@@ -40,7 +40,7 @@ struct dbg_object {
 /*
  * The two pieces of file-scope state in user/, both documented caches of the
  * process rather than run state: the objects opened so far (shared by every
- * symbolizer, dropped by dbg_cache_clear), and the debug search path, which
+ * symbolizer, dropped by debuginfo_cache_clear), and the debug search path, which
  * libdwfl reads through a char ** in its callbacks, set once by main.
  */
 static struct dbg_object *cache;
@@ -53,7 +53,7 @@ static bool altlink_in(Elf *elf, const char *link, struct debug_query *q)
 {
 	const char *name;
 
-	if (!debug_altlink(elf, &name, &q->id, &q->idlen) || strcmp(name, link) != 0)
+	if (!debugsearch_altlink(elf, &name, &q->id, &q->idlen) || strcmp(name, link) != 0)
 		return false;
 	q->alt = true;
 	return true;
@@ -61,7 +61,7 @@ static bool altlink_in(Elf *elf, const char *link, struct debug_query *q)
 
 static int alt_search(struct dbg_object *o, const struct debug_query *q, char **found)
 {
-	int fd = debug_search(q, found);
+	int fd = debugsearch_find(q, found);
 
 	o->alt_missing = fd < 0;
 	return fd;
@@ -70,7 +70,7 @@ static int alt_search(struct dbg_object *o, const struct debug_query *q, char **
 /*
  * libdwfl asks for the object's separate debug file, then, when that (or the
  * object) has a .gnu_debugaltlink, for the dwz multifile it names, with
- * crc 0: both searched by debug_search, which opens nothing that can block.
+ * crc 0: both searched by debugsearch_find, which opens nothing that can block.
  */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 			  const char *file_name, const char *debuglink_file,
@@ -95,7 +95,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		if (altlink_in(dwfl_module_getelf(mod, &bias), debuglink_file, &q))
 			return alt_search(o, &q, debuginfo_file_name);
 		if (file_name) {
-			int probe = open_regular_ro(file_name);
+			int probe = files_open_regular_ro(file_name);
 			Elf *elf = probe >= 0 ? elf_begin(probe, ELF_C_READ_MMAP, NULL) : NULL;
 
 			/* q.id points into elf: searched before it ends */
@@ -114,7 +114,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	/* the object's own debug file: why it was not found goes in the message that says so */
 	memset(&o->miss, 0, sizeof(o->miss));
 	q.miss = &o->miss;
-	return debug_search(&q, debuginfo_file_name);
+	return debugsearch_find(&q, debuginfo_file_name);
 }
 
 static const Dwfl_Callbacks callbacks = {
@@ -124,7 +124,7 @@ static const Dwfl_Callbacks callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
-void dbg_set_debug_dirs(const char *dirs)
+void debuginfo_set_debug_dirs(const char *dirs)
 {
 	size_t n = sizeof(default_path) + (dirs ? strlen(dirs) + 1 : 0);
 	char *p = malloc(n);
@@ -153,7 +153,7 @@ static void object_free(struct dbg_object *o)
 		return;
 	if (o->dwfl)
 		dwfl_end(o->dwfl);
-	elf_object__free(o->syms);
+	elfobj__free(o->syms);
 	for (size_t i = 0; i < o->npaths; i++)
 		free(o->paths[i]);
 	free(o->paths);
@@ -164,7 +164,7 @@ static void object_free(struct dbg_object *o)
 	free(o);
 }
 
-int dbg_object__get(int fd, const char *name_path, struct dbg_object **out)
+int debuginfo_object__get(int fd, const char *name_path, struct dbg_object **out)
 {
 	struct dbg_object *o;
 	const unsigned char *id;
@@ -175,7 +175,7 @@ int dbg_object__get(int fd, const char *name_path, struct dbg_object **out)
 	int dfd, n;
 
 	if (!debuginfo_path)
-		dbg_set_debug_dirs(NULL);
+		debuginfo_set_debug_dirs(NULL);
 	if (!debuginfo_path)
 		return -ENOMEM;
 	if (fstat(fd, &st))
@@ -234,13 +234,13 @@ int dbg_object__get(int fd, const char *name_path, struct dbg_object **out)
 	return 0;
 }
 
-void dbg_object__put(struct dbg_object *o)
+void debuginfo_object__put(struct dbg_object *o)
 {
 	if (o)
 		o->refs--;
 }
 
-void dbg_cache_trim(void)
+void debuginfo_cache_trim(void)
 {
 	struct dbg_object **pp = &cache;
 
@@ -257,7 +257,7 @@ void dbg_cache_trim(void)
 	}
 }
 
-void dbg_cache_clear(void)
+void debuginfo_cache_clear(void)
 {
 	while (cache) {
 		struct dbg_object *o = cache;
@@ -269,14 +269,14 @@ void dbg_cache_clear(void)
 	debuginfo_path = NULL;
 }
 
-const char *dbg_object__build_id(const struct dbg_object *o)
+const char *debuginfo_object__build_id(const struct dbg_object *o)
 {
 	return o->build_id;
 }
 
 static bool has_symtab(const char *path)
 {
-	int fd = open_regular_ro(path);
+	int fd = files_open_regular_ro(path);
 	bool found = false;
 	Elf_Scn *scn = NULL;
 	Elf *elf;
@@ -306,7 +306,7 @@ static void no_alt(Dwarf *dw)
 	dwarf_setalt(dw, (Dwarf *)-1);
 }
 
-void dbg_attach_alt(Dwarf *dw, const char *path, struct dbg_alt *alt)
+void debuginfo_attach_alt(Dwarf *dw, const char *path, struct dbg_alt *alt)
 {
 	struct debug_query q = { .file_name = path, .alt = true };
 	char *found = NULL;
@@ -315,11 +315,11 @@ void dbg_attach_alt(Dwarf *dw, const char *path, struct dbg_alt *alt)
 	alt->dw = NULL;
 	alt->fd = -1;
 	if (!debuginfo_path)
-		dbg_set_debug_dirs(NULL);
+		debuginfo_set_debug_dirs(NULL);
 	q.path = debuginfo_path ? debuginfo_path : default_path;
-	if (!debug_altlink(dwarf_getelf(dw), &q.link, &q.id, &q.idlen))
+	if (!debugsearch_altlink(dwarf_getelf(dw), &q.link, &q.id, &q.idlen))
 		return;
-	fd = debug_search(&q, &found);
+	fd = debugsearch_find(&q, &found);
 	free(found);
 	alt->dw = fd >= 0 ? dwarf_begin(fd, DWARF_C_READ) : NULL;
 	if (!alt->dw) {
@@ -332,7 +332,7 @@ void dbg_attach_alt(Dwarf *dw, const char *path, struct dbg_alt *alt)
 	dwarf_setalt(dw, alt->dw);
 }
 
-void dbg_alt_end(struct dbg_alt *alt)
+void debuginfo_alt_end(struct dbg_alt *alt)
 {
 	if (alt->dw)
 		dwarf_end(alt->dw);
@@ -365,19 +365,19 @@ static void search(struct dbg_object *o)
 		o->symtab_file = strdup(o->debug_file);
 }
 
-const char *dbg_object__symtab_file(struct dbg_object *o)
+const char *debuginfo_object__symtab_file(struct dbg_object *o)
 {
 	search(o);
 	return o->symtab_file;
 }
 
-const char *dbg_object__debug_file(struct dbg_object *o)
+const char *debuginfo_object__debug_file(struct dbg_object *o)
 {
 	search(o);
 	return o->debug_file;
 }
 
-const struct debug_miss *dbg_object__miss(struct dbg_object *o)
+const struct debug_miss *debuginfo_object__miss(struct dbg_object *o)
 {
 	search(o);
 	return &o->miss;
@@ -456,20 +456,20 @@ static const char *func_name(struct dbg_object *o, uint64_t vaddr, GElf_Off *off
 	if (!o->syms_tried) {
 		o->syms_tried = true;
 		if (o->symtab_file)
-			elf_object__open(o->symtab_file, &o->syms);
+			elfobj__open(o->symtab_file, &o->syms);
 		if (!o->syms) {
 			/* no .symtab anywhere: the object's own .dynsym */
 			dwfl_module_info(o->mod, NULL, NULL, NULL, NULL, NULL, &mainfile, NULL);
 			if (mainfile)
-				elf_object__open(mainfile, &o->syms);
+				elfobj__open(mainfile, &o->syms);
 		}
 	}
-	s = o->syms ? elf_object__func_at(o->syms, vaddr) : NULL;
+	s = o->syms ? elfobj__func_at(o->syms, vaddr) : NULL;
 	*off = s ? vaddr - s->addr : 0;
 	return s ? s->name : NULL;
 }
 
-int dbg_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *r)
+int debuginfo_object__lookup(struct dbg_object *o, uint64_t vaddr, struct sym_result *r)
 {
 	Dwarf_Addr addr = vaddr, cubias = 0;
 	const char *symname, *file = NULL;
@@ -550,7 +550,7 @@ int debuginfo_find_executable(const char *build_id, char *found, size_t len)
 	if (!build_id || !build_id[0] || !urls || !urls[0])
 		return -ENOENT;
 	/* its cache checked first, as every directory heapbpf writes into (debugsearch.h) */
-	fd = debug_debuginfod_prepare();
+	fd = debugsearch_debuginfod_prepare();
 	if (fd)
 		return fd;
 	c = debuginfod_begin();

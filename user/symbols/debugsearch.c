@@ -111,12 +111,12 @@ static int try_one(const struct debug_query *q, const char *path, char **found)
 	struct stat st;
 	uint32_t crc = 0;
 	bool ok;
-	int fd = open_regular_ro(path);
+	int fd = files_open_regular_ro(path);
 
 	if (fd < 0) {
 		if (fd != -ENOENT && fd != -ENOTDIR)
 			refused(q, path, NULL, "%s cannot be opened: %s", path,
-				open_regular_strerror(fd));
+				files_open_regular_strerror(fd));
 		return -1;
 	}
 	if (fstat(fd, &st) || (st.st_dev == q->dev && st.st_ino == q->ino)) {
@@ -423,7 +423,7 @@ static int check_cache(const char *path, int levels, mode_t parent_mode, char *w
 	return err;
 }
 
-void debug_cache_decide(const char *fallback, struct debug_cache *c)
+void debugsearch_cache_decide(const char *fallback, struct debug_cache *c)
 {
 	int levels = 0;
 
@@ -444,7 +444,7 @@ void debug_cache_decide(const char *fallback, struct debug_cache *c)
 		snprintf(c->used, sizeof(c->used), "%s", fallback);
 }
 
-int debug_debuginfod_prepare(void)
+int debugsearch_debuginfod_prepare(void)
 {
 	/* 1: set up, -1: not to be used; decided once a process */
 	static int ready;
@@ -463,7 +463,7 @@ int debug_debuginfod_prepare(void)
 		hb_warn("debuginfod is not used: %s", strerror(ENOMEM));
 		return -DEBUG_ECACHE;
 	}
-	debug_cache_decide(DEBUG_CACHE_FALLBACK, c);
+	debugsearch_cache_decide(DEBUG_CACHE_FALLBACK, c);
 	hb_clean(names, n, c->chosen);
 	hb_clean(names + n, n, c->used[0] ? c->used : DEBUG_CACHE_FALLBACK);
 	/* libdebuginfod decides again at each query: from now on there is one answer */
@@ -493,7 +493,7 @@ static int by_debuginfod(const struct debug_query *q, char **found)
 
 	if (!q->idlen || !urls || !urls[0])
 		return -1;
-	rc = debug_debuginfod_prepare();
+	rc = debugsearch_debuginfod_prepare();
 	if (rc) {
 		if (q->miss)
 			q->miss->debuginfod = rc;
@@ -518,7 +518,7 @@ static int by_debuginfod(const struct debug_query *q, char **found)
 	return fd;
 }
 
-int debug_search(const struct debug_query *q, char **found)
+int debugsearch_find(const struct debug_query *q, char **found)
 {
 	char *entries = entries_of(q->path), *real;
 	char *e, *save = NULL;
@@ -544,7 +544,7 @@ int debug_search(const struct debug_query *q, char **found)
 	return fd;
 }
 
-const char *debug_debuginfod_reason(int rc)
+const char *debugsearch_debuginfod_reason(int rc)
 {
 	/* libdebuginfod's translation of libcurl's errors (debuginfod-client.c) */
 	switch (rc) {
@@ -576,7 +576,7 @@ const char *debug_debuginfod_reason(int rc)
 	}
 }
 
-bool debug_altlink(Elf *elf, const char **name, const unsigned char **id, size_t *idlen)
+bool debugsearch_altlink(Elf *elf, const char **name, const unsigned char **id, size_t *idlen)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;

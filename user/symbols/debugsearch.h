@@ -4,7 +4,7 @@
  * libdwfl's dwfl_standard_find_debuginfo, which opens every candidate with a
  * blocking open(): a FIFO planted as app.debug next to a binary its owner
  * controls would hold heapbpf, running as root, forever. Every candidate is
- * opened with open_regular_ro (no FIFO, device or directory) and kept only if
+ * opened with files_open_regular_ro (no FIFO, device or directory) and kept only if
  * it carries the object's build-id (or, without one, the debuglink's CRC).
  *
  * The places, in libdwfl's order (docs/symbols.md):
@@ -61,7 +61,7 @@ struct debug_query {
  * reads) and sets *found to its path (malloc'd), or returns -1 with *found
  * untouched.
  */
-int debug_search(const struct debug_query *q, char **found);
+int debugsearch_find(const struct debug_query *q, char **found);
 
 /*
  * What debuginfod's negative errno (debuginfod_find_debuginfo's, after
@@ -69,7 +69,7 @@ int debug_search(const struct debug_query *q, char **found);
  * such build-id", -ECONNREFUSED, -EHOSTUNREACH (the name did not resolve)...
  * and -DEBUG_ECACHE, debuginfod not asked for want of a safe cache.
  */
-const char *debug_debuginfod_reason(int rc);
+const char *debugsearch_debuginfod_reason(int rc);
 
 /*
  * libdebuginfod's cache, which it writes as root by name, following links
@@ -103,16 +103,16 @@ struct debug_cache {
 };
 
 /* The decision for the environment as it is, with fallback in place of DEBUG_CACHE_FALLBACK. */
-void debug_cache_decide(const char *fallback, struct debug_cache *c);
+void debugsearch_cache_decide(const char *fallback, struct debug_cache *c);
 
 /*
  * Before libdebuginfod is first used: the decision made (once a process),
  * DEBUGINFOD_CACHE_PATH set to the directory to use, a refusal said once
  * (hb_warn). 0 when libdebuginfod may be used, else -DEBUG_ECACHE.
  */
-int debug_debuginfod_prepare(void);
+int debugsearch_debuginfod_prepare(void);
 
 /* The .gnu_debugaltlink of elf: its name and the multifile's build-id; false when it has none. */
-bool debug_altlink(Elf *elf, const char **name, const unsigned char **id, size_t *idlen);
+bool debugsearch_altlink(Elf *elf, const char **name, const unsigned char **id, size_t *idlen);
 
 #endif /* __HEAPBPF_DEBUGSEARCH_H */

@@ -6,7 +6,7 @@
 
 #include "symbols/demangle.h"
 
-char *hb_demangle(const char *name)
+char *demangle_name(const char *name)
 {
 	/* only Itanium C++ (_Z) and Rust v0 (_R) manglings; legacy Rust is _ZN...17h<hash>E */
 	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))

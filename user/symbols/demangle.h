@@ -4,6 +4,6 @@
 #define __HEAPBPF_DEMANGLE_H
 
 /* The demangled name (malloc'd), or NULL when name is not mangled. */
-char *hb_demangle(const char *name);
+char *demangle_name(const char *name);
 
 #endif /* __HEAPBPF_DEMANGLE_H */

@@ -108,7 +108,7 @@ static void read_build_id(struct elf_object *o)
 		o->build_id = strdup(hex);
 }
 
-int elf_fd_build_id(int fd, char *hex, size_t len)
+int elfobj_fd_build_id(int fd, char *hex, size_t len)
 {
 	Elf *elf;
 	int err = init_libelf();
@@ -249,7 +249,7 @@ static int read_symbols(struct elf_object *o)
 	return 0;
 }
 
-int elf_object__open(const char *path, struct elf_object **out)
+int elfobj__open(const char *path, struct elf_object **out)
 {
 	struct elf_object *o;
 	GElf_Ehdr eh;
@@ -261,7 +261,7 @@ int elf_object__open(const char *path, struct elf_object **out)
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
-	o->fd = open_regular_ro(path);
+	o->fd = files_open_regular_ro(path);
 	if (o->fd < 0) {
 		err = o->fd;
 		free(o);
@@ -283,11 +283,11 @@ int elf_object__open(const char *path, struct elf_object **out)
 	*out = o;
 	return 0;
 fail:
-	elf_object__free(o);
+	elfobj__free(o);
 	return err;
 }
 
-void elf_object__free(struct elf_object *o)
+void elfobj__free(struct elf_object *o)
 {
 	if (!o)
 		return;
@@ -303,22 +303,22 @@ void elf_object__free(struct elf_object *o)
 	free(o);
 }
 
-bool elf_object__has_symtab(const struct elf_object *o)
+bool elfobj__has_symtab(const struct elf_object *o)
 {
 	return o->has_symtab;
 }
 
-int elf_object__type(const struct elf_object *o)
+int elfobj__type(const struct elf_object *o)
 {
 	return o->type;
 }
 
-const char *elf_object__build_id(const struct elf_object *o)
+const char *elfobj__build_id(const struct elf_object *o)
 {
 	return o->build_id;
 }
 
-const struct elf_sym *elf_object__sym_by_name(const struct elf_object *o, const char *name)
+const struct elf_sym *elfobj__sym_by_name(const struct elf_object *o, const char *name)
 {
 	size_t lo = 0, hi = o->nsyms;
 
@@ -336,8 +336,8 @@ const struct elf_sym *elf_object__sym_by_name(const struct elf_object *o, const 
 	return NULL;
 }
 
-const struct elf_sym *elf_object__sym_by_suffix(const struct elf_object *o, const char *suffix,
-						int type)
+const struct elf_sym *elfobj__sym_by_suffix(const struct elf_object *o, const char *suffix,
+					    int type)
 {
 	size_t sl = strlen(suffix);
 
@@ -351,7 +351,7 @@ const struct elf_sym *elf_object__sym_by_suffix(const struct elf_object *o, cons
 	return NULL;
 }
 
-const struct elf_sym *elf_object__func_at(const struct elf_object *o, uint64_t vaddr)
+const struct elf_sym *elfobj__func_at(const struct elf_object *o, uint64_t vaddr)
 {
 	size_t lo = 0, hi = o->nfuncs;
 	const struct elf_sym *s;
@@ -376,7 +376,7 @@ const struct elf_sym *elf_object__func_at(const struct elf_object *o, uint64_t v
 	return s;
 }
 
-int elf_object__vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t *off)
+int elfobj__vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint64_t *off)
 {
 	for (size_t i = 0; i < o->nsegs; i++) {
 		const struct segment *s = &o->segs[i];
@@ -389,7 +389,7 @@ int elf_object__vaddr_to_offset(const struct elf_object *o, uint64_t vaddr, uint
 	return -ENOENT;
 }
 
-int elf_object__offset_to_vaddr(const struct elf_object *o, uint64_t off, uint64_t *vaddr)
+int elfobj__offset_to_vaddr(const struct elf_object *o, uint64_t off, uint64_t *vaddr)
 {
 	for (size_t i = 0; i < o->nsegs; i++) {
 		const struct segment *s = &o->segs[i];
@@ -402,7 +402,7 @@ int elf_object__offset_to_vaddr(const struct elf_object *o, uint64_t off, uint64
 	return -ENOENT;
 }
 
-bool elf_object__vaddr_writable(const struct elf_object *o, uint64_t vaddr, uint64_t len)
+bool elfobj__vaddr_writable(const struct elf_object *o, uint64_t vaddr, uint64_t len)
 {
 	for (size_t i = 0; i < o->nsegs; i++) {
 		const struct segment *s = &o->segs[i];
@@ -413,8 +413,8 @@ bool elf_object__vaddr_writable(const struct elf_object *o, uint64_t vaddr, uint
 	return false;
 }
 
-int elf_object__load_bias(const struct elf_object *o, uint64_t map_start, uint64_t map_offset,
-			  uint64_t *bias)
+int elfobj__load_bias(const struct elf_object *o, uint64_t map_start, uint64_t map_offset,
+		      uint64_t *bias)
 {
 	const struct segment *first = NULL;
 	uint64_t page;
@@ -473,7 +473,7 @@ static const char *version_prefix(const char *base, const char *end)
 	return p;
 }
 
-const char *jemalloc_version_scan(const char *data, size_t len, size_t *match_len)
+const char *elfobj_jemalloc_version_scan(const char *data, size_t len, size_t *match_len)
 {
 	const char *p = data, *end = data + len;
 
@@ -499,7 +499,7 @@ const char *jemalloc_version_scan(const char *data, size_t len, size_t *match_le
 	return NULL;
 }
 
-int elf_object__jemalloc_version(const struct elf_object *o, char *buf, size_t len)
+int elfobj__jemalloc_version(const struct elf_object *o, char *buf, size_t len)
 {
 	Elf_Scn *scn = NULL;
 
@@ -515,7 +515,7 @@ int elf_object__jemalloc_version(const struct elf_object *o, char *buf, size_t l
 		d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf)
 			continue;
-		m = jemalloc_version_scan(d->d_buf, d->d_size, &n);
+		m = elfobj_jemalloc_version_scan(d->d_buf, d->d_size, &n);
 		if (m) {
 			if (n >= len)
 				return -ENAMETOOLONG;

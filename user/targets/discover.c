@@ -15,7 +15,7 @@
 #include "targets/discover.h"
 #include "util/clock.h"
 #include "util/errmsg.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 
 /*
  * After an exec, the process is checked at these delays (seconds): a

@@ -36,8 +36,8 @@ static char *field_of(struct select_rule *r, const char *key, size_t klen, size_
 	return NULL;
 }
 
-int select_rule_parse(const char *text, bool exclude, struct select_rule *r, char *err,
-		      size_t errlen)
+int selection_rule_parse(const char *text, bool exclude, struct select_rule *r, char *err,
+			 size_t errlen)
 {
 	const char *opt = exclude ? "--exclude" : "--select";
 	char unit[256];
@@ -65,15 +65,15 @@ int select_rule_parse(const char *text, bool exclude, struct select_rule *r, cha
 			       text, r->unit);
 	if (r->unit[0])
 		snprintf(r->unit, sizeof(r->unit), "%s", unit);
-	if (r->service_name[0] && !pyro_valid_service(r->service_name))
+	if (r->service_name[0] && !pyro_labels_valid_service(r->service_name))
 		return hb_fail(err, errlen, -EINVAL,
 			       "%s \"%s\": a service name is letters, digits and _ . / -", opt,
 			       text);
 	return 0;
 }
 
-bool select_rule_match(const struct select_rule *r, const struct workload *w, const char *comm,
-		       const char *exe)
+bool selection_rule_match(const struct select_rule *r, const struct workload *w, const char *comm,
+			  const char *exe)
 {
 	if (r->unit[0] && strcmp(r->unit, w->unit) != 0)
 		return false;

@@ -23,10 +23,10 @@ struct select_rule {
 };
 
 /* "unit=redis,exe=redis-server"; 0 or -EINVAL with a sentence in err. */
-int select_rule_parse(const char *text, bool exclude, struct select_rule *r, char *err,
-		      size_t errlen);
+int selection_rule_parse(const char *text, bool exclude, struct select_rule *r, char *err,
+			 size_t errlen);
 /* Whether a process (w, comm, exe: its executable's file name) satisfies r. */
-bool select_rule_match(const struct select_rule *r, const struct workload *w, const char *comm,
-		       const char *exe);
+bool selection_rule_match(const struct select_rule *r, const struct workload *w, const char *comm,
+			  const char *exe);
 
 #endif /* __HEAPBPF_SELECTION_H */

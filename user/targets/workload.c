@@ -217,7 +217,7 @@ static void sanitize_in_place(char *s, size_t size)
 
 	if (!*s)
 		return;
-	pyro_sanitize(s, false, tmp, size < sizeof(tmp) ? size : sizeof(tmp));
+	pyro_labels_sanitize(s, false, tmp, size < sizeof(tmp) ? size : sizeof(tmp));
 	memcpy(s, tmp, strlen(tmp) + 1);
 }
 
@@ -413,7 +413,7 @@ static void docker_name(struct workload *w, const char *root)
 	n = text ? read_all(fd, text, DOCKER_CONFIG_MAX) : -ENOMEM;
 	close(fd);
 	if (n > 0 && json_top_name(text, n, w->docker_name, sizeof(w->docker_name)))
-		pyro_sanitize(w->docker_name, true, w->docker_name, sizeof(w->docker_name));
+		pyro_labels_sanitize(w->docker_name, true, w->docker_name, sizeof(w->docker_name));
 	free(text);
 }
 
@@ -728,7 +728,7 @@ void workload_service_name(const struct workload *w, const char *comm, char *out
 	} else {
 		snprintf(buf, sizeof(buf), "%s", comm && *comm ? comm : "unspecified");
 	}
-	pyro_sanitize(buf, true, out, len);
+	pyro_labels_sanitize(buf, true, out, len);
 }
 
 size_t workload_labels(const struct workload *w, struct pyro_label *out, size_t max)
@@ -745,7 +745,7 @@ size_t workload_labels(const struct workload *w, struct pyro_label *out, size_t 
 		max = PYRO_MAX_LABELS;
 	/* sanitized as they were read: a value that is not valid all the same stays out */
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]) && n < max; i++) {
-		if (all[i].value[0] && pyro_valid_label_value(all[i].value))
+		if (all[i].value[0] && pyro_labels_valid_value(all[i].value))
 			out[n++] = all[i];
 	}
 	return n;

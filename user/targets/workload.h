@@ -85,14 +85,14 @@ int workload_host_cgroup_base(char *base, size_t len);
  * Alloy's __meta_docker_container_name), else "RUNTIME/ID12" (the first 12
  * digits of its id, as "docker ps" shows it; "container/ID12" when the
  * runtime is unknown); else the unit without ".service"; else comm, and
- * "unspecified" (Alloy's word) without one. Sanitized with pyro_sanitize.
+ * "unspecified" (Alloy's word) without one. Sanitized with pyro_labels_sanitize.
  */
 void workload_service_name(const struct workload *w, const char *comm, char *out, size_t len);
 
 /*
  * The labels Alloy would give the process, beside service_name: namespace, pod,
  * container, container_id (only those known, each a valid value: the names
- * are sanitized with pyro_sanitize when read); at most PYRO_MAX_LABELS in all.
+ * are sanitized with pyro_labels_sanitize when read); at most PYRO_MAX_LABELS in all.
  * Returns how many were written to out (pointers into w).
  */
 size_t workload_labels(const struct workload *w, struct pyro_label *out, size_t max);

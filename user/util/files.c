@@ -86,7 +86,7 @@ static int reopen_regular(int pathfd)
 	return fd < 0 ? -errno : fd;
 }
 
-int open_regular_ro(const char *path)
+int files_open_regular_ro(const char *path)
 {
 	struct stat st;
 	int fd, err, pathfd;
@@ -189,7 +189,7 @@ char *hb_realpath(const char *path)
 	return out;
 }
 
-const char *open_regular_strerror(int err)
+const char *files_open_regular_strerror(int err)
 {
 	return err == -HB_ENOTREG ? "not a regular file" : strerror(-err);
 }

@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <sys/types.h>
 
-/* What open_regular_ro returns for a path that is not a regular file. */
+/* What files_open_regular_ro returns for a path that is not a regular file. */
 #define HB_ENOTREG EINVAL
 
 /*
@@ -24,7 +24,7 @@
  * Returns the descriptor, or -errno: -HB_ENOTREG when path is a FIFO, device,
  * socket or directory.
  */
-int open_regular_ro(const char *path);
+int files_open_regular_ro(const char *path);
 
 /* open(2) of path with flags (O_CLOEXEC added), a process's root kept to; -errno. */
 int hb_open_path(const char *path, int flags);
@@ -39,7 +39,7 @@ ssize_t hb_readlink(const char *path, char *buf, size_t len);
  */
 char *hb_realpath(const char *path);
 
-/* The reason open_regular_ro gave err (negative), as a message says it. */
-const char *open_regular_strerror(int err);
+/* The reason files_open_regular_ro gave err (negative), as a message says it. */
+const char *files_open_regular_strerror(int err);
 
 #endif /* __HEAPBPF_FILES_H */

@@ -45,7 +45,7 @@ int proc_map_open_path(pid_t pid, const char *path, char *buf, size_t len);
 bool proc_map_is(const struct proc_map *m, int fd);
 
 /*
- * The file mapping m of pid maps, opened read-only (open_regular_ro): through
+ * The file mapping m of pid maps, opened read-only (files_open_regular_ro): through
  * /proc/PID/map_files, else by its path inside pid's root, else, pid gone,
  * by its path here; each checked with proc_map_is. The descriptor, or
  * -errno: -ESTALE when the way there leads to another file (a link planted

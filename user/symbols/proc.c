@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "util/files.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -180,16 +180,16 @@ int proc_map_open(pid_t pid, const struct proc_map *m)
 	/* the kernel's own link to the file mapped there (needs CAP_SYS_ADMIN) */
 	snprintf(buf, sizeof(buf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, m->start,
 		 m->end);
-	fd = checked(m, open_regular_ro(buf));
+	fd = checked(m, files_open_regular_ro(buf));
 	if (fd >= 0 || fd == -ESTALE)
 		return fd;
 	/* its name, inside the process's root */
 	rc = proc_map_open_path(pid, m->path, buf, sizeof(buf));
-	fd = rc ? rc : checked(m, open_regular_ro(buf));
+	fd = rc ? rc : checked(m, files_open_regular_ro(buf));
 	if (fd >= 0 || fd == -ESTALE || fd != -ESRCH)
 		return fd;
 	/* the process is gone: a file of ours is used only if it is the same inode */
-	return checked(m, open_regular_ro(m->path));
+	return checked(m, files_open_regular_ro(m->path));
 }
 
 int proc_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)

@@ -10,7 +10,7 @@
 #include "symbols/debuginfo.h"
 #include "symbols/elfobj.h"
 #include "util/files.h"
-#include "symbols/symbolize.h"
+#include "symbols/symbolizer.h"
 
 /* One file, opened while the target lived, parsed on first use. */
 struct sym_file {
@@ -36,7 +36,7 @@ struct sym_pool {
 		size_t users; /* symbolizers whose file holds it */
 	} * v;
 	size_t n;
-	bool keep_idle; /* one no symbolizer holds stays until sym_pool__free */
+	bool keep_idle; /* one no symbolizer holds stays until symbolizer_pool__free */
 };
 
 struct sym_entry {
@@ -55,28 +55,28 @@ struct symbolizer {
 	char *main_path;       /* the first mapped file's: the executable, or NULL */
 };
 
-int sym_pool__new(struct sym_pool **out)
+int symbolizer_pool__new(struct sym_pool **out)
 {
 	*out = calloc(1, sizeof(**out));
 	return *out ? 0 : -ENOMEM;
 }
 
-void sym_pool__free(struct sym_pool *p)
+void symbolizer_pool__free(struct sym_pool *p)
 {
 	if (!p)
 		return;
 	for (size_t i = 0; i < p->n; i++)
-		elf_object__free(p->v[i].elf);
+		elfobj__free(p->v[i].elf);
 	free(p->v);
 	free(p);
 }
 
-size_t sym_pool__size(const struct sym_pool *p)
+size_t symbolizer_pool__size(const struct sym_pool *p)
 {
 	return p ? p->n : 0;
 }
 
-void sym_pool__keep_idle(struct sym_pool *p)
+void symbolizer_pool__keep_idle(struct sym_pool *p)
 {
 	p->keep_idle = true;
 }
@@ -94,7 +94,7 @@ static void pool_put(struct sym_pool *p, struct elf_object *elf)
 			continue;
 		if (--p->v[i].users || p->keep_idle)
 			return;
-		elf_object__free(elf);
+		elfobj__free(elf);
 		p->v[i] = p->v[--p->n];
 		return;
 	}
@@ -106,7 +106,7 @@ static void put_elf(struct symbolizer *s, struct sym_file *f)
 	if (f->pooled)
 		pool_put(s->pool, f->elf);
 	else
-		elf_object__free(f->elf);
+		elfobj__free(f->elf);
 	f->elf = NULL;
 	f->pooled = false;
 }
@@ -128,7 +128,7 @@ static struct elf_object *pooled_elf(struct sym_pool *p, const struct sym_file *
 	if (!v)
 		return NULL;
 	p->v = v;
-	if (elf_object__open(path, &v[p->n].elf))
+	if (elfobj__open(path, &v[p->n].elf))
 		return NULL;
 	snprintf(v[p->n].build_id, sizeof(v[p->n].build_id), "%s", f->build_id);
 	v[p->n].users = 1;
@@ -160,12 +160,12 @@ static bool same_build_id(int fd, const char *want)
 
 	if (!want || !want[0])
 		return true;
-	return elf_fd_build_id(fd, got, sizeof(got)) == 0 && strcmp(got, want) == 0;
+	return elfobj_fd_build_id(fd, got, sizeof(got)) == 0 && strcmp(got, want) == 0;
 }
 
 static int try_open(const char *path, const char *build_id, char *found, size_t len)
 {
-	int fd = open_regular_ro(path);
+	int fd = files_open_regular_ro(path);
 
 	if (fd < 0)
 		return fd;
@@ -241,7 +241,7 @@ static int file_index(struct symbolizer *s, const struct proc_map *pm, const cha
 		nv->fd = open_offline(s->dirs, path, build_id, buf, sizeof(buf));
 		nv->name_path = strdup(nv->fd >= 0 ? buf : path);
 	}
-	if (nv->fd >= 0 && elf_fd_build_id(nv->fd, nv->build_id, sizeof(nv->build_id)))
+	if (nv->fd >= 0 && elfobj_fd_build_id(nv->fd, nv->build_id, sizeof(nv->build_id)))
 		nv->build_id[0] = '\0';
 	*idx = s->nfiles++;
 	return nv->name_path ? 0 : -ENOMEM;
@@ -391,7 +391,7 @@ void symbolizer__free(struct symbolizer *s)
 		return;
 	for (size_t i = 0; i < s->nfiles; i++) {
 		put_elf(s, &s->files[i]);
-		dbg_object__put(s->files[i].dbg);
+		debuginfo_object__put(s->files[i].dbg);
 		free(s->files[i].name_path);
 		if (s->files[i].fd >= 0)
 			close(s->files[i].fd);
@@ -413,11 +413,11 @@ void symbolizer__release(struct symbolizer *s)
 		struct sym_file *f = &s->files[i];
 
 		put_elf(s, f);
-		dbg_object__put(f->dbg);
+		debuginfo_object__put(f->dbg);
 		f->dbg = NULL;
 		f->parsed = false;
 	}
-	dbg_cache_trim();
+	debuginfo_cache_trim();
 }
 
 static struct elf_object *file_elf(struct symbolizer *s, size_t idx)
@@ -431,9 +431,9 @@ static struct elf_object *file_elf(struct symbolizer *s, size_t idx)
 			snprintf(buf, sizeof(buf), "/proc/self/fd/%d", f->fd);
 			f->elf = pooled_elf(s->pool, f, buf);
 			f->pooled = f->elf != NULL;
-			if (!f->elf && elf_object__open(buf, &f->elf))
+			if (!f->elf && elfobj__open(buf, &f->elf))
 				f->elf = NULL;
-			if (f->elf && dbg_object__get(f->fd, f->name_path, &f->dbg))
+			if (f->elf && debuginfo_object__get(f->fd, f->name_path, &f->dbg))
 				f->dbg = NULL;
 		}
 	}
@@ -458,17 +458,18 @@ int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, stru
 	elf = file_elf(s, e->file);
 	if (!elf)
 		return 0;
-	if (elf_object__offset_to_vaddr(elf, pc - e->obj.start + e->obj.file_offset, &vaddr))
+	if (elfobj__offset_to_vaddr(elf, pc - e->obj.start + e->obj.file_offset, &vaddr))
 		return 0;
 	/* DWARF and separate debug info first, the object's own symbols as a fallback */
-	if (s->files[e->file].dbg && dbg_object__lookup(s->files[e->file].dbg, vaddr, r) == 0) {
+	if (s->files[e->file].dbg &&
+	    debuginfo_object__lookup(s->files[e->file].dbg, vaddr, r) == 0) {
 		so->has_functions = true;
 		so->has_filenames |= r->lines[0].file != NULL;
 		so->has_line_numbers |= r->lines[0].line != 0;
 		so->has_inline_frames |= r->nlines > 1;
 		return 0;
 	}
-	sym = elf_object__func_at(elf, vaddr);
+	sym = elfobj__func_at(elf, vaddr);
 	if (!sym)
 		return 0;
 	so->has_functions = true;

@@ -16,7 +16,7 @@
 #include <sys/types.h>
 
 #include "symbols/debuginfo.h"
-#include "symbols/procmaps.h"
+#include "symbols/proc.h"
 
 struct sym_object {
 	char *path;	/* path inside the target's namespace */
@@ -67,21 +67,21 @@ int symbolizer__lookup(struct symbolizer *s, uint64_t addr, bool is_return, stru
  * once, into p, and shared (their DWARF is shared by build-id already,
  * user/symbols/debuginfo.c). An object stays in p while a symbolizer holds
  * it (parsed and neither released nor freed): the last to let go frees it
- * (an agent's pool), unless p keeps idle objects (sym_pool__keep_idle).
+ * (an agent's pool), unless p keeps idle objects (symbolizer_pool__keep_idle).
  * p is freed after every symbolizer that shares it.
  */
 struct sym_pool;
-int sym_pool__new(struct sym_pool **out);
-void sym_pool__free(struct sym_pool *p);
+int symbolizer_pool__new(struct sym_pool **out);
+void symbolizer_pool__free(struct sym_pool *p);
 /*
- * p keeps an object no symbolizer holds until sym_pool__free: a session of
+ * p keeps an object no symbolizer holds until symbolizer_pool__free: a session of
  * several targets builds their last profiles one after the other, each
  * releasing its symbolizer's objects (report__build), so without this the
  * next target would parse again what the last one let go.
  */
-void sym_pool__keep_idle(struct sym_pool *p);
+void symbolizer_pool__keep_idle(struct sym_pool *p);
 /* How many parsed objects p holds now. */
-size_t sym_pool__size(const struct sym_pool *p);
+size_t symbolizer_pool__size(const struct sym_pool *p);
 void symbolizer__share(struct symbolizer *s, struct sym_pool *p);
 
 size_t symbolizer__nobjects(const struct symbolizer *s);
