@@ -544,6 +544,14 @@ Test(top, screen_80x24)
 		cr_assert_leq(strlen(lines[i]), 80, "line %zu: %s", i, lines[i]);
 	cr_assert_str_eq(lines[0], "heapbpf top  pid 4242 (alloc-service)  up 1m05s");
 	cr_assert_str_eq(lines[1], "samples 1000 (+10)  sampled 3.0 MiB  frees 900  drops 0");
+	free(text);
+	/* frees of objects sampled before attach: apart, as the summary keeps them */
+	v.earlier_frees = 35;
+	text = render_screen(&v, 80, 24);
+	n = lines_of(text, lines, 64);
+	cr_assert_str_eq(lines[1], "samples 1000 (+10)  sampled 3.0 MiB  frees 900 (+35 from "
+				   "before attach)  drops 0");
+	v.earlier_frees = 0;
 	/* what heapbpf saw is only since it attached, and says so */
 	cr_assert(strncmp(lines[2], "since attach: in use 1.5 KiB", 28) == 0, "%s", lines[2]);
 	cr_assert_str_eq(lines[3], "sorted by in-use growth, by function");

@@ -552,7 +552,7 @@ static void header_line(char *buf, size_t len, const struct top_view *v, int i)
 {
 	struct top_row t = v->frame ? top_total(v->frame) : (struct top_row){ 0 };
 	double per = v->frame && v->frame->seconds > 0 ? 1 / v->frame->seconds : 1;
-	char a[32], b[32], c[32], name[64];
+	char a[32], b[32], c[64], name[64];
 	size_t pos = 0;
 
 	switch (i) {
@@ -568,10 +568,15 @@ static void header_line(char *buf, size_t len, const struct top_view *v, int i)
 		break;
 	case 1:
 		summary_bytes(a, sizeof(a), (double)v->sampled_bytes);
+		/* as the summary: frees of objects sampled before attach are not these samples' */
+		c[0] = '\0';
+		if (v->earlier_frees)
+			snprintf(c, sizeof(c), " (+%" PRIu64 " from before attach)",
+				 v->earlier_frees);
 		snprintf(buf, len,
 			 "samples %" PRIu64 " (+%" PRIu64 ")  sampled %s  frees %" PRIu64
-			 "  drops %" PRIu64 "%s",
-			 v->samples, v->interval_samples, a, v->frees, v->drops,
+			 "%s  drops %" PRIu64 "%s",
+			 v->samples, v->interval_samples, a, v->frees, c, v->drops,
 			 v->drops ? " (raise --ringbuf-size)" : "");
 		break;
 	case 2:
@@ -875,7 +880,8 @@ static int on_interval(struct session *s, void *arg)
 	t->shown.samples = st->allocs;
 	t->shown.interval_samples = st->allocs - t->last_samples;
 	t->shown.sampled_bytes = st->alloc_bytes;
-	t->shown.frees = st->frees;
+	t->shown.frees = st->frees_matched;
+	t->shown.earlier_frees = st->frees_unmatched;
 	t->shown.drops = s->counters.alloc_drops + s->counters.free_drops;
 	t->last_samples = st->allocs;
 	read_live(t);

@@ -116,7 +116,9 @@ struct top_view {
 	pid_t pid;
 	const char *comm;
 	double elapsed; /* seconds since sampling started */
-	uint64_t samples, interval_samples, sampled_bytes, frees, drops;
+	uint64_t samples, interval_samples, sampled_bytes, drops;
+	/* frees of the samples counted, and of objects sampled before attach (apart) */
+	uint64_t frees, earlier_frees;
 	bool raw; /* values are raw sampled bytes, not estimates */
 	/* the whole live heap in jemalloc's own tables, where it can be read (--live-heap) */
 	bool live_known;
