@@ -1885,3 +1885,32 @@ Test(agent, a_one_shot_run_is_served_by_the_agent)
 	free(text);
 	agent_went_on(&s);
 }
+
+/*
+ * The agent's log, read from a file later: every line stamped with the UTC
+ * time; without --select it warns that it takes every jemalloc process
+ * with profiling on the host (here each one is excluded: it takes none).
+ */
+Test(agent, a_log_file_is_stamped_and_no_select_is_warned)
+{
+	char out[PATH_MAX], path[PATH_MAX], *text = NULL, *line;
+	int rc;
+
+	hb_require_bpf();
+	snprintf(out, sizeof(out), "%s/out", hb_tmpdir());
+	start_agent((const char *[]){ "--output-dir", out, "--exclude", "cgroup=/", NULL });
+	wait_said("agent: watching the node's jemalloc processes");
+	rc = stop_agent();
+	cr_assert(rc == 0 || rc == 3, "%d: %s", rc, agent_err());
+	cr_assert_not_null(strstr(agent_err(), "heapbpf: warning: agent: no --select: every "
+					       "process on this host"),
+			   "%s", agent_err());
+	cr_assert_gt(hb_read_file(in_tmp(path, sizeof(path), "agent.err"), &text), 0);
+	for (line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		/* 2026-12-06T15:44:36.123Z heapbpf: */
+		cr_assert(strlen(line) > 25 && line[4] == '-' && line[10] == 'T' &&
+				  line[23] == 'Z' && !strncmp(line + 24, " heapbpf: ", 10),
+			  "not stamped: %s", line);
+	}
+	free(text);
+}

@@ -1140,3 +1140,56 @@ Test(fleet, pyroscope_spool_is_bounded)
 	cr_assert_eq(hb_count_files(spool, ".spool", names, 4), 2);
 	cr_assert_eq(svc_stop(&a), 0);
 }
+
+/* How many times text occurs in the file at path. */
+static int occurrences(const char *path, const char *text)
+{
+	const char *all = hb_file_text(path);
+	int n = 0;
+
+	for (const char *p = strstr(all, text); p; p = strstr(p + 1, text))
+		n++;
+	return n;
+}
+
+/*
+ * --interval windows to a Pyroscope that is down: the backlog is said once
+ * as it starts ("tried again after each window", not "the next run"), not
+ * at every window; when the server comes back the spool drains, and that
+ * is said once too.
+ */
+Test(fleet, pyroscope_windows_say_the_backlog_and_its_drain_once)
+{
+	const char *spool = hb_tmp("spool"), *errpath = hb_tmp("windows.err");
+	char pid[16], url[64];
+	struct svc a;
+	int port = hb_free_port();
+	pid_t hp;
+
+	hb_require_bpf();
+	hb_start_idle_service(&a, "2", pid, sizeof(pid));
+	mkdir(spool, 0700);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "--interval", "1",
+					"--pyroscope", url, "--spool-dir", spool,
+					"--pyroscope-retries", "0", NULL },
+		      errpath);
+	cr_assert(hb_wait_text(errpath, "delivery is tried again after each window", 60000, hp),
+		  "%s", hb_file_text(errpath));
+	/* two windows more, still down: said no more */
+	for (int waited = 0; hb_count_files(spool, ".spool", NULL, 0) < 3; waited += 50) {
+		cr_assert_lt(waited, 60000, "%s", hb_file_text(errpath));
+		hb_sleep_ms(50);
+	}
+	start_server(port, NULL, NULL);
+	cr_assert(hb_wait_text(errpath, "the spool has drained", 60000, hp), "%s",
+		  hb_file_text(errpath));
+	kill(hp, SIGTERM);
+	cr_assert_eq(hb_wait(hp, 60000), 0, "%s", hb_file_text(errpath));
+	cr_assert_eq(occurrences(errpath, "tried again after each window"), 1, "%s",
+		     hb_file_text(errpath));
+	cr_assert_eq(occurrences(errpath, "the spool has drained"), 1, "%s", hb_file_text(errpath));
+	cr_assert_eq(occurrences(errpath, "for the next run"), 0, "%s", hb_file_text(errpath));
+	cr_assert_eq(hb_count_files(spool, ".spool", NULL, 0), 0);
+	cr_assert_eq(svc_stop(&a), 0);
+}

@@ -967,6 +967,17 @@ static void host_cgroups(void)
 	}
 }
 
+/* Whether stderr is the journal (systemd's JOURNAL_STREAM names its device and inode). */
+static bool stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && !fstat(STDERR_FILENO, &st) &&
+	       st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino;
+}
+
 int agent_run(struct run *r, char *err, size_t errlen)
 {
 	struct agent a = { .r = r, .o = r->opts, .budget = r->opts->max_targets };
@@ -974,6 +985,8 @@ int agent_run(struct run *r, char *err, size_t errlen)
 
 	if (r->opts->reset)
 		return agent_reset(r, err, errlen);
+	/* a log read later: each line says when, unless a terminal or the journal shows it */
+	hb_set_timestamps(!isatty(STDERR_FILENO) && !stderr_is_journal());
 	r->name_targets = true;
 	/* --keep and --max-bytes of each process's profiles, counted apart */
 	r->prune_per_process = true;
@@ -991,6 +1004,11 @@ int agent_run(struct run *r, char *err, size_t errlen)
 			"CAP_NET_ADMIN and the host's network namespace): new processes are found "
 			"by a scan of /proc every 2 s");
 	host_cgroups();
+	if (!a.o->nselect)
+		hb_warn("agent: no --select: every process on this host whose jemalloc has "
+			"profiling built in is sampled, %lu at once; --select names the services "
+			"(docs/agent.md)",
+			a.o->max_targets);
 	hb_note("agent: watching the node's jemalloc processes, %lu at once", a.o->max_targets);
 	if (!first_target(&a))
 		rc = run_node(&a, err, errlen);

@@ -40,6 +40,7 @@ struct pyro {
 	struct spool *spool;
 	CURL *curl;
 	bool curl_global; /* curl_global_init() succeeded */
+	size_t backlog;	  /* profiles left in the spool by the last flush */
 };
 
 int pyroscope_ingest_url(const char *url, char *out, size_t len, char *err, size_t errlen)
@@ -589,8 +590,15 @@ void pyroscope__flush(struct pyro *p, bool wait, int retries, struct pyro_flush_
 		    "HEAPBPF_PYROSCOPE_USER/PASSWORD or HEAPBPF_PYROSCOPE_TOKEN (or their "
 		    "_FILE forms); %zu profile(s) kept in %s",
 		    r->pending, dir);
-	else if (r->pending)
+	else if (r->pending && wait)
 		say(p, "%zu profile(s) kept in %s for the next run", r->pending, dir);
+	/* after a window: said as the backlog starts, not at every window while it lasts */
+	else if (r->pending && !p->backlog)
+		say(p, "%zu profile(s) kept in %s; delivery is tried again after each window",
+		    r->pending, dir);
+	if (!r->pending && p->backlog)
+		say(p, "the spool has drained: %zu profile(s) delivered", r->sent);
+	p->backlog = r->pending;
 	spool__unlock(p->spool);
 	spool_list_free(files, n);
 }

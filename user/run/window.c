@@ -74,7 +74,8 @@ void run_no_samples(struct target_run *tr)
 	       "jemalloc's sampling interval, or sampling did not start",
 	       tr->pid);
 	tr->outcome |= RUN_NO_SAMPLES;
-	if (o->mode != MODE_REPORT && !o->children)
+	/* the agent takes every process its rules select, children too */
+	if (o->mode != MODE_REPORT && o->mode != MODE_AGENT && !o->children)
 		hint_children(tr);
 }
 

@@ -4,23 +4,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/errmsg.h"
 
-static bool quiet;
+static bool quiet, stamps;
 
 void hb_set_quiet(bool q)
 {
 	quiet = q;
 }
 
-/* prefix, the message and a newline on stderr, in one write when memory allows. */
-static void say_line(const char *prefix, const char *fmt, va_list ap)
+void hb_set_timestamps(bool on)
 {
-	char buf[1024], *line = buf;
-	size_t plen = strlen(prefix), len;
+	stamps = on;
+}
+
+/* prefix, the message and a newline on stderr, in one write when memory allows. */
+static void say_line(const char *prefix0, const char *fmt, va_list ap)
+{
+	char buf[1024], *line = buf, stamped[128];
+	const char *prefix = prefix0;
+	size_t plen, len;
 	va_list aq;
 	int n;
+
+	if (stamps) {
+		struct timespec ts;
+		struct tm tm;
+		size_t k;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		k = strftime(stamped, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(stamped + k, sizeof(stamped) - k, ".%03ldZ %s", ts.tv_nsec / 1000000,
+			 prefix0);
+		prefix = stamped;
+	}
+	plen = strlen(prefix);
 
 	va_copy(aq, ap);
 	n = vsnprintf(NULL, 0, fmt, aq);

@@ -38,6 +38,11 @@ void hb_note_more(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* -q: hb_note and hb_note_more say nothing (set once, by main, before anything is said). */
 void hb_set_quiet(bool quiet);
+/*
+ * Each line stamped with the UTC time ("2026-12-06T15:44:36.123Z heapbpf:
+ * ..."), for a long run whose stderr is a file (set once, by the command).
+ */
+void hb_set_timestamps(bool on);
 
 /* Room for hb_clean's text of n bytes (each may become "\xHH") and its NUL. */
 #define HB_CLEAN_SIZE(n) (4 * (n) + 1)
