@@ -697,7 +697,6 @@ static struct bad_case bad_cases[] = {
 	{ { "-p", "1", "--wrapper" }, "option --wrapper needs a value" },
 	{ { "-p", "1", "--wrapper", "*" }, "would make every function a" },
 	{ { "-p", "1", "--wrapper", "**" }, "would make every function a" },
-	{ { "diff", "a", "b", "--wrapper", "x" }, "--wrapper does not apply" },
 };
 
 ParameterizedTestParameters(cli, errors)

@@ -10,6 +10,7 @@
 #include "export/sink.h"
 #include "profile/diff.h"
 #include "profile/summary.h"
+#include "profile/wrappers.h"
 #include "run/cli.h"
 #include "run/run.h"
 #include "util/errmsg.h"
@@ -27,24 +28,40 @@ const char diff_help[] =
 	"differential flame graphs, or html: a differential flame graph page, each frame as\n"
 	"wide as the larger of its base and new -t value, red where it grew, blue where it\n"
 	"shrank, base, new and change on hover (default heapbpf-diff-TIME.pb.gz).\n"
-	"  -o, -f pprof|folded|html, -t, --binary-path, --debug-dir, --file-mode,\n"
-	"  --allow-shared-dir, -q     as heapbpf --help says\n"
+	"Each change is shown leaf first, from its site named past allocator wrappers.\n"
+	"  -o, -f pprof|folded|html, -t, --binary-path, --debug-dir, --wrapper,\n"
+	"  --file-mode, --allow-shared-dir, -q     as heapbpf --help says\n"
 	"  heapbpf diff before.pb.gz after.pb.gz -t alloc_space -f folded -o change.folded\n"
 	"  heapbpf diff before.pb.gz after.pb.gz -o change.html\n"
 	"\n" HB_EXIT_STATUS_HELP;
 
 /* ---- heapbpf diff BASE NEW ---- */
 
-/* "main;run;leaf" of a stack, root first, for the summary (cut at len). */
+/*
+ * "site <- caller <- ...": leaf first from the site past allocator
+ * wrappers, each frame by its outermost line (the function the code is
+ * in), cut at the root end with "<- ..." when it does not fit in len.
+ */
 static void stack_text(const struct diff *d, const struct diff_stack *st, char *buf, size_t len)
 {
+	static const char more[] = " <- ...";
 	size_t n = 0;
 
 	buf[0] = '\0';
-	for (uint32_t i = st->nlocs; i-- > 0 && n + 1 < len;) {
-		const char *f = d->p->locations[st->locs[i]].lines[0].function;
+	for (uint32_t i = st->site; i < st->nlocs; i++) {
+		const struct hb_location *l = &d->p->locations[st->locs[i]];
+		const char *f = l->nlines ? l->lines[l->nlines - 1].function : "??";
+		int k = snprintf(buf + n, len - n, "%s%s", i > st->site ? " <- " : "",
+				 f ? f : "??");
 
-		n += snprintf(buf + n, len - n, "%s%s", n ? ";" : "", f);
+		if (k < 0 || n + (size_t)k + sizeof(more) > len) {
+			if (n + sizeof(more) <= len)
+				memcpy(buf + n, more, sizeof(more));
+			else
+				buf[n] = '\0';
+			return;
+		}
+		n += (size_t)k;
 	}
 }
 
@@ -80,6 +97,8 @@ static void print_top(const struct diff *d, enum hb_value which, const char *bas
 	}
 	if (!n)
 		hb_note_more("  (no stack changed)");
+	if (!wrappers_text(stack, sizeof(stack), d->p))
+		hb_note("%s", stack);
 }
 
 /* The files compared, for the flame graph page's header. */
@@ -112,6 +131,8 @@ int diff_command(struct run *r, char *err, size_t errlen)
 	rc = diff_load(o->diff_paths[0], o->binary_dirs, &base, err, errlen);
 	rc = rc ?: diff_load(o->diff_paths[1], o->binary_dirs, &new, err, errlen);
 	rc = rc ?: diff__new(base, new, &d);
+	/* named as the live run names them, the note on the page and in the text */
+	rc = rc ?: diff_wrappers(d, (const char *const *)o->wrappers, o->nwrappers);
 	rc = rc
 		     ?: hb_profile_add_comment(d->p, "heapbpf %s: diff, %s minus %s",
 					       HEAPBPF_VERSION, o->diff_paths[1], o->diff_paths[0]);

@@ -320,8 +320,16 @@ static int report_pprof(const struct cli *o, char *err, size_t errlen)
 			       "and --binary-path apply to recordings",
 			       o->recording);
 	rc = diff_load(o->recording, NULL, &p, err, errlen);
-	if (rc)
-		return rc;
+	/* sites named as the live run names them, the note on the page and here */
+	rc = rc ?: wrappers_apply(p, (const char *const *)o->wrappers, o->nwrappers);
+	if (rc) {
+		hb_profile__free(p);
+		return err[0] ? rc
+			      : hb_fail(err, errlen, rc, "cannot read %s: %s", o->recording,
+					strerror(-rc));
+	}
+	if (!wrappers_text(path, sizeof(path), p))
+		hb_note("%s", path);
 	if (!s.path) {
 		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-report", o->format);
 		s.path = outbuf;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "profile/diff.h"
+#include "profile/wrappers.h"
 #include "util/errmsg.h"
 #include "util/files.h"
 #include "util/hashmap.h"
@@ -521,6 +522,25 @@ static int emit_samples(struct diff *d)
 				s->v[k] = side ? -v[k] : v[k];
 			p->nsamples++;
 		}
+	}
+	return 0;
+}
+
+int diff_wrappers(struct diff *d, const char *const *patterns, size_t npatterns)
+{
+	size_t k = 0;
+	int err = wrappers_apply(d->p, patterns, npatterns);
+
+	if (err)
+		return err;
+	/* the samples are the stacks' in order, one or two each (emit_samples) */
+	for (size_t i = 0; i < d->nstacks && k < d->p->nsamples; i++) {
+		struct diff_stack *st = &d->stacks[i];
+
+		if (!any(st->new) && !any(st->base))
+			continue;
+		st->site = d->p->samples[k].site;
+		k += any(st->new) && any(st->base) ? 2 : 1;
 	}
 	return 0;
 }

@@ -19,6 +19,7 @@
 struct diff_stack {
 	uint32_t *locs; /* into the diff profile's locations, leaf first */
 	uint32_t nlocs;
+	uint32_t site; /* locs[site] names it, past allocator wrappers (diff_wrappers()) */
 	int64_t pid;
 	int64_t base[HB_NVALUES], new[HB_NVALUES];
 };
@@ -52,5 +53,12 @@ void diff__free(struct diff *d);
 
 /* Indices of the n stacks that changed most in which (by absolute value); returns how many. */
 size_t diff_top(const struct diff *d, enum hb_value which, size_t *idx, size_t n);
+
+/*
+ * The sites of d's profile and stacks named past allocator wrappers, as a
+ * live run names them (wrappers.h: the built-in list and patterns, e.g.
+ * --wrapper's). 0 or -ENOMEM.
+ */
+int diff_wrappers(struct diff *d, const char *const *patterns, size_t npatterns);
 
 #endif /* __HEAPBPF_DIFF_H */

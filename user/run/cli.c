@@ -1068,9 +1068,6 @@ static int parse_diff(struct cli *c, const struct given *g, int n, char **operan
 	rc = resolve_format(c);
 	if (rc)
 		return rc;
-	if (c->nwrappers)
-		return bad(
-			"diff compares whole stacks and names no site: --wrapper does not apply");
 	return check_no_operand(n - 2, operands + 2) ?: refuse_live_heap(c) ?: refuse_top_keys(g)
 		       ?: check_at_peak(c) ?: refuse_fleet_options(c)
 		       ?: check_combinations(c, false, g->duration);
