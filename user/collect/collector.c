@@ -615,10 +615,14 @@ static struct hb_stack_peak *peak_of(struct collector *c, struct hb_stack *s)
  * After an allocation at ts: a new peak copies only the stacks changed
  * since the last copy, so each change is copied at most once (amortized
  * O(1) per event) and the peak_* fields are exact, not checkpoint-grained.
+ * The peak is the highest estimated in-use (what the summary, the timeline
+ * and the page show), not the most sampled bytes: a few large objects,
+ * each sampled at about their size, would otherwise outweigh many small
+ * ones that each stand for far more.
  */
 static int peak_check(struct collector *c, uint64_t ts)
 {
-	if (c->now.inuse_bytes <= c->peak.inuse_bytes)
+	if (c->now.inuse_space <= c->peak.inuse_space)
 		return 0;
 	for (size_t i = 0; i < c->ndirty; i++) {
 		struct hb_stack *s = &c->stacks[c->dirty[i]];

@@ -7,7 +7,7 @@
  * as jemalloc itself counts them. Beyond totals (docs/analysis.md): each
  * sampled object's lifetime, the in-use of every stack at checkpoints driven
  * by the events' own timestamps, and every stack's in-use at the instant the
- * sampled in-use bytes peaked.
+ * estimated in-use peaked.
  */
 #ifndef __HEAPBPF_COLLECTOR_H
 #define __HEAPBPF_COLLECTOR_H

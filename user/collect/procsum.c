@@ -66,7 +66,8 @@ void procsum__add(struct procsum *s, const struct collector_totals *before,
 	s->now.alloc_space += after->alloc_space - before->alloc_space;
 	if (ts > s->now.ts)
 		s->now.ts = ts;
-	if (s->now.inuse_bytes > s->peak.inuse_bytes) {
+	/* the highest estimated in-use, as each collector's peak */
+	if (s->now.inuse_space > s->peak.inuse_space) {
 		s->peak = s->now;
 		s->peak.ts = ts;
 	}

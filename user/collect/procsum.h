@@ -3,7 +3,7 @@
  * --follow-forks: the in-use of a target and its followed children summed
  * over the processes, at every event any of their collectors applies, with
  * checkpoints taken as a collector takes its own (docs/analysis.md) and the
- * exact instant the sum of their sampled in-use bytes peaked. The summary's
+ * exact instant the sum of their estimated in-use peaked. The summary's
  * timeline and peak of a process tree come from here, not from the target's
  * collector alone.
  */

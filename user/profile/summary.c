@@ -237,34 +237,23 @@ int summary_peak_text(char *buf, size_t len, const struct hb_profile *p)
 
 void summary_timeline(FILE *f, const struct hb_profile *p, const char *at_peak, const char *who)
 {
-	double in[HB_TIMELINE_MAX], rate[HB_TIMELINE_MAX], max_in = 0, max_rate = 0;
+	double in[HB_TIMELINE_MAX], rate[HB_TIMELINE_MAX], max_rate = 0;
 	size_t n = p->ntimeline < HB_TIMELINE_MAX ? p->ntimeline : HB_TIMELINE_MAX;
-	char line[SPARK_WIDTH * 4 + 1], b[32], pk[32], when[48], text[160], path[NAME_TEXT];
+	char line[SPARK_WIDTH * 4 + 1], b[32], when[48], text[160], path[NAME_TEXT];
 
 	if (n >= 2) {
 		for (size_t i = 0; i < n; i++) {
 			in[i] = p->timeline[i].inuse_space;
 			/* the first point has no interval before it */
 			rate[i] = i ? p->timeline[i].alloc_rate : 0;
-			max_in = in[i] > max_in ? in[i] : max_in;
 			max_rate = rate[i] > max_rate ? rate[i] : max_rate;
 		}
 		summary_duration(
 			when, sizeof(when),
 			(double)(p->timeline[n - 1].time_nanos - p->timeline[0].time_nanos));
 		summary_sparkline(line, sizeof(line), in, n, SPARK_WIDTH);
-		summary_bytes(b, sizeof(b), max_in);
-		summary_bytes(pk, sizeof(pk), p->peak_inuse_space);
-		/*
-		 * The peak is among the points (report_timeline), so the max is the
-		 * peak's, unless the estimate was higher at a checkpoint than at the
-		 * instant of the most sampled bytes (the peak's rule): then say so.
-		 */
-		fprintf(f, "heapbpf: %sin use over %-8s %s  max %s (estimated%s)\n", who, when,
-			line, b,
-			p->peak_time_nanos && strcmp(b, pk) != 0
-				? "; the peak below is the instant of the most sampled bytes"
-				: "");
+		/* its highest point is the peak, said once on the line below */
+		fprintf(f, "heapbpf: %sin use over %-8s %s\n", who, when, line);
 		summary_sparkline(line, sizeof(line), rate, n, SPARK_WIDTH);
 		summary_bytes(b, sizeof(b), max_rate);
 		fprintf(f, "heapbpf: %sallocated per second   %s  max %s/s\n", who, line, b);

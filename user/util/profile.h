@@ -97,7 +97,7 @@ struct hb_profile {
 	/* in use and allocation rate over time (for charts); owned, NULL when not known */
 	struct hb_timeline_point *timeline;
 	size_t ntimeline;
-	int64_t peak_time_nanos; /* when the sampled in-use bytes peaked (wall clock); 0: unknown */
+	int64_t peak_time_nanos; /* when the estimated in-use peaked (wall clock); 0: unknown */
 	double peak_inuse_space; /* estimated bytes in use then */
 	/*
 	 * The allocator wrappers some sample's site was named past, most in-use
