@@ -5,6 +5,9 @@
  * folded stacks line by line, and the summary on stderr.
  */
 #include <ctype.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,4 +179,54 @@ Test(outputs, folded_lines)
 	cr_assert_gt(lines, 2);
 	cr_assert_eq(leaf_churn, 1, "churn_small should be the leaf of exactly one stack");
 	free(text);
+}
+
+/* Whether name is "heap-YYYYmmddTHHMMSSZ-" then rest. */
+static bool stamped(const char *name, const char *rest)
+{
+	if (strncmp(name, "heap-", 5) != 0 || strlen(name) < 22 || name[13] != 'T' ||
+	    name[20] != 'Z' || name[21] != '-')
+		return false;
+	for (int i = 5; i < 20; i++) {
+		if (i != 13 && !isdigit((unsigned char)name[i]))
+			return false;
+	}
+	return strcmp(name + 22, rest) == 0;
+}
+
+/*
+ * One default name scheme, the snapshots' (heap-STAMP-WHAT.EXT, UTC): a
+ * one-shot run's profile is heap-STAMP-PID-COMM.pb.gz, report's
+ * heap-STAMP-report.EXT, diff's heap-STAMP-diff.pb.gz.
+ */
+Test(outputs, default_names_follow_one_scheme)
+{
+	const char *dir = hb_tmp("cwd");
+	char cmd[5 * PATH_MAX], bin[PATH_MAX], want[64], err[4096];
+	struct dirent **names;
+	bool one = false, report = false, diff = false;
+	int n, rc;
+
+	start();
+	cr_assert_not_null(realpath(hb_path("heapbpf"), bin));
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && { '%s' --pid %s -d 1 -q; for f in heap-*.pb.gz; do "
+		 "'%s' report \"$f\" -f folded -q && '%s' diff \"$f\" \"$f\" -q; done; }",
+		 dir, bin, pid, bin, bin);
+	rc = hb_wait(hb_spawn((const char *[]){ "/bin/sh", "-c", cmd, NULL }, hb_tmp("cwd.err")),
+		     120000);
+	snprintf(err, sizeof(err), "%s", hb_file_text(hb_tmp("cwd.err")));
+	cr_assert(rc == 0 || rc == 3, "exit %d: %s", rc, err);
+	snprintf(want, sizeof(want), "%s-alloc-service-s.pb.gz", pid);
+	n = scandir(dir, &names, NULL, alphasort);
+	cr_assert_eq(n, 5, "%s", err);
+	for (int i = 0; i < n; i++) {
+		one |= stamped(names[i]->d_name, want);
+		report |= stamped(names[i]->d_name, "report.folded");
+		diff |= stamped(names[i]->d_name, "diff.pb.gz");
+		free(names[i]);
+	}
+	free(names);
+	cr_assert(one && report && diff, "one %d, report %d, diff %d: %s", one, report, diff, err);
 }

@@ -27,7 +27,7 @@ const char diff_help[] =
 	"(the base negated, labelled pprof::base), folded as \"stack BASE NEW\" for\n"
 	"differential flame graphs, or html: a differential flame graph page, each frame as\n"
 	"wide as the larger of its base and new -t value, red where it grew, blue where it\n"
-	"shrank, base, new and change on hover (default heapbpf-diff-TIME.pb.gz).\n"
+	"shrank, base, new and change on hover (default heap-TIME-diff.pb.gz).\n"
 	"Each change is shown leaf first, from its site named past allocator wrappers.\n"
 	"  -o, -f pprof|folded|html, -t, --binary-path, --debug-dir, --wrapper,\n"
 	"  --file-mode, --allow-shared-dir, -q     as heapbpf --help says\n"
@@ -124,7 +124,7 @@ int diff_command(struct run *r, char *err, size_t errlen)
 	int rc;
 
 	if (!s.path) {
-		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-diff", o->format);
+		sink_default_name(outbuf, sizeof(outbuf), "diff", o->format);
 		s.path = outbuf;
 	}
 

@@ -199,7 +199,7 @@ static int core_report(struct run *r, char *err, size_t errlen)
 		return rc;
 	rc = coreheap__walk(h, &c, &st, err, errlen);
 	if (!output) {
-		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-core", o->format);
+		sink_default_name(outbuf, sizeof(outbuf), "core", o->format);
 		output = outbuf;
 	}
 	if (!rc)
@@ -258,7 +258,7 @@ static int report_recording(struct run *r, char *err, size_t errlen)
 	}
 	say_recording(rp);
 	if (!tr.output) {
-		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-report", o->format);
+		sink_default_name(outbuf, sizeof(outbuf), "report", o->format);
 		tr.output = outbuf;
 	}
 	tr.pid = atoi(rp->pid);
@@ -331,7 +331,7 @@ static int report_pprof(const struct cli *o, char *err, size_t errlen)
 	if (!wrappers_text(path, sizeof(path), p))
 		hb_note("%s", path);
 	if (!s.path) {
-		sink_default_name(outbuf, sizeof(outbuf), "heapbpf-report", o->format);
+		sink_default_name(outbuf, sizeof(outbuf), "report", o->format);
 		s.path = outbuf;
 	}
 	rc = sink_write(p, &s, err, errlen);

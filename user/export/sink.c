@@ -15,6 +15,7 @@
 #include "profile/pprof.h"
 #include "export/pyroscope.h"
 #include "export/sink.h"
+#include "export/snapshot.h"
 
 #define ZSTD_LEVEL 9 /* a profile is written once and kept long: spend a little CPU */
 
@@ -64,15 +65,13 @@ const char *sink_format_name(enum out_format format)
 	return format < FMT_COUNT ? names[format] : "?";
 }
 
-void sink_default_name(char *buf, size_t len, const char *stem, enum out_format format)
+void sink_default_name(char *buf, size_t len, const char *what, enum out_format format)
 {
-	char ts[32];
-	time_t now = time(NULL);
-	struct tm tm;
+	char stamp[SNAPSHOT_STAMP_LEN + 1], safe[96];
 
-	localtime_r(&now, &tm);
-	strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
-	snprintf(buf, len, "%s-%s.%s", stem, ts, sink_extension(format, false));
+	snapshot_stamp(time(NULL), stamp);
+	snapshot_safe_comm(what, safe, sizeof(safe));
+	snprintf(buf, len, "heap-%s-%s.%s", stamp, safe, sink_extension(format, false));
 }
 
 static int zstd_in_place(uint8_t **buf, size_t *len)

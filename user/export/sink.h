@@ -54,8 +54,12 @@ int sink_format_of_name(const char *path);
 /* "pprof", "folded" or "html": a format's name as -f takes it. */
 const char *sink_format_name(enum out_format format);
 
-/* "STEM-YYYYmmdd-HHMMSS.EXT" (local time, now): the file a run writes when -o is not given. */
-void sink_default_name(char *buf, size_t len, const char *stem, enum out_format format);
+/*
+ * "heap-YYYYmmddTHHMMSSZ-WHAT.EXT" (UTC, now): the file a run writes when -o
+ * is not given, named as --output-dir's snapshots are (snapshot.h): WHAT is
+ * "PID-COMM" for a process, "report", "core" or "diff" otherwise.
+ */
+void sink_default_name(char *buf, size_t len, const char *what, enum out_format format);
 
 /* Encodes p as the sink's format into a malloc'ed buffer; 0 or negative errno. */
 int sink_encode(const struct hb_profile *p, const struct sink *s, uint8_t **buf, size_t *len);

@@ -23,15 +23,21 @@
 #include "targets/targets.h"
 
 /* A plain run always writes a file (unless it only records); fleet modes, top: only -o. */
-static void default_output(const struct run *r, struct target_run *tr, char *buf, size_t len)
+static void default_output(const struct run *r, struct target_run *tr,
+			   const struct jemalloc_target *t, char *buf, size_t len)
 {
 	const struct cli *o = r->opts;
-	char stem[32];
+	char what[96], comm[64] = "";
 
 	if (tr->output || run_fleet_output(o) || o->record || o->mode == MODE_TOP)
 		return;
-	snprintf(stem, sizeof(stem), "heapbpf-%d", tr->pid);
-	sink_default_name(buf, len, stem, o->format);
+	/* as a snapshot of it is named: heap-STAMP-PID-COMM */
+	if (t)
+		snprintf(comm, sizeof(comm), "%s", t->comm);
+	else
+		proc_comm(tr->pid, comm, sizeof(comm));
+	snprintf(what, sizeof(what), "%d%s%s", tr->pid, comm[0] ? "-" : "", comm);
+	sink_default_name(buf, len, what, o->format);
 	tr->output = buf;
 }
 
@@ -76,7 +82,7 @@ static int run_group(struct run *r, const pid_t *pids, struct jemalloc_target **
 			trs[i] = (struct target_run){ .run = r,
 						      .pid = pids[i],
 						      .output = r->opts->output };
-			default_output(r, &trs[i], outbuf[i], sizeof(outbuf[i]));
+			default_output(r, &trs[i], ts[i], outbuf[i], sizeof(outbuf[i]));
 		}
 		rc = check_outputs(r, trs, n, err, errlen);
 		if (rc) {
