@@ -366,19 +366,25 @@ PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+# the jemalloc with its symbol table (Debian's is stripped), for LD_PRELOAD into
+# a service whose own has no debug symbols at hand; heapbpf finds it beside itself
+# (BINDIR/../lib/heapbpf: PKGLIBDIR follows PREFIX, as the error names it)
+PKGLIBDIR ?= $(PREFIX)/lib/heapbpf
 UNITS   := heapbpf-agent.service heapbpf-snapshot@.service heapbpf-snapshot@.timer \
 	   heapbpf-watch@.service
 # heapbpf(8), and one page per command
 MANPAGES := heapbpf.8 heapbpf-report.8 heapbpf-diff.8 heapbpf-top.8 heapbpf-watch.8 \
 	    heapbpf-agent.8 heapbpf-status.8 heapbpf-rss.8
-INSTALLED := $(BINDIR)/heapbpf $(MANPAGES:%=$(MANDIR)/man8/%) $(UNITS:%=$(UNITDIR)/%)
+INSTALLED := $(BINDIR)/heapbpf $(MANPAGES:%=$(MANDIR)/man8/%) $(UNITS:%=$(UNITDIR)/%) \
+	     $(PKGLIBDIR)/libjemalloc.so.2
 
 .PHONY: install uninstall
-install: $(BUILD)/heapbpf
+install: $(BUILD)/heapbpf $(BUILD)/jemalloc/libjemalloc.so.2
 	$(Q)case "$(BINDIR)" in /*) ;; *) echo "heapbpf: BINDIR (PREFIX) must be an absolute path, not \"$(BINDIR)\"" >&2; exit 1;; esac
 	$(call msg,INSTALL,$(DESTDIR)$(BINDIR)/heapbpf)
 	$(call msg,INSTALL,$(MANPAGES:%=$(DESTDIR)$(MANDIR)/man8/%))
 	$(call msg,INSTALL,$(UNITS:%=$(DESTDIR)$(UNITDIR)/%))
+	$(call msg,INSTALL,$(DESTDIR)$(PKGLIBDIR)/libjemalloc.so.2)
 	@# the units are rewritten in a directory of this run's own (installs may run side by side)
 	$(Q)set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	for u in $(UNITS); do \
@@ -393,7 +399,8 @@ install: $(BUILD)/heapbpf
 	install -d $(DESTDIR)$(MANDIR)/man8; \
 	install -m 0644 $(MANPAGES:%=man/%) $(DESTDIR)$(MANDIR)/man8/; \
 	install -d $(DESTDIR)$(UNITDIR); \
-	install -m 0644 $(UNITS:%="$$tmp/%") $(DESTDIR)$(UNITDIR)/
+	install -m 0644 $(UNITS:%="$$tmp/%") $(DESTDIR)$(UNITDIR)/; \
+	install -D -m 0644 $(BUILD)/jemalloc/libjemalloc.so.2 $(DESTDIR)$(PKGLIBDIR)/libjemalloc.so.2
 
 uninstall:
 	$(call msg,RM,$(INSTALLED:%=$(DESTDIR)%))

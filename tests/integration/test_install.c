@@ -180,6 +180,7 @@ static void assert_unit_rewritten(const char *installed, const char *example, co
 }
 
 static const char *const default_tree[] = {
+	"-0644 usr/local/lib/heapbpf/libjemalloc.so.2",
 	"-0644 usr/local/lib/systemd/system/heapbpf-agent.service",
 	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.service",
 	"-0644 usr/local/lib/systemd/system/heapbpf-snapshot@.timer",
@@ -197,6 +198,7 @@ static const char *const default_tree[] = {
 	"d0755 usr/local",
 	"d0755 usr/local/bin",
 	"d0755 usr/local/lib",
+	"d0755 usr/local/lib/heapbpf",
 	"d0755 usr/local/lib/systemd",
 	"d0755 usr/local/lib/systemd/system",
 	"d0755 usr/local/share",
@@ -218,6 +220,9 @@ Test(install, default_prefix_installs_exactly_the_listed_files)
 
 	snprintf(p[0], PATH_MAX, "%s/usr/local/bin/heapbpf", dest);
 	assert_same_file(p[0], hb_path("heapbpf"));
+	/* the jemalloc to preload, beside heapbpf (BINDIR/../lib/heapbpf) where it looks */
+	snprintf(p[0], PATH_MAX, "%s/usr/local/lib/heapbpf/libjemalloc.so.2", dest);
+	assert_same_file(p[0], hb_path("jemalloc/libjemalloc.so.2"));
 	snprintf(p[0], PATH_MAX, "%s/usr/local/share/man/man8/heapbpf.8", dest);
 	assert_same_file(p[0], MAN_PAGE);
 	snprintf(p[0], PATH_MAX, "%s/usr/local/lib/systemd/system/heapbpf-snapshot@.service", dest);
@@ -240,6 +245,7 @@ Test(install, default_prefix_installs_exactly_the_listed_files)
 Test(install, prefix_moves_everything_and_execstart_follows)
 {
 	static const char *const want[] = {
+		"-0644 opt/heapbpf/lib/heapbpf/libjemalloc.so.2",
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-agent.service",
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.service",
 		"-0644 opt/heapbpf/lib/systemd/system/heapbpf-snapshot@.timer",
@@ -257,6 +263,7 @@ Test(install, prefix_moves_everything_and_execstart_follows)
 		"d0755 opt/heapbpf",
 		"d0755 opt/heapbpf/bin",
 		"d0755 opt/heapbpf/lib",
+		"d0755 opt/heapbpf/lib/heapbpf",
 		"d0755 opt/heapbpf/lib/systemd",
 		"d0755 opt/heapbpf/lib/systemd/system",
 		"d0755 opt/heapbpf/share",

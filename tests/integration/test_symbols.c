@@ -794,3 +794,64 @@ Test(symbols, process_in_another_mount_namespace)
 	cr_assert(strstr(text, ";run_one;churn_small "), "%s", text);
 	free(text);
 }
+
+/* Debian's stripped libjemalloc, as redis, varnish and named map it. */
+#define DEBIAN_JEMALLOC "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+/*
+ * Debian's own stripped libjemalloc.so.2 (preloaded into the shared example,
+ * whose soname it shares) without its -dbgsym: the error names the package
+ * and its archive line, and the route that works here, the jemalloc with
+ * its symbol table that heapbpf ships, to preload instead. Taken, it
+ * profiles.
+ */
+Test(symbols, debians_stripped_jemalloc_names_its_package_and_the_preload)
+{
+	char err[8192], want[PATH_MAX + 64], lib[PATH_MAX], pid[16], pre[PATH_MAX + 16];
+	const char *errpath = hb_tmp("preloaded.err");
+	struct svc s;
+	uint64_t allocs;
+	pid_t hp;
+
+	hb_require_bpf();
+	cr_assert_eq(access(DEBIAN_JEMALLOC, R_OK), 0, "libjemalloc2 is not installed");
+	cr_assert_neq(
+		access("/usr/lib/debug/.build-id/1d/5163c246dc9cd2b4d339f2ac42efd95c6e0ae1.debug",
+		       F_OK),
+		0, "this test needs libjemalloc2-dbgsym absent");
+	cr_assert_not_null(realpath(hb_path("jemalloc/libjemalloc.so.2"), lib));
+	cr_assert_eq(svc_start_env(&s, hb_path("examples/alloc-service-shared"), IDLE_CONF,
+				   (const char *[]){ "LD_PRELOAD=" DEBIAN_JEMALLOC, NULL },
+				   (const char *[]){ "--threads", "1", NULL }),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "1", "-o", hb_tmp("never.pb.gz"),
+					      NULL },
+			    err, sizeof(err), 60000),
+		     1, "%s", err);
+	cr_assert(strstr(err, "is stripped"), "%s", err);
+	cr_assert(strstr(err, "(libjemalloc2-dbgsym, from deb http://deb.debian.org/debian-debug "),
+		  "%s", err);
+	snprintf(want, sizeof(want), "restart it with LD_PRELOAD=%s, the same jemalloc", lib);
+	cr_assert(strstr(err, want), "%s", err);
+	cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "not one line: %s", err);
+	cr_assert_eq(svc_stop(&s), 0);
+
+	/* the route taken: preloaded, the service profiles */
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", lib);
+	cr_assert_eq(svc_start_env(&s, hb_path("examples/alloc-service-shared"), IDLE_CONF,
+				   (const char *[]){ pre, NULL },
+				   (const char *[]){ "--threads", "1", NULL }),
+		     0);
+	snprintf(pid, sizeof(pid), "%d", s.pid);
+	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-o",
+					hb_tmp("preloaded.pb.gz"), NULL },
+		      errpath);
+	cr_assert(hb_wait_text(errpath, "sampling every", 60000, hp), "%s", hb_file_text(errpath));
+	allocs = svc_allocs(&s);
+	for (int waited = 0; waited < 60000 && svc_allocs(&s) < allocs + 2000; waited += 50)
+		hb_sleep_ms(50);
+	kill(hp, SIGTERM);
+	cr_assert_eq(hb_wait(hp, 60000), 0, "%s", hb_file_text(errpath));
+	cr_assert_eq(svc_stop(&s), 0);
+}

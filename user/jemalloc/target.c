@@ -16,6 +16,7 @@
 #include "util/files.h"
 #include "jemalloc/layout_dwarf.h"
 #include "jemalloc/target.h"
+#include "symbols/debugpkg.h"
 
 #define SAMPLE_FN "prof_malloc_sample_object"
 #define FREE_FN	  "prof_free_sampled_object"
@@ -664,16 +665,30 @@ static int fail_not_found(const struct jemalloc_target *t, const struct find_mis
 		snprintf(prof, sizeof(prof),
 			 "; whether it runs with prof:true can be told only once its symbols "
 			 "are found");
-	if (miss->stripped[0])
+	if (miss->stripped[0]) {
+		char pkg[256], preload[PATH_MAX + 128];
+
+		/* the package by name, where this host's dpkg knows the file */
+		if (!debugpkg_hint(miss->stripped, pkg, sizeof(pkg)))
+			snprintf(pkg, sizeof(pkg), "Debian: the -dbgsym package");
+		if (debugpkg_preload(preload, sizeof(preload)))
+			snprintf(preload + strlen(preload), sizeof(preload) - strlen(preload),
+				 ", the same jemalloc with its symbol table, which heapbpf ships");
+		else
+			snprintf(
+				preload, sizeof(preload),
+				"PREFIX/lib/heapbpf/libjemalloc.so.2, which heapbpf's make install "
+				"puts there");
 		return hb_fail(err, errlen, -ENOENT,
 			       "jemalloc in pid %d (%s) is stripped and no debug info for its "
 			       "build-id %s was found (looked in /usr/lib/debug/.build-id, "
 			       "--debug-dir, the .gnu_debuglink file next to it, and %s%s)%s; "
-			       "install its debug symbols (Debian: the -dbgsym package) or point "
-			       "--debug-dir or DEBUGINFOD_URLS at them%s",
+			       "install its debug symbols (%s) or point --debug-dir or "
+			       "DEBUGINFOD_URLS at them, or restart it with LD_PRELOAD=%s%s",
 			       t->pid, miss->stripped, miss->build_id,
 			       dbgd ? "debuginfod at " : "no debuginfod (DEBUGINFOD_URLS unset)",
-			       dbgd ? urls : "", why, prof);
+			       dbgd ? urls : "", why, pkg, preload, prof);
+	}
 	if (miss->noprof[0])
 		return fail_noprof(err, errlen, t->pid, miss->noprof);
 	if (miss->stale[0])
