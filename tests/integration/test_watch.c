@@ -460,6 +460,22 @@ static int64_t pprof_total(const char *path, const char *type, uint64_t *samples
 	return sum;
 }
 
+/* Whether a comment of the pprof file at path holds text. */
+static bool file_has_comment(const char *path, const char *text)
+{
+	Perftools__Profiles__Profile *p;
+	char *buf;
+	ssize_t n = hb_read_file(path, &buf);
+	bool found;
+
+	cr_assert_gt(n, 0, "%s", path);
+	cr_assert_eq(pprof_decode((uint8_t *)buf, n, &p), 0, "%s", path);
+	free(buf);
+	found = has_comment(p, text);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	return found;
+}
+
 /*
  * Each profile's figures are its own window's: the stop profile after a
  * SIGUSR1 one holds what was allocated since (--raw: one count per sample),
@@ -506,6 +522,18 @@ Test(watch, each_profiles_figures_are_its_windows)
 		     (long long)held, said[1], text);
 	cr_assert_eq(commented, said[1], "its comment says %llu samples",
 		     (unsigned long long)commented);
+	/* and it says so: allocated in its window, in use since sampling started */
+	cr_assert(file_has_comment(path, "heapbpf: scope: alloc_* are what was allocated in this "
+					 "window, from "),
+		  "%s has no scope comment", path);
+	cr_assert(strstr(text, "allocated: in this window ("), "%s", text);
+	cr_assert(strstr(strstr(text, "allocated: in this window ("),
+			 "; in use: of everything sampled since sampling started at "),
+		  "%s", text);
+	/* the first, of the window since attach, needs none */
+	cr_assert_eq(wait_files(out, "-demand.pb.gz", 1, names), 1);
+	snprintf(path, sizeof(path), "%s/%s", out, names[0]);
+	cr_assert_not(file_has_comment(path, "heapbpf: scope: "), "%s", path);
 	free(text);
 	cr_assert_eq(svc_stop(&svc), 0);
 	svc.pid = 0;

@@ -400,6 +400,16 @@ Test(flamegraph, the_title_names_process_jemalloc_window_and_totals)
 				    "allocated 3.0 GiB in 1,500 objects</h1>",
 				    "\"type\":\"alloc_objects\",\"kind\":\"allocated\",\"size\":1",
 				    NULL });
+	cr_assert_null(strstr(html, "since sampling started"), "one window needs no scope");
+	free(html);
+	/* a later window's page: its allocations its own, in use since sampling started */
+	prof->inuse_since_nanos = 1735786985LL * 1000000000; /* a minute earlier */
+	html = page(HB_INUSE_SPACE);
+	assert_all_in(html, (const char *const[]){
+				    "window 2025-01-02 03:04:05 UTC, 5.2 s",
+				    "alloc_* in the window, inuse_* since sampling started at "
+				    "2025-01-02T03:03:05.000Z",
+				    NULL });
 	free(html);
 }
 

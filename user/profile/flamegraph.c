@@ -781,6 +781,14 @@ static void write_title(const struct page *pg)
 	else
 		fprintf(f, "window %s%s%.1f s &middot; ", when, when[0] ? ", " : "",
 			p->duration_nanos / 1e9);
+	/* a later window's allocations are its own; its in use counts from sampling's start */
+	if (p->inuse_since_nanos) {
+		char since[64];
+
+		summary_utc(since, sizeof(since), p->inuse_since_nanos);
+		fprintf(f, "alloc_* in the window, inuse_* since sampling started at %s &middot; ",
+			since);
+	}
 	summary_bytes(period, sizeof(period), (double)(p->period));
 	fprintf(f, "%s, sampling every %s on average &middot; frames sized by %s &middot; heapbpf ",
 		p->raw ? "raw sampled counts" : "unbiased estimates", period,

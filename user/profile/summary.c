@@ -117,6 +117,16 @@ void summary_print(FILE *f, const struct hb_profile *p, const struct collector_s
 			" frees of objects sampled before attach; %s allocated (estimated), of "
 			"which the sampled objects are %s\n",
 			who, st->allocs, st->frees_matched, st->frees_unmatched, b1, b2);
+	/* a later window's: its allocations are the window's, what is in use is since the start */
+	if (p->inuse_since_nanos) {
+		char since[64];
+
+		summary_utc(since, sizeof(since), p->inuse_since_nanos);
+		fprintf(f,
+			"heapbpf: %sallocated: in this window (%.1f s); in use: of everything sampled "
+			"since sampling started at %s\n",
+			who, p->duration_nanos / 1e9, since);
+	}
 	if (bc->alloc_drops || bc->free_drops)
 		fprintf(f,
 			"heapbpf: %sWARNING: %llu samples and %llu frees were dropped "
@@ -207,8 +217,7 @@ void summary_sparkline(char *buf, size_t len, const double *v, size_t n, size_t 
 	}
 }
 
-/* "2025-01-02T03:04:05.123Z" */
-static void utc_stamp(char *buf, size_t len, int64_t wall_ns)
+void summary_utc(char *buf, size_t len, int64_t wall_ns)
 {
 	time_t s = (time_t)(wall_ns / 1000000000LL);
 	struct tm tm;
@@ -226,7 +235,7 @@ int summary_peak_text(char *buf, size_t len, const struct hb_profile *p)
 	if (!p->peak_time_nanos)
 		return -ENOENT;
 	summary_bytes(b, sizeof(b), p->peak_inuse_space);
-	utc_stamp(when, sizeof(when), p->peak_time_nanos);
+	summary_utc(when, sizeof(when), p->peak_time_nanos);
 	summary_duration(after, sizeof(after),
 			 p->ntimeline ? (double)(p->peak_time_nanos - p->timeline[0].time_nanos)
 				      : 0);

@@ -38,6 +38,9 @@ void summary_print(FILE *f, const struct hb_profile *p, const struct collector_s
 void summary_sites(const struct hb_profile *p, const struct hb_site *top, size_t n);
 /* "512 B", "1.5 MiB", up to EiB: the one byte formatter (summaries, top, pages) */
 void summary_bytes(char *buf, size_t len, double bytes);
+
+/* "2025-01-02T03:04:05.123Z": a wall-clock time in ns, UTC. */
+void summary_utc(char *buf, size_t len, int64_t wall_ns);
 /* "850 ns", "12.5 us", "3.2 ms", "4.0 s" */
 void summary_duration(char *buf, size_t len, double ns);
 

@@ -81,6 +81,7 @@ struct target_run {
 	const char *output; /* the profile's file: -o, or a default name; NULL: none */
 	unsigned int k;	    /* windows written */
 	int64_t start_ns;   /* wall-clock start of the current window */
+	int64_t attach_ns;  /* wall-clock start of the first: since when in use counts */
 	struct collector_stats prev;
 	struct heapbpf_counters prev_bc;
 	bool any_samples;

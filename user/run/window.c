@@ -132,6 +132,17 @@ static int describe(struct hb_profile *p, const struct target_run *tr, const str
 	int err;
 
 	err = hb_profile_add_comment(p, "heapbpf %s: %s", HEAPBPF_VERSION, tr->source);
+	if (!err && p->inuse_since_nanos) {
+		char since[64], from[64];
+
+		summary_utc(since, sizeof(since), p->inuse_since_nanos);
+		summary_utc(from, sizeof(from), p->time_nanos);
+		err = hb_profile_add_comment(
+			p,
+			"heapbpf: scope: alloc_* are what was allocated in this window, from %s for "
+			"%.1f s; inuse_* what is in use of all sampled since sampling started at %s",
+			from, p->duration_nanos / 1e9, since);
+	}
 	if (!err && tr->trigger)
 		err = hb_profile_add_comment(p, "heapbpf: trigger: %s%s%s", tr->trigger,
 					     tr->trigger_note[0] ? ": " : "", tr->trigger_note);
@@ -572,10 +583,15 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 	char where[PATH_MAX + 1024] = "";
 	int rc = 0;
 
+	if (!tr->attach_ns)
+		tr->attach_ns = tr->start_ns;
 	if (has_destination(tr) || o->leaks || o->at_peak) {
 		if (wants_analysis(tr))
 			ro.analysis = &an;
 		rc = report__build(d->collector, d->symbolizer, tr->t, &ro, &prof);
+		/* a later window's: allocated in it, in use since sampling started */
+		if (!rc && tr->attach_ns < tr->start_ns)
+			prof->inuse_since_nanos = tr->attach_ns;
 		rc = rc ?: describe(prof, tr, d);
 		rc = rc ?: add_rss(prof, tr, end_ns);
 		rc = rc ?: add_timeline(prof, tr, d, end_ns);

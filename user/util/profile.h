@@ -91,7 +91,14 @@ struct hb_profile {
 	int64_t period;		/* jemalloc's mean sampling interval R, bytes */
 	int64_t time_nanos;	/* start of the profile, wall clock */
 	int64_t duration_nanos; /* length of the profiling window */
-	bool raw;		/* values are raw sampled counts/bytes, not unbiased */
+	/*
+	 * Since when the in-use values count (wall clock): sampling's start,
+	 * when it is earlier than the window's (a watch's or an --interval
+	 * run's later profiles, whose allocations are the window's alone); 0:
+	 * the window's start, as for one window.
+	 */
+	int64_t inuse_since_nanos;
+	bool raw; /* values are raw sampled counts/bytes, not unbiased */
 	char **comments;
 	size_t ncomments;
 	/* in use and allocation rate over time (for charts); owned, NULL when not known */
