@@ -6,9 +6,13 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -723,4 +727,50 @@ Test(workload, crafted_names_inject_no_label)
 	from("0::/system.slice/docker-" ID ".scope\n", root);
 	cr_assert_str_eq(w.service_name, "/re_dis_a_b___x___");
 	assert_name("redis", 1);
+}
+
+/*
+ * service_name of a process tree: a forked child that renamed itself (as
+ * Redis's BGSAVE child and Varnish's cache-main do) takes its parent's;
+ * one that exec'ed another program keeps its own.
+ */
+Test(workload, a_forked_child_takes_its_parents_service)
+{
+	struct workload parent = { 0 }, child = { 0 }, other = { 0 };
+	int ready[2], stop[2], execd[2];
+	char c;
+	pid_t kid, sleeper;
+
+	cr_assert_eq(pipe(ready), 0);
+	cr_assert_eq(pipe(stop), 0);
+	kid = fork();
+	cr_assert_geq(kid, 0);
+	if (!kid) {
+		prctl(PR_SET_NAME, "hb-bgsave-kid");
+		if (write(ready[1], "r", 1) != 1 || read(stop[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	/* made after the first child: only the sleeper holds its write end */
+	cr_assert_eq(pipe2(execd, O_CLOEXEC), 0);
+	sleeper = fork();
+	cr_assert_geq(sleeper, 0);
+	if (!sleeper) {
+		execl("/bin/sleep", "sleep", "600", (char *)NULL);
+		_exit(127);
+	}
+	/* the exec closed the pipe's write end (close-on-exec): the kernel's word that it ran */
+	close(execd[1]);
+	cr_assert_eq(read(execd[0], &c, 1), 0);
+	cr_assert_eq(workload_of(getpid(), "/", &parent), 0);
+	cr_assert_eq(workload_of(kid, "/", &child), 0);
+	cr_assert_eq(workload_of(sleeper, "/", &other), 0);
+	cr_assert_str_eq(child.service_name, parent.service_name);
+	if (!parent.unit[0] && !parent.container_id[0])
+		cr_assert_str_eq(other.service_name, "sleep");
+	cr_assert_eq(write(stop[1], "s", 1), 1);
+	kill(sleeper, SIGKILL);
+	waitpid(kid, NULL, 0);
+	waitpid(sleeper, NULL, 0);
 }

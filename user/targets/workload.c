@@ -670,6 +670,62 @@ int workload_from_cgroup_text(const char *text, const char *root, struct workloa
 	return lines ? 0 : -EINVAL;
 }
 
+/* pid's parent (/proc/PID/stat's fourth field), 0 when unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	int ppid = 0, fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	/* past the comm, which may hold anything */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/*
+ * The comm of the oldest of pid's ancestors that run its very executable
+ * (forked, not exec'ed: Redis's BGSAVE child, Varnish's cache-main), into
+ * comm, which holds pid's own; unchanged when its parent runs another.
+ */
+static void tree_comm(pid_t pid, char *comm, size_t len)
+{
+	char path[64];
+	struct stat me, up;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &me))
+		return;
+	for (int depth = 0; depth < 16; depth++) {
+		pid_t parent = parent_of(pid);
+		ssize_t n;
+		int fd;
+
+		if (parent <= 1)
+			return;
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)parent);
+		if (stat(path, &up) || up.st_dev != me.st_dev || up.st_ino != me.st_ino)
+			return;
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)parent);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		n = read(fd, comm, len - 1);
+		close(fd);
+		comm[n > 0 ? n : 0] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		pid = parent;
+	}
+}
+
 int workload_of(pid_t pid, const char *root, struct workload *w)
 {
 	char path[64], comm[64] = "";
@@ -703,6 +759,8 @@ int workload_of(pid_t pid, const char *root, struct workload *w)
 		comm[n > 0 ? n : 0] = '\0';
 		comm[strcspn(comm, "\n")] = '\0';
 	}
+	/* without a unit or container, a forked child takes its parent's service */
+	tree_comm(pid, comm, sizeof(comm));
 	workload_service_name(w, comm, w->service_name, sizeof(w->service_name));
 	return rc;
 }
