@@ -206,6 +206,23 @@ static pid_t fork_as(pid_t want)
 	return want ? (pid_t)syscall(SYS_clone3, &ca, sizeof(ca)) : fork();
 }
 
+bool hb_wait_gone(pid_t pid, int timeout_ms)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pollfd p;
+	int rc;
+
+	/* no such process: it has exited and been reaped already */
+	if (fd < 0)
+		return errno == ESRCH;
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	do
+		rc = poll(&p, 1, timeout_ms);
+	while (rc < 0 && errno == EINTR);
+	close(fd);
+	return rc > 0;
+}
+
 bool hb_freed_pid_taken(int rc, int tries)
 {
 	if (rc == -EEXIST && tries < 5)

@@ -126,6 +126,13 @@ void hb_start_idle_service(struct svc *s, const char *threads, char *pid, size_t
  */
 bool hb_freed_pid_taken(int rc, int tries);
 
+/*
+ * Until pid (a process another reaps) has exited, as the kernel says it
+ * (its pidfd becomes readable); timeout_ms only guards against a hang.
+ * True when it has.
+ */
+bool hb_wait_gone(pid_t pid, int timeout_ms);
+
 /* Kills what is left in the cgroup dir (a failed test's processes) until it can be removed; dir becomes "". */
 void hb_cgroup_drain(char *dir);
 
