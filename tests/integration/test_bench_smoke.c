@@ -125,7 +125,6 @@ Test(bench, the_knob_is_in_the_benchmarks_build_only)
 {
 	const char *errpath = hb_tmp("whole.err");
 	char pid[16];
-	uint64_t allocs;
 	struct svc s;
 	pid_t hp;
 
@@ -143,9 +142,7 @@ Test(bench, the_knob_is_in_the_benchmarks_build_only)
 	unsetenv("HEAPBPF_BENCH_PARTS");
 	cr_assert(hb_wait_text(errpath, "sampling every", 60000, hp), "%s", hb_file_text(errpath));
 	/* 2000 allocations more: 340 sampling periods at the example's mix */
-	allocs = svc_allocs(&s);
-	for (int waited = 0; waited < 60000 && svc_allocs(&s) < allocs + 2000; waited += 50)
-		hb_sleep_ms(50);
+	svc_allocs_more(&s, 2000);
 	kill(hp, SIGTERM);
 	cr_assert_eq(hb_wait(hp, 60000), 0, "%s", hb_file_text(errpath));
 	cr_assert(strstr(hb_file_text(errpath), "HEAPBPF_BENCH_PARTS is ignored"), "%s",

@@ -320,6 +320,15 @@ uint64_t svc_allocs(struct svc *s)
 	return allocs;
 }
 
+void svc_allocs_more(struct svc *s, uint64_t more)
+{
+	uint64_t allocs = svc_allocs(s);
+
+	for (int waited = 0; waited < 60000 && svc_allocs(s) < allocs + more; waited += 50)
+		hb_sleep_ms(50);
+	cr_assert_geq(svc_allocs(s), allocs + more, "the service stopped allocating");
+}
+
 int svc_stop(struct svc *s)
 {
 	char reply[64];

@@ -58,6 +58,12 @@ int svc_cmd(struct svc *s, const char *cmd, char *reply, size_t len, int timeout
 int svc_read(struct svc *s, char *line, size_t len, int timeout_ms);
 /* The allocations the service has made so far (its "stats" command); asserts it answers. */
 uint64_t svc_allocs(struct svc *s);
+/*
+ * Until s has allocated more times more than now (2000: about 170 MiB at the
+ * example's mix, 340 sampling periods, so a run sampling it has objects to
+ * write); asserted.
+ */
+void svc_allocs_more(struct svc *s, uint64_t more);
 /* "quit", then waits; kills it if it does not exit. Returns its exit status or -1. */
 int svc_stop(struct svc *s);
 
