@@ -54,7 +54,7 @@ FULL = dict(
     agent_procs=64, agent_budget=16, agent_seconds=120, agent_rate=200, agent_interval=10,
     rss_fill_mib=2048, rss_fragment_mib=2048, rss_reps=3,
     watch_rss_fill_mib=1024, watch_rss_fragment_mib=1024, watch_rss_seconds=120,
-    watch_rss_threads=1,
+    watch_rss_threads=1, watch_rss_redis_n=3000000,
 )
 SMOKE = dict(
     idle_reps=1, idle_window=0.2, idle_cycle=0.3,
@@ -73,7 +73,7 @@ SMOKE = dict(
     agent_procs=4, agent_budget=2, agent_seconds=4, agent_rate=200, agent_interval=1,
     rss_fill_mib=16, rss_fragment_mib=16, rss_reps=1,
     watch_rss_fill_mib=16, watch_rss_fragment_mib=16, watch_rss_seconds=4,
-    watch_rss_threads=1,
+    watch_rss_threads=1, watch_rss_redis_n=20000,
 )
 
 # a large binary every machine with clang has (clang -> libclang-cpp -> libllvm)
@@ -964,8 +964,61 @@ def timed(name, fn, *args):
     return r
 
 
+def bench_watch_rss_redis(S, res):
+    """heapbpf watch -v on Redis built with its bundled jemalloc (the fixture, whose
+    symbols the breakdown reads) under redis-benchmark: the watch's CPU with its
+    breakdowns, as a share of Redis's CPU over the same run."""
+    bin_ = hb.path("fixtures/redis/bin/redis-server")
+    if not os.path.exists(bin_):
+        raise BenchError("no Redis fixture at %s: run make fixtures" % bin_)
+    port = hb.free_port()
+    env = dict(os.environ, JE_MALLOC_CONF="prof:true,prof_active:false")
+    p = subprocess.Popen([bin_, "--port", str(port), "--save", "", "--appendonly", "no"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    errpath = os.path.join(hb.tmp(), "watch_rss_redis.err")
+    out = os.path.join(hb.tmp(), "watch_rss_redis")
+    os.makedirs(out, mode=0o700, exist_ok=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise BenchError("the Redis fixture did not listen")
+                time.sleep(0.05)
+        with open(errpath, "w") as err:
+            w = subprocess.Popen([hb.heapbpf_bin(), "watch", "-v", "--pid", str(p.pid),
+                                  "--output-dir", out], stdout=err, stderr=err)
+        try:
+            time.sleep(1.0)  # attached and sampling
+            c0 = (proc_cpu_s(w.pid), proc_cpu_s(p.pid), time.monotonic())
+            rps = redis_bench(port, S["watch_rss_redis_n"], None)
+            c1 = (proc_cpu_s(w.pid), proc_cpu_s(p.pid), time.monotonic())
+        finally:
+            w.send_signal(signal.SIGINT)
+            rc = w.wait(timeout=300)
+    finally:
+        hb.kill_wait(p)
+    with open(errpath) as f:
+        text = f.read()
+    if rc not in (0, 3, 4):
+        raise BenchError("heapbpf watch failed (%d):\n%s" % (rc, text[-2000:]))
+    costs = [float(m) for m in re.findall(r"RSS breakdown measured in ([0-9.]+) ms of CPU", text)]
+    if not costs:
+        raise BenchError("heapbpf watch measured no RSS breakdown of Redis:\n%s" % text[-2000:])
+    res["watch_rss_redis"] = dict(
+        n=S["watch_rss_redis_n"], rps=rps, exit=rc, breakdowns=len(costs),
+        cost_ms_mean=sum(costs) / len(costs), breakdown_cpu_s=sum(costs) / 1000,
+        hb_cpu_s=c1[0] - c0[0], target_cpu_s=c1[1] - c0[1], wall_s=c1[2] - c0[2])
+    r = res["watch_rss_redis"]
+    log("watch_rss_redis: %d breakdowns of %.1f ms; watch %.2f%% of Redis's CPU"
+        % (len(costs), r["cost_ms_mean"], 100 * r["hb_cpu_s"] / max(r["target_cpu_s"], 1e-9)))
+
+
 # the benchmarks --only can measure again into an existing results file
-LATER = {"rss": bench_rss, "watch_rss": bench_watch_rss}
+LATER = {"rss": bench_rss, "watch_rss": bench_watch_rss, "watch_rss_redis": bench_watch_rss_redis}
 
 
 def measure_later(S, names, out):
@@ -1006,6 +1059,9 @@ def measure(S, smoke):
     timed("agent", bench_agent, S, res)
     timed("rss", bench_rss, S, res)
     timed("watch_rss", bench_watch_rss, S, res)
+    # the Redis fixture (make fixtures) is built beside the tests: not for --smoke
+    if not smoke:
+        timed("watch_rss_redis", bench_watch_rss_redis, S, res)
     res["elapsed_s"] = time.monotonic() - t0
     res["load_end"] = loadavg()
     return res

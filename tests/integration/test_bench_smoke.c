@@ -126,6 +126,7 @@ Test(bench, the_knob_is_in_the_benchmarks_build_only)
 	const char *errpath = hb_tmp("whole.err");
 	char pid[16];
 	struct svc s;
+	uint64_t flag;
 	pid_t hp;
 
 	cr_assert(file_has(hb_path("bench/heapbpf.bpf.o"), "bench_skip"));
@@ -141,6 +142,11 @@ Test(bench, the_knob_is_in_the_benchmarks_build_only)
 		      errpath);
 	unsetenv("HEAPBPF_BENCH_PARTS");
 	cr_assert(hb_wait_text(errpath, "sampling every", 60000, hp), "%s", hb_file_text(errpath));
+	/* its flag on (the line may come first), then 340 sampling periods */
+	cr_assert_eq(hb_sym_addr(s.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	cr_assert(hb_wait_byte(s.pid, flag, 1, 60000, hp), "%s", hb_file_text(errpath));
 	/* 2000 allocations more: 340 sampling periods at the example's mix */
 	svc_allocs_more(&s, 2000);
 	kill(hp, SIGTERM);

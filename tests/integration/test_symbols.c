@@ -810,6 +810,7 @@ Test(symbols, debians_stripped_jemalloc_names_its_package_and_the_preload)
 	char err[8192], want[PATH_MAX + 64], lib[PATH_MAX], pid[16], pre[PATH_MAX + 16];
 	const char *errpath = hb_tmp("preloaded.err");
 	struct svc s;
+	uint64_t flag;
 	pid_t hp;
 
 	hb_require_bpf();
@@ -847,6 +848,9 @@ Test(symbols, debians_stripped_jemalloc_names_its_package_and_the_preload)
 					hb_tmp("preloaded.pb.gz"), NULL },
 		      errpath);
 	cr_assert(hb_wait_text(errpath, "sampling every", 60000, hp), "%s", hb_file_text(errpath));
+	/* its flag on (the line may come first), then 340 sampling periods */
+	cr_assert_eq(hb_sym_addr(s.pid, lib, "je_prof_active_state", &flag), 0);
+	cr_assert(hb_wait_byte(s.pid, flag, 1, 60000, hp), "%s", hb_file_text(errpath));
 	svc_allocs_more(&s, 2000);
 	kill(hp, SIGTERM);
 	cr_assert_eq(hb_wait(hp, 60000), 0, "%s", hb_file_text(errpath));
