@@ -22,6 +22,7 @@ PKGS=(
 	# jemalloc test fixtures: apt-get source, unpack, patch, build (g++: jemalloc's C++ part;
 	# autoconf: sid's 5.3.1 source package is a git snapshot without configure)
 	dpkg-dev debian-archive-keyring bzip2 xz-utils patch g++ autoconf
+	qemu-system-x86 busybox-static kmod # tests/kernels/: Debian's kernels booted under qemu (make test-kernels; kmod: depmod)
 )
 
 missing=()
