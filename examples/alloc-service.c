@@ -1098,40 +1098,53 @@ static void cmd_jestats(const char *path)
 }
 
 /*
- * pagecache N: N MiB written to an unlinked file under /tmp and read back,
- * so that page cache (reclaimable, charged to the memory cgroup) comes and
- * goes: pressure at a cgroup's limit without an OOM kill. No heap involved.
+ * thrash N [PASSES]: N MiB written to an unlinked file under /tmp, then
+ * mapped and read through PASSES times (default 4), a page at a time. A
+ * working set of mapped file pages larger than the memory cgroup's room:
+ * reclaim finds them referenced again and again and frees few, which the
+ * kernel reports as memory pressure. No OOM kill, no heap involved.
  */
-static void cmd_pagecache(const char *arg)
+static void cmd_thrash(const char *arg)
 {
 	static char block[1 << 20];
-	uint64_t mib;
+	uint64_t mib, passes = 4;
+	volatile const char *map;
+	unsigned long sum = 0;
+	char *rest = NULL;
 	int fd;
 
-	if (parse_u64(arg, 65536, &mib)) {
-		reply("error pagecache takes MiB");
+	mib = strtoull(arg, &rest, 10);
+	if (rest == arg || !mib || mib > 65536 ||
+	    (*rest && (parse_u64(rest + strspn(rest, " "), 1000, &passes) || !passes))) {
+		reply("error thrash takes MiB [PASSES]");
 		return;
 	}
 	fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		reply("error pagecache: %s", strerror(errno));
+		reply("error thrash: %s", strerror(errno));
 		return;
 	}
 	memset(block, 0x5a, sizeof(block));
 	for (uint64_t i = 0; i < mib; i++) {
 		if (pwrite(fd, block, sizeof(block), (off_t)(i << 20)) != (ssize_t)sizeof(block)) {
-			reply("error pagecache: %s", strerror(errno));
+			reply("error thrash: %s", strerror(errno));
 			close(fd);
 			return;
 		}
 	}
 	fdatasync(fd);
-	for (uint64_t i = 0; i < mib; i++) {
-		if (pread(fd, block, sizeof(block), (off_t)(i << 20)) != (ssize_t)sizeof(block))
-			break;
-	}
+	map = mmap(NULL, mib << 20, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
-	reply("cached %" PRIu64, mib);
+	if (map == MAP_FAILED) {
+		reply("error thrash: %s", strerror(errno));
+		return;
+	}
+	for (uint64_t p = 0; p < passes; p++) {
+		for (uint64_t off = 0; off < mib << 20; off += 4096)
+			sum += (unsigned char)map[off];
+	}
+	munmap((void *)map, mib << 20);
+	reply("thrashed %" PRIu64 " %lu", mib, sum);
 }
 
 static void cmd_hold(const char *arg)
@@ -1852,8 +1865,8 @@ static void run_command(char *line)
 		cmd_hoard(arg);
 	} else if (!strcmp(line, "fill")) {
 		cmd_fill(arg);
-	} else if (!strcmp(line, "pagecache")) {
-		cmd_pagecache(arg);
+	} else if (!strcmp(line, "thrash")) {
+		cmd_thrash(arg);
 	} else if (!strcmp(line, "fragment")) {
 		cmd_fragment(arg);
 	} else if (!strcmp(line, "jestats")) {
@@ -2032,8 +2045,9 @@ static void usage(FILE *f)
 		"  exec PROG [ARG...]  this process execs PROG (same pid)  -> execing\n"
 		"  fill N         N MiB more in use in 1 MiB blocks (fill_buffers), every byte\n"
 		"                 written (resident), kept until exit      -> filled BLOCKS\n"
-		"  pagecache N    N MiB written to an unlinked file under /tmp and read back:\n"
-		"                 page cache, no heap (memory cgroup pressure) -> cached N\n"
+		"  thrash N [PASSES]  N MiB written to an unlinked file under /tmp, mapped and\n"
+		"                 read through PASSES times (4): a working set the cgroup cannot\n"
+		"                 hold, memory pressure without an OOM kill -> thrashed N SUM\n"
 		"  fragment N     N MiB of small objects (fragment_small), 3 in 4 freed at\n"
 		"                 random; 32 MiB of large blocks written and freed (dirty);\n"
 		"                 N/4 MiB mmap'ed outside jemalloc  -> fragmented KEPT BYTES\n"

@@ -2,17 +2,21 @@
 /*
  * heapbpf watch against the example service: an OOM kill in a memory
  * cgroup of the test's own (only the example in it, removed pass or fail),
- * pressure at a cgroup's limit with a cooldown, growth in steps, and
- * SIGUSR1 against jemalloc's own dump. Each profile is named after its
- * trigger and says so in its comments.
+ * pressure as the kernel reports it (a working set the cgroup cannot hold,
+ * a fast fill before its OOM kill; page-cache reclaim is none) with a
+ * cooldown, growth in steps, and SIGUSR1 against jemalloc's own dump. Each
+ * profile is named after its trigger and says so in its comments.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -265,9 +269,10 @@ Test(watch, oom_kill_profile_names_the_leak)
 }
 
 /*
- * Page cache past the cgroup's limit (reclaimed: no OOM kill) hits the
- * limit again and again: one pressure profile, then heapbpf says it sees
- * more within the cooldown and writes none.
+ * A working set of mapped file pages larger than the cgroup's room (thrash:
+ * reclaim frees few of the pages it scans, which the kernel reports as
+ * pressure) again and again: one pressure profile, then heapbpf says it
+ * sees more within the cooldown and writes none.
  */
 Test(watch, pressure_gives_one_profile_per_cooldown)
 {
@@ -278,10 +283,10 @@ Test(watch, pressure_gives_one_profile_per_cooldown)
 	start_service(IDLE_CONF);
 	cg_enter(svc.pid, 96);
 	start_watch(out, (const char *[]){ "--on-pressure", "--cooldown", "3600", NULL });
-	cr_assert_eq(svc_cmd(&svc, "pagecache 300", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(svc_cmd(&svc, "thrash 160 4", reply, sizeof(reply), 120000), 0);
 	cr_assert_eq(wait_files(out, "-pressure.pb.gz", 1, names), 1);
 	/* a second storm, seen and held back */
-	cr_assert_eq(svc_cmd(&svc, "pagecache 300", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(svc_cmd(&svc, "thrash 160 4", reply, sizeof(reply), 120000), 0);
 	wait_said("within the cooldown");
 	kill(watcher, SIGINT);
 	cr_assert_eq(hb_wait(watcher, 60000), 0);
@@ -305,10 +310,10 @@ Test(watch, pressure_after_the_cooldown_gives_the_next_profile)
 	start_service(IDLE_CONF);
 	cg_enter(svc.pid, 96);
 	start_watch(out, (const char *[]){ "--on-pressure", "--cooldown", "1", NULL });
-	cr_assert_eq(svc_cmd(&svc, "pagecache 300", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(svc_cmd(&svc, "thrash 160 4", reply, sizeof(reply), 120000), 0);
 	cr_assert_geq(wait_files(out, "-pressure.pb.gz", 1, names), 1);
 	hb_sleep_ms(2000);
-	cr_assert_eq(svc_cmd(&svc, "pagecache 300", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(svc_cmd(&svc, "thrash 160 4", reply, sizeof(reply), 120000), 0);
 	if (wait_files(out, "-pressure.pb.gz", 2, names) < 2) {
 		char *err = watch_err();
 
@@ -319,6 +324,140 @@ Test(watch, pressure_after_the_cooldown_gives_the_next_profile)
 	watcher = 0;
 	cr_assert_eq(svc_stop(&svc), 0);
 	svc.pid = 0;
+}
+
+/* v1: an eventfd the kernel signals at vmpressure's level or worse, in the test's cgroup. */
+static int vmpressure_listen(const char *level)
+{
+	char path[PATH_MAX + 64], line[64];
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), lfd, cfd, n;
+
+	cr_assert_geq(efd, 0);
+	snprintf(path, sizeof(path), "%s/memory.pressure_level", cg);
+	lfd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(lfd, 0, "%s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/cgroup.event_control", cg);
+	cfd = open(path, O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(cfd, 0, "%s: %s", path, strerror(errno));
+	n = snprintf(line, sizeof(line), "%d %d %s,hierarchy", efd, lfd, level);
+	cr_assert_eq(write(cfd, line, (size_t)n), n, "%s: %s", line, strerror(errno));
+	close(lfd);
+	close(cfd);
+	return efd;
+}
+
+static uint64_t signalled(int efd)
+{
+	uint64_t v = 0;
+
+	return read(efd, &v, sizeof(v)) == sizeof(v) ? v : 0;
+}
+
+/* cat path > /dev/null in the test's cgroup, waited for. */
+static void cat_in_cgroup(const char *path)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char procs[PATH_MAX + 64], me[16];
+		int fd, null = open("/dev/null", O_WRONLY);
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		fd = open(procs, O_WRONLY);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0 || null < 0 || dup2(null, 1) < 0)
+			_exit(126);
+		execl("/bin/cat", "cat", path, path, (char *)NULL);
+		_exit(127);
+	}
+	cr_assert_eq(hb_wait(pid, 120000), 0, "cat %s in %s failed", path, cg);
+}
+
+/*
+ * The issue a user met: a cat of a 300 MiB file in the service's 96 MiB
+ * cgroup reclaims page cache over and over, which is no pressure. The
+ * kernel's own word, asked for beside heapbpf: reclaim happened (vmpressure
+ * low) but never found it hard (no medium); heapbpf wrote no pressure
+ * profile, though a demand profile after the reads shows it was listening.
+ */
+Test(watch, page_cache_reclaim_is_no_pressure)
+{
+	const char *out = hb_tmp("out"), *file = hb_tmp("big");
+	static char block[1 << 20];
+	char names[16][256];
+	int low = -1, medium = -1, fd, n;
+
+	/* the file, written and dropped from the cache outside the cgroup */
+	fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	memset(block, 0x5a, sizeof(block));
+	for (int i = 0; i < 300; i++)
+		cr_assert_eq(write(fd, block, sizeof(block)), (ssize_t)sizeof(block));
+	cr_assert_eq(fdatasync(fd), 0);
+	cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	close(fd);
+	start_service(IDLE_CONF);
+	cg_enter(svc.pid, 96);
+	if (cgroup_v1()) {
+		low = vmpressure_listen("low");
+		medium = vmpressure_listen("medium");
+	}
+	start_watch(out, (const char *[]){ "--on-pressure", "--cooldown", "1", NULL });
+	for (int i = 0; i < 3; i++)
+		cat_in_cgroup(file);
+	kill(watcher, SIGUSR1);
+	cr_assert_eq(wait_files(out, "-demand.pb.gz", 1, names), 1);
+	kill(watcher, SIGINT);
+	cr_assert_eq(hb_wait(watcher, 60000), 0);
+	watcher = 0;
+	if (cgroup_v1()) {
+		cr_assert_gt(signalled(low), 0,
+			     "no reclaim in the cgroup: the test proves nothing");
+		cr_assert_eq(signalled(medium), 0,
+			     "the kernel itself reported medium pressure for page-cache reads");
+		close(low);
+		close(medium);
+	}
+	n = hb_count_files(out, "-pressure.pb.gz", names, 16);
+	if (n) {
+		char *err = watch_err();
+
+		cr_assert_fail("%d pressure profiles of page-cache reclaim:\n%s", n, err);
+	}
+	cr_assert_eq(svc_stop(&svc), 0);
+	svc.pid = 0;
+}
+
+/*
+ * A fill of 400 MiB in a 128 MiB cgroup, in well under a second: the
+ * kernel reports the pressure before it kills, and heapbpf writes the
+ * pressure profile before the oom one.
+ */
+Test(watch, a_fast_fill_gives_pressure_before_the_oom)
+{
+	const char *out = hb_tmp("out");
+	char names[16][256], reply[128], *err, *pressure, *oom;
+	int rc;
+
+	start_service(IDLE_CONF);
+	cg_enter(svc.pid, 128);
+	start_watch(out, (const char *[]){ "--on-pressure", NULL });
+	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
+	svc_cmd(&svc, "fill 400", reply, sizeof(reply), 60000);
+	rc = hb_wait(watcher, 120000);
+	watcher = 0;
+	err = watch_err();
+	cr_assert_eq(rc, 0, "heapbpf exited %d:\n%s", rc, err);
+	pressure = strstr(err, ": pressure: ");
+	oom = strstr(err, ": oom: chosen as the OOM killer's victim");
+	cr_assert(pressure && oom && pressure < oom, "no pressure profile before the oom one:\n%s",
+		  err);
+	free(err);
+	cr_assert_eq(hb_wait(svc.pid, 10000), 128 + SIGKILL, "the example was not killed");
+	svc.pid = 0;
+	cr_assert_eq(hb_count_files(out, "-pressure.pb.gz", names, 16), 1);
+	cr_assert_eq(hb_count_files(out, "-oom.pb.gz", names, 16), 1);
 }
 
 /*

@@ -102,7 +102,7 @@ struct cli {
 	bool allow_shared_dir; /* --allow-shared-dir: directories other users can write */
 	bool watch;	       /* heapbpf watch */
 	bool watch_no_oom;     /* --no-oom: no profile of an OOM victim */
-	bool watch_pressure;   /* --on-pressure: the memory cgroup's high/max/failcnt */
+	bool watch_pressure;   /* --on-pressure: the kernel's word of memory pressure */
 	bool raw;
 	bool follow_forks; /* also profile the children forked while sampling is on */
 	bool children;	   /* --children: also the targets' descendants running at the start */

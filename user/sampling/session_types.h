@@ -31,7 +31,7 @@ enum stop_reason {
 	STOP_USER, /* a callback said so (heapbpf top: the quit key) */
 };
 
-#define SESSION_MAX_WATCH 2
+#define SESSION_MAX_WATCH 4
 
 struct recorder;
 struct guard;
