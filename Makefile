@@ -94,6 +94,18 @@ unit: $(BUILD)/tests/unit_tests
 integration: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/integration_tests
 	$(BUILD)/tests/integration_tests --jobs 1
 
+# The integration tests of tests/kernels/subset on Debian's kernels (bullseye's
+# 5.10, bookworm's 6.1, trixie's 6.12, sid's newest; fetched with apt-get
+# download into $(BUILD)/kernels, never installed), each booted under qemu with
+# software emulation on the host's root, once with cgroup v1 and once with
+# cgroup2: one line per boot, the table in $(BUILD)/kernels/results.md
+# (tests/kernels/run.sh). Not part of make test.
+.PHONY: test-kernels _test-kernels
+test-kernels: deps
+	$(Q)$(MAKE) --no-print-directory _test-kernels
+_test-kernels: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/integration_tests fixtures
+	$(Q)tests/kernels/run.sh $(BUILD)
+
 # ---- BPF --------------------------------------------------------------------
 
 $(BUILD)/heapbpf.bpf.o: bpf/heapbpf.bpf.c | $(BUILD)
