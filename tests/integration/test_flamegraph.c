@@ -24,56 +24,17 @@
 #include <criterion/criterion.h>
 
 #include "profile/flamegraph.h"
+#include "browser.h"
 #include "harness.h"
 #include "profile/pprof.h"
 
-#define CHROMIUM "/usr/bin/chromium"
-#define DRIVER	 "tests/flamegraph/driver.js"
+#define DRIVER "tests/flamegraph/driver.js"
 /* relative widths as drawn against the pprof's shares: 1/64 px layout units on ~1200 px */
 #define WIDTH_TOLERANCE 2e-4
 /* the page prints shares as percentages with two decimals */
 #define PCT_TOLERANCE 0.0051
 
 TestSuite(flamegraph_page, .fini = hb_tmpdir_cleanup, .timeout = 240);
-
-static const char *const chromium_flags[] = {
-	"--headless",
-	"--no-sandbox",
-	"--disable-gpu",
-	"--disable-quic",
-	"--no-first-run",
-	"--disable-background-networking",
-	"--disable-component-update",
-	"--disable-sync",
-	"--hide-scrollbars",
-	"--window-size=1200,800",
-};
-
-#define NFLAGS (sizeof(chromium_flags) / sizeof(chromium_flags[0]))
-
-/* Runs Chromium on @url with @action (--dump-dom, --screenshot=...); its output into @outpath. */
-static void chromium(const char *url, const char *action, const char *outpath)
-{
-	static int runs;
-	const char *argv[NFLAGS + 5];
-	char profile[PATH_MAX + 32];
-	size_t n = 0;
-	int rc;
-
-	cr_assert_eq(access(CHROMIUM, X_OK), 0,
-		     "these tests need Debian's chromium package: run make deps (as root)");
-	/* a fresh profile each time: nothing is shared between runs, nothing fetched */
-	snprintf(profile, sizeof(profile), "--user-data-dir=%s/chromium-%d", hb_tmpdir(), ++runs);
-	argv[n++] = CHROMIUM;
-	for (size_t i = 0; i < NFLAGS; i++)
-		argv[n++] = chromium_flags[i];
-	argv[n++] = profile;
-	argv[n++] = action;
-	argv[n++] = url;
-	argv[n] = NULL;
-	rc = hb_wait(hb_spawn(argv, outpath), 90000);
-	cr_assert_eq(rc, 0, "chromium %s %s exited with %d", action, url, rc);
-}
 
 /* The text of the DOM as --dump-dom serializes it back to characters. */
 static void unescape(char *s)
@@ -120,7 +81,7 @@ static char *browse(const char *html, const char *fragment)
 	free(text);
 	free(driver);
 	snprintf(url, sizeof(url), "file://%s#%s", page, fragment);
-	chromium(url, "--dump-dom", dom);
+	hb_chromium(url, "--dump-dom", dom);
 	cr_assert_gt(hb_read_file(dom, &dump), 0);
 	b = strstr(dump, begin);
 	cr_assert_not_null(b, "the driver left no results: %s", dump);
@@ -504,29 +465,6 @@ static void check_objects_page(const char *html, const Perftools__Profiles__Prof
 	free(res);
 }
 
-/* The page as a picture: a 1200x800 PNG with something in it, kept as BUILD/flamegraph-test.png. */
-static void check_screenshot(const char *html)
-{
-	char png[PATH_MAX], url[PATH_MAX + 16], action[PATH_MAX + 16], log[PATH_MAX], *img;
-	char cmd[3 * PATH_MAX];
-	ssize_t len;
-
-	tmp_file(png, "flamegraph.png");
-	tmp_file(log, "screenshot.log");
-	snprintf(url, sizeof(url), "file://%s", html);
-	snprintf(action, sizeof(action), "--screenshot=%s", png);
-	chromium(url, action, log);
-	len = hb_read_file(png, &img);
-	cr_assert_gt(len, 10000, "no screenshot, or an empty one");
-	cr_assert_eq(memcmp(img, "\x89PNG\r\n\x1a\n", 8), 0);
-	/* IHDR: width and height, big-endian, after the signature and the chunk header */
-	cr_assert_eq(((unsigned char)img[18] << 8) | (unsigned char)img[19], 1200);
-	cr_assert_eq(((unsigned char)img[22] << 8) | (unsigned char)img[23], 800);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", png, hb_path("flamegraph-test.png"));
-	cr_assert_eq(system(cmd), 0);
-	free(img);
-}
-
 Test(flamegraph_page, example_service_in_chromium)
 {
 	char live[PATH_MAX], rep[PATH_MAX], obj[PATH_MAX], pb[PATH_MAX], rec[PATH_MAX], err[8192];
@@ -550,7 +488,7 @@ Test(flamegraph_page, example_service_in_chromium)
 	p = load_pprof(pb);
 	check_inuse_page(live, p);
 	check_objects_page(obj, p);
-	check_screenshot(live);
+	hb_screenshot(live, "flamegraph-test.png");
 	perftools__profiles__profile__free_unpacked(p, NULL);
 }
 

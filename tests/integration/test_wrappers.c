@@ -21,6 +21,7 @@
 
 #include <criterion/criterion.h>
 
+#include "browser.h"
 #include "harness.h"
 
 static pid_t leftover;
@@ -164,10 +165,6 @@ static void check_leak_rows(const char *text)
 }
 
 /*
- * A live run with --leaks writing the flame graph and a recording; the
- * recording's folded output. The summary's sites are Redis's callers.
- */
-/*
  * A pprof of the recording, as watch and the agent write them: heapbpf
  * report's page of it and heapbpf diff's text name sites past the wrappers
  * as the live run does, and say so; diff prints each change leaf first,
@@ -177,7 +174,7 @@ static void report_and_diff_of_pprof(const char *rec)
 {
 	const char *pb = hb_tmp("whole.pb.gz"), *base = hb_tmp("first.pb.gz");
 	const char *page = hb_tmp("from-pprof.html");
-	char err[16384], *html, *line;
+	char err[16384], *html, *line, *note;
 	int rc, changes = 0;
 
 	cr_assert_eq(hb_run((const char *[]){ "report", rec, "-o", pb, NULL }, err, sizeof(err),
@@ -190,10 +187,14 @@ static void report_and_diff_of_pprof(const char *rec)
 	cr_assert_eq(rc, 0, "report exited %d: %s", rc, err);
 	cr_expect(strstr(err, "sites named past allocator wrappers: ") && strstr(err, "zmalloc"),
 		  "%s", err);
-	cr_assert_gt(hb_read_file(page, &html), 0);
-	cr_expect_not_null(strstr(html, "Sites named past allocator wrappers, their frames left "
-					"out here (pprof and folded output keep them): "));
+	/* the page as a browser shows it: the note in its DOM, and a picture of it */
+	html = hb_page_dom(page);
+	note = strstr(html, "<li class=\"wrappers\">Sites named past allocator wrappers, their "
+			    "frames left out here (pprof and folded output keep them): ");
+	cr_expect(note && strstr(note, "zmalloc"), "no wrapper note in the page's DOM:\n%.4000s",
+		  html);
 	free(html);
+	hb_screenshot(page, "wrappers-report-test.png");
 	rc = hb_run((const char *[]){ "diff", base, pb, "-o", hb_tmp("change.pb.gz"), NULL }, err,
 		    sizeof(err), 120000);
 	cr_assert_eq(rc, 0, "diff exited %d: %s", rc, err);
@@ -212,6 +213,10 @@ static void report_and_diff_of_pprof(const char *rec)
 	cr_expect_gt(changes, 0, "no change listed");
 }
 
+/*
+ * A live run with --leaks writing the flame graph and a recording; the
+ * recording's folded output, and a pprof of it reported (report_and_diff_of_pprof). The summary's sites are Redis's callers.
+ */
 Test(wrappers, redis_sites_named_past_zmalloc)
 {
 	const char *bin = hb_fixture("redis/bin/redis-server");
