@@ -141,6 +141,33 @@ static void stop_heapbpf(struct fk *f)
 	}
 }
 
+/*
+ * Waits until heapbpf's state file for the target lists child: heapbpf has
+ * handled its fork, and every fork before it (one ring buffer, in order).
+ */
+static void wait_listed(const struct fk *f, pid_t child)
+{
+	const char *dir = getenv("HEAPBPF_STATE_DIR");
+	char state[PATH_MAX], line[64];
+
+	snprintf(state, sizeof(state), "%s/%d.state", dir && *dir ? dir : "/run/heapbpf", f->s.pid);
+	snprintf(line, sizeof(line), "\nchild=%d ", (int)child);
+	cr_assert(hb_wait_text(state, line, 60000, f->hp), "heapbpf's state never listed pid %d",
+		  (int)child);
+}
+
+static bool file_has(const char *path, const char *needle)
+{
+	char *text;
+	bool found;
+
+	if (hb_read_file(path, &text) < 0)
+		return false;
+	found = strstr(text, needle) != NULL;
+	free(text);
+	return found;
+}
+
 TestSuite(forks, .fini = forks_fini, .timeout = 120);
 
 Test(forks, child_forked_in_the_window_is_restored)
@@ -227,8 +254,14 @@ Test(forks_pidreuse, process_under_a_freed_pid_is_left_alone)
 	cr_assert_eq(sscanf(reply, "forked %d", &kids[1]), 1, "%s", reply);
 	remember(kids[1]);
 	cr_assert_eq(flag_of(kids[1], f.flag), 1);
-	/* heapbpf hears of the grandchild's fork within its poll interval; then it stops */
-	hb_sleep_ms(500);
+	/*
+	 * a fork of the target's own after it: once heapbpf lists that child,
+	 * it has handled the grandchild's fork before it; then it stops
+	 */
+	cr_assert_eq(svc_cmd(&f.s, "fork 60", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
+	remember(child);
+	wait_listed(&f, child);
 	stop_heapbpf(&f);
 	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
 	cr_assert_eq(flag_of(kids[1], f.flag), 1,
@@ -237,9 +270,9 @@ Test(forks_pidreuse, process_under_a_freed_pid_is_left_alone)
 	cr_assert_eq(flag_of(kids[0], f.flag), 1);
 	text = stderr_of(&f);
 	snprintf(want, sizeof(want),
-		 "forked %d process(es) while sampling was on: prof_active restored in 0, %d had "
+		 "forked %d process(es) while sampling was on: prof_active restored in 1, %d had "
 		 "exited",
-		 tries, tries);
+		 tries + 1, tries);
 	cr_assert(strstr(text, want), "%s", text);
 	free(text);
 	kill(kids[1], SIGKILL);
@@ -277,11 +310,17 @@ Test(forks, many_followed_children_come_and_go)
 		cr_assert_eq(sscanf(reply, "forked %d", &kids[i]), 1, "%s", reply);
 		hb_sleep_ms(30);
 	}
+	/* each said by heapbpf: followed to its exit, or gone before it could be */
 	for (size_t i = 0; i < sizeof(kids) / sizeof(kids[0]); i++) {
-		for (int t = 0; t < 100 && !(kill(kids[i], 0) && errno == ESRCH); t++)
+		char exited[96], missed[96];
+
+		cr_assert(hb_wait_gone(kids[i], 60000), "pid %d did not exit", kids[i]);
+		snprintf(exited, sizeof(exited), "followed pid %d exited", kids[i]);
+		snprintf(missed, sizeof(missed), "cannot follow pid %d", kids[i]);
+		for (int t = 0; t < 1200 && !file_has(f.err, exited) && !file_has(f.err, missed);
+		     t++)
 			hb_sleep_ms(50);
 	}
-	hb_sleep_ms(300);
 	stop_heapbpf(&f);
 	cr_assert_eq(flag_of(f.s.pid, f.flag), 0);
 	text = stderr_of(&f);
@@ -484,7 +523,7 @@ Test(forks, kill_9_then_reset_restores_parent_and_child)
 	start(&f, "0");
 	fork_in_target(&f, "fork 60");
 	/* the state file lists the child as soon as heapbpf saw the fork */
-	hb_sleep_ms(500);
+	wait_listed(&f, f.kids[0]);
 	kill(f.hp, SIGKILL);
 	hb_wait(f.hp, 10000);
 	cr_assert_eq(flag_of(f.s.pid, f.flag), 1, "kill -9 cannot have restored anything");
@@ -603,18 +642,6 @@ Test(forks, redis_bgsave_child_is_restored)
 }
 
 /* ---- --follow-forks: a pre-forked worker's samples under its own pid, exact ---- */
-
-static bool file_has(const char *path, const char *needle)
-{
-	char *text;
-	bool found;
-
-	if (hb_read_file(path, &text) < 0)
-		return false;
-	found = strstr(text, needle) != NULL;
-	free(text);
-	return found;
-}
 
 Test(forks, follow_forks_profiles_each_worker_exactly)
 {
