@@ -1914,3 +1914,35 @@ Test(agent, a_log_file_is_stamped_and_no_select_is_warned)
 	}
 	free(text);
 }
+
+/*
+ * A target with children whose window had no sample: a one-shot run
+ * suggests --children, which does not apply to the agent (it takes every
+ * process its rules select, children too), so the agent never says it.
+ * The parent does not allocate (no worker threads); its child does.
+ */
+Test(agent, an_idle_parent_gets_no_children_hint)
+{
+	const char *args[] = { "--threads", "0", NULL };
+	char out[PATH_MAX], reply[64], said[64];
+	struct svc s;
+	pid_t child;
+	int rc;
+
+	hb_require_bpf();
+	make_parent();
+	cr_assert_eq(svc_start(&s, hb_path(SERVICE), IDLE_CONF, args), 0);
+	place(s.pid, "system.slice/hint.service");
+	cr_assert_eq(svc_cmd(&s, "fork 60", reply, sizeof(reply), 10000), 0);
+	cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
+	agent_over_cgroup(out, sizeof(out));
+	wait_sampled(child);
+	rc = stop_agent();
+	cr_assert(rc == 0 || rc == 3, "%d: %s", rc, agent_err());
+	/* where a one-shot run gives the hint */
+	snprintf(said, sizeof(said), "pid %d: no allocation was sampled", s.pid);
+	cr_assert_not_null(strstr(agent_err(), said), "%s", agent_err());
+	cr_assert_null(strstr(agent_err(), "--children"), "%s", agent_err());
+	kill(child, SIGKILL);
+	cr_assert_eq(svc_stop(&s), 0);
+}
