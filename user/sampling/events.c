@@ -129,7 +129,7 @@ static int watch_followed(struct loop *l, size_t i)
  * --follow-forks: a child gets a collector and uprobes of its own. What it
  * samples between its fork and the attach is not seen: it is said at once.
  */
-static int follow(struct loop *l, struct member *m, pid_t child, pid_t parent)
+static int follow_child(struct loop *l, struct member *m, pid_t child, pid_t parent)
 {
 	struct session *s = m->s;
 	struct report_proc *v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
@@ -236,7 +236,7 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 		l->sweep_due = true;
 	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
 		m->s->fork_state_err = true;
-	return l->o->follow_forks ? follow(l, m, (pid_t)e->child, (pid_t)e->pid) : 0;
+	return l->o->follow_forks ? follow_child(l, m, (pid_t)e->child, (pid_t)e->pid) : 0;
 }
 
 /*

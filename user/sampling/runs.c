@@ -21,7 +21,7 @@ struct runs_reg {
 };
 
 /* A file of root's (heapbpf's user) and a regular one: else not ours to read. */
-static bool ours(int fd)
+static bool owned_regular(int fd)
 {
 	struct stat st;
 
@@ -49,7 +49,7 @@ struct runs_reg *runs_register(const char *dir, const char *mode, const char *ou
 	/* a file an earlier process of this pid left is its own no more: taken over */
 	r->fd = openat(r->dfd, r->name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
 		       0600);
-	if (r->fd < 0 || !ours(r->fd) || flock(r->fd, LOCK_EX | LOCK_NB))
+	if (r->fd < 0 || !owned_regular(r->fd) || flock(r->fd, LOCK_EX | LOCK_NB))
 		goto fail;
 	gmtime_r(&now, &tm);
 	strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -88,7 +88,7 @@ static bool read_run(int dfd, const char *name, pid_t pid, struct runs_entry *e)
 
 	if (fd < 0)
 		return false;
-	if (!ours(fd)) {
+	if (!owned_regular(fd)) {
 		close(fd);
 		return false;
 	}
@@ -130,7 +130,7 @@ static void sweep_socket(int dfd, const char *name, pid_t pid)
 		return;
 	snprintf(run, sizeof(run), "%d.run", pid);
 	fd = openat(dfd, run, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0 && (!ours(fd) || flock(fd, LOCK_SH | LOCK_NB))) {
+	if (fd >= 0 && (!owned_regular(fd) || flock(fd, LOCK_SH | LOCK_NB))) {
 		/* locked: a live run's */
 		close(fd);
 		return;
@@ -150,7 +150,7 @@ static pid_t lock_holder(int dfd, const char *name)
 
 	if (fd < 0)
 		return 0;
-	if (ours(fd) && flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK) {
+	if (owned_regular(fd) && flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK) {
 		got = pread(fd, text, sizeof(text) - 1, 0);
 		text[got > 0 ? got : 0] = '\0';
 		holder = (pid_t)atoi(text);

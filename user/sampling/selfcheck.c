@@ -84,7 +84,7 @@ static bool perms_ok(const struct proc_map *m, char perm)
  * fresh one (jemalloc maps new extents as it goes). A process whose mappings
  * cannot be read again (it exited) is not held against the layout.
  */
-static bool mapped(struct selfcheck *sc, uint64_t addr, char perm)
+static bool in_maps(struct selfcheck *sc, uint64_t addr, char perm)
 {
 	struct proc_maps *m;
 
@@ -130,10 +130,10 @@ __attribute__((format(printf, 2, 3))) static int misfit(struct selfcheck *sc, co
 static int in_writable(struct selfcheck *sc, bool has_ptr, uint64_t ptr, uint64_t tctx,
 		       const char *whose_ptr, const char *whose_tctx)
 {
-	if (has_ptr && !mapped(sc, ptr, 'w'))
+	if (has_ptr && !in_maps(sc, ptr, 'w'))
 		return misfit(sc, "%s pointer 0x%llx lies in no writable mapping", whose_ptr,
 			      (unsigned long long)ptr);
-	if (tctx <= 1 || !mapped(sc, tctx, 'w'))
+	if (tctx <= 1 || !in_maps(sc, tctx, 'w'))
 		return misfit(sc, "%s tctx 0x%llx lies in no writable mapping", whose_tctx,
 			      (unsigned long long)tctx);
 	return 0;
@@ -148,7 +148,7 @@ static int check_frames(struct selfcheck *sc, const struct heapbpf_alloc_event *
 {
 	for (uint32_t i = 0; i < e->nframes; i++) {
 		/* a return address: the call is just before it */
-		if (!e->frames[i] || !mapped(sc, e->frames[i] - 1, 'x'))
+		if (!e->frames[i] || !in_maps(sc, e->frames[i] - 1, 'x'))
 			return misfit(sc,
 				      "a sampled backtrace holds 0x%llx"
 				      ", which lies in no executable mapping",

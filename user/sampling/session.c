@@ -340,7 +340,7 @@ static int sweep_children(struct loop *l)
 }
 
 /* Waits for the end of the session; returns 0 or negative errno (ring buffer callback error). */
-static int collect(struct loop *l)
+static int wait_for_end(struct loop *l)
 {
 	struct epoll_event evs[16];
 
@@ -792,7 +792,7 @@ int session_run_many(const struct jemalloc_target *const *t, struct guard *const
 	rc = rc ?: start_sampling(&l);
 	rc = rc ?: add_timers(&l);
 	if (!rc) {
-		rc = collect(&l);
+		rc = wait_for_end(&l);
 		const char *unfit = unfit_why(&l), *nobt = events_nobt_why(&l);
 
 		if (rc == -ENODATA && s->late_active_bytes)
@@ -836,7 +836,7 @@ int session_run_node(const struct jemalloc_target *layout_of, const struct sessi
 	rc = rc ?: add_timers(&l);
 	node->loop = &l;
 	if (!rc) {
-		rc = collect(&l);
+		rc = wait_for_end(&l);
 		if (rc)
 			hb_fail(err, errlen, rc, "collecting events failed: %s", strerror(-rc));
 	}
