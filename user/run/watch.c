@@ -175,7 +175,7 @@ static enum cg_kind find_cgroup(pid_t pid, char *dir, size_t len)
 		*c2 = '\0';
 		ctrl = c1 + 1;
 		cg = c2 + 1;
-		if (strcmp(ctrl, "memory") && (ctrl[0] || strncmp(line, "0", 1)))
+		if (strcmp(ctrl, "memory") != 0 && (ctrl[0] || line[0] != '0'))
 			continue;
 		v1 = ctrl[0] != '\0';
 		k = snprintf(dir, len, "%s%s", v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup",
