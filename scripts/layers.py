@@ -14,8 +14,11 @@ modules of an --isolated folder (cmd: the commands) include none of each
 other's headers: what two of them share goes a layer down. And a
 module's prefix is its file name: every function a header of a folder
 declares is named after a module of that folder (x_..., x__..., or
-FOLDER_x_...; util/'s may also take hb_). Exit 1, naming every
-violation, when one is found; 0 with one line otherwise.
+FOLDER_x_...; util/'s may also take hb_). Below the top folder (the
+commands) only the option parser (cli.c, cli.h) names a command's mode
+(MODE_...): a command passes its behaviour in (struct run's flags) rather
+than being told apart. Exit 1, naming every violation, when one is found;
+0 with one line otherwise.
 """
 import argparse
 import os
@@ -27,6 +30,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 DECL = re.compile(r'^(?!typedef)(?:static\s+inline\s+|const\s+|struct\s+|enum\s+|unsigned\s+)*'
                   r'[a-z_][a-z0-9_]*[\s*]+\**([a-z_][a-z0-9_]*)\s*\(', re.M)
 COMMENT = re.compile(r'/\*.*?\*/', re.S)
+MODE = re.compile(r'\bMODE_[A-Z]+\b')
 
 
 def scan(root, layers):
@@ -85,9 +89,23 @@ def prefixes(root, files):
     return problems
 
 
+def modes(root, files, top):
+    """Files below the top folder, but the option parser, that name a command's mode."""
+    problems = []
+    for path, (level, module, _) in sorted(files.items()):
+        if level >= top or module == "cli":
+            continue
+        with open(os.path.join(root, path), encoding="utf-8") as f:
+            m = MODE.search(COMMENT.sub("", f.read()))
+        if m:
+            problems.append(f"{path} tests a command's mode ({m.group(0)}): let the command "
+                            f"pass the behaviour in (struct run)")
+    return problems
+
+
 def check(root, layers, isolated=()):
     files, headers = scan(root, layers)
-    problems = prefixes(root, files)
+    problems = prefixes(root, files) + modes(root, files, len(layers) - 1)
     graph = {}  # module path stem -> set of module path stems it includes
     bare = bare_names(headers)
     for path, (level, module, incs) in files.items():
@@ -152,7 +170,7 @@ def main():
         print(f"layers: {len(problems)} violation(s)", file=sys.stderr)
         return 1
     print(f"layers: {n} files in {len(a.layers)} folders and user/, no upward include, no cycle, "
-          f"every prefix a module's name")
+          f"every prefix a module's name, no mode below the commands")
     return 0
 
 

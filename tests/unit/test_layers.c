@@ -192,3 +192,19 @@ Test(layers, a_prefix_that_is_no_modules_name_fails)
 			      "name (mid_...)"),
 		  "%s", out);
 }
+
+Test(layers, a_mode_below_the_commands_fails)
+{
+	char out[4096];
+
+	small_tree();
+	/* the option parser names the modes; a comment may too */
+	put("user/util/cli.h", "enum cli_mode { MODE_LIVE, MODE_TOP };\n");
+	put("user/util/base.c", "#include \"util/base.h\"\n/* as MODE_TOP does */\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 0, "%s", out);
+	/* the run layer telling a command apart */
+	put("user/util/base.c",
+	    "#include \"util/base.h\"\nint f(int m) { return m == MODE_TOP; }\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "user/util/base.c tests a command's mode (MODE_TOP)"), "%s", out);
+}

@@ -990,6 +990,8 @@ int agent_run(struct run *r, char *err, size_t errlen)
 	r->name_targets = true;
 	/* --keep and --max-bytes of each process's profiles, counted apart */
 	r->prune_per_process = true;
+	/* each process's windows count from when it joined */
+	r->own_windows = true;
 	rc = parse_rules(&a, err, errlen);
 	rc = rc ?: privs_check(err, errlen);
 	rc = rc ?: outputs_setup(r, err, errlen);

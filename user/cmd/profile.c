@@ -151,5 +151,7 @@ const char profile_help[] =
 
 int profile_command(struct run *r, char *err, size_t errlen)
 {
+	r->servable = true;
+	r->hint_children = true;
 	return r->opts->live_heap ? liveheap_run(r, err, errlen) : fleet_run(r, err, errlen);
 }

@@ -347,6 +347,9 @@ int report_file(struct run *r, char *err, size_t errlen)
 	const struct cli *o = r->opts;
 	int is_core = o->core ? 1 : memsrc_core_is_core(o->recording);
 
+	/* a recording's windows end at its own times */
+	r->replay = true;
+
 	if (is_core == 1)
 		return core_report(r, err, errlen);
 	if (is_gzip(o->recording))

@@ -24,5 +24,8 @@ const char top_help[] =
 
 int top_command(struct run *r, char *err, size_t errlen)
 {
+	r->view = true;
+	r->servable = true;
+	r->hint_children = true;
 	return fleet_run(r, err, errlen);
 }

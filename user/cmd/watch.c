@@ -33,5 +33,6 @@ const char watch_help[] =
 
 int watch_command(struct run *r, char *err, size_t errlen)
 {
+	r->hint_children = true;
 	return fleet_run(r, err, errlen);
 }

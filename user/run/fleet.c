@@ -29,7 +29,7 @@ static void default_output(const struct run *r, struct target_run *tr,
 	const struct cli *o = r->opts;
 	char what[96], comm[64] = "";
 
-	if (tr->output || run_fleet_output(o) || o->record || o->mode == MODE_TOP)
+	if (tr->output || run_fleet_output(o) || o->record || r->view)
 		return;
 	/* as a snapshot of it is named: heap-STAMP-PID-COMM */
 	if (t)

@@ -123,11 +123,11 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 	/* one heapbpf per target; and undo what a killed one left behind */
 	rc = rc ?: guard__acquire(*t, g, err, errlen);
 	/* held by another run: a one-shot run's window comes from it (served.h) */
-	if (rc == -EBUSY && served_can(o, n)) {
+	if (rc == -EBUSY && served_can(tr->run, n)) {
 		struct top_opts to;
 
 		*done = true;
-		if (o->mode != MODE_TOP)
+		if (!tr->run->view)
 			return served_window(tr, *t, err, errlen);
 		top_opts_of(tr, *t, &to);
 		return served_top(tr, *t, &to, err, errlen);
@@ -246,7 +246,7 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 			return rc;
 		watch__session_opts(ls->watch, &so);
 	}
-	if (o->mode == MODE_TOP) {
+	if (tr->run->view) {
 		struct top_opts to;
 
 		top_opts_of(tr, tr->t, &to);
@@ -289,7 +289,6 @@ static void report_forks(struct target_run *tr, const struct session *s)
 static int finish_target(struct target_run *tr, struct session *s, size_t n, struct watch *wt,
 			 char *err, size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
 	struct heap_data d = session_data(s);
 	int rc;
 
@@ -310,7 +309,7 @@ static int finish_target(struct target_run *tr, struct session *s, size_t n, str
 	}
 	if (n == 1 && s->reason == STOP_TARGET_EXIT)
 		hb_note("pid %d exited%s", tr->pid,
-			o->mode == MODE_TOP && !tr->output ? "" : "; writing what was collected");
+			tr->run->view && !tr->output ? "" : "; writing what was collected");
 	if (!tr->k)
 		tr->start_ns = s->start_wall_ns;
 	rc = window_last(tr, &d, s->start_wall_ns + s->duration_ns, err, errlen);

@@ -57,6 +57,15 @@ struct run {
 	bool prune_per_process;
 	/* where other runs ask this one for a window of its targets (serve.h), or NULL */
 	struct serve *serve;
+	/*
+	 * What the command asks of the run layer, set by it (cmd/) and never
+	 * told from a mode.
+	 */
+	bool view;	    /* a terminal view (top): a file only with -o, no Ctrl-C hint */
+	bool servable;	    /* a one-target window another run that holds it may serve */
+	bool hint_children; /* a target that sampled nothing is told of its children */
+	bool own_windows;   /* each target's windows count from when it joined (the agent) */
+	bool replay;	    /* a recording's times, not the clock's (report) */
 };
 
 /* What a profile is built from: a live session's or a recording's collection. */

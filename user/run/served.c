@@ -27,11 +27,12 @@
 #include "run/top.h"
 #include "run/window.h"
 
-bool served_can(const struct cli *o, size_t ntargets)
+bool served_can(const struct run *r, size_t ntargets)
 {
-	return (o->mode == MODE_LIVE || o->mode == MODE_TOP) && !o->watch && !o->interval &&
-	       !o->reset && !o->record && !o->follow_forks && !o->children && !o->live_heap &&
-	       ntargets == 1;
+	const struct cli *o = r->opts;
+
+	return r->servable && !o->watch && !o->interval && !o->reset && !o->record &&
+	       !o->follow_forks && !o->children && !o->live_heap && ntargets == 1;
 }
 
 /* The stop signals (blocked since main's start) as a descriptor: they end the window early. */
@@ -100,7 +101,7 @@ static pid_t say_holder(const struct target_run *tr, const struct jemalloc_targe
 		tr->pid, hb_clean(comm, sizeof(comm), t->comm),
 		hb_clean(version, sizeof(version), t->version),
 		hb_clean(path, sizeof(path), t->path), 1ULL << t->lg_prof_sample, e.mode, holder,
-		what, o->duration > 0 || o->mode == MODE_TOP ? "" : "; Ctrl-C to stop");
+		what, o->duration > 0 || tr->run->view ? "" : "; Ctrl-C to stop");
 	return holder;
 }
 

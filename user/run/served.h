@@ -15,7 +15,7 @@
 #include "jemalloc/target.h"
 
 /* Whether a run of o can have its window from a holder: a one-shot run or top, of one process. */
-bool served_can(const struct cli *o, size_t ntargets);
+bool served_can(const struct run *r, size_t ntargets);
 /*
  * tr's window of t (found, held by another run) from its holder, and its
  * outputs written. 0, or negative errno with a sentence in err.

@@ -74,8 +74,7 @@ void run_no_samples(struct target_run *tr)
 	       "jemalloc's sampling interval, or sampling did not start",
 	       tr->pid);
 	tr->outcome |= RUN_NO_SAMPLES;
-	/* the agent takes every process its rules select, children too */
-	if (o->mode != MODE_REPORT && o->mode != MODE_AGENT && !o->children)
+	if (tr->run->hint_children && !o->children)
 		hint_children(tr);
 }
 
@@ -268,7 +267,7 @@ static int write_snapshot(struct target_run *tr, const struct hb_profile *p, int
 	 */
 	if (tr->trigger)
 		when = (time_t)(end_ns / 1000000000LL);
-	else if (o->mode == MODE_AGENT)
+	else if (tr->run->own_windows)
 		when = (time_t)(tr->start_ns / 1000000000LL);
 	else
 		when = tr->run->start + (time_t)(tr->k * o->interval);
@@ -422,7 +421,7 @@ static int64_t wall_of(const struct target_run *tr, const struct collector *c, i
 {
 	uint64_t anchor = collector__stop_time(c);
 
-	if (!anchor && tr->run->opts->mode == MODE_REPORT)
+	if (!anchor && tr->run->replay)
 		anchor = collector__stats(c)->last_ts;
 	else if (!anchor)
 		anchor = (uint64_t)hb_clock_ns(CLOCK_MONOTONIC);
