@@ -428,7 +428,7 @@ FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h user/*/*.c user/*/*.
 # cppcheck and clang-tidy on our own C code, no warning allowed (part of make
 # test, where it yields the CPU to the builds the tests wait for)
 lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
-	$(Q)python3 scripts/layers.py --isolated cmd $(USER_LAYERS)
+	$(Q)python3 scripts/layers.py --isolated cmd --apart sampling=profile,export $(USER_LAYERS)
 	$(Q)nice -n 10 scripts/lint.sh $(BUILD)
 
 format-check:

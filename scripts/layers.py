@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The stage folders of user/ form a strict stack (docs/architecture.md).
 
-    scripts/layers.py [--root DIR] [--isolated FOLDER] LAYER...
+    scripts/layers.py [--root DIR] [--isolated FOLDER] [--apart F=G,H] LAYER...
 
 LAYER... are user/'s folders, lowest first (the Makefile's USER_LAYERS);
 the files at user/ itself, the commands, sit on top of them. Every
@@ -17,7 +17,9 @@ declares is named after a module of that folder (x_..., x__..., or
 FOLDER_x_...; util/'s may also take hb_). Below the top folder (the
 commands) only the option parser (cli.c, cli.h) names a command's mode
 (MODE_...): a command passes its behaviour in (struct run's flags) rather
-than being told apart. Exit 1, naming every violation, when one is found;
+than being told apart. --apart sampling=profile,export: user/sampling/
+includes nothing of those lower folders (the live session knows no
+profile and no delivery). Exit 1, naming every violation, when one is found;
 0 with one line otherwise.
 """
 import argparse
@@ -103,7 +105,8 @@ def modes(root, files, top):
     return problems
 
 
-def check(root, layers, isolated=()):
+def check(root, layers, isolated=(), apart=None):
+    apart = apart or {}
     files, headers = scan(root, layers)
     problems = prefixes(root, files) + modes(root, files, len(layers) - 1)
     graph = {}  # module path stem -> set of module path stems it includes
@@ -122,6 +125,10 @@ def check(root, layers, isolated=()):
                 continue  # bpf/ or generated: below every layer
             tlevel = files[target][0]
             folder = os.path.basename(os.path.dirname(path))
+            tfolder = os.path.basename(os.path.dirname(target))
+            if tfolder in apart.get(folder, ()):
+                problems.append(f"{path} includes {inc}: user/{folder}/ stays apart from "
+                                f"user/{tfolder}/")
             if (folder in isolated and os.path.dirname(target) == os.path.dirname(path)
                     and files[target][1] != module):
                 problems.append(
@@ -161,9 +168,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=".")
     ap.add_argument("--isolated", action="append", default=[])
+    ap.add_argument("--apart", action="append", default=[])
     ap.add_argument("layers", nargs="+")
     a = ap.parse_args()
-    problems, n = check(a.root, a.layers, a.isolated)
+    apart = {}
+    for rule in a.apart:
+        folder, _, others = rule.partition("=")
+        apart.setdefault(folder, set()).update(o for o in others.split(",") if o)
+    problems, n = check(a.root, a.layers, a.isolated, apart)
     for p in problems:
         print(f"layers: {p}", file=sys.stderr)
     if problems:

@@ -66,11 +66,12 @@ Test(layers, the_repository_passes)
 {
 	char out[8192];
 
-	cr_assert_eq(run_check(NULL,
-			       "--isolated cmd util symbols jemalloc collect profile heap export "
-			       "targets sampling run cmd",
-			       out, sizeof(out)),
-		     0, "%s", out);
+	cr_assert_eq(
+		run_check(NULL,
+			  "--isolated cmd --apart sampling=profile,export util symbols jemalloc "
+			  "collect profile heap export targets sampling run cmd",
+			  out, sizeof(out)),
+		0, "%s", out);
 	cr_assert(strstr(out, "no upward include, no cycle"), "%s", out);
 }
 
@@ -207,4 +208,18 @@ Test(layers, a_mode_below_the_commands_fails)
 	    "#include \"util/base.h\"\nint f(int m) { return m == MODE_TOP; }\n");
 	cr_assert_eq(run_check(hb_tmpdir(), "util a", out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "user/util/base.c tests a command's mode (MODE_TOP)"), "%s", out);
+}
+
+Test(layers, a_folder_kept_apart_fails)
+{
+	char out[4096];
+
+	small_tree();
+	put("user/b/low.h", "\n");
+	put("user/a/mid.c", "#include \"a/mid.h\"\n#include \"b/low.h\"\n");
+	cr_assert_eq(run_check(hb_tmpdir(), "util b a", out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(run_check(hb_tmpdir(), "--apart a=b util b a", out, sizeof(out)), 1, "%s",
+		     out);
+	cr_assert(strstr(out, "user/a/mid.c includes b/low.h: user/a/ stays apart from user/b/"),
+		  "%s", out);
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "collect/lifetimes.h"
 
@@ -95,6 +96,12 @@ float collector_ckpt_inuse(const struct collector_checkpoint *ck, size_t k, size
 void collector_ckpt_add_series(const struct collector_checkpoint *ck, size_t n, size_t i, float *y);
 
 struct collector;
+
+/* A forked child's collector (--follow-forks), labelled by its pid in the profile. */
+struct collector_proc {
+	pid_t pid;
+	struct collector *c; /* the session's, fed by its events; reports only read it */
+};
 
 /* period: jemalloc's R in bytes. */
 int collector__new(uint64_t period, struct collector **out);

@@ -21,11 +21,6 @@
 #include "jemalloc/target.h"
 
 /* --follow-forks: one more process's collection, its samples labelled with its pid. */
-struct report_proc {
-	pid_t pid;
-	struct collector *c; /* the session's, fed by its events; the report only reads it */
-};
-
 struct report_opts {
 	bool raw; /* raw sampled counts/bytes instead of unbiased estimates */
 	int64_t time_nanos, duration_nanos;
@@ -35,7 +30,7 @@ struct report_opts {
 	 * child maps what its parent maps).
 	 */
 	pid_t pid;
-	const struct report_proc *procs;
+	const struct collector_proc *procs;
 	size_t nprocs;
 	/* --at-peak: each stack's in-use at its collector's peak; alloc_* are zero */
 	bool at_peak;

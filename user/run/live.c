@@ -15,6 +15,7 @@
 #include "run/outputs.h"
 #include "run/live.h"
 #include "util/output.h"
+#include "profile/summary.h"
 #include "sampling/privs.h"
 #include "collect/recording.h"
 #include "run/served.h"
@@ -42,7 +43,24 @@ struct live_set {
 	size_t n;
 	struct watch *watch; /* heapbpf watch: its triggers, or NULL */
 	int usr1;	     /* --interval's SIGUSR1 (a signalfd), or -1 */
+	bool status_shown;   /* a status line is on the terminal: a newline ends it */
 };
+
+/* The status line on a terminal, each second; at the end, its newline. */
+static void on_status(void *arg, double elapsed, const struct collector_stats *all,
+		      const struct heapbpf_counters *bc)
+{
+	struct live_set *ls = arg;
+
+	if (!all) {
+		if (ls->status_shown)
+			fputc('\n', stderr);
+		ls->status_shown = false;
+		return;
+	}
+	ls->status_shown = true;
+	summary_status_line(stderr, elapsed, all, bc);
+}
 
 /* Where a target's window ends: now, or when it exited. */
 static int64_t window_end(const struct session *s, int64_t now)
@@ -205,7 +223,8 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 	struct session_opts so = {
 		.duration = o->duration,
 		.ringbuf_bytes = o->ringbuf_bytes,
-		.status_line = !o->quiet && isatty(STDERR_FILENO),
+		.on_status = !o->quiet && isatty(STDERR_FILENO) ? on_status : NULL,
+		.status_arg = ls,
 		.guard = gs[0],
 		.follow_forks = o->follow_forks,
 		.keep_privs = o->watch && (o->unit || o->pidfile),

@@ -73,7 +73,7 @@ struct heap_data {
 	struct collector *collector; /* the target's */
 	struct symbolizer *symbolizer;
 	const struct heapbpf_counters *counters;
-	struct report_proc *procs; /* --follow-forks: the children's, labelled by pid */
+	struct collector_proc *procs; /* --follow-forks: the children's, labelled by pid */
 	size_t nprocs;
 	/* --follow-forks: the in-use of the target and its children together, or NULL */
 	const struct procsum *sum;

@@ -1000,7 +1000,7 @@ void top__session_opts(struct top *t, struct session_opts *so)
 	so->interval = 1;
 	so->on_interval = on_interval;
 	so->interval_arg = t;
-	so->status_line = false;
+	so->on_status = NULL;
 	so->nwatch = 0;
 	if (t->keys)
 		so->watch[so->nwatch++] = (struct session_watch){ STDIN_FILENO, on_keys, t };

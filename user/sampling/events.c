@@ -132,7 +132,7 @@ static int watch_followed(struct loop *l, size_t i)
 static int follow_child(struct loop *l, struct member *m, pid_t child, pid_t parent)
 {
 	struct session *s = m->s;
-	struct report_proc *v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
+	struct collector_proc *v = realloc(s->procs, (s->nprocs + 1) * sizeof(*v));
 	int err;
 
 	if (!v)

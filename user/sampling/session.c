@@ -31,7 +31,6 @@
 #include "sampling/loop.h"
 #include "sampling/serve.h"
 #include "sampling/session.h"
-#include "profile/summary.h"
 #include "sampling/toggle.h"
 #include "util/version.h"
 
@@ -195,7 +194,7 @@ static void status_line(const struct loop *l)
 		all.alloc_bytes += c->alloc_bytes;
 	}
 	loop_all_counters(l, &bc);
-	summary_status_line(stderr, (hb_clock_ns(CLOCK_MONOTONIC) - l->t0) / 1e9, &all, &bc);
+	l->o->on_status(l->o->status_arg, (hb_clock_ns(CLOCK_MONOTONIC) - l->t0) / 1e9, &all, &bc);
 }
 
 /* A timer's tick; its expirations are not needed (EAGAIN only: the timer was readable). */
@@ -579,7 +578,7 @@ static int add_timers(struct loop *l)
 		l->deadline = hb_clock_ns(CLOCK_MONOTONIC) + (int64_t)(o->duration * 1e9);
 	rc = add_timer(l, &l->dfd, o->duration, 0, EV_DEADLINE);
 	/* the status line is a nicety: without its timer the session goes on */
-	if (o->status_line)
+	if (o->on_status)
 		add_timer(l, &l->tfd, 1, 1, EV_TICK);
 	rc = rc
 		     ?: add_timer(l, &l->ifd, o->on_interval ? o->interval : 0, o->interval,
@@ -719,8 +718,9 @@ static int stop(struct loop *l, int rc)
 		share_results(l, hb_clock_ns(CLOCK_MONOTONIC));
 	if (s->recorder && l->t0)
 		record_stop(s, stop_mono, l->attach_coarse);
-	if (l->o->status_line && l->t0)
-		fputc('\n', stderr);
+	if (l->o->on_status && l->t0)
+		l->o->on_status(l->o->status_arg, (hb_clock_ns(CLOCK_MONOTONIC) - l->t0) / 1e9,
+				NULL, NULL);
 	if (l->o->verbose && l->p)
 		probes__print_run_time(l->p, stderr);
 	for (size_t i = 0; i < l->n; i++) {

@@ -19,7 +19,6 @@
 #include "sampling/forks.h"
 #include "heapbpf.h"
 #include "collect/procsum.h"
-#include "profile/report.h"
 #include "symbols/symbolizer.h"
 #include "jemalloc/target.h"
 
@@ -41,7 +40,13 @@ struct session;
 struct session_opts {
 	double duration; /* seconds, 0 = until a signal or target exit */
 	size_t ringbuf_bytes;
-	bool status_line;	   /* live status on stderr */
+	/*
+	 * Each second while sampling, the counts of every target so far (a
+	 * status line), and once more at the end with all NULL; or NULL.
+	 */
+	void (*on_status)(void *arg, double elapsed, const struct collector_stats *all,
+			  const struct heapbpf_counters *bc);
+	void *status_arg;
 	struct recorder *recorder; /* also record every event here (--record), or NULL */
 	struct guard *guard;	   /* state for recovery after kill -9, or NULL */
 	/*
@@ -105,7 +110,7 @@ struct session {
 	struct forks forks;
 	struct forks_result fork_result;
 	/* --follow-forks: each followed child's collection (the target's is collector) */
-	struct report_proc *procs;
+	struct collector_proc *procs;
 	size_t nprocs;
 	/* --follow-forks: the in-use of the target and its children together */
 	struct procsum *sum;
