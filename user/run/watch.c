@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,36 +33,18 @@
 #include "heap/residency.h"
 #include "heap/rssmap.h"
 #include "run/outputs.h"
+#include "sampling/pressure.h"
 #include "run/watch.h"
 #include "run/window.h"
 
-/* How a target's memory cgroup tells of pressure. */
-enum cg_kind {
-	CG_NONE,
-	CG_V2, /* a PSI trigger on memory.pressure, and memory.events' high and oom */
-	CG_V1, /* vmpressure: memory.pressure_level through cgroup.event_control */
-};
-
-/*
- * v2: pressure is tasks of the cgroup stalled on memory for PSI_STALL_US of
- * PSI_WINDOW_US (10%), the kernel's own trigger; v1: vmpressure's medium
- * level or worse (reclaim scans pages it cannot free: 60% or more of them).
- */
-#define PSI_STALL_US  100000
-#define PSI_WINDOW_US 1000000
 struct watched {
 	struct target_run *tr;
 	struct session *s;
 	double inuse_mark; /* sampled in-use estimate at the last growth profile (0 at the start) */
 	uint64_t rss_mark; /* RSS at the last RSS growth profile (or the start) */
-	enum cg_kind cg;
-	char cg_dir[4096];   /* v1: the nearest cgroup with a limit (or the root); v2: its own */
-	int cg_fd;	     /* v1: the eventfd vmpressure signals; v2: the PSI trigger */
-	int cg_events;	     /* v2: memory.events, which the kernel marks changed */
-	uint64_t cg_last[2]; /* v2: memory.events' high and oom at the last look */
-	uint64_t stall_last; /* v2: memory.pressure's "some" total (us) at the last tick */
-	int64_t pressure_at; /* CLOCK_MONOTONIC ns of the last pressure profile; 0: none */
-	bool held_back;	     /* pressure seen since, within the cooldown (said once) */
+	struct pressure *pressure; /* --on-pressure: its cgroup's notification, or NULL */
+	int64_t pressure_at;	   /* CLOCK_MONOTONIC ns of the last pressure profile; 0: none */
+	bool held_back;		   /* pressure seen since, within the cooldown (said once) */
 	bool oom_written;
 	struct pagemap *pm;	/* opened as it was added, before privileges dropped */
 	struct rss_map *rss[2]; /* the last breakdown (tr->rss) and room for the next */
@@ -108,225 +89,6 @@ static uint64_t rss_of(pid_t pid)
 	n = fscanf(f, "%llu %llu", &size, &resident);
 	fclose(f);
 	return n == 2 ? resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
-}
-
-/* The first number after key in file dir/name, or -1 (unreadable, none). */
-static int64_t cg_read(const char *dir, const char *name, const char *key)
-{
-	char path[4200], line[512];
-	size_t k = strlen(key);
-	int64_t v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	while (v < 0 && fgets(line, sizeof(line), f)) {
-		unsigned long long x;
-
-		if (!strncmp(line, key, k) && sscanf(line + k, "%llu", &x) == 1)
-			v = (int64_t)x;
-	}
-	fclose(f);
-	return v;
-}
-
-/*
- * v1: where vmpressure tells of the reclaim that squeezes dir: the nearest
- * cgroup from dir up with a limit, whose reclaim the kernel reports there
- * and above (the root for a machine's own reclaim).
- */
-static void v1_limit_holder(char *dir)
-{
-	size_t root = strlen("/sys/fs/cgroup/memory");
-
-	for (;;) {
-		int64_t limit = cg_read(dir, "memory.limit_in_bytes", "");
-		char *slash = strrchr(dir, '/');
-
-		/* no limit reads as about 2^63 */
-		if ((limit > 0 && limit < (INT64_C(1) << 62)) || strlen(dir) <= root || !slash)
-			return;
-		*slash = '\0';
-	}
-}
-
-/* The memory cgroup of pid, from /proc/PID/cgroup: v1's "N:memory:/path", or v2's "0::/path". */
-static enum cg_kind find_cgroup(pid_t pid, char *dir, size_t len)
-{
-	char path[64], line[4096];
-	enum cg_kind kind = CG_NONE;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return CG_NONE;
-	while (fgets(line, sizeof(line), f)) {
-		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		const char *ctrl, *cg;
-		bool v1;
-		int k;
-
-		if (!c2)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		*c2 = '\0';
-		ctrl = c1 + 1;
-		cg = c2 + 1;
-		if (strcmp(ctrl, "memory") != 0 && (ctrl[0] || line[0] != '0'))
-			continue;
-		v1 = ctrl[0] != '\0';
-		k = snprintf(dir, len, "%s%s", v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup",
-			     strcmp(cg, "/") ? cg : "");
-		if (k < 0 || (size_t)k >= len ||
-		    cg_read(dir, v1 ? "memory.limit_in_bytes" : "memory.current", "") < 0)
-			continue;
-		kind = v1 ? CG_V1 : CG_V2;
-		/* v1's memory line wins over a v2 line of a hybrid machine */
-		if (v1)
-			break;
-	}
-	fclose(f);
-	if (kind == CG_V1)
-		v1_limit_holder(dir);
-	return kind;
-}
-
-/* v1: an eventfd vmpressure signals at medium or worse, from dir and the cgroups below it. */
-static int arm_v1(struct watched *w)
-{
-	char path[4200], line[64];
-	int efd, level, ctl = -1, rc = 0, n;
-
-	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (efd < 0)
-		return -errno;
-	snprintf(path, sizeof(path), "%s/memory.pressure_level", w->cg_dir);
-	level = open(path, O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "%s/cgroup.event_control", w->cg_dir);
-	if (level >= 0)
-		ctl = open(path, O_WRONLY | O_CLOEXEC);
-	n = snprintf(line, sizeof(line), "%d %d medium,hierarchy", efd, level);
-	if (level < 0 || ctl < 0 || write(ctl, line, (size_t)n) != n)
-		rc = -errno;
-	if (level >= 0)
-		close(level);
-	if (ctl >= 0)
-		close(ctl);
-	if (rc) {
-		close(efd);
-		return rc;
-	}
-	/* closing efd ends the registration */
-	w->cg_fd = efd;
-	return 0;
-}
-
-/* v2: memory.events' high and oom counters, read through the fd the kernel marks. */
-static bool v2_events(struct watched *w, uint64_t v[2])
-{
-	char buf[1024], *line, *save = NULL;
-	ssize_t n = pread(w->cg_events, buf, sizeof(buf) - 1, 0);
-
-	v[0] = v[1] = 0;
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long x;
-
-		if (sscanf(line, "high %llu", &x) == 1)
-			v[0] = x;
-		else if (!strncmp(line, "oom ", 4) && sscanf(line + 4, "%llu", &x) == 1)
-			v[1] = x;
-	}
-	return true;
-}
-
-/* v2: memory.pressure's "some" stall total in microseconds, or 0. */
-static uint64_t v2_stall(const struct watched *w)
-{
-	char path[4200], line[256];
-	unsigned long long total = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/memory.pressure", w->cg_dir);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		const char *t = strstr(line, "total=");
-
-		if (!strncmp(line, "some ", 5) && t && sscanf(t + 6, "%llu", &total) == 1)
-			break;
-	}
-	fclose(f);
-	return total;
-}
-
-/* v2: a PSI trigger on the cgroup's memory stalls, and memory.events' changes. */
-static int arm_v2(struct watched *w)
-{
-	char path[4200], trig[64];
-	int n;
-
-	snprintf(path, sizeof(path), "%s/memory.pressure", w->cg_dir);
-	w->cg_fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (w->cg_fd < 0)
-		return -errno;
-	/* the kernel reads the trigger up to its terminating NUL */
-	n = snprintf(trig, sizeof(trig), "some %d %d", PSI_STALL_US, PSI_WINDOW_US) + 1;
-	if (write(w->cg_fd, trig, (size_t)n) != n)
-		return -errno;
-	snprintf(path, sizeof(path), "%s/memory.events", w->cg_dir);
-	w->cg_events = open(path, O_RDONLY | O_CLOEXEC);
-	if (w->cg_events < 0 || !v2_events(w, w->cg_last))
-		return w->cg_events < 0 ? -errno : -EIO;
-	w->stall_last = v2_stall(w);
-	return 0;
-}
-
-/* Where and how w's cgroup tells of pressure, in wt's epoll; false when it cannot. */
-static bool arm_pressure(struct watch *wt, struct watched *w, char *err, size_t errlen)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-	int rc;
-
-	w->cg = find_cgroup(w->tr->pid, w->cg_dir, sizeof(w->cg_dir));
-	if (w->cg == CG_NONE) {
-		snprintf(err, errlen, "it is in no memory cgroup heapbpf can read");
-		return false;
-	}
-	rc = w->cg == CG_V1 ? arm_v1(w) : arm_v2(w);
-	if (rc) {
-		snprintf(err, errlen, "%s/%s: %s", w->cg_dir,
-			 w->cg == CG_V1 ? "cgroup.event_control" : "memory.pressure",
-			 strerror(-rc));
-		return false;
-	}
-	if (w->cg == CG_V2)
-		ev.events = EPOLLPRI;
-	rc = epoll_ctl(wt->pfd, EPOLL_CTL_ADD, w->cg_fd, &ev);
-	if (!rc && w->cg == CG_V2)
-		rc = epoll_ctl(wt->pfd, EPOLL_CTL_ADD, w->cg_events, &ev);
-	if (rc) {
-		snprintf(err, errlen, "epoll: %s", strerror(errno));
-		return false;
-	}
-	return true;
-}
-
-/* w's pressure notification's fds, closed: the kernel drops the registration with them. */
-static void disarm_pressure(struct watched *w)
-{
-	if (w->cg_fd >= 0)
-		close(w->cg_fd);
-	if (w->cg_events >= 0)
-		close(w->cg_events);
-	w->cg_fd = w->cg_events = -1;
-	w->cg = CG_NONE;
 }
 
 /* One profile of target w now, for trigger; a failure is said and the watch goes on. */
@@ -385,54 +147,13 @@ static void check_growth(struct watch *wt, struct watched *w)
 	}
 }
 
-/*
- * What the kernel told of w's cgroup since the last look, into note; false
- * when nothing. v1: vmpressure signalled (its eventfd, read to clear). v2:
- * memory.events' high or oom grew, or the PSI trigger woke the watch and
- * the cgroup stalled since the last tick (the trigger's own wake does not
- * say whose it was: a poll through an epoll consumes it).
- */
-static bool pressure_seen(struct watched *w, bool woken, char *note, size_t len)
-{
-	uint64_t v[2], n, stall;
-
-	if (w->cg == CG_V1) {
-		if (read(w->cg_fd, &n, sizeof(n)) != sizeof(n))
-			return false;
-		snprintf(note, len,
-			 "%s: the kernel's memory pressure notification (medium or critical: "
-			 "reclaim frees few of the pages it scans), %" PRIu64 " since the last",
-			 w->cg_dir, n);
-		return true;
-	}
-	if (w->cg != CG_V2 || !v2_events(w, v))
-		return false;
-	stall = v2_stall(w);
-	if (v[0] > w->cg_last[0] || v[1] > w->cg_last[1]) {
-		snprintf(note, len, "%s/memory.events: high +%" PRIu64 ", oom +%" PRIu64, w->cg_dir,
-			 v[0] - w->cg_last[0], v[1] - w->cg_last[1]);
-	} else if (woken && stall > w->stall_last) {
-		snprintf(note, len,
-			 "%s/memory.pressure: its tasks stalled on memory for %d ms of %d ms or "
-			 "more (%.1f ms since the last second)",
-			 w->cg_dir, PSI_STALL_US / 1000, PSI_WINDOW_US / 1000,
-			 (double)(stall - w->stall_last) / 1e3);
-	} else {
-		memcpy(w->cg_last, v, sizeof(v));
-		return false;
-	}
-	memcpy(w->cg_last, v, sizeof(v));
-	w->stall_last = stall;
-	return true;
-}
-
 /* A pressure profile of w if its cgroup told of pressure: one per cooldown. */
 static void check_pressure(struct watch *wt, struct watched *w, bool woken)
 {
 	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	char note[4400];
 
-	if (!pressure_seen(w, woken, note, sizeof(note)))
+	if (!w->pressure || !pressure__seen(w->pressure, woken, note, sizeof(note)))
 		return;
 	/* a storm: one profile per cooldown, the notifications read all along */
 	if (w->pressure_at && now - w->pressure_at < (int64_t)(wt->o->watch_cooldown * 1e9)) {
@@ -551,9 +272,7 @@ void watch__tick(struct watch *wt)
 		if (!watching(w))
 			continue;
 		check_growth(wt, w);
-		/* v2: the stall a PSI trigger's wake is measured against */
-		if (w->cg == CG_V2)
-			w->stall_last = v2_stall(w);
+		pressure__tick(w->pressure);
 	}
 }
 
@@ -581,8 +300,8 @@ static int on_pressure(struct session *s0, void *arg)
 
 		if (watching(w))
 			check_pressure(wt, w, true);
-		else if (w->cg != CG_NONE)
-			pressure_seen(w, true, note, sizeof(note)); /* read, so it wakes no more */
+		else if (w->pressure) /* read, so it wakes no more */
+			pressure__seen(w->pressure, true, note, sizeof(note));
 	}
 	return 0;
 }
@@ -591,7 +310,8 @@ static int on_pressure(struct session *s0, void *arg)
 static void drop(struct watched *w)
 {
 	w->tr->rss = NULL;
-	disarm_pressure(w);
+	pressure__free(w->pressure);
+	w->pressure = NULL;
 	residency_pagemap_close(w->pm);
 	free(w->rss[0]);
 	free(w->rss[1]);
@@ -632,7 +352,7 @@ static int on_oom(struct session *s, const struct heapbpf_oom_event *e, void *ar
 	if (!w || w->oom_written)
 		return 0;
 	/* pressure the kernel told of before it chose the victim comes first */
-	if (w->cg != CG_NONE)
+	if (w->pressure)
 		check_pressure(wt, w, false);
 	oom_note(e, note, sizeof(note));
 	w->oom_written = true;
@@ -710,7 +430,7 @@ int watch__add(struct watch *wt, struct target_run *tr, struct session *s)
 		wt->cap = cap;
 	}
 	w = &wt->w[wt->n++];
-	*w = (struct watched){ .tr = tr, .s = s, .cg_fd = -1, .cg_events = -1 };
+	*w = (struct watched){ .tr = tr, .s = s };
 	tr->rss = NULL;
 	w->rss[0] = calloc(1, sizeof(*w->rss[0]));
 	w->rss[1] = calloc(1, sizeof(*w->rss[1]));
@@ -724,10 +444,9 @@ int watch__add(struct watch *wt, struct target_run *tr, struct session *s)
 		w->rss_off = true;
 	/* the marks growth and pressure are measured from: now, as sampling starts */
 	w->rss_mark = rss_of(tr->pid);
-	if (wt->o->watch_pressure && !arm_pressure(wt, w, why, sizeof(why))) {
-		disarm_pressure(w);
+	if (wt->o->watch_pressure &&
+	    pressure__new(tr->pid, wt->pfd, &w->pressure, why, sizeof(why)))
 		hb_warn("pid %d: no pressure trigger for it: %s", tr->pid, why);
-	}
 	return 0;
 }
 
