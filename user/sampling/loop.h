@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The session's event loop as its own files share it (session.c, events.c,
- * taps.c, late.c; loop.c holds the helpers below, which call none of them):
+ * The session's event loop as its own files share it (session.c, node.c,
+ * events.c, taps.c, late.c; loop.c holds the helpers below, which call none of them):
  * the loop, its targets and processes, the windows served to other runs,
  * and the helpers they have in common. Private to sampling/'s session:
  * nothing outside it includes this.
@@ -184,6 +184,29 @@ void loop_drop_proc(struct loop *l, struct proc *p);
 int loop_asked(struct session *s, int rc);
 /* The BPF side's counters, summed over the session's BPF objects, into c. */
 void loop_all_counters(const struct loop *l, struct heapbpf_counters *c);
+
+/* ---- session.c: the loop's run, which node.c's node session shares ---- */
+
+/*
+ * After switching sampling off, threads already past jemalloc's check may
+ * still sample: a stop drains the ring buffer this long (ms).
+ */
+#define DRAIN_MS 50
+
+/* Probes loaded, collectors, symbolizers and recording header ready, the event loop set up. */
+int session_open_loop(struct loop *l);
+/* Every target's probes attached, then its prof_active on; 0 or -errno (said in l->err). */
+int session_start_sampling(struct loop *l);
+/* The duration, status, interval and late-check timers; 0 or -errno. */
+int session_add_timers(struct loop *l);
+/* Waits for the end of the session; 0 or negative errno (a ring buffer callback's error). */
+int session_wait(struct loop *l);
+/* A target's collector, symbolizer and pidfd; a target that is gone already is left out. */
+int session_open_member(struct loop *l, struct member *m);
+/* One target: its probes attached first, then its prof_active on: no sample is missed. */
+int session_start_member(struct loop *l, struct member *m);
+/* Every path: sampling off first, then drain what is in flight, then close; detach meanwhile. */
+int session_stop_loop(struct loop *l, int rc);
 
 /* ---- events.c: what the ring buffer brings ---- */
 
