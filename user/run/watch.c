@@ -447,6 +447,8 @@ int watch__add(struct watch *wt, struct target_run *tr, struct session *s)
 	if (wt->o->watch_pressure &&
 	    pressure__new(tr->pid, wt->pfd, &w->pressure, why, sizeof(why)))
 		hb_warn("pid %d: no pressure trigger for it: %s", tr->pid, why);
+	else if (w->pressure && why[0])
+		hb_note("pid %d: %s", tr->pid, why);
 	return 0;
 }
 

@@ -192,19 +192,23 @@ static uint64_t v2_stall(const struct pressure *p)
 }
 
 /* v2: a PSI trigger on the cgroup's memory stalls, and memory.events' changes. */
-static int arm_v2(struct pressure *p)
+static int arm_v2(struct pressure *p, char *note, size_t len)
 {
 	char path[4200], trig[64];
 	int n;
 
 	snprintf(path, sizeof(path), "%s/memory.pressure", p->dir);
 	p->fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	if (p->fd < 0)
-		return -errno;
 	/* the kernel reads the trigger up to its terminating NUL */
 	n = snprintf(trig, sizeof(trig), "some %d %d", PSI_STALL_US, PSI_WINDOW_US) + 1;
-	if (write(p->fd, trig, (size_t)n) != n)
-		return -errno;
+	if (p->fd < 0 || write(p->fd, trig, (size_t)n) != n) {
+		/* a kernel without PSI (or booted with psi=0): memory.events alone */
+		snprintf(note, len, "%s: %s: pressure from memory.events alone", path,
+			 strerror(errno));
+		if (p->fd >= 0)
+			close(p->fd);
+		p->fd = -1;
+	}
 	snprintf(path, sizeof(path), "%s/memory.events", p->dir);
 	p->events = open(path, O_RDONLY | O_CLOEXEC);
 	if (p->events < 0 || !v2_events(p, p->last))
@@ -225,13 +229,14 @@ int pressure__new(pid_t pid, int epfd, struct pressure **out, char *err, size_t 
 		return -ENOMEM;
 	}
 	p->fd = p->events = -1;
+	err[0] = '\0';
 	p->kind = find_cgroup(pid, p->dir, sizeof(p->dir));
 	if (p->kind == CG_NONE) {
 		snprintf(err, errlen, "it is in no memory cgroup heapbpf can read");
 		pressure__free(p);
 		return -ENOENT;
 	}
-	rc = p->kind == CG_V1 ? arm_v1(p) : arm_v2(p);
+	rc = p->kind == CG_V1 ? arm_v1(p) : arm_v2(p, err, errlen);
 	if (rc) {
 		snprintf(err, errlen, "%s/%s: %s", p->dir,
 			 p->kind == CG_V1 ? "cgroup.event_control" : "memory.pressure",
@@ -241,7 +246,7 @@ int pressure__new(pid_t pid, int epfd, struct pressure **out, char *err, size_t 
 	}
 	if (p->kind == CG_V2)
 		ev.events = EPOLLPRI;
-	rc = epoll_ctl(epfd, EPOLL_CTL_ADD, p->fd, &ev);
+	rc = p->fd >= 0 ? epoll_ctl(epfd, EPOLL_CTL_ADD, p->fd, &ev) : 0;
 	if (!rc && p->kind == CG_V2)
 		rc = epoll_ctl(epfd, EPOLL_CTL_ADD, p->events, &ev);
 	if (rc) {

@@ -20,7 +20,9 @@ struct pressure;
 /*
  * pid's memory cgroup's notification, its fds added to the epoll epfd
  * (readable when the kernel tells of pressure); -errno with a sentence in
- * err when there is none to be had (no memory cgroup, a refusal).
+ * err when there is none to be had (no memory cgroup, a refusal). On 0,
+ * err holds a sentence when only part of it could be had (v2 without PSI),
+ * else "".
  */
 int pressure__new(pid_t pid, int epfd, struct pressure **out, char *err, size_t errlen);
 /*
