@@ -283,10 +283,10 @@ Test(watch, pressure_gives_one_profile_per_cooldown)
 	start_service(IDLE_CONF);
 	cg_enter(svc.pid, 96);
 	start_watch(out, (const char *[]){ "--on-pressure", "--cooldown", "3600", NULL });
-	cr_assert_eq(svc_cmd(&svc, "thrash 160 4", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(svc_cmd(&svc, "thrash 128 2", reply, sizeof(reply), 120000), 0);
 	cr_assert_eq(wait_files(out, "-pressure.pb.gz", 1, names), 1);
 	/* a second storm, seen and held back */
-	cr_assert_eq(svc_cmd(&svc, "thrash 160 4", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(svc_cmd(&svc, "thrash 128 2", reply, sizeof(reply), 120000), 0);
 	wait_said("within the cooldown");
 	kill(watcher, SIGINT);
 	cr_assert_eq(hb_wait(watcher, 60000), 0);
@@ -310,10 +310,10 @@ Test(watch, pressure_after_the_cooldown_gives_the_next_profile)
 	start_service(IDLE_CONF);
 	cg_enter(svc.pid, 96);
 	start_watch(out, (const char *[]){ "--on-pressure", "--cooldown", "1", NULL });
-	cr_assert_eq(svc_cmd(&svc, "thrash 160 4", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(svc_cmd(&svc, "thrash 128 2", reply, sizeof(reply), 120000), 0);
 	cr_assert_geq(wait_files(out, "-pressure.pb.gz", 1, names), 1);
 	hb_sleep_ms(2000);
-	cr_assert_eq(svc_cmd(&svc, "thrash 160 4", reply, sizeof(reply), 120000), 0);
+	cr_assert_eq(svc_cmd(&svc, "thrash 128 2", reply, sizeof(reply), 120000), 0);
 	if (wait_files(out, "-pressure.pb.gz", 2, names) < 2) {
 		char *err = watch_err();
 
