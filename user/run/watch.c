@@ -331,7 +331,9 @@ static struct watched *watched_of(struct watch *wt, const struct session *s)
 static void oom_note(const struct heapbpf_oom_event *e, char *note, size_t len)
 {
 	if (!e->has_figures) {
-		snprintf(note, len, "chosen as the OOM killer's victim");
+		snprintf(note, len,
+			 "chosen as the OOM killer's victim (this kernel's oom/mark_victim "
+			 "record gives its pid alone, no memory figures)");
 		return;
 	}
 	snprintf(note, len,
