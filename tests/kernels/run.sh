@@ -44,6 +44,18 @@ WANT_MODULES="virtio_pci 9pnet_virtio 9p overlay virtio_blk crc32c_generic crc32
 
 tests/kernels/fetch.sh "$kdir" >/dev/null || exit 1
 
+# What the tests run, copied once before the first boot: the guests read
+# the host's files as they are at each moment (9p), and a rebuild of BUILD
+# during the hour the matrix takes would change the binaries under a
+# running test (test runners crashed in libc while build/ was relinked).
+snap=$kdir/snapshot
+rm -rf "$snap"
+mkdir -p "$snap/tests"
+for f in heapbpf heapbpf.bpf.o examples jemalloc bench fixtures; do
+	[ -e "$build/$f" ] && cp -a "$build/$f" "$snap/"
+done
+cp -a "$build/tests/integration_tests" "$snap/tests/"
+
 # The directory holding the kernel's modules.dep (/lib/modules/VER, or under /usr)
 moddir_of() {
 	local root=$kdir/root/$1
@@ -149,7 +161,7 @@ boot() {
 		-accel "$accel" -cpu max -m 2G -smp 2 -nographic -no-reboot \
 		-serial "file:$log" -monitor none \
 		-kernel "$kernel" -initrd "$img" \
-		-append "console=ttyS0 panic=-1 mitigations=off heapbpf.cgroup=$cg heapbpf.repo=$repo heapbpf.build=$build" \
+		-append "console=ttyS0 panic=-1 mitigations=off heapbpf.cgroup=$cg heapbpf.repo=$repo heapbpf.build=$snap" \
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap,id=hostroot" \
 		-virtfs "local,path=$out,mount_tag=out,security_model=none,id=out" \
 		-drive "file=$kdir/scratch.img,format=raw,if=virtio,cache=unsafe" \
