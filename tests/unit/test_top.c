@@ -8,7 +8,7 @@
 
 #include "cmd/top.h"
 #include "run/cli.h"
-#include "run/top.h"
+#include "profile/topview.h"
 #include "harness.h"
 
 /* A location's lines, callee first; function NULL ends the list. */
@@ -69,7 +69,7 @@ static void snap_of(const struct exp_sample *samples, size_t n, int64_t t, struc
 {
 	struct hb_profile *p = make_profile(samples, n);
 
-	cr_assert_eq(top_snap_build(p, t, s), 0);
+	cr_assert_eq(topview_snap_build(p, t, s), 0);
 	hb_profile__free(p);
 }
 
@@ -107,7 +107,7 @@ static void two_build(struct two *w)
 {
 	snap_of(prev_samples, N(prev_samples), 1000000000, &w->prev);
 	snap_of(cur_samples, N(cur_samples), 3000000000, &w->cur);
-	cr_assert_eq(top_frame_build(&w->prev, &w->cur, &w->f), 0);
+	cr_assert_eq(topview_frame_build(&w->prev, &w->cur, &w->f), 0);
 }
 
 /* The frame, and its rows as a view sorted by s and collapsed by by shows them. */
@@ -115,15 +115,15 @@ static void two_view(struct two *w, enum top_sort s, enum top_by by)
 {
 	two_build(w);
 	w->v = view_of(&w->f, s, by);
-	cr_assert_eq(top_rows(&w->f, by, s, &w->rows, &w->n), 0);
+	cr_assert_eq(topview_rows(&w->f, by, s, &w->rows, &w->n), 0);
 }
 
 static void two_free(struct two *w)
 {
 	free(w->rows);
-	top_frame_free(&w->f);
-	top_snap_free(&w->prev);
-	top_snap_free(&w->cur);
+	topview_frame_free(&w->f);
+	topview_snap_free(&w->prev);
+	topview_snap_free(&w->cur);
 }
 
 TestSuite(top);
@@ -137,15 +137,15 @@ Test(top, parse_names)
 	enum top_by b;
 
 	for (int i = 0; i < TOP_NSORTS; i++) {
-		cr_assert_eq(top_sort_parse(sorts[i], &s), 0);
+		cr_assert_eq(topview_sort_parse(sorts[i], &s), 0);
 		cr_assert_eq(s, i);
 	}
 	for (int i = 0; i < TOP_NBYS; i++) {
-		cr_assert_eq(top_by_parse(bys[i], &b), 0);
+		cr_assert_eq(topview_by_parse(bys[i], &b), 0);
 		cr_assert_eq(b, i);
 	}
-	cr_assert_eq(top_sort_parse("size", &s), -EINVAL);
-	cr_assert_eq(top_by_parse("line", &b), -EINVAL);
+	cr_assert_eq(topview_sort_parse("size", &s), -EINVAL);
+	cr_assert_eq(topview_by_parse("line", &b), -EINVAL);
 }
 
 Test(top, snapshot_sites_merged_and_sorted)
@@ -170,7 +170,7 @@ Test(top, snapshot_sites_merged_and_sorted)
 	cr_assert_str_eq(s.sites[4].function, "parse_request");
 	cr_assert_str_eq(s.sites[4].file, "/src/app/req.c");
 	cr_assert_eq(s.sites[4].line, 30);
-	top_snap_free(&s);
+	topview_snap_free(&s);
 	cr_assert_eq(s.nsites, 0);
 }
 
@@ -181,11 +181,11 @@ Test(top, snapshot_of_empty_profile)
 
 	snap_of(NULL, 0, 7, &s);
 	cr_assert_eq(s.nsites, 0);
-	cr_assert_eq(top_frame_build(&s, &s, &f), 0);
+	cr_assert_eq(topview_frame_build(&s, &s, &f), 0);
 	cr_assert_eq(f.nrows, 0);
 	cr_assert_eq(f.seconds, 0);
-	top_frame_free(&f);
-	top_snap_free(&s);
+	topview_frame_free(&f);
+	topview_snap_free(&s);
 }
 
 static const struct top_row *find(const struct top_frame *f, const char *fn, int64_t line)
@@ -238,19 +238,19 @@ Test(top, frame_site_gone_from_snapshot)
 
 	snap_of(only, 1, 0, &a);
 	snap_of(NULL, 0, 500000000, &b);
-	cr_assert_eq(top_frame_build(&a, &b, &f), 0);
+	cr_assert_eq(topview_frame_build(&a, &b, &f), 0);
 	cr_assert_eq(f.nrows, 1);
 	cr_assert_str_eq(f.rows[0].function, "large_buffers");
 	cr_assert_float_eq(f.rows[0].growth, -100, 1e-9);
 	cr_assert_float_eq(f.rows[0].alloc, -200, 1e-9);
 	cr_assert_float_eq(f.seconds, 0.5, 1e-9);
-	top_frame_free(&f);
+	topview_frame_free(&f);
 	/* a site with nothing, before or after, is no row */
-	cr_assert_eq(top_frame_build(&b, &b, &f), 0);
+	cr_assert_eq(topview_frame_build(&b, &b, &f), 0);
 	cr_assert_eq(f.nrows, 0);
-	top_frame_free(&f);
-	top_snap_free(&a);
-	top_snap_free(&b);
+	topview_frame_free(&f);
+	topview_snap_free(&a);
+	topview_snap_free(&b);
 }
 
 static void names(const struct top_row *rows, size_t n, enum top_by by, const char **out)
@@ -267,7 +267,7 @@ Test(top, rows_sorted_by_each_key)
 	size_t n;
 
 	two_build(&w);
-	cr_assert_eq(top_rows(&w.f, TOP_BY_SITE, TOP_SORT_GROWTH, &rows, &n), 0);
+	cr_assert_eq(topview_rows(&w.f, TOP_BY_SITE, TOP_SORT_GROWTH, &rows, &n), 0);
 	cr_assert_eq(n, 5);
 	names(rows, n, TOP_BY_SITE, nm);
 	/* +500, +100, 0 (400 in use), 0 (64 in use), -1 MiB */
@@ -278,13 +278,13 @@ Test(top, rows_sorted_by_each_key)
 	cr_assert_str_eq(nm[3], "lib.so+0x1234");
 	cr_assert_str_eq(nm[4], "large_buffers");
 	free(rows);
-	cr_assert_eq(top_rows(&w.f, TOP_BY_SITE, TOP_SORT_ALLOC, &rows, &n), 0);
+	cr_assert_eq(topview_rows(&w.f, TOP_BY_SITE, TOP_SORT_ALLOC, &rows, &n), 0);
 	names(rows, n, TOP_BY_SITE, nm);
 	cr_assert_str_eq(nm[0], "large_buffers");
 	cr_assert_eq(rows[1].line, 10);
 	cr_assert_eq(rows[2].line, 12);
 	free(rows);
-	cr_assert_eq(top_rows(&w.f, TOP_BY_SITE, TOP_SORT_INUSE, &rows, &n), 0);
+	cr_assert_eq(topview_rows(&w.f, TOP_BY_SITE, TOP_SORT_INUSE, &rows, &n), 0);
 	names(rows, n, TOP_BY_SITE, nm);
 	/* 600, 500, 400, 64, 0 */
 	cr_assert_eq(rows[0].line, 10);
@@ -305,7 +305,7 @@ Test(top, rows_collapsed_by_function_and_file)
 	size_t n;
 
 	two_build(&w);
-	cr_assert_eq(top_rows(&w.f, TOP_BY_FUNCTION, TOP_SORT_GROWTH, &rows, &n), 0);
+	cr_assert_eq(topview_rows(&w.f, TOP_BY_FUNCTION, TOP_SORT_GROWTH, &rows, &n), 0);
 	/* churn_small's two lines are one row */
 	cr_assert_eq(n, 4);
 	cr_assert_str_eq(rows[0].function, "churn_small");
@@ -316,7 +316,7 @@ Test(top, rows_collapsed_by_function_and_file)
 	cr_assert_float_eq(rows[0].allocs, 26, 1e-9);
 	cr_assert_float_eq(rows[0].inuse, 1100, 1e-9);
 	free(rows);
-	cr_assert_eq(top_rows(&w.f, TOP_BY_FILE, TOP_SORT_INUSE, &rows, &n), 0);
+	cr_assert_eq(topview_rows(&w.f, TOP_BY_FILE, TOP_SORT_INUSE, &rows, &n), 0);
 	/* alloc.c (churn_small twice, large_buffers), req.c, and the unknown file */
 	cr_assert_eq(n, 3);
 	cr_assert_str_eq(rows[0].file, "/src/app/alloc.c");
@@ -335,7 +335,7 @@ Test(top, rows_of_nothing)
 	struct top_row *rows = (struct top_row *)&f;
 	size_t n = 99;
 
-	cr_assert_eq(top_rows(&f, TOP_BY_SITE, TOP_SORT_GROWTH, &rows, &n), 0);
+	cr_assert_eq(topview_rows(&f, TOP_BY_SITE, TOP_SORT_GROWTH, &rows, &n), 0);
 	cr_assert_null(rows);
 	cr_assert_eq(n, 0);
 }
@@ -346,7 +346,7 @@ Test(top, total)
 	struct top_row t;
 
 	two_build(&w);
-	t = top_total(&w.f);
+	t = topview_total(&w.f);
 	cr_assert_float_eq(t.inuse, 600 + 500 + 400 + 64, 1e-9);
 	cr_assert_float_eq(t.alloc, 2100 + 500 + (2 << 20), 1e-9);
 	cr_assert_float_eq(t.growth, 100 + 500 - (1 << 20), 1e-9);
@@ -398,7 +398,7 @@ Test(top, keys)
 	for (size_t i = 0; i < N(key_steps); i++) {
 		const char *k = key_steps[i].keys;
 
-		cr_assert_eq(top_keys(&ui, k, strlen(k)), key_steps[i].act, "step %zu", i);
+		cr_assert_eq(topview_keys(&ui, k, strlen(k)), key_steps[i].act, "step %zu", i);
 		cr_assert_eq(ui.sort, key_steps[i].sort, "step %zu", i);
 		cr_assert_eq(ui.by, key_steps[i].by, "step %zu", i);
 		cr_assert_eq(ui.paused, key_steps[i].paused, "step %zu", i);
@@ -453,10 +453,10 @@ Test(top, rows_formatted)
 
 		two_view(&w, row_cases[i].sort, TOP_BY_SITE);
 		if (row_cases[i].row < 0)
-			top_format_titles(buf, sizeof(buf), &w.v, row_cases[i].width);
+			topview_format_titles(buf, sizeof(buf), &w.v, row_cases[i].width);
 		else
-			top_format_row(buf, sizeof(buf), &w.rows[row_cases[i].row], &w.v,
-				       row_cases[i].width);
+			topview_format_row(buf, sizeof(buf), &w.rows[row_cases[i].row], &w.v,
+					   row_cases[i].width);
 		cr_assert_str_eq(buf, row_cases[i].want, "case %zu", i);
 		two_free(&w);
 	}
@@ -474,17 +474,17 @@ Test(top, file_rows_keep_the_end_of_the_path)
 
 	snap_of(NULL, 0, 0, &a);
 	snap_of(s, 1, 1000000000, &b);
-	cr_assert_eq(top_frame_build(&a, &b, &f), 0);
+	cr_assert_eq(topview_frame_build(&a, &b, &f), 0);
 	v = view_of(&f, TOP_SORT_GROWTH, TOP_BY_FILE);
-	cr_assert_eq(top_rows(&f, v.ui.by, v.ui.sort, &rows, &n), 0);
-	top_format_row(buf, sizeof(buf), &rows[0], &v, 26);
+	cr_assert_eq(topview_rows(&f, v.ui.by, v.ui.sort, &rows, &n), 0);
+	topview_format_row(buf, sizeof(buf), &rows[0], &v, 26);
 	cr_assert_str_eq(buf, "      +100 B  ...p/alloc.c");
-	top_format_row(buf, sizeof(buf), &rows[0], &v, 0);
+	topview_format_row(buf, sizeof(buf), &rows[0], &v, 0);
 	cr_assert_str_eq(buf, "      +100 B       100 B           1       100 B  /src/app/alloc.c");
 	free(rows);
-	top_frame_free(&f);
-	top_snap_free(&a);
-	top_snap_free(&b);
+	topview_frame_free(&f);
+	topview_snap_free(&a);
+	topview_snap_free(&b);
 }
 
 Test(top, names_are_printable)
@@ -494,7 +494,7 @@ Test(top, names_are_printable)
 	struct top_view v = view_of(&f, TOP_SORT_ALLOC, TOP_BY_FUNCTION);
 	char buf[256];
 
-	top_format_row(buf, sizeof(buf), &r, &v, 80);
+	topview_format_row(buf, sizeof(buf), &r, &v, 80);
 	cr_assert(strstr(buf, "evil\\x1b[2Jname\\xc3\\xa9"), "%s", buf);
 	for (const char *p = buf; *p; p++)
 		cr_assert(*p >= 0x20 && *p < 0x7f, "byte 0x%02x in %s", (unsigned char)*p, buf);
@@ -523,7 +523,7 @@ static char *render_screen(const struct top_view *v, int w, int h)
 	FILE *f = open_memstream(&buf, &len);
 
 	cr_assert_not_null(f);
-	cr_assert_eq(top_render_screen(f, v, w, h), 0);
+	cr_assert_eq(topview_render_screen(f, v, w, h), 0);
 	cr_assert_eq(fclose(f), 0);
 	return buf;
 }
@@ -621,8 +621,8 @@ Test(top, plain_table)
 	v = view_of(&w.f, TOP_SORT_ALLOC, TOP_BY_SITE);
 	v.drops = 3;
 	cr_assert_not_null(f);
-	cr_assert_eq(top_render_table(f, &v, 3), 0);
-	cr_assert_eq(top_render_table(f, &v, TOP_TABLE_ROWS), 0);
+	cr_assert_eq(topview_render_table(f, &v, 3), 0);
+	cr_assert_eq(topview_render_table(f, &v, TOP_TABLE_ROWS), 0);
 	cr_assert_eq(fclose(f), 0);
 	n = lines_of(buf, lines, 32);
 	/* 4 header lines, titles, 3 rows, a blank line; then the whole table: 5 rows */

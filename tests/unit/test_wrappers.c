@@ -486,12 +486,12 @@ Test(wrappers, top_rows_by_site)
 	struct top_snap snap;
 
 	cr_assert_eq(wrappers_apply(p, NULL, 0), 0);
-	cr_assert_eq(top_snap_build(p, 1, &snap), 0);
+	cr_assert_eq(topview_snap_build(p, 1, &snap), 0);
 	cr_assert_eq(snap.nsites, 2);
 	cr_expect(strcmp(snap.sites[0].function, "createStringObject") == 0 ||
 		  strcmp(snap.sites[1].function, "createStringObject") == 0);
 	cr_expect(strcmp(snap.sites[0].function, "dictAddRaw") == 0 ||
 		  strcmp(snap.sites[1].function, "dictAddRaw") == 0);
-	top_snap_free(&snap);
+	topview_snap_free(&snap);
 	hb_profile__free(p);
 }

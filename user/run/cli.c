@@ -394,12 +394,12 @@ static int run_option(struct cli *c, struct given *g, int opt, const char *arg)
 		c->live_heap = true;
 		break;
 	case OPT_SORT:
-		if (top_sort_parse(arg, &c->top_sort))
+		if (topview_sort_parse(arg, &c->top_sort))
 			return bad("unknown --sort \"%s\"; use growth, alloc or inuse", arg);
 		g->top = true;
 		break;
 	case OPT_BY:
-		if (top_by_parse(arg, &c->top_by))
+		if (topview_by_parse(arg, &c->top_by))
 			return bad("unknown --by \"%s\"; use site, function or file", arg);
 		g->top = true;
 		break;
