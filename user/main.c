@@ -64,7 +64,7 @@ static const struct command {
 } commands[] = {
 	{ MODE_LIVE, profile_command, profile_help }, { MODE_REPORT, report_file, report_help },
 	{ MODE_TOP, top_command, top_help },	      { MODE_DIFF, diff_command, diff_help },
-	{ MODE_WATCH, watch_command, watch_help },    { MODE_AGENT, agent_run, agent_help },
+	{ MODE_WATCH, watch_command, watch_help },    { MODE_AGENT, agent_command, agent_help },
 	{ MODE_STATUS, status_command, status_help }, { MODE_RSS, rss_command, rss_help },
 };
 

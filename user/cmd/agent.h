@@ -1,12 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/*
- * heapbpf agent: one heapbpf for the node. Every process whose jemalloc
- * runs with prof:true and that the --select/--exclude rules take is found
- * (user/sampling/discover.c), named as Grafana Alloy names it
- * (user/sampling/workload.c), and watched as heapbpf watch watches one
- * (user/watch.c) in one node session (one BPF object), with a window every
- * --interval; at most --max-targets at once, rotated when more match.
- */
+/* heapbpf agent: its --help and entry point; the node's run is run/agent.c's. */
 #ifndef __HEAPBPF_AGENT_H
 #define __HEAPBPF_AGENT_H
 
@@ -14,17 +7,9 @@
 
 #include "run/run.h"
 
-/*
- * Runs until SIGINT, SIGTERM (or -d). 0 with r->outcome set, or a negative
- * errno with a sentence in err when it could not start. prof_active is
- * back off in every process it switched on, on every path but kill -9,
- * after which agent_reset() (heapbpf --reset) restores them.
- */
-int agent_run(struct run *r, char *err, size_t errlen);
-/* heapbpf --reset with no target: every flag a killed heapbpf's state files name. */
-int agent_reset(struct run *r, char *err, size_t errlen);
-
 /* heapbpf agent --help */
 extern const char agent_help[];
+/* heapbpf agent (and --reset with no target): run/agent.c's agent_run(). */
+int agent_command(struct run *r, char *err, size_t errlen);
 
 #endif /* __HEAPBPF_AGENT_H */
