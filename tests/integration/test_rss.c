@@ -582,6 +582,7 @@ Test(rss, a_watch_profile_carries_the_breakdown)
 	double sparse_inuse, sparse_held, dense_inuse, dense_held;
 	Perftools__Profiles__Profile *pp;
 	bool comment = false;
+	uint64_t flag;
 	struct svc s;
 	ssize_t n;
 
@@ -596,7 +597,11 @@ Test(rss, a_watch_profile_carries_the_breakdown)
 	watch_pid = hb_spawn((const char *[]){ hb_path("heapbpf"), "watch", "--pid", pid,
 					       "--output-dir", dir, NULL },
 			     hb_tmp("watch.err"));
-	cr_assert(hb_wait_text(hb_tmp("watch.err"), "sampling every", 60000, watch_pid), "%s",
+	/* prof_active on, not the start line (said before the flag is written): then it samples */
+	cr_assert_eq(hb_sym_addr(s.pid, hb_path("examples/alloc-service-static"),
+				 "je_prof_active_state", &flag),
+		     0);
+	cr_assert(hb_wait_byte(s.pid, flag, 1, 60000, watch_pid), "%s",
 		  hb_file_text(hb_tmp("watch.err")));
 	cr_assert_eq(svc_cmd(&s, "sparse 320 64", reply, sizeof(reply), 120000), 0);
 	cr_assert_eq(svc_cmd(&s, "dense 256 32", reply, sizeof(reply), 120000), 0);
