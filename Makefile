@@ -6,13 +6,28 @@
 #   make install    install heapbpf, heapbpf(8) and the systemd units (PREFIX, DESTDIR)
 #   make V=1 ...    show the commands
 
-BUILD      ?= build
-ARCH       ?= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
-CC         ?= gcc
+# The architecture built for is the compiler's: make ARCH=arm64 on another
+# machine cross-builds with aarch64-linux-gnu-gcc (so does CC=aarch64-linux-gnu-gcc)
+# against Debian's arm64 packages unpacked into SYSROOT (scripts/arm64-sysroot.sh),
+# into build/arm64 with a jemalloc built with profiling (Debian's arm64 one has none)
+HOST_ARCH  := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ifeq ($(origin CC)$(ARCH),defaultarm64)
+ifneq ($(HOST_ARCH),arm64)
+CC         := aarch64-linux-gnu-gcc
+endif
+endif
+CC_TRIPLET := $(shell $(CC) -dumpmachine)
+ARCH       ?= $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(firstword $(subst -, ,$(CC_TRIPLET)))))
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS      := 1
+SYSROOT    ?= build/$(ARCH)-sysroot
+override CC := $(CC) --sysroot=$(SYSROOT)
+endif
+BUILD      ?= $(if $(CROSS),build/$(ARCH),build)
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
 PROTOC_C   ?= protoc-c
-LIBDIR     ?= /usr/lib/$(shell gcc -print-multiarch)
+LIBDIR     ?= $(SYSROOT)/usr/lib/$(shell $(CC) -print-multiarch)
 PPROF_PROTO ?= /usr/share/gocode/src/github.com/google/pprof/proto/profile.proto
 
 CFLAGS     ?= -g -O2
@@ -30,7 +45,9 @@ USER_LAYERS := util symbols jemalloc collect profile heap export targets samplin
 USER_INC   := -Iuser
 CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf $(USER_INC) -MMD -MP
 LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lcurl -lm
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Ivmlinux -Ibpf -I$(BUILD)
+# vmlinux/vmlinux.h is x86's, vmlinux/arm64/vmlinux.h arm64's (vmlinux/README.md)
+VMLINUX_DIR := $(if $(filter x86,$(ARCH)),vmlinux,vmlinux/$(ARCH))
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(VMLINUX_DIR) -Ibpf -I$(BUILD)
 
 ifeq ($(V),1)
 Q =
@@ -55,8 +72,19 @@ ITEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(ITEST_SRCS))
 TLIB_SRCS  := $(wildcard tests/lib/*.c)
 TLIB_OBJS  := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TLIB_SRCS))
 
+# Debian's arm64 libjemalloc is built without profiling: on arm64 the
+# examples link one built with it from Debian's source (scripts/build-jemalloc-arm64.sh)
+ifeq ($(ARCH),arm64)
+JEMALLOC_DIR   := $(BUILD)/jemalloc-prof
+JEMALLOC_A     := $(JEMALLOC_DIR)/lib/libjemalloc.a
+JEMALLOC_PIC_A := $(JEMALLOC_DIR)/lib/libjemalloc_pic.a
+JEMALLOC_INC   := -I$(JEMALLOC_DIR)/include
+JEMALLOC_CXX   :=
+else
 JEMALLOC_A     := $(LIBDIR)/libjemalloc.a
 JEMALLOC_PIC_A := $(LIBDIR)/libjemalloc_pic.a
+JEMALLOC_CXX   := -lstdc++
+endif
 EXAMPLES := $(BUILD)/examples/alloc-service-static $(BUILD)/examples/alloc-service-shared
 BENCH_BINS := $(BUILD)/bench/microbench $(BUILD)/bench/trapfloor $(BUILD)/bench/userbench \
 	$(BUILD)/bench/stackheap $(BUILD)/bench/heapbpf
@@ -72,6 +100,13 @@ all: $(BUILD)/heapbpf
 
 deps:
 	$(Q)scripts/install-deps.sh
+
+# the arm64 tree a cross build compiles and links against (scripts/arm64-sysroot.sh)
+ifeq ($(CROSS)$(ARCH),1arm64)
+$(SYSROOT)/.heapbpf-sysroot: scripts/arm64-sysroot.sh
+	$(Q)scripts/arm64-sysroot.sh $(SYSROOT)
+$(USER_OBJS) $(PROTO_OBJS): | $(SYSROOT)/.heapbpf-sysroot
+endif
 
 # demo/test install first, then re-enter make so nothing is evaluated before
 # the tools exist. make test runs several jobs at a time (-O: each job's
@@ -181,17 +216,23 @@ $(BUILD)/jemalloc/libjemalloc.so.2: $(JEMALLOC_PIC_A) | $(BUILD)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -Wl,-soname,libjemalloc.so.2 -o $@ \
-		-Wl,--whole-archive $< -Wl,--no-whole-archive -lstdc++ -lpthread -lm -ldl
+		-Wl,--whole-archive $< -Wl,--no-whole-archive $(JEMALLOC_CXX) -lpthread -lm -ldl
+
+ifeq ($(ARCH),arm64)
+$(JEMALLOC_A) $(JEMALLOC_PIC_A) &: scripts/build-jemalloc-arm64.sh | $(BUILD)
+	$(Q)scripts/build-jemalloc-arm64.sh $(BUILD) "$(CC)"
+endif
 
 $(BUILD)/examples/alloc-service-static: examples/alloc-service.c $(JEMALLOC_A) | $(BUILD)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -g -O2 -Wall -Wextra -Werror -pthread -MMD -MP $< $(JEMALLOC_A) -lm -ldl -o $@
+	$(Q)$(CC) -g -O2 -Wall -Wextra -Werror -pthread -MMD -MP $(JEMALLOC_INC) $< $(JEMALLOC_A) \
+		-lm -ldl -o $@
 
 $(BUILD)/examples/alloc-service-shared: examples/alloc-service.c $(BUILD)/jemalloc/libjemalloc.so.2
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -g -O2 -Wall -Wextra -Werror -pthread $< -L$(BUILD)/jemalloc \
+	$(Q)$(CC) -g -O2 -Wall -Wextra -Werror -pthread $(JEMALLOC_INC) $< -L$(BUILD)/jemalloc \
 		-l:libjemalloc.so.2 -Wl,-rpath,'$$ORIGIN/../jemalloc' -lm -o $@
 
 examples: $(EXAMPLES)

@@ -23,6 +23,8 @@ PKGS=(
 	# autoconf: sid's 5.3.1 source package is a git snapshot without configure)
 	dpkg-dev debian-archive-keyring bzip2 xz-utils patch g++ autoconf
 	qemu-system-x86 busybox-static kmod # tests/kernels/: Debian's kernels booted under qemu (make test-kernels; kmod: depmod)
+	gcc-aarch64-linux-gnu mmdebstrap qemu-system-arm # arm64: the cross build (make ARCH=arm64) against an arm64 tree
+	# (mmdebstrap --variant=extract), booted under qemu-system-aarch64 (make test-arm64)
 )
 
 missing=()
