@@ -19,7 +19,11 @@
 #define CORE_MAX_SEGMENTS (1U << 22)
 #define CORE_MAX_MAPPINGS (1U << 22)
 
-/* x86-64 struct elf_prpsinfo and struct elf_prstatus offsets (include/uapi/linux/elfcore.h) */
+/*
+ * struct elf_prpsinfo and struct elf_prstatus offsets (include/uapi/linux/elfcore.h),
+ * the same on x86-64 and arm64 (LP64, 32-bit uid_t and pid_t): only the
+ * registers after pr_pid differ, and no register is read here
+ */
 #define PRPSINFO_PID   24
 #define PRPSINFO_FNAME 40
 #define PRPSINFO_SIZE  136
@@ -299,9 +303,9 @@ static int check_header(const struct core_file *c, const Elf64_Ehdr *eh, char *e
 	if (eh->e_type != ET_CORE)
 		return fail_bad(c, err, errlen, "it is an ELF file but not a core dump");
 	if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
-	    eh->e_machine != EM_X86_64)
+	    (eh->e_machine != EM_X86_64 && eh->e_machine != EM_AARCH64))
 		return fail_bad(c, err, errlen,
-				"it is not an x86-64 core (the only kind supported)");
+				"it is not an x86-64 or arm64 core (the kinds supported)");
 	return 0;
 }
 

@@ -6,7 +6,7 @@
  * process's pid (NT_PRPSINFO, NT_PRSTATUS) and name (the path NT_AUXV's
  * AT_EXECFN points to, else NT_PRPSINFO's pr_fname). Every offset
  * and count in the file is bounds-checked: a truncated or hostile core gives
- * a one-sentence error, never a crash. x86-64 (ELFCLASS64, little-endian).
+ * a one-sentence error, never a crash. x86-64 or arm64 (ELFCLASS64, little-endian).
  * docs/cores.md has the format facts this relies on.
  */
 #ifndef __HEAPBPF_MEMSRC_CORE_H
