@@ -156,18 +156,6 @@ static void wait_listed(const struct fk *f, pid_t child)
 		  (int)child);
 }
 
-static bool file_has(const char *path, const char *needle)
-{
-	char *text;
-	bool found;
-
-	if (hb_read_file(path, &text) < 0)
-		return false;
-	found = strstr(text, needle) != NULL;
-	free(text);
-	return found;
-}
-
 TestSuite(forks, .fini = forks_fini, .timeout = 120);
 
 Test(forks, child_forked_in_the_window_is_restored)
@@ -317,8 +305,8 @@ Test(forks, many_followed_children_come_and_go)
 		cr_assert(hb_wait_gone(kids[i], 60000), "pid %d did not exit", kids[i]);
 		snprintf(exited, sizeof(exited), "followed pid %d exited", kids[i]);
 		snprintf(missed, sizeof(missed), "cannot follow pid %d", kids[i]);
-		for (int t = 0; t < 1200 && !file_has(f.err, exited) && !file_has(f.err, missed);
-		     t++)
+		for (int t = 0;
+		     t < 1200 && !hb_file_has(f.err, exited) && !hb_file_has(f.err, missed); t++)
 			hb_sleep_ms(50);
 	}
 	stop_heapbpf(&f);
@@ -674,9 +662,9 @@ Test(forks, follow_forks_profiles_each_worker_exactly)
 	for (int i = 0; i < 2; i++) {
 		snprintf(line, sizeof(line), "following pid %d (forked from %d)", f.kids[i],
 			 f.s.pid);
-		for (int t = 0; t < 200 && !file_has(f.err, line); t++)
+		for (int t = 0; t < 200 && !hb_file_has(f.err, line); t++)
 			hb_sleep_ms(50);
-		cr_assert(file_has(f.err, line), "heapbpf does not follow pid %d", f.kids[i]);
+		cr_assert(hb_file_has(f.err, line), "heapbpf does not follow pid %d", f.kids[i]);
 		kill(f.kids[i], SIGUSR1);
 	}
 	hb_sleep_ms(2500);

@@ -124,15 +124,6 @@ static const char *snapshot_of(const char *dir, pid_t pid, const char *ext, char
 	return out;
 }
 
-static bool file_has(const char *path, const char *needle)
-{
-	char *text = NULL;
-	bool found = hb_read_file(path, &text) > 0 && strstr(text, needle);
-
-	free(text);
-	return found;
-}
-
 /* Waits until path holds needle (heapbpf said it), for at most 20 s. */
 static void wait_for_line(const char *path, const char *needle)
 {
@@ -205,7 +196,7 @@ Test(multi, unit_in_one_process_each_exact_and_one_killed_mid_run)
 	kill(hp, SIGINT);
 	rc = hb_wait(hp, 60000);
 	cr_assert_eq(rc, 0, "heapbpf exited with %d (see %s)", rc, errpath);
-	cr_assert(file_has(errpath, "3 processes"));
+	cr_assert(hb_file_has(errpath, "3 processes"));
 	for (int i = 0; i < 2; i++) {
 		int64_t n;
 
@@ -391,9 +382,9 @@ Test(multi, follow_forks_in_a_unit_of_two)
 	cr_assert_eq(v, 0, "the forked child still samples");
 	snprintf(root, sizeof(root), "pid %d;", child);
 	cr_assert(snapshot_of(out, a.pid, ".folded", snap, sizeof(snap))[0]);
-	cr_assert(file_has(snap, root), "no stack of the child in %s", snap);
+	cr_assert(hb_file_has(snap, root), "no stack of the child in %s", snap);
 	cr_assert(snapshot_of(out, b.pid, ".folded", snap, sizeof(snap))[0]);
-	cr_assert_not(file_has(snap, root), "the child's stacks in the other target's %s", snap);
+	cr_assert_not(hb_file_has(snap, root), "the child's stacks in the other target's %s", snap);
 	for (int i = 0; i < 2; i++) {
 		cr_assert_eq(hb_peek(pids[i], flag[i], &v, 1), 0);
 		cr_assert_eq(v, 0);
@@ -496,7 +487,7 @@ Test(multi_pidreuse, followed_child_exit_frees_its_pid)
 	n = hb_oracle_compare_child(snap, child, a.pid, dump, "forked_child");
 	cr_assert_gt(n, 50, "only %ld samples of the child compared", (long)n);
 	snprintf(line, sizeof(line), "followed pid %d exited", child);
-	cr_assert(file_has(errpath, line), "heapbpf did not say \"%s\"", line);
+	cr_assert(hb_file_has(errpath, line), "heapbpf did not say \"%s\"", line);
 	cr_assert_eq(svc_stop(&other), 0);
 	cr_assert_eq(svc_stop(&a), 0);
 	cr_assert_eq(svc_stop(&b), 0);
@@ -676,7 +667,7 @@ Test(versions, unit_of_two_jemalloc_layouts_runs_a_session_each, .fini = multi_f
 		cr_assert(hb_wait_byte(pids[i], flag[i], 1, 20000, hp), "heapbpf did not start");
 	/* one heapbpf per layout, under the one that was started */
 	cr_assert_eq(children_of(hp), 2);
-	cr_assert(file_has(errpath, "2 jemalloc layouts among them"));
+	cr_assert(hb_file_has(errpath, "2 jemalloc layouts among them"));
 	hb_sleep_ms(1000);
 	kill(hp, SIGINT);
 	rc = hb_wait(hp, 60000);
@@ -765,15 +756,15 @@ Test(multi, children_of_the_pidfile_process_are_profiled_with_children)
 	spawned[nspawned - 1] = 0;
 	cr_assert_eq(rc, 0, "heapbpf exited with %d (see %s)", rc, errpath);
 	snprintf(want, sizeof(want), "pid %d with its children: 2 processes", m.pid);
-	cr_assert(file_has(errpath, want), "see %s", errpath);
+	cr_assert(hb_file_has(errpath, want), "see %s", errpath);
 	snprintf(want, sizeof(want), "heapbpf: pid %d (alloc-service-s): 0 samples, ", m.pid);
-	cr_assert(file_has(errpath, want), "see %s", errpath);
+	cr_assert(hb_file_has(errpath, want), "see %s", errpath);
 	snprintf(want, sizeof(want), "heapbpf: pid %d (alloc-service-s): top sites by", child);
-	cr_assert(file_has(errpath, want), "see %s", errpath);
-	cr_assert_not(file_has(errpath, "--children profiles them too"), "see %s", errpath);
+	cr_assert(hb_file_has(errpath, want), "see %s", errpath);
+	cr_assert_not(hb_file_has(errpath, "--children profiles them too"), "see %s", errpath);
 	cr_assert(snapshot_of(out, child, ".folded", snap, sizeof(snap))[0], "no snapshot of %d",
 		  child);
-	cr_assert(file_has(snap, "child_held_buffers"), "the child's heap is not in %s", snap);
+	cr_assert(hb_file_has(snap, "child_held_buffers"), "the child's heap is not in %s", snap);
 	cr_assert_eq(hb_peek(child, flag, &v, 1), 0);
 	cr_assert_eq(v, 0, "prof_active left on in the child %d", child);
 	/* the child frees and exits */

@@ -220,19 +220,6 @@ static void inuse_of(const Perftools__Profiles__Profile *p, const char *fn, int6
 	}
 }
 
-/* Whether the file at path holds needle (false when it cannot be read). */
-static bool file_has(const char *path, const char *needle)
-{
-	char *text = NULL;
-	bool found;
-
-	if (hb_read_file(path, &text) < 0)
-		return false;
-	found = strstr(text, needle) != NULL;
-	free(text);
-	return found;
-}
-
 /*
  * A leak at a known site (fill_buffers) in a 128 MiB cgroup until the kernel
  * kills the example: the oom profile is on disk, and at the Pyroscope
@@ -271,8 +258,8 @@ Test(watch, oom_kill_profile_names_the_leak)
 	p = load(out, names[0]);
 	cr_assert(has_comment(p, "heapbpf: trigger: oom: chosen as the OOM killer's victim"));
 	/* the victim's figures where the kernel's record has them, else it says so */
-	if (file_has("/sys/kernel/tracing/events/oom/mark_victim/format", "anon_rss") ||
-	    file_has("/sys/kernel/debug/tracing/events/oom/mark_victim/format", "anon_rss"))
+	if (hb_file_has("/sys/kernel/tracing/events/oom/mark_victim/format", "anon_rss") ||
+	    hb_file_has("/sys/kernel/debug/tracing/events/oom/mark_victim/format", "anon_rss"))
 		cr_assert(has_comment(p, "anon-rss"));
 	else
 		cr_assert(has_comment(p, "record gives its pid alone, no memory figures"));

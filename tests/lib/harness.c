@@ -870,6 +870,16 @@ const char *hb_file_text(const char *path)
 	return copy;
 }
 
+bool hb_file_has(const char *path, const char *needle)
+{
+	char *text = NULL;
+	ssize_t n = hb_read_file(path, &text);
+	bool found = n > 0 && memmem(text, (size_t)n, needle, strlen(needle)) != NULL;
+
+	free(text);
+	return found;
+}
+
 int hb_free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };

@@ -115,6 +115,8 @@ const char *hb_own_example(const char *name);
 int hb_count_files(const char *dir, const char *suffix, char names[][256], int max);
 /* A file's text, its first 64 KiB ("" when unreadable), for messages and checks (static). */
 const char *hb_file_text(const char *path);
+/* Whether the file at path holds the bytes of needle anywhere (false when it cannot be read). */
+bool hb_file_has(const char *path, const char *needle);
 /* The names of the (at most 64) files in dir, one line each, sorted (static). */
 const char *hb_listing(const char *dir);
 

@@ -26,6 +26,21 @@
 #include "util/hooks.h"
 #include "util/version.h"
 
+void loop_init(struct loop *l, const struct session_opts *o, struct session *s, char *err,
+	       size_t errlen)
+{
+	*l = (struct loop){ .o = o,
+			    .s = s,
+			    .ep = -1,
+			    .sfd = -1,
+			    .dfd = -1,
+			    .tfd = -1,
+			    .ifd = -1,
+			    .lfd = -1,
+			    .err = err,
+			    .errlen = errlen };
+}
+
 int loop_add_fd(int ep, int fd, uint32_t tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };

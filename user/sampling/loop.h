@@ -144,6 +144,9 @@ void loop_untrack(const struct loop *l, pid_t pid);
 /* m's flag back to what it was (nothing to restore after an unseen exec); 0 or negative errno. */
 int loop_restore_flag(struct member *m);
 
+/* A loop of o over s, nothing open yet (every fd -1), its errors into err. */
+void loop_init(struct loop *l, const struct session_opts *o, struct session *s, char *err,
+	       size_t errlen);
 /* fd on the epoll set ep, with tag as its data; 0 or negative errno. */
 int loop_add_fd(int ep, int fd, uint32_t tag);
 /* A timerfd first in first_s, then every interval_s (0: once); the fd or negative errno. */

@@ -26,20 +26,12 @@
 int session_run_node(const struct jemalloc_target *layout_of, const struct session_opts *o,
 		     struct session *node, char *err, size_t errlen)
 {
-	struct loop l = { .o = o,
-			  .s = node,
-			  .node = true,
-			  .lt = layout_of,
-			  .ep = -1,
-			  .sfd = -1,
-			  .dfd = -1,
-			  .tfd = -1,
-			  .ifd = -1,
-			  .lfd = -1,
-			  .err = err,
-			  .errlen = errlen };
+	struct loop l;
 	int rc;
 
+	loop_init(&l, o, node, err, errlen);
+	l.node = true;
+	l.lt = layout_of;
 	if (o->recorder || o->follow_forks)
 		return hb_fail(err, errlen, -EINVAL,
 			       "a node session neither records nor follows forks");

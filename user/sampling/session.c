@@ -753,20 +753,12 @@ int session_stop_loop(struct loop *l, int rc)
 int session_run_many(const struct jemalloc_target *const *t, struct guard *const *guards, size_t n,
 		     const struct session_opts *o, struct session *s, char *err, size_t errlen)
 {
-	struct loop l = { .o = o,
-			  .s = s,
-			  .n = n,
-			  .ep = -1,
-			  .sfd = -1,
-			  .dfd = -1,
-			  .tfd = -1,
-			  .ifd = -1,
-			  .lfd = -1,
-			  .lt = n ? t[0] : NULL,
-			  .err = err,
-			  .errlen = errlen };
+	struct loop l;
 	int rc;
 
+	loop_init(&l, o, s, err, errlen);
+	l.n = n;
+	l.lt = n ? t[0] : NULL;
 	if (!n || (n > 1 && o->recorder))
 		return hb_fail(err, errlen, -EINVAL, "a recording holds one target process");
 	memset(s, 0, n * sizeof(*s));
