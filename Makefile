@@ -141,6 +141,18 @@ test-kernels: deps
 _test-kernels: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/integration_tests fixtures
 	$(Q)tests/kernels/run.sh $(BUILD)
 
+# heapbpf and the example service built for arm64 (cross on another machine:
+# scripts/arm64-sysroot.sh's tree, scripts/build-jemalloc-arm64.sh's jemalloc),
+# run on Debian's arm64 kernels booted under qemu-system-aarch64 with software
+# emulation; this machine's heapbpf reads the profiles (tests/arm64/run.sh,
+# ARM64_SUITES). Not part of make test.
+.PHONY: test-arm64
+test-arm64: deps
+	$(Q)$(MAKE) --no-print-directory ARCH=$(HOST_ARCH) BUILD=build build/heapbpf
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 BUILD=build/arm64 SYSROOT=build/arm64-sysroot \
+		build/arm64/heapbpf build/arm64/examples/alloc-service-static
+	$(Q)tests/arm64/run.sh build/arm64 build/arm64-sysroot build/heapbpf
+
 # ---- BPF --------------------------------------------------------------------
 
 $(BUILD)/heapbpf.bpf.o: bpf/heapbpf.bpf.c | $(BUILD)
