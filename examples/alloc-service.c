@@ -569,6 +569,11 @@ static void cmd_stats(void)
  * time is up, detached from the controller's pipes.
  */
 static volatile sig_atomic_t child_dump;
+/*
+ * A forked child's rounds of allocations so far (64 each): a test reads it
+ * from the child's memory (its symbol) to wait for work done, not for time.
+ */
+volatile uint64_t forked_child_rounds;
 
 static void on_usr2(int sig)
 {
@@ -630,6 +635,7 @@ SITE static __attribute__((noreturn)) void forked_child(uint64_t seconds, const 
 				_exit(1);
 			touch(keep[j], 64);
 		}
+		forked_child_rounds++;
 		nanosleep(&nap, NULL);
 	}
 	_exit(0);

@@ -637,6 +637,7 @@ Test(forks, follow_forks_profiles_each_worker_exactly)
 	const char *env[] = { conf, NULL };
 	const char *args[] = { "--threads", "1", NULL };
 	struct fk f = {};
+	uint64_t rounds;
 	int64_t n;
 
 	hb_require_bpf();
@@ -667,7 +668,20 @@ Test(forks, follow_forks_profiles_each_worker_exactly)
 		cr_assert(hb_file_has(f.err, line), "heapbpf does not follow pid %d", f.kids[i]);
 		kill(f.kids[i], SIGUSR1);
 	}
-	hb_sleep_ms(2500);
+	/* 2500 rounds of 64 allocations each, what 2.5 s gave on a quiet machine, however slow */
+	cr_assert_eq(hb_sym_addr(f.kids[0], f.bin, "forked_child_rounds", &rounds), 0);
+	for (int i = 0; i < 2; i++) {
+		uint64_t done = 0;
+
+		for (int t = 0; t < 12000 && done < 2500; t++) {
+			cr_assert_eq(hb_peek(f.kids[i], rounds, &done, sizeof(done)), 0,
+				     "worker %d is gone", f.kids[i]);
+			if (done < 2500)
+				hb_sleep_ms(50);
+		}
+		cr_assert_geq(done, 2500, "worker %d did %llu rounds", f.kids[i],
+			      (unsigned long long)done);
+	}
 	for (int i = 0; i < 2; i++) {
 		kill(f.kids[i], SIGUSR2);
 		snprintf(dump, sizeof(dump), "%s/child-%d.heap.done", hb_tmpdir(), f.kids[i]);
