@@ -439,6 +439,7 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	};
 	const size_t nn = sizeof(node) / sizeof(node[0]);
 	char root[PATH_MAX], sel1[256], sel2[256], url[64], cg[1024], got[65536];
+	char errp[PATH_MAX], said[128];
 	const char *sleep_argv[] = { "/bin/sleep", "600", NULL };
 	pid_t nojem, first;
 	struct svc late, again;
@@ -457,21 +458,33 @@ Test(agent, simulated_node_profiles_exactly_the_selected_processes)
 	snprintf(sel1, sizeof(sel1),
 		 "cgroup=%s/system.slice/shop-cart.service,service_name=checkout", cg_name);
 	snprintf(sel2, sizeof(sel2), "cgroup=%s/", cg_name);
-	start_agent((const char *[]){ "--pyroscope", url, "--spool-dir", hb_tmp("spool"),
-				      "--interval", "2", "--test-root", root, "--select", sel1,
-				      "--select", sel2, "--exclude", "unit=excluded.service",
-				      "--label", "env=test", "--on-growth", "8M", NULL });
+	start_agent((const char *[]){ "--pyroscope", url,
+				      "--spool-dir", hb_tmp("spool"),
+				      "--interval",  "2",
+				      "--test-root", root,
+				      "--select",    sel1,
+				      "--select",    sel2,
+				      "--exclude",   "unit=excluded.service",
+				      "--label",     "env=test",
+				      "--on-growth", "8M",
+				      "-v",	     NULL });
 	check_labels(node, nn);
 	/* watch's triggers: growth of one service's in-use, SIGUSR1 for all */
 	cr_assert_eq(svc_cmd(&node[2].s, "hold 32", got, sizeof(got), 10000), 0);
 	wait_trigger(node[2].s.pid, "growth");
 	kill(agent_pid, SIGUSR1);
 	wait_trigger(node[3].s.pid, "demand");
-	/* with what each stack holds, once the agent has measured where its RSS is */
+	/*
+	 * with what each stack holds, once the agent has measured where its RSS
+	 * is (-v says so): its breakdowns are paced by their own CPU cost, so a
+	 * slow machine waits longer for them, bounded by the suite's timeout
+	 */
+	snprintf(said, sizeof(said), "watch: pid %d: RSS breakdown measured", node[3].s.pid);
+	cr_assert(hb_wait_text(in_tmp(errp, sizeof(errp), "agent.err"), said, 200000, agent_pid),
+		  "no RSS breakdown of pid %d: %s", node[3].s.pid, agent_err());
+	kill(agent_pid, SIGUSR1);
 	for (int waited = 0; !trigger_has(node[3].s.pid, "demand", HELD_TYPES); waited += 200) {
 		cr_assert_lt(waited, WAIT_MS, "no demand profile with held_space: %s", agent_err());
-		if (waited % 2000 == 0)
-			kill(agent_pid, SIGUSR1);
 		hb_sleep_ms(200);
 	}
 
