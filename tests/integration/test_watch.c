@@ -221,6 +221,27 @@ static void inuse_of(const Perftools__Profiles__Profile *p, const char *fn, int6
 }
 
 /*
+ * The service paused, then filled with more than its cgroup holds: the
+ * kernel kills it while it fills, and heapbpf watch ends by itself, with 0.
+ * heapbpf's stderr (malloc'ed).
+ */
+static char *fill_until_killed(void)
+{
+	char reply[128], *err;
+	int rc;
+
+	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
+	svc_cmd(&svc, "fill 400", reply, sizeof(reply), 60000);
+	rc = hb_wait(watcher, 120000);
+	watcher = 0;
+	err = watch_err();
+	cr_assert_eq(rc, 0, "heapbpf exited %d:\n%s", rc, err);
+	cr_assert_eq(hb_wait(svc.pid, 10000), 128 + SIGKILL, "the example was not killed");
+	svc.pid = 0;
+	return err;
+}
+
+/*
  * A leak at a known site (fill_buffers) in a 128 MiB cgroup until the kernel
  * kills the example: the oom profile is on disk, and at the Pyroscope
  * stand-in, after the process is gone, and the site holds most of it.
@@ -229,11 +250,11 @@ Test(watch, oom_kill_profile_names_the_leak)
 {
 	const char *out = hb_tmp("out"), *spool = hb_tmp("spool");
 	const char *cmd[] = { "/usr/bin/python3", PUSH_SERVER, NULL };
-	char names[16][256], url[64], reply[128], lines[4][8192];
+	char names[16][256], url[64], lines[4][8192];
 	Perftools__Profiles__Profile *p;
 	int64_t site, all;
-	int port, rc;
 	char *err;
+	int port;
 
 	start_service(IDLE_CONF);
 	server = hb_standin_start(cmd, 0, NULL, NULL, &port);
@@ -241,17 +262,9 @@ Test(watch, oom_kill_profile_names_the_leak)
 	cg_enter(svc.pid, 128);
 	start_watch(out, (const char *[]){ "--pyroscope", url, "--spool-dir", spool,
 					   "--pyroscope-retries", "1", NULL });
-	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
-	/* more than the cgroup holds: the kernel kills it while it fills */
-	svc_cmd(&svc, "fill 400", reply, sizeof(reply), 60000);
-	rc = hb_wait(watcher, 120000);
-	watcher = 0;
-	err = watch_err();
-	cr_assert_eq(rc, 0, "heapbpf exited %d:\n%s", rc, err);
+	err = fill_until_killed();
 	cr_assert(strstr(err, "oom: chosen as the OOM killer's victim"), "%s", err);
 	free(err);
-	cr_assert_eq(hb_wait(svc.pid, 10000), 128 + SIGKILL, "the example was not killed");
-	svc.pid = 0;
 	/* one profile, the oom one: nothing after it */
 	cr_assert_eq(hb_count_files(out, ".pb.gz", names, 16), 1);
 	cr_assert(strstr(names[0], "-oom.pb.gz"), "%s", names[0]);
@@ -442,25 +455,17 @@ Test(watch, page_cache_reclaim_is_no_pressure)
 Test(watch, a_fast_fill_gives_pressure_before_the_oom)
 {
 	const char *out = hb_tmp("out");
-	char names[16][256], reply[128], *err, *pressure, *oom;
-	int rc;
+	char names[16][256], *err, *pressure, *oom;
 
 	start_service(IDLE_CONF);
 	cg_enter(svc.pid, 128);
 	start_watch(out, (const char *[]){ "--on-pressure", NULL });
-	cr_assert_eq(svc_cmd(&svc, "pause", reply, sizeof(reply), 10000), 0);
-	svc_cmd(&svc, "fill 400", reply, sizeof(reply), 60000);
-	rc = hb_wait(watcher, 120000);
-	watcher = 0;
-	err = watch_err();
-	cr_assert_eq(rc, 0, "heapbpf exited %d:\n%s", rc, err);
+	err = fill_until_killed();
 	pressure = strstr(err, ": pressure: ");
 	oom = strstr(err, ": oom: chosen as the OOM killer's victim");
 	cr_assert(pressure && oom && pressure < oom, "no pressure profile before the oom one:\n%s",
 		  err);
 	free(err);
-	cr_assert_eq(hb_wait(svc.pid, 10000), 128 + SIGKILL, "the example was not killed");
-	svc.pid = 0;
 	cr_assert_eq(hb_count_files(out, "-pressure.pb.gz", names, 16), 1);
 	cr_assert_eq(hb_count_files(out, "-oom.pb.gz", names, 16), 1);
 }
