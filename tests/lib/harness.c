@@ -874,7 +874,7 @@ bool hb_file_has(const char *path, const char *needle)
 {
 	char *text = NULL;
 	ssize_t n = hb_read_file(path, &text);
-	bool found = n > 0 && memmem(text, (size_t)n, needle, strlen(needle)) != NULL;
+	bool found = n > 0 && text && memmem(text, (size_t)n, needle, strlen(needle)) != NULL;
 
 	free(text);
 	return found;

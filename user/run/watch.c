@@ -419,7 +419,7 @@ int watch__new(const struct cli *o, struct target_run **trs, struct session *ss,
 
 int watch__add(struct watch *wt, struct target_run *tr, struct session *s)
 {
-	char why[4400];
+	char why[4400] = "";
 	struct watched *w;
 
 	if (wt->n == wt->cap) {
