@@ -7,8 +7,10 @@
 # the example service, idle, and one heapbpf --pid of it. Then on the host,
 # for each kernel: heapbpf exited 0 (no drops: that is exit 4), its summary
 # counted samples and warned of nothing (drops, read faults), and this
-# machine's heapbpf report reads the pprof it wrote as folded stacks. One
-# line per kernel; the guests' files in BUILD/run/KVER/.
+# machine's heapbpf report reads the pprof it wrote as folded stacks; and
+# heapbpf report of the core the arm64 kernel dumped of a paused service
+# gives the stacks heapbpf --live-heap read of it in the guest. One line per
+# kernel; the guests' files in BUILD/run/KVER/.
 #
 #   ARM64_SUITES="bookworm trixie"  the suites whose kernel boots (bookworm: 6.1, trixie: 6.12)
 #   ARM64_SECONDS=5                 heapbpf's duration in the guest
@@ -121,9 +123,18 @@ for suite in $suites; do
 	# dropped events, read faults: every warning heapbpf prints fails the run
 	warns=$(grep -c -E 'WARNING|dropped' "$out/heapbpf.log" 2>/dev/null)
 	report=$("$host_heapbpf" report "$out/heap.pb.gz" -f folded -o - 2>"$out/report.err" | wc -l)
-	line="arm64 $kver ($suite): ${took}s, heapbpf exit $rc, ${samples:-no} samples, $warns warnings, report $report stacks"
+	# the guest's core of the paused service, read here: the stacks and
+	# amounts its --live-heap read in the guest (live.folded)
+	core=differs
+	if [ -s "$out/core" ] && [ -s "$out/live.folded" ] &&
+		"$host_heapbpf" report "$out/core" --binary-path "$sysroot" -f folded \
+			-o "$out/core.folded" 2>"$out/core.log" &&
+		cmp -s <(sort "$out/live.folded") <(sort "$out/core.folded"); then
+		core="the same $(wc -l <"$out/core.folded") stacks as --live-heap"
+	fi
+	line="arm64 $kver ($suite): ${took}s, heapbpf exit $rc, ${samples:-no} samples, $warns warnings, report $report stacks; core: $core"
 	if [ $qrc -ne 0 ] || [ "$rc" != 0 ] || [ -z "$samples" ] || [ "$samples" = 0 ] ||
-		[ "$warns" != 0 ] || [ "$report" = 0 ]; then
+		[ "$warns" != 0 ] || [ "$report" = 0 ] || [ "$core" = differs ]; then
 		echo "FAIL $line (qemu $qrc; $out)"
 		fail=1
 	else
