@@ -228,7 +228,7 @@ Test(forks_pidreuse, process_under_a_freed_pid_is_left_alone)
 		cr_assert_eq(svc_cmd(&f.s, "fork 1", reply, sizeof(reply), 10000), 0);
 		cr_assert_eq(sscanf(reply, "forked %d", &child), 1, "%s", reply);
 		remember(child);
-		cr_assert(hb_wait_gone(child, 60000), "the child %d did not exit", child);
+		cr_assert(hb_wait_reaped(child, 60000), "the child %d was not reaped", child);
 		forget(child);
 		no_aslr.pid = child;
 		rc = svc_start_opts(&other, f.bin, &no_aslr, args);

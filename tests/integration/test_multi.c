@@ -461,7 +461,7 @@ Test(multi_pidreuse, followed_child_exit_frees_its_pid)
 		for (t = 0; t < 200 && access(dump, F_OK); t++)
 			hb_sleep_ms(50);
 		cr_assert_eq(access(dump, F_OK), 0, "the child wrote no dump");
-		cr_assert(hb_wait_gone(child, 60000), "the child %d did not exit", child);
+		cr_assert(hb_wait_reaped(child, 60000), "the child %d was not reaped", child);
 		spawned[kid] = 0; /* its pid may be anyone's next */
 		snprintf(line, sizeof(line), "followed pid %d exited", child);
 		wait_for_line(errpath, line);

@@ -223,6 +223,19 @@ bool hb_wait_gone(pid_t pid, int timeout_ms)
 	return rc > 0;
 }
 
+bool hb_wait_reaped(pid_t pid, int timeout_ms)
+{
+	if (!hb_wait_gone(pid, timeout_ms))
+		return false;
+	/* a zombie answers kill(pid, 0) until its parent reaps it */
+	for (int waited = 0; waited < timeout_ms; waited += 10) {
+		if (kill(pid, 0) && errno == ESRCH)
+			return true;
+		hb_sleep_ms(10);
+	}
+	return false;
+}
+
 bool hb_freed_pid_taken(int rc, int tries)
 {
 	if (rc == -EEXIST && tries < 5)

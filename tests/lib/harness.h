@@ -140,6 +140,13 @@ bool hb_freed_pid_taken(int rc, int tries);
  * True when it has.
  */
 bool hb_wait_gone(pid_t pid, int timeout_ms);
+/*
+ * Until pid has exited and its parent has reaped it, so that the pid is
+ * free (a zombie still holds it: clone3's set_tid would get EEXIST): its
+ * pidfd, then the kernel's ESRCH for it; timeout_ms only guards against a
+ * hang. True when it is free.
+ */
+bool hb_wait_reaped(pid_t pid, int timeout_ms);
 
 /* Kills what is left in the cgroup dir (a failed test's processes) until it can be removed; dir becomes "". */
 void hb_cgroup_drain(char *dir);
