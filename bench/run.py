@@ -759,37 +759,25 @@ def bench_rss(S, res):
            min(r["walk_ms"] for r in runs)))
 
 
-def bench_watch_rss(S, res):
-    """heapbpf watch -v on a busy example holding a large fragmented heap: the RSS
-    breakdowns it measures between triggers (their count and CPU, from its -v lines),
-    its whole CPU share of a core and of the service's CPU."""
-    conf = "prof:true,prof_active:false"
-    out = os.path.join(hb.tmp(), "watch_rss")
+def watch_cpu(name, pid, during):
+    """heapbpf watch -v --pid pid attached while during() runs (after a second to
+    start sampling): its exit code, the RSS breakdowns' CPU costs (ms, from its -v
+    lines), what during returned, and (watch CPU s, target CPU s, monotonic s)
+    before and after."""
+    errpath = os.path.join(hb.tmp(), name + ".err")
+    out = os.path.join(hb.tmp(), name)
     os.makedirs(out, mode=0o700, exist_ok=True)
-    # --rate 0: as fast as it can, a busy service
-    p = subprocess.Popen([hb.path("examples/alloc-service-static"), "--control", "--threads",
-                          str(S["watch_rss_threads"]), "--rate", "0"],
-                         env=dict(os.environ, MALLOC_CONF=conf),
-                         text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    errpath = os.path.join(hb.tmp(), "watch_rss.err")
+    with open(errpath, "w") as err:
+        w = subprocess.Popen([hb.heapbpf_bin(), "watch", "-v", "--pid", str(pid),
+                              "--output-dir", out], stdout=err, stderr=err)
     try:
-        if not p.stdout.readline().startswith("ready"):
-            raise BenchError("the example did not start")
-        svc_cmd(p, "fill %d" % S["watch_rss_fill_mib"], "filled")
-        svc_cmd(p, "fragment %d" % S["watch_rss_fragment_mib"], "fragmented")
-        with open(errpath, "w") as err:
-            w = subprocess.Popen([hb.heapbpf_bin(), "watch", "-v", "--pid", str(p.pid),
-                                  "--output-dir", out], stdout=err, stderr=err)
-        try:
-            time.sleep(1.0)  # attached and sampling
-            c0 = (proc_cpu_s(w.pid), proc_cpu_s(p.pid), time.monotonic())
-            time.sleep(S["watch_rss_seconds"])
-            c1 = (proc_cpu_s(w.pid), proc_cpu_s(p.pid), time.monotonic())
-        finally:
-            w.send_signal(signal.SIGINT)
-            rc = w.wait(timeout=300)
+        time.sleep(1.0)  # attached and sampling
+        c0 = (proc_cpu_s(w.pid), proc_cpu_s(pid), time.monotonic())
+        got = during()
+        c1 = (proc_cpu_s(w.pid), proc_cpu_s(pid), time.monotonic())
     finally:
-        hb.kill_wait(p)
+        w.send_signal(signal.SIGINT)
+        rc = w.wait(timeout=300)
     with open(errpath) as f:
         text = f.read()
     if rc not in (0, 3, 4):
@@ -797,6 +785,28 @@ def bench_watch_rss(S, res):
     costs = [float(m) for m in re.findall(r"RSS breakdown measured in ([0-9.]+) ms of CPU", text)]
     if not costs:
         raise BenchError("heapbpf watch measured no RSS breakdown:\n%s" % text[-2000:])
+    return rc, costs, got, c0, c1
+
+
+def bench_watch_rss(S, res):
+    """heapbpf watch -v on a busy example holding a large fragmented heap: the RSS
+    breakdowns it measures between triggers (their count and CPU, from its -v lines),
+    its whole CPU share of a core and of the service's CPU."""
+    conf = "prof:true,prof_active:false"
+    # --rate 0: as fast as it can, a busy service
+    p = subprocess.Popen([hb.path("examples/alloc-service-static"), "--control", "--threads",
+                          str(S["watch_rss_threads"]), "--rate", "0"],
+                         env=dict(os.environ, MALLOC_CONF=conf),
+                         text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        if not p.stdout.readline().startswith("ready"):
+            raise BenchError("the example did not start")
+        svc_cmd(p, "fill %d" % S["watch_rss_fill_mib"], "filled")
+        svc_cmd(p, "fragment %d" % S["watch_rss_fragment_mib"], "fragmented")
+        rc, costs, _, c0, c1 = watch_cpu("watch_rss", p.pid,
+                                         lambda: time.sleep(S["watch_rss_seconds"]))
+    finally:
+        hb.kill_wait(p)
     wall = c1[2] - c0[2]
     res["watch_rss"] = dict(
         fill_mib=S["watch_rss_fill_mib"], fragment_mib=S["watch_rss_fragment_mib"],
@@ -975,9 +985,6 @@ def bench_watch_rss_redis(S, res):
     env = dict(os.environ, JE_MALLOC_CONF="prof:true,prof_active:false")
     p = subprocess.Popen([bin_, "--port", str(port), "--save", "", "--appendonly", "no"],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    errpath = os.path.join(hb.tmp(), "watch_rss_redis.err")
-    out = os.path.join(hb.tmp(), "watch_rss_redis")
-    os.makedirs(out, mode=0o700, exist_ok=True)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -988,26 +995,10 @@ def bench_watch_rss_redis(S, res):
                 if time.monotonic() > deadline:
                     raise BenchError("the Redis fixture did not listen")
                 time.sleep(0.05)
-        with open(errpath, "w") as err:
-            w = subprocess.Popen([hb.heapbpf_bin(), "watch", "-v", "--pid", str(p.pid),
-                                  "--output-dir", out], stdout=err, stderr=err)
-        try:
-            time.sleep(1.0)  # attached and sampling
-            c0 = (proc_cpu_s(w.pid), proc_cpu_s(p.pid), time.monotonic())
-            rps = redis_bench(port, S["watch_rss_redis_n"], None)
-            c1 = (proc_cpu_s(w.pid), proc_cpu_s(p.pid), time.monotonic())
-        finally:
-            w.send_signal(signal.SIGINT)
-            rc = w.wait(timeout=300)
+        rc, costs, rps, c0, c1 = watch_cpu("watch_rss_redis", p.pid, lambda: redis_bench(
+            port, S["watch_rss_redis_n"], None))
     finally:
         hb.kill_wait(p)
-    with open(errpath) as f:
-        text = f.read()
-    if rc not in (0, 3, 4):
-        raise BenchError("heapbpf watch failed (%d):\n%s" % (rc, text[-2000:]))
-    costs = [float(m) for m in re.findall(r"RSS breakdown measured in ([0-9.]+) ms of CPU", text)]
-    if not costs:
-        raise BenchError("heapbpf watch measured no RSS breakdown of Redis:\n%s" % text[-2000:])
     res["watch_rss_redis"] = dict(
         n=S["watch_rss_redis_n"], rps=rps, exit=rc, breakdowns=len(costs),
         cost_ms_mean=sum(costs) / len(costs), breakdown_cpu_s=sum(costs) / 1000,
