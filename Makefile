@@ -41,7 +41,7 @@ endif
 # folder or of lower ones, naming the folder; run/ is what every live command
 # shares, cmd/ the commands (none includes another), main.c the command table
 # on top (scripts/layers.py checks it in make lint; docs/architecture.md)
-USER_LAYERS := util symbols jemalloc collect profile heap export targets sampling run cmd
+USER_LAYERS := util symbols jemalloc collect profile heap export targets sampling cli run cmd
 USER_INC   := -Iuser
 CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf $(USER_INC) -MMD -MP
 LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lcurl -lm

@@ -25,7 +25,7 @@
 #include "cmd/rss.h"
 #include "cmd/top.h"
 #include "cmd/watch.h"
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "run/run.h"
 #include "sampling/guard.h"
 #include "sampling/runs.h"

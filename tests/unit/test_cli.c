@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cmd/profile.h"
-#include "run/cli.h"
+#include "cli/cli.h"
 
 #define MAXARGS 160
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "profile/flamegraph.h"
 #include "export/sink.h"
 #include "export/snapshot.h"

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "export/snapshot.h"
 #include "targets/targets.h"
 

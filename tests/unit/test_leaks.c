@@ -15,7 +15,7 @@
 
 #include <linux/types.h>
 
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "collect/collector.h"
 #include "profile/flamegraph.h"
 #include "heapbpf.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cmd/top.h"
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "profile/topview.h"
 #include "harness.h"
 

@@ -11,7 +11,7 @@
 #include "profile/diff.h"
 #include "profile/summary.h"
 #include "profile/wrappers.h"
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "run/run.h"
 #include "util/errmsg.h"
 #include "util/version.h"

@@ -18,7 +18,7 @@
 #include "symbols/symbolizer.h"
 #include "util/clock.h"
 #include "targets/targets.h"
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "run/run.h"
 #include "cmd/rss.h"
 

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "run/cli.h"
+#include "cli/cli.h"
 
 /*
  * The registration of this run, when it samples (mode and destination from

@@ -15,7 +15,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "collect/collector.h"
 #include "sampling/forks.h"
 #include "heapbpf.h"

@@ -16,7 +16,7 @@
 
 #include "collect/recording.h"
 #include "util/clock.h"
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "util/errmsg.h"
 #include "sampling/guard.h"
 #include "collect/replay.h"

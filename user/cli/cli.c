@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/cli.h"
+#include "cli/cli.h"
 #include "util/output.h"
 
 enum {
