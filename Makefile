@@ -41,7 +41,7 @@ endif
 # folder or of lower ones, naming the folder; run/ is what every live command
 # shares, cmd/ the commands (none includes another), main.c the command table
 # on top (scripts/layers.py checks it in make lint; docs/architecture.md)
-USER_LAYERS := util symbols jemalloc collect profile heap export targets sampling cli run cmd
+USER_LAYERS := util symbols jemalloc collect profile heap export targets sampling run cli cmd
 USER_INC   := -Iuser
 CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf $(USER_INC) -MMD -MP
 LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lcurl -lm
@@ -322,7 +322,13 @@ $(BUILD)/tests/%.o: tests/%.c | $(BUILD) $(GEN_H)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/lib $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/unit_tests: $(UNIT_OBJS) $(TLIB_OBJS) $(LIB_OBJS)
+# the command table of user/main.c, without its main(): the unit tests parse with it
+$(BUILD)/tests/heapbpf_main.o: user/main.c | $(BUILD) $(GEN_H)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Dmain=heapbpf_main -c $< -o $@
+
+$(BUILD)/tests/unit_tests: $(UNIT_OBJS) $(TLIB_OBJS) $(LIB_OBJS) $(BUILD)/tests/heapbpf_main.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -lcriterion -o $@
 

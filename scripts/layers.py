@@ -4,7 +4,7 @@
     scripts/layers.py [--root DIR] [--isolated FOLDER] [--apart F=G,H] LAYER...
 
 LAYER... are user/'s folders, lowest first (the Makefile's USER_LAYERS);
-the files at user/ itself, the commands, sit on top of them. Every
+the files at user/ itself (main.c) sit on top of them. Every
 #include "x.h" of a file under user/ names its folder ("collect/x.h";
 user/'s own headers are bare): the layer is read from the include line.
 It must be the file's own folder or a lower one (bpf/'s headers and
@@ -15,7 +15,7 @@ other's headers: what two of them share goes a layer down. And a
 module's prefix is its file name: every function a header of a folder
 declares is named after a module of that folder (x_..., x__..., or
 FOLDER_x_...; util/'s may also take hb_). Below the top folder (the
-commands) only the option parser (cli.c, cli.h) names a command's mode
+commands) only the option parser (user/cli/, or a cli.c or cli.h) names a command's mode
 (MODE_...): a command passes its behaviour in (struct run's flags) rather
 than being told apart. --apart sampling=profile,export: user/sampling/
 includes nothing of those lower folders (the live session knows no
@@ -95,7 +95,7 @@ def modes(root, files, top):
     """Files below the top folder, but the option parser, that name a command's mode."""
     problems = []
     for path, (level, module, _) in sorted(files.items()):
-        if level >= top or module == "cli":
+        if level >= top or module == "cli" or path.startswith("user/cli/"):
             continue
         with open(os.path.join(root, path), encoding="utf-8") as f:
             m = MODE.search(COMMENT.sub("", f.read()))

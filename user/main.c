@@ -56,45 +56,35 @@ static int exit_code(unsigned int outcome)
 	return EXIT_OK;
 }
 
-/* The commands: what each runs, and its --help (each in user/cmd/). */
-static const struct command {
-	enum cli_mode mode;
-	int (*run)(struct run *r, char *err, size_t errlen);
-	const char *help;
-} commands[] = {
-	{ MODE_LIVE, profile_command, profile_help }, { MODE_REPORT, report_file, report_help },
-	{ MODE_TOP, top_command, top_help },	      { MODE_DIFF, diff_command, diff_help },
-	{ MODE_WATCH, watch_command, watch_help },    { MODE_AGENT, agent_command, agent_help },
-	{ MODE_STATUS, status_command, status_help }, { MODE_RSS, rss_command, rss_help },
-};
-
 /*
- * The command of the options: the one typed, for --help; to run, the mode
- * the options made of it (heapbpf --reset with no target runs as the
- * agent's; heapbpf watch runs as a live run that watches).
+ * The commands: the name typed after heapbpf, what checks its command line,
+ * what runs it, and its --help (each in user/cmd/). Not static: the unit
+ * tests parse command lines with this very table.
  */
-static const struct command *command_of(const struct cli *o)
-{
-	enum cli_mode m = o->help || o->mode == MODE_LIVE ? o->command : o->mode;
-
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (commands[i].mode == m)
-			return &commands[i];
-	}
-	return &commands[0];
-}
+const struct cli_command heapbpf_commands[] = {
+	{ NULL, MODE_LIVE, profile_parse, profile_command, profile_help },
+	{ "report", MODE_REPORT, report_parse, report_command, report_help },
+	{ "diff", MODE_DIFF, diff_parse, diff_command, diff_help },
+	{ "top", MODE_TOP, top_parse, top_command, top_help },
+	{ "watch", MODE_WATCH, watch_parse, watch_command, watch_help },
+	{ "agent", MODE_AGENT, agent_parse, agent_command, agent_help },
+	{ "status", MODE_STATUS, status_parse, status_command, status_help },
+	{ "rss", MODE_RSS, rss_parse, rss_command, rss_help },
+};
+const size_t heapbpf_ncommands = sizeof(heapbpf_commands) / sizeof(heapbpf_commands[0]);
 
 int main(int argc, char **argv)
 {
 	struct cli opts;
-	struct run r = { .opts = &opts, .start = time(NULL) };
+	struct run r = { .opts = &opts.run, .start = time(NULL) };
+	const struct cli_command *cmd;
 	char err[2048] = "";
 	struct runs_reg *reg;
 	int rc;
 
-	rc = cli_parse(argc, argv, &opts);
+	rc = cli_parse(argc, argv, &opts, heapbpf_commands, heapbpf_ncommands, &cmd);
 	if (rc > 0 && opts.help)
-		fputs(command_of(&opts)->help, stdout);
+		fputs(cmd->help, stdout);
 	if (rc)
 		return rc > 0 ? EXIT_OK : EXIT_USAGE;
 	/* a Ctrl-C during set-up is held and ends the session cleanly */
@@ -102,10 +92,10 @@ int main(int argc, char **argv)
 		hb_error("cannot block signals: %s", strerror(errno));
 		return EXIT_FAIL;
 	}
-	hb_set_quiet(opts.quiet);
+	hb_set_quiet(opts.run.quiet);
 	output_set_file_mode(opts.file_mode);
 	output_allow_shared_dir(opts.allow_shared_dir);
-	libbpf_set_print(opts.verbose ? libbpf_print : NULL);
+	libbpf_set_print(opts.run.verbose ? libbpf_print : NULL);
 	debuginfo_set_debug_dirs(opts.debug_dirs);
 	/*
 	 * heapbpf status and other runs' messages say who this run is; and it
@@ -115,7 +105,7 @@ int main(int argc, char **argv)
 	if (reg && (rc = serve__open(guard_dir(), &r.serve)))
 		hb_warn("other heapbpf runs cannot ask this one for a window of its targets: %s",
 			strerror(-rc));
-	rc = command_of(&opts)->run(&r, err, sizeof(err));
+	rc = cmd->run(&opts, &r, err, sizeof(err));
 	if (rc) {
 		hb_error_clean(NULL, err, strerror(-rc));
 		r.outcome |= RUN_FAILED;

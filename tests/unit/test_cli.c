@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cmd/profile.h"
-#include "cli/cli.h"
+#include "commands.h"
 
 #define MAXARGS 160
 
@@ -68,7 +68,7 @@ static struct run parse_v(const char *const *args)
 	stdout = open_memstream(&r.out, &outlen);
 	stderr = open_memstream(&r.err, &errlen);
 	cr_assert(stdout && stderr);
-	r.rc = cli_parse(argc, argv, &r.c);
+	r.rc = hb_cli_parse(argc, argv, &r.c);
 	fclose(stdout);
 	fclose(stderr);
 	stdout = saved_out;
@@ -83,17 +83,17 @@ Test(cli, defaults)
 	struct run r = parse("--pid", "1234");
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.pid, 1234);
-	cr_assert_eq(r.c.duration, 10.0);
-	cr_assert_null(r.c.output);
-	cr_assert_eq(r.c.format, FMT_PPROF);
-	cr_assert_eq(r.c.sample_type, HB_INUSE_SPACE);
-	cr_assert_not(r.c.raw);
-	cr_assert_eq(r.c.ringbuf_bytes, 8u << 20);
-	cr_assert_null(r.c.layout);
-	cr_assert_not(r.c.quiet);
-	cr_assert_not(r.c.verbose);
-	cr_assert_not(r.c.follow_forks);
+	cr_assert_eq(r.c.run.pid, 1234);
+	cr_assert_eq(r.c.run.duration, 10.0);
+	cr_assert_null(r.c.run.output);
+	cr_assert_eq(r.c.run.format, FMT_PPROF);
+	cr_assert_eq(r.c.run.sample_type, HB_INUSE_SPACE);
+	cr_assert_not(r.c.run.raw);
+	cr_assert_eq(r.c.run.ringbuf_bytes, 8u << 20);
+	cr_assert_null(r.c.run.layout);
+	cr_assert_not(r.c.run.quiet);
+	cr_assert_not(r.c.run.verbose);
+	cr_assert_not(r.c.run.follow_forks);
 	cr_assert_str_empty(r.err);
 	cr_assert_str_empty(r.out);
 	run_free(&r);
@@ -105,13 +105,13 @@ Test(cli, interval_ring_buffer_default)
 	struct run r = parse("--pid", "1", "--interval", "2", "-d", "6", "--output-dir", "/tmp");
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.ringbuf_bytes, RINGBUF_DAEMON);
+	cr_assert_eq(r.c.run.ringbuf_bytes, RINGBUF_DAEMON);
 	cr_assert_eq(RINGBUF_DAEMON, 16u << 20);
 	run_free(&r);
 	r = parse("--pid", "1", "--interval", "2", "-d", "6", "--output-dir", "/tmp",
 		  "--ringbuf-size", "2");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.ringbuf_bytes, 2u << 20, "the size asked for, whatever the mode");
+	cr_assert_eq(r.c.run.ringbuf_bytes, 2u << 20, "the size asked for, whatever the mode");
 	run_free(&r);
 }
 
@@ -121,19 +121,19 @@ Test(cli, children)
 	struct run r = parse("--pid", "11", "--children");
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert(r.c.children);
+	cr_assert(r.c.run.children);
 	run_free(&r);
 	r = parse("--pid", "11,12", "--children", "--follow-forks", "--output-dir", "d");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert(r.c.children && r.c.follow_forks);
+	cr_assert(r.c.run.children && r.c.run.follow_forks);
 	run_free(&r);
 	/* how many processes -o would name is known once they are found (fleet.c) */
 	r = parse("--pidfile", "/run/x.pid", "--children", "-o", "x.pb.gz");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert(r.c.children);
+	cr_assert(r.c.run.children);
 	run_free(&r);
 	r = parse("--pid", "11");
-	cr_assert_not(r.c.children);
+	cr_assert_not(r.c.run.children);
 	run_free(&r);
 }
 
@@ -142,24 +142,24 @@ Test(cli, pid_list)
 	struct run r = parse("--pid", "11,12,13");
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.npids, 3);
-	cr_assert_eq(r.c.pid, 11);
-	cr_assert_eq(r.c.pids[0], 11);
-	cr_assert_eq(r.c.pids[1], 12);
-	cr_assert_eq(r.c.pids[2], 13);
+	cr_assert_eq(r.c.run.npids, 3);
+	cr_assert_eq(r.c.run.pid, 11);
+	cr_assert_eq(r.c.run.pids[0], 11);
+	cr_assert_eq(r.c.run.pids[1], 12);
+	cr_assert_eq(r.c.run.pids[2], 13);
 	run_free(&r);
 	/* the last --pid wins, list or not */
 	r = parse("-p", "5,6", "-p", "7");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.npids, 1);
-	cr_assert_eq(r.c.pid, 7);
+	cr_assert_eq(r.c.run.npids, 1);
+	cr_assert_eq(r.c.run.pid, 7);
 	run_free(&r);
 	/* a pid named twice is one target (two would contend for its guard) */
 	r = parse("--pid", "8,9,8,9");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.npids, 2);
-	cr_assert_eq(r.c.pids[0], 8);
-	cr_assert_eq(r.c.pids[1], 9);
+	cr_assert_eq(r.c.run.npids, 2);
+	cr_assert_eq(r.c.run.pids[0], 8);
+	cr_assert_eq(r.c.run.pids[1], 9);
 	run_free(&r);
 }
 
@@ -225,18 +225,18 @@ Test(cli, long_options)
 	struct cli c;
 
 	memcpy(copies, argv, sizeof(argv));
-	cr_assert_eq(cli_parse(argc, argv, &c), 0);
-	cr_assert(c.follow_forks);
-	cr_assert_eq(c.pid, 42);
-	cr_assert_eq(c.duration, 2.5);
-	cr_assert_str_eq(c.output, "out.folded");
-	cr_assert_eq(c.format, FMT_FOLDED);
-	cr_assert_eq(c.sample_type, HB_ALLOC_OBJECTS);
-	cr_assert(c.raw);
-	cr_assert_eq(c.ringbuf_bytes, 64u << 20);
-	cr_assert_str_eq(c.layout, "5.3.0");
-	cr_assert(c.quiet);
-	cr_assert(c.verbose);
+	cr_assert_eq(hb_cli_parse(argc, argv, &c), 0);
+	cr_assert(c.run.follow_forks);
+	cr_assert_eq(c.run.pid, 42);
+	cr_assert_eq(c.run.duration, 2.5);
+	cr_assert_str_eq(c.run.output, "out.folded");
+	cr_assert_eq(c.run.format, FMT_FOLDED);
+	cr_assert_eq(c.run.sample_type, HB_ALLOC_OBJECTS);
+	cr_assert(c.run.raw);
+	cr_assert_eq(c.run.ringbuf_bytes, 64u << 20);
+	cr_assert_str_eq(c.run.layout, "5.3.0");
+	cr_assert(c.run.quiet);
+	cr_assert(c.run.verbose);
 	for (int i = 0; i < argc; i++)
 		free(copies[i]);
 }
@@ -273,30 +273,30 @@ Test(cli, short_options_and_equals_forms)
 			     "-q", "-v");
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.pid, 7);
-	cr_assert_eq(r.c.duration, 0.0);
-	cr_assert_str_eq(r.c.output, "-");
-	cr_assert_eq(r.c.format, FMT_FOLDED);
-	cr_assert_eq(r.c.sample_type, HB_INUSE_OBJECTS);
-	cr_assert(r.c.quiet && r.c.verbose);
+	cr_assert_eq(r.c.run.pid, 7);
+	cr_assert_eq(r.c.run.duration, 0.0);
+	cr_assert_str_eq(r.c.run.output, "-");
+	cr_assert_eq(r.c.run.format, FMT_FOLDED);
+	cr_assert_eq(r.c.run.sample_type, HB_INUSE_OBJECTS);
+	cr_assert(r.c.run.quiet && r.c.run.verbose);
 	run_free(&r);
 
 	r = parse("--pid=9", "--duration=60", "--format=pprof", "--ringbuf-size=1", "-qv");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.pid, 9);
-	cr_assert_eq(r.c.duration, 60.0);
-	cr_assert_eq(r.c.format, FMT_PPROF);
-	cr_assert_eq(r.c.ringbuf_bytes, 1u << 20);
-	cr_assert(r.c.quiet && r.c.verbose);
-	cr_assert_not(r.c.raw);
+	cr_assert_eq(r.c.run.pid, 9);
+	cr_assert_eq(r.c.run.duration, 60.0);
+	cr_assert_eq(r.c.run.format, FMT_PPROF);
+	cr_assert_eq(r.c.run.ringbuf_bytes, 1u << 20);
+	cr_assert(r.c.run.quiet && r.c.run.verbose);
+	cr_assert_not(r.c.run.raw);
 	run_free(&r);
 
 	r = parse("-p9", "-ffolded", "-talloc_space", "--ringbuf-size", "1024");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.pid, 9);
-	cr_assert_eq(r.c.format, FMT_FOLDED);
-	cr_assert_eq(r.c.sample_type, HB_ALLOC_SPACE);
-	cr_assert_eq(r.c.ringbuf_bytes, (size_t)1024 << 20);
+	cr_assert_eq(r.c.run.pid, 9);
+	cr_assert_eq(r.c.run.format, FMT_FOLDED);
+	cr_assert_eq(r.c.run.sample_type, HB_ALLOC_SPACE);
+	cr_assert_eq(r.c.run.ringbuf_bytes, (size_t)1024 << 20);
 	run_free(&r);
 }
 
@@ -317,7 +317,7 @@ Test(cli, every_sample_type_with_folded)
 		struct run r = parse("-t", t[i].name, "-p", "5", "-f", "folded");
 
 		cr_assert_eq(r.rc, 0, "%s: %s", t[i].name, r.err);
-		cr_assert_eq(r.c.sample_type, t[i].v);
+		cr_assert_eq(r.c.run.sample_type, t[i].v);
 		run_free(&r);
 	}
 }
@@ -328,8 +328,8 @@ Test(cli, last_option_wins)
 	struct run r = parse("-p", "5", "-p", "6", "-f", "folded", "-f", "folded");
 
 	cr_assert_eq(r.rc, 0);
-	cr_assert_eq(r.c.pid, 6);
-	cr_assert_eq(r.c.format, FMT_FOLDED);
+	cr_assert_eq(r.c.run.pid, 6);
+	cr_assert_eq(r.c.run.format, FMT_FOLDED);
 	run_free(&r);
 }
 
@@ -370,7 +370,7 @@ Test(cli, format_follows_the_file_name)
 		struct run r = parse_v(t[i].args);
 
 		cr_assert_eq(r.rc, 0, "%s %s: %s", t[i].args[2], t[i].args[3], r.err);
-		cr_assert_eq(r.c.format, t[i].want, "%s %s %s", t[i].args[2], t[i].args[3],
+		cr_assert_eq(r.c.run.format, t[i].want, "%s %s %s", t[i].args[2], t[i].args[3],
 			     t[i].args[4] ? t[i].args[4] : "");
 		run_free(&r);
 	}
@@ -378,7 +378,7 @@ Test(cli, format_follows_the_file_name)
 	struct run r = parse("-p", "1", "--output-dir", "d", "-f", "pprof", "-f", "html");
 
 	cr_assert_eq(r.rc, 0, "%s", r.err);
-	cr_assert_eq(r.c.formats, 1u << FMT_PPROF | 1u << FMT_HTML);
+	cr_assert_eq(r.c.run.formats, 1u << FMT_PPROF | 1u << FMT_HTML);
 	run_free(&r);
 }
 
@@ -391,24 +391,24 @@ Test(cli, report_takes_its_inputs)
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
 	cr_assert_eq(r.c.mode, MODE_REPORT);
 	cr_assert_str_eq(r.c.recording, "x.hbr");
-	cr_assert(r.c.core && r.c.raw);
+	cr_assert(r.c.core && r.c.run.raw);
 	cr_assert_str_eq(r.c.exe, "./svc");
-	cr_assert_str_eq(r.c.layout, "5.3.0");
+	cr_assert_str_eq(r.c.run.layout, "5.3.0");
 	cr_assert_eq(r.c.nbinary_dirs, 1);
 	cr_assert_str_eq(r.c.binary_dirs[0], "/b");
 	cr_assert_null(r.c.binary_dirs[1]);
 	cr_assert_eq(r.c.from, 1.0);
 	cr_assert_eq(r.c.to, 2.5);
-	cr_assert_eq(r.c.duration, 10.0);
-	cr_assert_eq(r.c.ringbuf_bytes, RINGBUF_DEFAULT);
+	cr_assert_eq(r.c.run.duration, 10.0);
+	cr_assert_eq(r.c.run.ringbuf_bytes, RINGBUF_DEFAULT);
 	run_free(&r);
 	/* no --to: the end */
 	r = parse("report", "x.hbr", "-f", "folded", "-t", "alloc_space", "--leaks");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
 	cr_assert_eq(r.c.to, -1.0);
-	cr_assert_eq(r.c.format, FMT_FOLDED);
-	cr_assert_eq(r.c.sample_type, HB_ALLOC_SPACE);
-	cr_assert(r.c.leaks);
+	cr_assert_eq(r.c.run.format, FMT_FOLDED);
+	cr_assert_eq(r.c.run.sample_type, HB_ALLOC_SPACE);
+	cr_assert(r.c.run.leaks);
 	run_free(&r);
 }
 
@@ -422,11 +422,11 @@ Test(cli, diff_takes_two_profiles)
 	cr_assert_eq(r.c.mode, MODE_DIFF);
 	cr_assert_str_eq(r.c.diff_paths[0], "a.pb.gz");
 	cr_assert_str_eq(r.c.diff_paths[1], "b.pb.gz");
-	cr_assert_eq(r.c.format, FMT_PPROF);
-	cr_assert_eq(r.c.sample_type, HB_ALLOC_SPACE);
+	cr_assert_eq(r.c.run.format, FMT_PPROF);
+	cr_assert_eq(r.c.run.sample_type, HB_ALLOC_SPACE);
 	cr_assert_eq(r.c.nbinary_dirs, 1);
 	cr_assert_str_eq(r.c.debug_dirs, "/d");
-	cr_assert(r.c.quiet);
+	cr_assert(r.c.run.quiet);
 	free(r.c.debug_dirs);
 	run_free(&r);
 	/* options before the operands */
@@ -434,14 +434,14 @@ Test(cli, diff_takes_two_profiles)
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
 	cr_assert_str_eq(r.c.diff_paths[0], "a");
 	cr_assert_str_eq(r.c.diff_paths[1], "b");
-	cr_assert_str_eq(r.c.output, "c.folded");
-	cr_assert_eq(r.c.format, FMT_FOLDED);
+	cr_assert_str_eq(r.c.run.output, "c.folded");
+	cr_assert_eq(r.c.run.format, FMT_FOLDED);
 	run_free(&r);
 	/* a differential flame graph page, of the -t value */
 	r = parse("diff", "a", "b", "-f", "html", "-t", "alloc_objects");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.format, FMT_HTML);
-	cr_assert_eq(r.c.sample_type, HB_ALLOC_OBJECTS);
+	cr_assert_eq(r.c.run.format, FMT_HTML);
+	cr_assert_eq(r.c.run.sample_type, HB_ALLOC_OBJECTS);
 	run_free(&r);
 }
 
@@ -451,14 +451,14 @@ Test(cli, top_runs_until_stopped)
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
 	cr_assert_eq(r.c.mode, MODE_TOP);
-	cr_assert_eq(r.c.duration, 0.0, "top's default: until q");
-	cr_assert_eq(r.c.ringbuf_bytes, 2u << 20);
+	cr_assert_eq(r.c.run.duration, 0.0, "top's default: until q");
+	cr_assert_eq(r.c.run.ringbuf_bytes, 2u << 20);
 	free(r.c.debug_dirs);
 	run_free(&r);
 	/* a live run's duration stays 10 s, top's given one is kept */
 	r = parse("top", "-p", "1", "-d", "30");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.duration, 30.0);
+	cr_assert_eq(r.c.run.duration, 30.0);
 	run_free(&r);
 }
 
@@ -480,29 +480,29 @@ Test(cli, wrappers_repeatable)
 	struct run r = parse("-p", "1", "--wrapper", "my_alloc", "--wrapper=app_*_alloc");
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.nwrappers, 2);
-	cr_assert_str_eq(r.c.wrappers[0], "my_alloc");
-	cr_assert_str_eq(r.c.wrappers[1], "app_*_alloc");
+	cr_assert_eq(r.c.run.nwrappers, 2);
+	cr_assert_str_eq(r.c.run.wrappers[0], "my_alloc");
+	cr_assert_str_eq(r.c.run.wrappers[1], "app_*_alloc");
 	run_free(&r);
 
 	r = parse("-p", "1");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.nwrappers, 0);
+	cr_assert_eq(r.c.run.nwrappers, 0);
 	run_free(&r);
 
 	r = parse("top", "-p", "1", "--wrapper", "operator new[](unsigned long)");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_str_eq(r.c.wrappers[0], "operator new[](unsigned long)");
+	cr_assert_str_eq(r.c.run.wrappers[0], "operator new[](unsigned long)");
 	run_free(&r);
 
 	r = parse("report", "x.hbr", "--wrapper", "x*");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.nwrappers, 1);
+	cr_assert_eq(r.c.run.nwrappers, 1);
 	run_free(&r);
 
 	r = parse("watch", "-p", "1", "--output-dir", "/tmp", "--wrapper", "x*");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.nwrappers, 1);
+	cr_assert_eq(r.c.run.nwrappers, 1);
 	run_free(&r);
 
 	r = parse("-p", "1", "--live-heap", "--wrapper", "x*");
@@ -512,14 +512,14 @@ Test(cli, wrappers_repeatable)
 	cr_assert_not_null(strstr(profile_help, "--wrapper NAME"));
 }
 
-/* At most CLI_MAX_WRAPPERS, said in one sentence. */
+/* At most RUN_MAX_WRAPPERS, said in one sentence. */
 Test(cli, wrappers_at_most_64)
 {
-	const char *args[2 + 2 * (CLI_MAX_WRAPPERS + 1) + 1] = { "-p", "1" };
+	const char *args[2 + 2 * (RUN_MAX_WRAPPERS + 1) + 1] = { "-p", "1" };
 	struct run r;
 	size_t n = 2;
 
-	for (int i = 0; i <= CLI_MAX_WRAPPERS; i++) {
+	for (int i = 0; i <= RUN_MAX_WRAPPERS; i++) {
 		args[n++] = "--wrapper";
 		args[n++] = "w";
 	}
@@ -752,9 +752,9 @@ Test(cli, second_parse_starts_afresh)
 	run_free(&r);
 	r = parse("-p", "3");
 	cr_assert_eq(r.rc, 0, "%s", r.err);
-	cr_assert_eq(r.c.pid, 3);
-	cr_assert_not(r.c.verbose, "-v of the previous argv leaked into this parse");
-	cr_assert_not(r.c.quiet);
+	cr_assert_eq(r.c.run.pid, 3);
+	cr_assert_not(r.c.run.verbose, "-v of the previous argv leaked into this parse");
+	cr_assert_not(r.c.run.quiet);
 	run_free(&r);
 }
 
@@ -764,21 +764,21 @@ Test(cli, watch_takes_its_triggers_and_runs_until_stopped)
 			     "--on-rss-growth", "1G", "--on-pressure", "--cooldown", "30");
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert(r.c.watch);
+	cr_assert(r.c.run.watch);
 	cr_assert_eq(r.c.mode, MODE_LIVE);
-	cr_assert_eq(r.c.duration, 0.0, "a watch runs until stopped");
-	cr_assert_eq(r.c.watch_growth, 64u << 20);
-	cr_assert_eq(r.c.watch_rss_growth, 1u << 30);
-	cr_assert(r.c.watch_pressure);
-	cr_assert_eq(r.c.watch_cooldown, 30.0);
-	cr_assert_not(r.c.watch_no_oom);
-	cr_assert_eq(r.c.ringbuf_bytes, RINGBUF_DAEMON);
+	cr_assert_eq(r.c.run.duration, 0.0, "a watch runs until stopped");
+	cr_assert_eq(r.c.run.watch_growth, 64u << 20);
+	cr_assert_eq(r.c.run.watch_rss_growth, 1u << 30);
+	cr_assert(r.c.run.watch_pressure);
+	cr_assert_eq(r.c.run.watch_cooldown, 30.0);
+	cr_assert_not(r.c.run.watch_no_oom);
+	cr_assert_eq(r.c.run.ringbuf_bytes, RINGBUF_DAEMON);
 	run_free(&r);
 	/* the defaults: oom on, a 300 s cooldown, no growth trigger */
 	r = parse("watch", "--unit", "redis", "--pyroscope", "http://127.0.0.1:4040");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.watch_cooldown, 300.0);
-	cr_assert_eq(r.c.watch_growth, 0);
+	cr_assert_eq(r.c.run.watch_cooldown, 300.0);
+	cr_assert_eq(r.c.run.watch_growth, 0);
 	run_free(&r);
 }
 
@@ -819,26 +819,26 @@ Test(cli, agent_takes_rules_and_a_budget)
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
 	cr_assert_eq(r.c.mode, MODE_AGENT);
-	cr_assert(r.c.watch, "the agent watches as heapbpf watch does");
-	cr_assert_eq(r.c.nselect, 1);
-	cr_assert_eq(r.c.nexclude, 1);
-	cr_assert_eq(r.c.max_targets, 8);
-	cr_assert_eq(r.c.max_rss, 128u << 20);
-	cr_assert_eq(r.c.interval, 60.0, "a window a minute by default");
-	cr_assert_eq(r.c.rotate, 180.0, "three windows between rotations by default");
-	cr_assert_eq(r.c.duration, 0.0, "the agent runs until stopped");
+	cr_assert(r.c.run.watch, "the agent watches as heapbpf watch does");
+	cr_assert_eq(r.c.run.nselect, 1);
+	cr_assert_eq(r.c.run.nexclude, 1);
+	cr_assert_eq(r.c.run.max_targets, 8);
+	cr_assert_eq(r.c.run.max_rss, 128u << 20);
+	cr_assert_eq(r.c.run.interval, 60.0, "a window a minute by default");
+	cr_assert_eq(r.c.run.rotate, 180.0, "three windows between rotations by default");
+	cr_assert_eq(r.c.run.duration, 0.0, "the agent runs until stopped");
 	run_free(&r);
 	/* the defaults safe on a 2-CPU node */
 	r = parse("agent", "--output-dir", "/tmp/a");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.max_targets, 16);
-	cr_assert_eq(r.c.max_rss, 512u << 20);
-	cr_assert_eq(r.c.max_cpu, 50.0);
+	cr_assert_eq(r.c.run.max_targets, 16);
+	cr_assert_eq(r.c.run.max_rss, 512u << 20);
+	cr_assert_eq(r.c.run.max_cpu, 50.0);
 	run_free(&r);
 	/* a tenth of a percent of one core is the least taken */
 	r = parse("agent", "--output-dir", "/tmp/a", "--max-cpu", "0.1");
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
-	cr_assert_eq(r.c.max_cpu, 0.1);
+	cr_assert_eq(r.c.run.max_cpu, 0.1);
 	run_free(&r);
 }
 
@@ -872,7 +872,7 @@ Test(cli, reset_without_a_target_is_the_node_wide_reset)
 
 	cr_assert_eq(r.rc, 0, "stderr: %s", r.err);
 	cr_assert_eq(r.c.mode, MODE_AGENT);
-	cr_assert(r.c.reset);
+	cr_assert(r.c.run.reset);
 	run_free(&r);
 }
 

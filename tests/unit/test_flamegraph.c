@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "commands.h"
 #include "profile/flamegraph.h"
 #include "export/sink.h"
 #include "export/snapshot.h"
@@ -479,7 +479,7 @@ static int parse_args(struct cli *c, const char *const *args)
 	for (argv[argc++] = "heapbpf"; *args; args++)
 		argv[argc++] = (char *)*args;
 	argv[argc] = NULL;
-	return cli_parse(argc, argv, c);
+	return hb_cli_parse(argc, argv, c);
 }
 
 Test(flamegraph, cli_takes_html_with_a_sample_type)
@@ -487,20 +487,20 @@ Test(flamegraph, cli_takes_html_with_a_sample_type)
 	struct cli c;
 
 	cr_assert_eq(parse_args(&c, (const char *const[]){ "-p", "3", "-f", "html", NULL }), 0);
-	cr_assert_eq(c.format, FMT_HTML);
-	cr_assert_eq(c.sample_type, HB_INUSE_SPACE);
+	cr_assert_eq(c.run.format, FMT_HTML);
+	cr_assert_eq(c.run.sample_type, HB_INUSE_SPACE);
 	cr_assert_eq(parse_args(&c, (const char *const[]){ "report", "r.hbr", "-f", "html", "-t",
 							   "alloc_objects", NULL }),
 		     0);
 	cr_assert_eq(c.mode, MODE_REPORT);
-	cr_assert_eq(c.format, FMT_HTML);
-	cr_assert_eq(c.sample_type, HB_ALLOC_OBJECTS);
+	cr_assert_eq(c.run.format, FMT_HTML);
+	cr_assert_eq(c.run.sample_type, HB_ALLOC_OBJECTS);
 	cr_assert_eq(parse_args(&c, (const char *const[]){ "-p", "3", "--output-dir", "/tmp/s",
 							   "-f", "pprof", "-f", "html", "-t",
 							   "alloc_space", NULL }),
 		     0);
-	cr_assert_eq(c.formats, 1u << FMT_PPROF | 1u << FMT_HTML);
-	cr_assert_eq(c.sample_type, HB_ALLOC_SPACE);
+	cr_assert_eq(c.run.formats, 1u << FMT_PPROF | 1u << FMT_HTML);
+	cr_assert_eq(c.run.sample_type, HB_ALLOC_SPACE);
 }
 
 Test(flamegraph, sink_writes_the_page)

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "commands.h"
 #include "export/snapshot.h"
 #include "targets/targets.h"
 
@@ -161,7 +161,7 @@ static int parse(struct cli *c, const char *const *args, char *errbuf, size_t er
 	argv[argc] = NULL;
 	mem = fmemopen(errbuf, errlen, "w");
 	stderr = mem;
-	rc = cli_parse(argc, argv, c);
+	rc = hb_cli_parse(argc, argv, c);
 	fclose(mem);
 	stderr = saved;
 	return rc;
@@ -178,12 +178,12 @@ Test(fleet_unit, cli_fleet_options)
 				    "--keep", "5",     "--max-bytes",  "64M",	     NULL };
 
 		cr_assert_eq(parse(&c, a, err, sizeof(err)), 0, "%s", err);
-		cr_assert_str_eq(c.unit, "redis");
-		cr_assert_eq(c.formats, 3u);
-		cr_assert(c.zstd);
-		cr_assert_eq(c.keep, 5);
-		cr_assert_eq(c.max_bytes, 64ULL << 20);
-		cr_assert_eq(c.duration, 10.0);
+		cr_assert_str_eq(c.run.unit, "redis");
+		cr_assert_eq(c.run.formats, 3u);
+		cr_assert(c.run.zstd);
+		cr_assert_eq(c.run.keep, 5);
+		cr_assert_eq(c.run.max_bytes, 64ULL << 20);
+		cr_assert_eq(c.run.duration, 10.0);
 	}
 	{
 		const char *a[] = { "-p",	   "1",		"--interval",  "60",
@@ -192,18 +192,18 @@ Test(fleet_unit, cli_fleet_options)
 				    NULL };
 
 		cr_assert_eq(parse(&c, a, err, sizeof(err)), 0, "%s", err);
-		cr_assert_eq(c.interval, 60.0);
-		cr_assert_eq(c.duration, 0.0, "--interval runs until stopped");
-		cr_assert_eq(c.nlabels, 2);
-		cr_assert_eq(c.pyro_retries, 3);
+		cr_assert_eq(c.run.interval, 60.0);
+		cr_assert_eq(c.run.duration, 0.0, "--interval runs until stopped");
+		cr_assert_eq(c.run.nlabels, 2);
+		cr_assert_eq(c.run.pyro_retries, 3);
 	}
 	{
 		/* alone: the spool goes to heapbpf's state directory */
 		const char *a[] = { "-p", "1", "--pyroscope", "https://p", NULL };
 
 		cr_assert_eq(parse(&c, a, err, sizeof(err)), 0, "%s", err);
-		cr_assert_null(c.spool_dir);
-		cr_assert_null(c.output_dir);
+		cr_assert_null(c.run.spool_dir);
+		cr_assert_null(c.run.output_dir);
 	}
 	static const struct {
 		const char *args[8];

@@ -15,7 +15,7 @@
 
 #include <linux/types.h>
 
-#include "cli/cli.h"
+#include "commands.h"
 #include "collect/collector.h"
 #include "profile/flamegraph.h"
 #include "heapbpf.h"
@@ -1261,7 +1261,7 @@ static int parse(struct cli *c, const char *const *args)
 		argc++;
 	}
 	argv[argc] = NULL;
-	return cli_parse(argc, argv, c);
+	return hb_cli_parse(argc, argv, c);
 }
 
 Test(leaks, options)
@@ -1269,28 +1269,28 @@ Test(leaks, options)
 	struct cli c;
 
 	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "--pid", "1", NULL }), 0);
-	cr_assert_not(c.leaks);
-	cr_assert_null(c.at_peak);
-	cr_assert_eq(c.temporary_ns, 1000000, "1 ms by default");
+	cr_assert_not(c.run.leaks);
+	cr_assert_null(c.run.at_peak);
+	cr_assert_eq(c.run.temporary_ns, 1000000, "1 ms by default");
 	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "--pid", "1", "--leaks", "--at-peak",
 						 "peak.pb.gz", "--temporary-threshold", "250us",
 						 NULL }),
 		     0);
-	cr_assert(c.leaks);
-	cr_assert_str_eq(c.at_peak, "peak.pb.gz");
-	cr_assert_eq(c.temporary_ns, 250000);
+	cr_assert(c.run.leaks);
+	cr_assert_str_eq(c.run.at_peak, "peak.pb.gz");
+	cr_assert_eq(c.run.temporary_ns, 250000);
 	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "-p", "1", "--temporary-threshold",
 						 "2s", NULL }),
 		     0);
-	cr_assert_eq(c.temporary_ns, 2000000000ULL);
+	cr_assert_eq(c.run.temporary_ns, 2000000000ULL);
 	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "-p", "1", "--temporary-threshold",
 						 "0.005", NULL }),
 		     0);
-	cr_assert_eq(c.temporary_ns, 5000000, "a bare number is seconds");
+	cr_assert_eq(c.run.temporary_ns, 5000000, "a bare number is seconds");
 	cr_assert_eq(parse(&c, (const char *[]){ "heapbpf", "report", "r.hbr", "--leaks",
 						 "--at-peak", "p.folded", "-f", "folded", NULL }),
 		     0);
-	cr_assert(c.leaks);
+	cr_assert(c.run.leaks);
 	for (const char *const *bad =
 		     (const char *const[]){ "0", "-1ms", "1h", "ms", "", "2d", "100000s", NULL };
 	     *bad; bad++)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cmd/top.h"
-#include "cli/cli.h"
+#include "commands.h"
 #include "profile/topview.h"
 #include "harness.h"
 
@@ -664,7 +664,7 @@ static void parse_top(struct parsed *p, const char *const *args)
 	}
 	stderr = open_memstream(&p->err, &len);
 	cr_assert_not_null(stderr);
-	p->rc = cli_parse(argc, p->argv, &p->c);
+	p->rc = hb_cli_parse(argc, p->argv, &p->c);
 	fclose(stderr);
 	stderr = saved;
 }
@@ -686,25 +686,25 @@ Test(top, cli_defaults)
 	parse(&p, "top", "--pid", "42");
 	cr_assert_eq(p.rc, 0, "%s", p.err);
 	cr_assert_eq(p.c.mode, MODE_TOP);
-	cr_assert_eq(p.c.pid, 42);
+	cr_assert_eq(p.c.run.pid, 42);
 	/* until q, not 10 s; and no profile unless -o */
-	cr_assert_eq(p.c.duration, 0);
-	cr_assert_null(p.c.output);
-	cr_assert_eq(p.c.top_sort, TOP_SORT_GROWTH);
-	cr_assert_eq(p.c.top_by, TOP_BY_SITE);
+	cr_assert_eq(p.c.run.duration, 0);
+	cr_assert_null(p.c.run.output);
+	cr_assert_eq(p.c.run.top_sort, TOP_SORT_GROWTH);
+	cr_assert_eq(p.c.run.top_by, TOP_BY_SITE);
 	parsed_free(&p);
 	parse(&p, "top", "-p", "42", "--sort", "alloc", "--by", "file", "-d", "30", "-o", "x.pb.gz",
 	      "--raw");
 	cr_assert_eq(p.rc, 0, "%s", p.err);
-	cr_assert_eq(p.c.top_sort, TOP_SORT_ALLOC);
-	cr_assert_eq(p.c.top_by, TOP_BY_FILE);
-	cr_assert_eq(p.c.duration, 30);
-	cr_assert_str_eq(p.c.output, "x.pb.gz");
-	cr_assert(p.c.raw);
+	cr_assert_eq(p.c.run.top_sort, TOP_SORT_ALLOC);
+	cr_assert_eq(p.c.run.top_by, TOP_BY_FILE);
+	cr_assert_eq(p.c.run.duration, 30);
+	cr_assert_str_eq(p.c.run.output, "x.pb.gz");
+	cr_assert(p.c.run.raw);
 	parsed_free(&p);
 	parse(&p, "top", "--pidfile", "/run/x.pid");
 	cr_assert_eq(p.rc, 0, "%s", p.err);
-	cr_assert_str_eq(p.c.pidfile, "/run/x.pid");
+	cr_assert_str_eq(p.c.run.pidfile, "/run/x.pid");
 	parsed_free(&p);
 }
 
@@ -744,7 +744,7 @@ Test(top, cli_help_has_top)
 	p.argv[0] = hb_xstrdup("heapbpf");
 	p.argv[1] = hb_xstrdup("top");
 	p.argv[2] = hb_xstrdup("--help");
-	p.rc = cli_parse(3, p.argv, &p.c);
+	p.rc = hb_cli_parse(3, p.argv, &p.c);
 	cr_assert_eq(p.rc, 1);
 	cr_assert(p.c.help);
 	cr_assert_eq(p.c.command, MODE_TOP);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/values.h"
 #include "util/output.h"
 
 enum {
@@ -135,10 +136,7 @@ static const struct option options[] = {
 	{},
 };
 
-/* One sentence on stderr, the way every refused command line ends: exit 2 in main. */
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int bad(const char *fmt, ...)
+int cli_bad(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -148,19 +146,6 @@ static int bad(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, " (see heapbpf --help)\n");
 	return -EINVAL;
-}
-
-static int parse_long(const char *s, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 /* The option as typed: a long one from argv, a short one (maybe inside a group) from optopt. */
@@ -174,124 +159,14 @@ static const char *opt_name(const char *arg, int opt, char buf[3])
 	return buf;
 }
 
-/* "512", "64K", "256M", "2G" (powers of 1024) */
-static int parse_bytes(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 0;
-
-	errno = 0;
-	if (!isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'K':
-	case 'k':
-		shift = 10;
-		end++;
-		break;
-	case 'M':
-		shift = 20;
-		end++;
-		break;
-	case 'G':
-		shift = 30;
-		end++;
-		break;
-	}
-	if (*end || v > (UINT64_MAX >> shift))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-/* "16" (MiB), "512k", "64m": between 16 KiB and 1 GiB. */
-static int parse_size(const char *s, size_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 20;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || s[0] == '-')
-		return -EINVAL;
-	if (*end == 'k' || *end == 'K')
-		shift = 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		end++;
-	if (*end || v > (1ULL << 30) >> shift || (v << shift) < (16ULL << 10))
-		return -EINVAL;
-	*out = (size_t)(v << shift);
-	return 0;
-}
-
-static int parse_seconds(const char *s, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(*out) || *out < 0 || *out > 31 * 24 * 3600.0)
-		return -EINVAL;
-	return 0;
-}
-
-/* "1ms", "250us", "2s", "0.5" (seconds): at most a day, in nanoseconds. */
-static int parse_duration_ns(const char *s, uint64_t *out)
-{
-	static const struct {
-		const char *suffix;
-		double ns;
-	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 } };
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0 || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].suffix) == 0) {
-			v *= units[i].ns;
-			if (v > 86400e9)
-				return -EINVAL;
-			*out = (uint64_t)llround(v);
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /*
- * --file-mode: "600", "0640", "0644": octal, read and write bits only (no
- * execute, setuid, setgid or sticky bit), the owner's read and write included.
- */
-static int parse_file_mode(const char *s, mode_t *out)
-{
-	size_t n = strlen(s);
-	unsigned long v;
-
-	if (n < 3 || n > 4 || strspn(s, "01234567") != n)
-		return -EINVAL;
-	v = strtoul(s, NULL, 8);
-	if (v & ~0666ul || (v & 0600) != 0600)
-		return -EINVAL;
-	*out = (mode_t)v;
-	return 0;
-}
-
-/*
- * --pid N, or N,N,... (the last --pid wins): every pid in c->pids once (a pid
- * named twice is one target), the first also in c->pid.
+ * --pid N, or N,N,... (the last --pid wins): every pid in c->run.pids once (a pid
+ * named twice is one target), the first also in c->run.pid.
  */
 static bool pid_listed(const struct cli *c, pid_t pid)
 {
-	for (int i = 0; i < c->npids; i++) {
-		if (c->pids[i] == pid)
+	for (int i = 0; i < c->run.npids; i++) {
+		if (c->run.pids[i] == pid)
 			return true;
 	}
 	return false;
@@ -302,22 +177,22 @@ static int add_pids(struct cli *c, const char *arg)
 	char buf[32];
 	long v;
 
-	c->npids = 0;
+	c->run.npids = 0;
 	for (const char *p = arg;; p += strcspn(p, ",") + 1) {
 		size_t n = strcspn(p, ",");
 
-		if (!n || n >= sizeof(buf) || c->npids == CLI_MAX_PIDS)
+		if (!n || n >= sizeof(buf) || c->run.npids == RUN_MAX_PIDS)
 			return -1;
 		memcpy(buf, p, n);
 		buf[n] = '\0';
-		if (parse_long(buf, 1, INT_MAX, &v))
+		if (values_long(buf, 1, INT_MAX, &v))
 			return -1;
 		if (!pid_listed(c, (pid_t)v))
-			c->pids[c->npids++] = (pid_t)v;
+			c->run.pids[c->run.npids++] = (pid_t)v;
 		if (!p[n])
 			break;
 	}
-	c->pid = c->pids[0];
+	c->run.pid = c->run.pids[0];
 	return 0;
 }
 
@@ -328,25 +203,16 @@ static int add_debug_dir(struct cli *c, const char *arg)
 	char *d;
 
 	if (arg[0] != '/' || strchr(arg, ':'))
-		return bad("--debug-dir needs an absolute directory without ':', not \"%s\"", arg);
+		return cli_bad("--debug-dir needs an absolute directory without ':', not \"%s\"",
+			       arg);
 	d = malloc(n);
 	if (!d)
-		return bad("out of memory");
+		return cli_bad("out of memory");
 	snprintf(d, n, "%s%s%s", c->debug_dirs ? c->debug_dirs : "", c->debug_dirs ? ":" : "", arg);
 	free(c->debug_dirs);
 	c->debug_dirs = d;
 	return 0;
 }
-
-/* What the options said that struct cli's values do not tell, for the checks after them. */
-struct given {
-	bool pid;      /* --pid */
-	bool duration; /* --duration */
-	bool type;     /* --sample-type */
-	bool top;      /* --sort or --by */
-	bool watch;    /* a trigger option of heapbpf watch */
-	bool agent;    /* an option of heapbpf agent's */
-};
 
 /*
  * The options, in groups: each group's function sets what one option of its
@@ -355,59 +221,59 @@ struct given {
 #define NOT_MINE 2
 
 /* The target and the run: -p, -d, what a live run does besides, top's keys, -q, -v. */
-static int run_option(struct cli *c, struct given *g, int opt, const char *arg)
+static int run_option(struct cli *c, struct cli_given *g, int opt, const char *arg)
 {
 	switch (opt) {
 	case 'p':
 		if (add_pids(c, arg))
-			return bad("--pid needs positive process ids (N or N,N,...), not \"%s\"",
-				   arg);
+			return cli_bad(
+				"--pid needs positive process ids (N or N,N,...), not \"%s\"", arg);
 		g->pid = true;
 		break;
 	case 'd':
-		if (parse_seconds(arg, &c->duration))
-			return bad("--duration needs seconds between 0 and 2678400, not \"%s\"",
-				   arg);
+		if (values_seconds(arg, &c->run.duration))
+			return cli_bad("--duration needs seconds between 0 and 2678400, not \"%s\"",
+				       arg);
 		g->duration = true;
 		break;
 	case OPT_RECORD:
 		if (!arg[0])
-			return bad("--record needs a file name");
-		c->record = arg;
+			return cli_bad("--record needs a file name");
+		c->run.record = arg;
 		break;
 	case OPT_RINGBUF:
-		if (parse_size(arg, &c->ringbuf_bytes))
-			return bad(
+		if (values_size(arg, &c->run.ringbuf_bytes))
+			return cli_bad(
 				"--ringbuf-size needs 16k to 1024m (a number is MiB), not \"%s\"",
 				arg);
 		break;
 	case OPT_RESET:
-		c->reset = true;
+		c->run.reset = true;
 		break;
 	case OPT_FOLLOW_FORKS:
-		c->follow_forks = true;
+		c->run.follow_forks = true;
 		break;
 	case OPT_CHILDREN:
-		c->children = true;
+		c->run.children = true;
 		break;
 	case OPT_LIVE_HEAP:
-		c->live_heap = true;
+		c->run.live_heap = true;
 		break;
 	case OPT_SORT:
-		if (topview_sort_parse(arg, &c->top_sort))
-			return bad("unknown --sort \"%s\"; use growth, alloc or inuse", arg);
+		if (topview_sort_parse(arg, &c->run.top_sort))
+			return cli_bad("unknown --sort \"%s\"; use growth, alloc or inuse", arg);
 		g->top = true;
 		break;
 	case OPT_BY:
-		if (topview_by_parse(arg, &c->top_by))
-			return bad("unknown --by \"%s\"; use site, function or file", arg);
+		if (topview_by_parse(arg, &c->run.top_by))
+			return cli_bad("unknown --by \"%s\"; use site, function or file", arg);
 		g->top = true;
 		break;
 	case 'q':
-		c->quiet = true;
+		c->run.quiet = true;
 		break;
 	case 'v':
-		c->verbose = true;
+		c->run.verbose = true;
 		break;
 	default:
 		return NOT_MINE;
@@ -415,25 +281,25 @@ static int run_option(struct cli *c, struct given *g, int opt, const char *arg)
 	return 0;
 }
 
-/* -f FORMAT; every one given in c->formats: two of them only with --output-dir. */
+/* -f FORMAT; every one given in c->run.formats: two of them only with --output-dir. */
 static int set_format(struct cli *c, const char *arg)
 {
 	if (c->mode == MODE_RSS) {
 		if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0)
-			return bad("unknown --format \"%s\" for rss; use text or json", arg);
+			return cli_bad("unknown --format \"%s\" for rss; use text or json", arg);
 		c->rss_json = strcmp(arg, "json") == 0;
 		return 0;
 	}
 	c->output_set = true;
 	if (strcmp(arg, "pprof") == 0)
-		c->format = FMT_PPROF;
+		c->run.format = FMT_PPROF;
 	else if (strcmp(arg, "folded") == 0)
-		c->format = FMT_FOLDED;
+		c->run.format = FMT_FOLDED;
 	else if (strcmp(arg, "html") == 0)
-		c->format = FMT_HTML;
+		c->run.format = FMT_HTML;
 	else
-		return bad("unknown --format \"%s\"; use pprof, folded or html", arg);
-	c->formats |= 1u << c->format;
+		return cli_bad("unknown --format \"%s\"; use pprof, folded or html", arg);
+	c->run.formats |= 1u << c->run.format;
 	return 0;
 }
 
@@ -444,57 +310,59 @@ static int set_format(struct cli *c, const char *arg)
 static int add_wrapper(struct cli *c, const char *arg)
 {
 	if (!arg[0])
-		return bad("--wrapper needs a function name or a glob pattern");
+		return cli_bad("--wrapper needs a function name or a glob pattern");
 	if (strspn(arg, "*") == strlen(arg))
-		return bad("--wrapper \"%s\" would make every function a wrapper; give a name or "
-			   "a narrower pattern",
-			   arg);
-	if (c->nwrappers == CLI_MAX_WRAPPERS)
-		return bad("at most %d --wrapper options", CLI_MAX_WRAPPERS);
-	c->wrappers[c->nwrappers++] = arg;
+		return cli_bad(
+			"--wrapper \"%s\" would make every function a wrapper; give a name or "
+			"a narrower pattern",
+			arg);
+	if (c->run.nwrappers == RUN_MAX_WRAPPERS)
+		return cli_bad("at most %d --wrapper options", RUN_MAX_WRAPPERS);
+	c->run.wrappers[c->run.nwrappers++] = arg;
 	return 0;
 }
 
 /* What is written and how: -o, -f, -t, --raw, the reports beside the profile, the files' mode. */
-static int output_option(struct cli *c, struct given *g, int opt, const char *arg)
+static int output_option(struct cli *c, struct cli_given *g, int opt, const char *arg)
 {
 	switch (opt) {
 	case 'o':
 		if (!arg[0])
-			return bad("--output needs a file name");
-		c->output = arg;
+			return cli_bad("--output needs a file name");
+		c->run.output = arg;
 		c->output_set = true;
 		break;
 	case 'f':
 		return set_format(c, arg);
 	case 't':
-		if (hb_value_parse(arg, &c->sample_type))
-			return bad("unknown --sample-type \"%s\"; use inuse_space, inuse_objects, "
-				   "alloc_space or alloc_objects",
-				   arg);
+		if (hb_value_parse(arg, &c->run.sample_type))
+			return cli_bad(
+				"unknown --sample-type \"%s\"; use inuse_space, inuse_objects, "
+				"alloc_space or alloc_objects",
+				arg);
 		g->type = true;
 		break;
 	case OPT_RAW:
-		c->raw = true;
+		c->run.raw = true;
 		break;
 	case OPT_LEAKS:
-		c->leaks = true;
+		c->run.leaks = true;
 		break;
 	case OPT_AT_PEAK:
 		if (!arg[0])
-			return bad("--at-peak needs a file name");
-		c->at_peak = arg;
+			return cli_bad("--at-peak needs a file name");
+		c->run.at_peak = arg;
 		break;
 	case OPT_TEMPORARY:
-		if (parse_duration_ns(arg, &c->temporary_ns) || !c->temporary_ns)
-			return bad(
+		if (values_duration_ns(arg, &c->run.temporary_ns) || !c->run.temporary_ns)
+			return cli_bad(
 				"--temporary-threshold needs a time like 1ms, 250us or 2s (above 0, "
 				"at most a day), not \"%s\"",
 				arg);
 		break;
 	case OPT_FILE_MODE:
-		if (parse_file_mode(arg, &c->file_mode))
-			return bad(
+		if (values_file_mode(arg, &c->file_mode))
+			return cli_bad(
 				"--file-mode needs an octal mode of read and write bits that lets "
 				"the owner read and write, like 0600, 0640 or 0644, not \"%s\"",
 				arg);
@@ -516,12 +384,13 @@ static int source_option(struct cli *c, int opt, const char *arg)
 	switch (opt) {
 	case OPT_FROM:
 	case OPT_TO:
-		if (parse_seconds(arg, opt == OPT_FROM ? &c->from : &c->to))
-			return bad("--from and --to need seconds from the start, not \"%s\"", arg);
+		if (values_seconds(arg, opt == OPT_FROM ? &c->from : &c->to))
+			return cli_bad("--from and --to need seconds from the start, not \"%s\"",
+				       arg);
 		break;
 	case OPT_BINARY_PATH:
 		if (c->nbinary_dirs == CLI_MAX_DIRS)
-			return bad("at most 16 --binary-path directories");
+			return cli_bad("at most 16 --binary-path directories");
 		c->binary_dirs[c->nbinary_dirs++] = arg;
 		break;
 	case OPT_CORE:
@@ -533,7 +402,7 @@ static int source_option(struct cli *c, int opt, const char *arg)
 	case OPT_DEBUG_DIR:
 		return add_debug_dir(c, arg);
 	case OPT_LAYOUT:
-		c->layout = arg;
+		c->run.layout = arg;
 		break;
 	default:
 		return NOT_MINE;
@@ -553,47 +422,48 @@ static int fleet_option(struct cli *c, int opt, const char *arg, const char *typ
 	switch (opt) {
 	case OPT_UNIT:
 		if (!arg[0])
-			return bad("--unit needs a unit name");
-		c->unit = arg;
+			return cli_bad("--unit needs a unit name");
+		c->run.unit = arg;
 		break;
 	case OPT_PIDFILE:
 		if (!arg[0])
-			return bad("--pidfile needs a file name");
-		c->pidfile = arg;
+			return cli_bad("--pidfile needs a file name");
+		c->run.pidfile = arg;
 		break;
 	case OPT_OUTPUT_DIR:
 	case OPT_SPOOL_DIR:
 		if (!arg[0])
-			return bad("%s needs a directory", typed);
-		*(opt == OPT_OUTPUT_DIR ? &c->output_dir : &c->spool_dir) = arg;
+			return cli_bad("%s needs a directory", typed);
+		*(opt == OPT_OUTPUT_DIR ? &c->run.output_dir : &c->run.spool_dir) = arg;
 		break;
 	case OPT_KEEP:
 	case OPT_SPOOL_KEEP:
-		if (parse_long(arg, 1, 1000000, &v))
-			return bad(
+		if (values_long(arg, 1, 1000000, &v))
+			return cli_bad(
 				"--keep and --spool-keep need a count from 1 to 1000000, not \"%s\"",
 				arg);
-		*(opt == OPT_KEEP ? &c->keep : &c->spool_keep) = v;
+		*(opt == OPT_KEEP ? &c->run.keep : &c->run.spool_keep) = v;
 		break;
 	case OPT_MAX_BYTES:
 	case OPT_SPOOL_MAX_BYTES:
-		bytes = opt == OPT_MAX_BYTES ? &c->max_bytes : &c->spool_max_bytes;
-		if (parse_bytes(arg, bytes) || !*bytes)
-			return bad(
+		bytes = opt == OPT_MAX_BYTES ? &c->run.max_bytes : &c->run.spool_max_bytes;
+		if (values_bytes(arg, bytes) || !*bytes)
+			return cli_bad(
 				"--max-bytes and --spool-max-bytes need a size like 512K, 64M or "
 				"2G, not \"%s\"",
 				arg);
 		break;
 	case OPT_COMPRESS:
 		if (strcmp(arg, "zstd") != 0)
-			return bad("unknown --compress \"%s\"; use zstd", arg);
-		c->zstd = true;
+			return cli_bad("unknown --compress \"%s\"; use zstd", arg);
+		c->run.zstd = true;
 		break;
 	case OPT_INTERVAL:
-		if (parse_long(arg, 1, 31 * 24 * 3600, &v))
-			return bad("--interval needs whole seconds from 1 to 2678400, not \"%s\"",
-				   arg);
-		c->interval = v;
+		if (values_long(arg, 1, 31 * 24 * 3600, &v))
+			return cli_bad(
+				"--interval needs whole seconds from 1 to 2678400, not \"%s\"",
+				arg);
+		c->run.interval = v;
 		break;
 	default:
 		return NOT_MINE;
@@ -609,45 +479,46 @@ static int pyroscope_option(struct cli *c, int opt, const char *arg)
 	switch (opt) {
 	case OPT_PYROSCOPE:
 		if (!arg[0])
-			return bad("--pyroscope needs a URL");
-		c->pyroscope = arg;
+			return cli_bad("--pyroscope needs a URL");
+		c->run.pyroscope = arg;
 		break;
 	case OPT_SERVICE_NAME:
-		c->service_name = arg;
+		c->run.service_name = arg;
 		break;
 	case OPT_LABEL:
-		if (c->nlabels == CLI_MAX_LABELS)
-			return bad("at most 16 --label options");
+		if (c->run.nlabels == RUN_MAX_LABELS)
+			return cli_bad("at most 16 --label options");
 		if (!strchr(arg, '='))
-			return bad("--label needs KEY=VALUE, not \"%s\"", arg);
-		c->labels[c->nlabels++] = arg;
+			return cli_bad("--label needs KEY=VALUE, not \"%s\"", arg);
+		c->run.labels[c->run.nlabels++] = arg;
 		break;
 	case OPT_PYRO_TIMEOUT:
-		if (parse_seconds(arg, &c->pyro_timeout) || c->pyro_timeout < 0.1 ||
-		    c->pyro_timeout > 600)
-			return bad("--pyroscope-timeout needs seconds from 0.1 to 600, not \"%s\"",
-				   arg);
+		if (values_seconds(arg, &c->run.pyro_timeout) || c->run.pyro_timeout < 0.1 ||
+		    c->run.pyro_timeout > 600)
+			return cli_bad(
+				"--pyroscope-timeout needs seconds from 0.1 to 600, not \"%s\"",
+				arg);
 		break;
 	case OPT_PYRO_RETRIES:
-		if (parse_long(arg, 0, 10, &v))
-			return bad("--pyroscope-retries needs a count from 0 to 10, not \"%s\"",
-				   arg);
-		c->pyro_retries = v;
+		if (values_long(arg, 0, 10, &v))
+			return cli_bad("--pyroscope-retries needs a count from 0 to 10, not \"%s\"",
+				       arg);
+		c->run.pyro_retries = v;
 		break;
 	case OPT_PYRO_MULTIPART:
-		c->pyro_multipart = true;
+		c->run.pyro_multipart = true;
 		break;
 	case OPT_PYRO_CA:
-		c->pyro_ca = arg;
+		c->run.pyro_ca = arg;
 		break;
 	case OPT_PYRO_PROXY:
-		c->pyro_proxy = arg;
+		c->run.pyro_proxy = arg;
 		break;
 	case OPT_PYRO_API:
 		if (strcmp(arg, "push") != 0 && strcmp(arg, "ingest") != 0)
-			return bad("unknown --pyroscope-api \"%s\"; use push or ingest", arg);
+			return cli_bad("unknown --pyroscope-api \"%s\"; use push or ingest", arg);
 		c->pyro_api = true;
-		c->pyro_ingest = strcmp(arg, "ingest") == 0;
+		c->run.pyro_ingest = strcmp(arg, "ingest") == 0;
 		break;
 	default:
 		return NOT_MINE;
@@ -657,26 +528,28 @@ static int pyroscope_option(struct cli *c, int opt, const char *arg)
 
 /* One option getopt_long returned: 0, 1 after help or the version, or -EINVAL. */
 /* heapbpf watch's triggers. */
-static int watch_option(struct cli *c, struct given *g, int opt, const char *arg)
+static int watch_option(struct cli *c, struct cli_given *g, int opt, const char *arg)
 {
 	switch (opt) {
 	case OPT_ON_GROWTH:
 	case OPT_ON_RSS_GROWTH:
-		if (parse_bytes(arg,
-				opt == OPT_ON_GROWTH ? &c->watch_growth : &c->watch_rss_growth) ||
-		    !(opt == OPT_ON_GROWTH ? c->watch_growth : c->watch_rss_growth))
-			return bad("%s needs a size like 64M or 1G, not \"%s\"",
-				   opt == OPT_ON_GROWTH ? "--on-growth" : "--on-rss-growth", arg);
+		if (values_bytes(arg, opt == OPT_ON_GROWTH ? &c->run.watch_growth
+							   : &c->run.watch_rss_growth) ||
+		    !(opt == OPT_ON_GROWTH ? c->run.watch_growth : c->run.watch_rss_growth))
+			return cli_bad("%s needs a size like 64M or 1G, not \"%s\"",
+				       opt == OPT_ON_GROWTH ? "--on-growth" : "--on-rss-growth",
+				       arg);
 		break;
 	case OPT_ON_PRESSURE:
-		c->watch_pressure = true;
+		c->run.watch_pressure = true;
 		break;
 	case OPT_COOLDOWN:
-		if (parse_seconds(arg, &c->watch_cooldown) || c->watch_cooldown < 1)
-			return bad("--cooldown needs seconds from 1 to 2678400, not \"%s\"", arg);
+		if (values_seconds(arg, &c->run.watch_cooldown) || c->run.watch_cooldown < 1)
+			return cli_bad("--cooldown needs seconds from 1 to 2678400, not \"%s\"",
+				       arg);
 		break;
 	case OPT_NO_OOM:
-		c->watch_no_oom = true;
+		c->run.watch_no_oom = true;
 		break;
 	default:
 		return NOT_MINE;
@@ -686,7 +559,7 @@ static int watch_option(struct cli *c, struct given *g, int opt, const char *arg
 }
 
 /* heapbpf agent's selection and budget. */
-static int agent_option(struct cli *c, struct given *g, int opt, const char *arg)
+static int agent_option(struct cli *c, struct cli_given *g, int opt, const char *arg)
 {
 	long v;
 
@@ -694,42 +567,46 @@ static int agent_option(struct cli *c, struct given *g, int opt, const char *arg
 	case OPT_SELECT:
 	case OPT_EXCLUDE:
 		if (!arg[0] || !strchr(arg, '='))
-			return bad("%s needs KEY=VALUE[,KEY=VALUE...], not \"%s\"",
-				   opt == OPT_SELECT ? "--select" : "--exclude", arg);
-		if ((opt == OPT_SELECT ? c->nselect : c->nexclude) == CLI_MAX_RULES)
-			return bad("at most %d --select and %d --exclude rules", CLI_MAX_RULES,
-				   CLI_MAX_RULES);
+			return cli_bad("%s needs KEY=VALUE[,KEY=VALUE...], not \"%s\"",
+				       opt == OPT_SELECT ? "--select" : "--exclude", arg);
+		if ((opt == OPT_SELECT ? c->run.nselect : c->run.nexclude) == RUN_MAX_RULES)
+			return cli_bad("at most %d --select and %d --exclude rules", RUN_MAX_RULES,
+				       RUN_MAX_RULES);
 		if (opt == OPT_SELECT)
-			c->select_rules[c->nselect++] = arg;
+			c->run.select_rules[c->run.nselect++] = arg;
 		else
-			c->exclude_rules[c->nexclude++] = arg;
+			c->run.exclude_rules[c->run.nexclude++] = arg;
 		break;
 	case OPT_MAX_TARGETS:
-		if (parse_long(arg, 1, 1024, &v))
-			return bad("--max-targets needs a count from 1 to 1024, not \"%s\"", arg);
-		c->max_targets = (unsigned long)v;
+		if (values_long(arg, 1, 1024, &v))
+			return cli_bad("--max-targets needs a count from 1 to 1024, not \"%s\"",
+				       arg);
+		c->run.max_targets = (unsigned long)v;
 		break;
 	case OPT_MAX_RSS:
-		if (parse_bytes(arg, &c->max_rss) || c->max_rss < (32ULL << 20))
-			return bad("--max-rss needs a size of 32M or more, like 512M, not \"%s\"",
-				   arg);
+		if (values_bytes(arg, &c->run.max_rss) || c->run.max_rss < (32ULL << 20))
+			return cli_bad(
+				"--max-rss needs a size of 32M or more, like 512M, not \"%s\"",
+				arg);
 		break;
 	case OPT_MAX_CPU:
-		if (parse_seconds(arg, &c->max_cpu) || c->max_cpu < 0.1 || c->max_cpu > 100)
-			return bad("--max-cpu needs a percentage of one core from 0.1 to 100, not "
-				   "\"%s\"",
-				   arg);
+		if (values_seconds(arg, &c->run.max_cpu) || c->run.max_cpu < 0.1 ||
+		    c->run.max_cpu > 100)
+			return cli_bad(
+				"--max-cpu needs a percentage of one core from 0.1 to 100, not "
+				"\"%s\"",
+				arg);
 		break;
 	case OPT_ROTATE:
-		if (parse_long(arg, 1, 31 * 24 * 3600, &v))
-			return bad("--rotate needs whole seconds from 1 to 2678400, not \"%s\"",
-				   arg);
-		c->rotate = (double)v;
+		if (values_long(arg, 1, 31 * 24 * 3600, &v))
+			return cli_bad("--rotate needs whole seconds from 1 to 2678400, not \"%s\"",
+				       arg);
+		c->run.rotate = (double)v;
 		break;
 	case OPT_TEST_ROOT:
 		if (arg[0] != '/')
-			return bad("--test-root needs an absolute directory, not \"%s\"", arg);
-		c->test_root = arg;
+			return cli_bad("--test-root needs an absolute directory, not \"%s\"", arg);
+		c->run.test_root = arg;
 		break;
 	default:
 		return NOT_MINE;
@@ -738,7 +615,7 @@ static int agent_option(struct cli *c, struct given *g, int opt, const char *arg
 	return 0;
 }
 
-static int parse_option(int opt, char **argv, struct cli *c, struct given *g)
+static int parse_option(int opt, char **argv, struct cli *c, struct cli_given *g)
 {
 	char name[3];
 	int rc;
@@ -767,9 +644,9 @@ static int parse_option(int opt, char **argv, struct cli *c, struct given *g)
 		printf("heapbpf %s\n", HEAPBPF_VERSION);
 		return 1;
 	case ':':
-		return bad("option %s needs a value", opt_name(argv[optind - 1], optopt, name));
+		return cli_bad("option %s needs a value", opt_name(argv[optind - 1], optopt, name));
 	default:
-		return bad("unknown option %s", opt_name(argv[optind - 1], optopt, name));
+		return cli_bad("unknown option %s", opt_name(argv[optind - 1], optopt, name));
 	}
 }
 
@@ -777,7 +654,7 @@ static int parse_option(int opt, char **argv, struct cli *c, struct given *g)
  * Every option, whatever the command (each command's parser refuses those
  * that do not apply to it); the operands are left at argv[optind...].
  */
-static int parse_options(int argc, char **argv, struct cli *c, struct given *g)
+static int parse_options(int argc, char **argv, struct cli *c, struct cli_given *g)
 {
 	int opt, rc;
 
@@ -791,461 +668,87 @@ static int parse_options(int argc, char **argv, struct cli *c, struct given *g)
 	return 0;
 }
 
-/* --at-peak names one file: one target, one window. */
-static int check_at_peak(const struct cli *c)
-{
-	if (c->at_peak && (c->unit || c->output_dir || c->interval))
-		return bad("--at-peak writes one file: it cannot be combined with --unit, "
-			   "--output-dir or --interval");
-	if (c->at_peak && c->output && strcmp(c->at_peak, c->output) == 0)
-		return bad("--at-peak needs a file of its own, not the profile's \"%s\"",
-			   c->output);
-	return 0;
-}
-
-/* A --pid list and an option that names one file or one terminal: known before any process is. */
-const char *cli_one_process_option(const struct cli *c)
-{
-	return c->output	     ? "--output names one file; use --output-dir"
-	       : c->record	     ? "--record names one file"
-	       : c->at_peak	     ? "--at-peak names one file"
-	       : c->mode == MODE_TOP ? "heapbpf top shows one process"
-				     : NULL;
-}
-
-static int check_one_file(const struct cli *c)
-{
-	const char *what = cli_one_process_option(c);
-
-	if (c->npids > 1 && what)
-		return bad("--pid lists %d processes and %s", c->npids, what);
-	return 0;
-}
-
-/* --output-dir and what applies to it alone; its formats' default. */
-static int check_output_dir(struct cli *c)
-{
-	if (c->output_dir && c->output)
-		return bad("--output-dir names its files itself: drop --output");
-	if (!c->output_dir && (c->keep || c->max_bytes || c->zstd))
-		return bad("--keep, --max-bytes and --compress apply to --output-dir");
-	if (c->output_dir && !c->formats)
-		c->formats = 1u << FMT_PPROF;
-	if (c->zstd && !(c->formats & (1u << FMT_FOLDED)))
-		return bad("--compress zstd applies to --format folded (pprof is gzip-compressed "
-			   "already)");
-	return 0;
-}
-
-/* --interval's windows, and what a recording (of one process, in one window) allows. */
-static int check_windows(struct cli *c, bool have_duration)
-{
-	if (c->interval && !c->output_dir && !c->pyroscope)
-		return bad("--interval needs --output-dir or --pyroscope, where the windows go");
-	if (c->interval && c->output)
-		return bad("--interval writes a file per window: use --output-dir, not --output");
-	if (c->follow_forks && c->record)
-		return bad("--follow-forks and --record cannot be combined (a recording is of one "
-			   "process)");
-	if (c->interval && c->record)
-		return bad("--interval and --record cannot be combined");
-	if (c->interval && !have_duration)
-		c->duration = 0;
-	if (c->interval && c->duration && c->duration < c->interval)
-		return bad("--duration must be at least one --interval");
-	return 0;
-}
-
-/* A file name that names another format than the run writes: refused, with the two. */
-static int check_name_agrees(const struct cli *c, const char *opt, const char *path)
-{
-	int named = sink_format_of_name(path);
-
-	if (named < 0 || (enum out_format)named == c->format)
-		return 0;
-	return bad("%s \"%s\" is named for %s but the format is %s: %s .%s", opt, path,
-		   sink_format_name((enum out_format)named), sink_format_name(c->format),
-		   c->formats ? "drop -f, or end the name in" : "end the name in",
-		   sink_extension(c->format, false));
-}
-
 /*
- * The format of the one file written: -f, else the one -o's name ends in
- * (heap.html: html; any other name: pprof). Two formats need --output-dir;
- * a -f, or --at-peak's name, that disagrees with -o's name is refused.
+ * "heapbpf report|top|diff|watch|agent|status|rss ...": the command of
+ * that name, taken off argv; else the one without a name (a live run).
  */
-static int resolve_format(struct cli *c)
+static const struct cli_command *take_command(int *argc, char ***argv,
+					      const struct cli_command *cmds, size_t n)
 {
-	unsigned int given = c->formats;
-	int named = c->output ? sink_format_of_name(c->output) : -1;
+	const struct cli_command *unnamed = NULL;
 
-	if (c->output_dir)
-		return 0;
-	if (given & (given - 1)) {
-		enum out_format a = FMT_PPROF, b;
-
-		while (!(given & (1u << a)))
-			a++;
-		for (b = a + 1; !(given & (1u << b)); b++)
-			;
-		return bad("-f %s and -f %s: one file takes one format; give one -f, or "
-			   "--output-dir DIR for a file per format",
-			   sink_format_name(a), sink_format_name(b));
-	}
-	if (!given && named >= 0)
-		c->format = (enum out_format)named;
-	return (c->output ? check_name_agrees(c, "--output", c->output) : 0)
-		       ?: (c->at_peak ? check_name_agrees(c, "--at-peak", c->at_peak) : 0);
-}
-
-/* The options that do not go together, and the defaults that depend on others. */
-static int check_combinations(struct cli *c, bool have_type, bool have_duration)
-{
-	int rc = resolve_format(c) ?: check_output_dir(c) ?: check_windows(c, have_duration);
-
-	if (rc)
-		return rc;
-	if (!c->pyroscope &&
-	    (c->service_name || c->nlabels || c->spool_dir || c->spool_keep || c->spool_max_bytes ||
-	     c->pyro_multipart || c->pyro_ca || c->pyro_proxy || c->pyro_api))
-		return bad("--service-name, --label, --spool-* and --pyroscope-* apply to "
-			   "--pyroscope");
-	if (have_type && !(c->output_dir ? c->formats & (1u << FMT_FOLDED | 1u << FMT_HTML)
-					 : c->format == FMT_FOLDED || c->format == FMT_HTML))
-		return bad("--sample-type applies to --format folded and html (pprof carries all "
-			   "four)");
-	return 0;
-}
-
-/*
- * What each command accepts. The options are read alike for all commands
- * (parse_options); what one command refuses, each command's parser checks
- * (parse_live, parse_top, parse_report, parse_diff), with these refusals
- * that several commands share, in the order that decides which sentence a
- * command line with several faults gets.
- */
-
-/* The operands left once a command took its own: none. */
-static int check_no_operand(int n, char **operands)
-{
-	return n > 0 ? bad("unexpected argument \"%s\"", operands[0]) : 0;
-}
-
-/* report's and diff's inputs, refused by a live run and top. */
-static int refuse_input_options(const struct cli *c)
-{
-	if (c->core || c->exe)
-		return bad("--core and --exe apply to heapbpf report of a core file");
-	if (c->nbinary_dirs || c->from || c->to >= 0)
-		return bad("--from, --to and --binary-path apply to heapbpf report and diff");
-	return 0;
-}
-
-/* --live-heap, refused by report, top and diff. */
-static int refuse_live_heap(const struct cli *c)
-{
-	if (c->live_heap)
-		return bad("--live-heap reads a running process: it does not apply to report, top "
-			   "or diff");
-	return 0;
-}
-
-/* --sort and --by, refused by all but top. */
-static int refuse_top_keys(const struct given *g)
-{
-	return g->top ? bad("--sort and --by apply to heapbpf top") : 0;
-}
-
-/* The fleet options, refused by report and diff. */
-static int refuse_fleet_options(const struct cli *c)
-{
-	if (c->unit || c->pidfile || c->output_dir || c->interval || c->pyroscope || c->keep ||
-	    c->max_bytes || c->zstd || c->nlabels || c->spool_dir)
-		return bad("report and diff write one profile: the fleet options (--unit, "
-			   "--output-dir, --interval, --pyroscope, ...) apply to live runs");
-	return 0;
-}
-
-/* A live run's and top's target: one of --pid, --unit and --pidfile. */
-static int check_target(const struct cli *c, const struct given *g)
-{
-	if (g->pid + !!c->unit + !!c->pidfile > 1)
-		return bad("give one of --pid, --unit and --pidfile");
-	if (!g->pid && !c->unit && !c->pidfile)
-		return bad("--pid is required (or --unit NAME, or --pidfile PATH)");
-	if (c->children && c->unit)
-		return bad("--children applies to --pid and --pidfile: --unit profiles every "
-			   "process of the unit already");
-	return 0;
-}
-
-/* --live-heap: one process, read once, nothing sampled. */
-static int check_live_heap(const struct cli *c, const struct given *g)
-{
-	if (!c->live_heap)
-		return 0;
-	if (!g->pid || c->npids > 1)
-		return bad("--live-heap reads one process: give one --pid");
-	if (c->children)
-		return bad("--live-heap reads one process: --children does not apply");
-	if (g->duration || c->interval || c->follow_forks || c->record || c->leaks || c->at_peak ||
-	    c->output_dir || c->pyroscope || c->reset)
-		return bad("--live-heap reads jemalloc's tables once and samples nothing: "
-			   "--duration, --interval, --follow-forks, --record, --leaks, --at-peak, "
-			   "--output-dir, --pyroscope and --reset do not apply");
-	return 0;
-}
-
-/* heapbpf --pid N: a live run (or, --live-heap, one read of jemalloc's tables). */
-static int parse_live(struct cli *c, const struct given *g, int n, char **operands)
-{
-	return refuse_input_options(c) ?: check_no_operand(n, operands) ?: check_live_heap(c, g)
-		       ?: refuse_top_keys(g) ?: check_at_peak(c) ?: check_one_file(c)
-		       ?: check_target(c, g)
-		       ?: check_combinations(c, g->type, g->duration);
-}
-
-/* heapbpf top --pid N: one process as it runs, on the terminal, until stopped by default. */
-static int parse_top(struct cli *c, const struct given *g, int n, char **operands)
-{
-	int rc = refuse_input_options(c) ?: check_no_operand(n, operands) ?: refuse_live_heap(c);
-
-	if (rc)
-		return rc;
-	if (c->unit || c->output_dir || c->interval || c->pyroscope || c->record || c->reset ||
-	    c->follow_forks || c->children)
-		return bad("heapbpf top shows one process as it runs: --unit, --output-dir, "
-			   "--interval, --pyroscope, --record, --reset, --follow-forks and "
-			   "--children do not apply");
-	if (c->leaks || c->at_peak)
-		return bad(
-			"heapbpf top shows the sites as they run: --leaks and --at-peak apply to "
-			"profiles");
-	if (c->output && strcmp(c->output, "-") == 0)
-		return bad("heapbpf top draws on stdout: give -o a file name, not \"%s\"",
-			   c->output);
-	if (!g->duration)
-		c->duration = 0;
-	return check_at_peak(c) ?: check_one_file(c) ?: check_target(c, g)
-		       ?: check_combinations(c, g->type, g->duration);
-}
-
-/* heapbpf report FILE: a recording or a core file, offline. */
-static int parse_report(struct cli *c, const struct given *g, int n, char **operands)
-{
-	if (n < 1)
-		return bad("report needs a recording file");
-	c->recording = operands[0];
-	/* --jemalloc-layout: for a core file (main tells a recording) */
-	if (g->pid || g->duration || c->record || c->reset || c->follow_forks || c->children)
-		return bad("report reads a recording or a core file: --pid, --duration, --record, "
-			   "--follow-forks and --children do not apply");
-	if (c->to >= 0 && c->to <= c->from)
-		return bad("--to must be after --from");
-	return check_no_operand(n - 1, operands + 1) ?: refuse_live_heap(c) ?: refuse_top_keys(g)
-		       ?: check_at_peak(c) ?: refuse_fleet_options(c)
-		       ?: check_combinations(c, g->type, g->duration);
-}
-
-/*
- * heapbpf diff BASE NEW: two profiles compared. -t is the type its summary
- * ranks the changes by (and the one folded and html carry), whatever the
- * format: never refused.
- */
-static int parse_diff(struct cli *c, const struct given *g, int n, char **operands)
-{
-	int rc;
-
-	if (n < 2)
-		return bad("diff needs two profiles: BASE and NEW");
-	c->diff_paths[0] = operands[0];
-	c->diff_paths[1] = operands[1];
-	if (g->pid || g->duration || c->record || c->layout || c->reset || c->follow_forks ||
-	    c->children || c->from || c->to >= 0 || c->raw)
-		return bad("diff compares two profiles: --pid, --duration, --record, "
-			   "--follow-forks, --children, --jemalloc-layout, --from, --to and --raw "
-			   "do not apply");
-	rc = resolve_format(c);
-	if (rc)
-		return rc;
-	return check_no_operand(n - 2, operands + 2) ?: refuse_live_heap(c) ?: refuse_top_keys(g)
-		       ?: check_at_peak(c) ?: refuse_fleet_options(c)
-		       ?: check_combinations(c, false, g->duration);
-}
-
-/*
- * heapbpf watch --pid N: stays attached until stopped, and writes an in-use
- * profile when a trigger fires (user/watch.c); then run as a live run.
- */
-static int parse_watch(struct cli *c, const struct given *g, int n, char **operands)
-{
-	int rc = refuse_input_options(c) ?: check_no_operand(n, operands) ?: refuse_live_heap(c)
-			 ?: refuse_top_keys(g) ?: check_target(c, g);
-
-	if (rc)
-		return rc;
-	/* a restarted manager is waited for by its pid file; its children are not */
-	if (c->children)
-		return bad("heapbpf watch follows one process of a pid file, or a unit: --children "
-			   "does not apply (--unit takes every process of a service)");
-	if (c->output || c->interval || c->record || c->at_peak || c->reset)
-		return bad("heapbpf watch writes a profile per trigger into --output-dir or to "
-			   "--pyroscope: --output, --interval, --record, --at-peak and --reset do "
-			   "not apply");
-	if (!c->output_dir && !c->pyroscope)
-		return bad(
-			"heapbpf watch needs --output-dir or --pyroscope, where its profiles go");
-	if (!g->duration)
-		c->duration = 0;
-	c->watch = true;
-	c->mode = MODE_LIVE;
-	return check_combinations(c, g->type, g->duration);
-}
-
-/*
- * heapbpf agent: every selected jemalloc process of the node, watched, in
- * windows; or, with --reset, the flags every killed heapbpf left on.
- */
-static int parse_agent(struct cli *c, const struct given *g, int n, char **operands)
-{
-	int rc = refuse_input_options(c) ?: check_no_operand(n, operands) ?: refuse_live_heap(c)
-			 ?: refuse_top_keys(g);
-
-	if (rc)
-		return rc;
-	if (g->pid || c->unit || c->pidfile || c->children)
-		return bad("heapbpf agent finds its processes itself: --pid, --unit, --pidfile and "
-			   "--children do not apply (use --select)");
-	if (c->reset)
-		return 0;
-	if (c->output || c->record || c->at_peak || c->follow_forks || c->leaks)
-		return bad(
-			"heapbpf agent writes windows into --output-dir or to --pyroscope: "
-			"--output, --record, --at-peak, --follow-forks and --leaks do not apply");
-	if (c->service_name)
-		return bad("heapbpf agent names each process's service: give service_name= in a "
-			   "--select rule instead of --service-name");
-	if (!c->output_dir && !c->pyroscope)
-		return bad("heapbpf agent needs --output-dir or --pyroscope, where its profiles "
-			   "go");
-	if (!c->interval)
-		c->interval = 60;
-	if (!c->max_targets)
-		c->max_targets = 16;
-	if (!c->max_rss)
-		c->max_rss = 512ULL << 20;
-	if (!c->max_cpu)
-		c->max_cpu = 50;
-	if (!c->rotate)
-		c->rotate = 3 * c->interval;
-	if (!g->duration)
-		c->duration = 0;
-	c->watch = true;
-	return check_combinations(c, g->type, true);
-}
-
-/* heapbpf status: every heapbpf on the host; nothing to choose. */
-static int parse_status(struct cli *c, const struct given *g, int n, char **operands)
-{
-	if (n)
-		return check_no_operand(n, operands);
-	if (g->pid || g->duration || c->output_set || c->output_dir || c->record || c->unit ||
-	    c->pidfile || c->pyroscope || c->reset || c->interval || c->live_heap)
-		return bad("status lists every heapbpf running on the host: it takes no option "
-			   "but -q");
-	return 0;
-}
-
-/*
- * heapbpf rss --pid N: one read of where the process's RSS is; nothing
- * sampled, nothing written but to stdout.
- */
-static int parse_rss(struct cli *c, const struct given *g, int n, char **operands)
-{
-	if (n)
-		return check_no_operand(n, operands);
-	if (g->duration || c->output_dir || c->record || c->pyroscope || c->reset || c->interval ||
-	    c->live_heap || c->follow_forks || c->children || c->leaks || c->at_peak || g->type)
-		return bad("heapbpf rss reads the process once and prints to stdout: it takes "
-			   "--pid, --unit or --pidfile, --format text|json, -o FILE.pb.gz and -q");
-	if (c->npids > 1)
-		return bad("heapbpf rss reads one process: give one --pid");
-	if (c->output && (strcmp(c->output, "-") == 0 || c->unit))
-		return bad(
-			"heapbpf rss writes its profile (-o) for one process into a file: give a "
-			"file name, and --pid or --pidfile");
-	return check_target(c, g);
-}
-
-/* "heapbpf report|top|diff|watch|agent|status|rss ...": the command, taken off argv; else a live run. */
-static enum cli_mode take_command(int *argc, char ***argv)
-{
-	static const char *const names[] = {
-		[MODE_REPORT] = "report", [MODE_TOP] = "top",	  [MODE_DIFF] = "diff",
-		[MODE_WATCH] = "watch",	  [MODE_AGENT] = "agent", [MODE_STATUS] = "status",
-		[MODE_RSS] = "rss",
-	};
-
-	if (*argc < 2)
-		return MODE_LIVE;
-	for (enum cli_mode m = MODE_REPORT; m <= MODE_RSS; m++) {
-		if (strcmp((*argv)[1], names[m]) == 0) {
+	for (size_t i = 0; i < n; i++) {
+		if (!cmds[i].name) {
+			unnamed = &cmds[i];
+		} else if (*argc >= 2 && strcmp((*argv)[1], cmds[i].name) == 0) {
 			(*argc)--;
 			(*argv)++;
-			return m;
+			return &cmds[i];
 		}
 	}
-	return MODE_LIVE;
+	return unnamed;
+}
+
+static const struct cli_command *command_of_mode(enum cli_mode m, const struct cli_command *cmds,
+						 size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (cmds[i].mode == m)
+			return &cmds[i];
+	}
+	return NULL;
 }
 
 static void set_defaults(struct cli *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->to = -1;
-	c->duration = 10;
-	c->format = FMT_PPROF;
-	c->sample_type = HB_INUSE_SPACE;
+	c->run.duration = 10;
+	c->run.format = FMT_PPROF;
+	c->run.sample_type = HB_INUSE_SPACE;
 	/* libbpf maps the data twice, all of it in RSS (docs/analysis.md, Cost) */
-	c->ringbuf_bytes = 0; /* the default: RINGBUF_DEFAULT, or RINGBUF_DAEMON with --interval */
-	c->pyro_timeout = 10;
-	c->pyro_retries = 3;
-	c->temporary_ns = 1000000; /* 1 ms */
+	c->run.ringbuf_bytes =
+		0; /* the default: RINGBUF_DEFAULT, or RINGBUF_DAEMON with --interval */
+	c->run.pyro_timeout = 10;
+	c->run.pyro_retries = 3;
+	c->run.temporary_ns = 1000000; /* 1 ms */
 	c->file_mode = OUTPUT_DEFAULT_MODE;
-	c->watch_cooldown = 300;
+	c->run.watch_cooldown = 300;
 }
 
-int cli_parse(int argc, char **argv, struct cli *c)
+int cli_parse(int argc, char **argv, struct cli *c, const struct cli_command *cmds, size_t n,
+	      const struct cli_command **cmd)
 {
-	static int (*const parse_command[])(struct cli *, const struct given *, int, char **) = {
-		[MODE_LIVE] = parse_live,     [MODE_REPORT] = parse_report,
-		[MODE_TOP] = parse_top,	      [MODE_DIFF] = parse_diff,
-		[MODE_WATCH] = parse_watch,   [MODE_AGENT] = parse_agent,
-		[MODE_STATUS] = parse_status, [MODE_RSS] = parse_rss,
-	};
-	struct given g = { 0 };
+	struct cli_given g = { 0 };
 	int rc;
 
 	set_defaults(c);
-	c->mode = c->command = take_command(&argc, &argv);
+	*cmd = take_command(&argc, &argv, cmds, n);
+	c->mode = c->command = (*cmd)->mode;
 	rc = parse_options(argc, argv, c, &g);
 	if (!rc && g.watch && c->mode != MODE_WATCH && c->mode != MODE_AGENT)
-		rc = bad("--on-growth, --on-rss-growth, --on-pressure, --cooldown and --no-oom "
-			 "apply to heapbpf watch and agent");
+		rc = cli_bad("--on-growth, --on-rss-growth, --on-pressure, --cooldown and --no-oom "
+			     "apply to heapbpf watch and agent");
 	if (!rc && g.agent && c->mode != MODE_AGENT)
-		rc = bad("--select, --exclude, --max-targets, --max-rss, --max-cpu, --rotate and "
-			 "--test-root apply to heapbpf agent");
-	/* heapbpf --reset with no target: every flag a killed heapbpf left on (agent.c) */
-	if (!rc && c->mode == MODE_LIVE && c->reset && !g.pid && !c->unit && !c->pidfile)
+		rc = cli_bad(
+			"--select, --exclude, --max-targets, --max-rss, --max-cpu, --rotate and "
+			"--test-root apply to heapbpf agent");
+	/* heapbpf --reset with no target: every flag a killed heapbpf left on (the agent's) */
+	if (!rc && c->mode == MODE_LIVE && c->run.reset && !g.pid && !c->run.unit &&
+	    !c->run.pidfile && command_of_mode(MODE_AGENT, cmds, n)) {
 		c->mode = MODE_AGENT;
+		*cmd = command_of_mode(MODE_AGENT, cmds, n);
+	}
 	if (!rc) /* the operands: what getopt_long left at the end of argv */
-		rc = parse_command[c->mode](c, &g, argc - optind, argv + optind);
+		rc = (*cmd)->parse(c, &g, argc - optind, argv + optind);
 	if (rc)
 		return rc;
 	/*
 	 * A daemon stops reading while it writes a window (symbols, the file, a
 	 * Pyroscope upload of up to its --pyroscope-timeout): more room then.
 	 */
-	if (!c->ringbuf_bytes)
-		c->ringbuf_bytes = c->interval || c->watch ? RINGBUF_DAEMON : RINGBUF_DEFAULT;
+	if (!c->run.ringbuf_bytes)
+		c->run.ringbuf_bytes = c->run.interval || c->run.watch ? RINGBUF_DAEMON
+								       : RINGBUF_DEFAULT;
 	return 0;
 }

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "cmd/agent.h"
+#include "cli/checks.h"
+#include "cli/cli.h"
 #include "run/agent.h"
 #include "util/version.h"
 
@@ -31,7 +33,53 @@ const char agent_help[] =
 	"  sudo heapbpf agent --pyroscope http://pyroscope:4040 --select namespace=shop\n"
 	"\n" HB_EXIT_STATUS_HELP;
 
-int agent_command(struct run *r, char *err, size_t errlen)
+/*
+ * heapbpf agent: every selected jemalloc process of the node, watched, in
+ * windows; or, with --reset, the flags every killed heapbpf left on.
+ */
+int agent_parse(struct cli *c, const struct cli_given *g, int n, char **operands)
 {
+	int rc = checks_refuse_input_options(c) ?: checks_no_operand(n, operands) ?: checks_refuse_live_heap(c)
+			 ?: checks_refuse_top_keys(g);
+
+	if (rc)
+		return rc;
+	if (g->pid || c->run.unit || c->run.pidfile || c->run.children)
+		return cli_bad(
+			"heapbpf agent finds its processes itself: --pid, --unit, --pidfile and "
+			"--children do not apply (use --select)");
+	if (c->run.reset)
+		return 0;
+	if (c->run.output || c->run.record || c->run.at_peak || c->run.follow_forks || c->run.leaks)
+		return cli_bad(
+			"heapbpf agent writes windows into --output-dir or to --pyroscope: "
+			"--output, --record, --at-peak, --follow-forks and --leaks do not apply");
+	if (c->run.service_name)
+		return cli_bad(
+			"heapbpf agent names each process's service: give service_name= in a "
+			"--select rule instead of --service-name");
+	if (!c->run.output_dir && !c->run.pyroscope)
+		return cli_bad(
+			"heapbpf agent needs --output-dir or --pyroscope, where its profiles "
+			"go");
+	if (!c->run.interval)
+		c->run.interval = 60;
+	if (!c->run.max_targets)
+		c->run.max_targets = 16;
+	if (!c->run.max_rss)
+		c->run.max_rss = 512ULL << 20;
+	if (!c->run.max_cpu)
+		c->run.max_cpu = 50;
+	if (!c->run.rotate)
+		c->run.rotate = 3 * c->run.interval;
+	if (!g->duration)
+		c->run.duration = 0;
+	c->run.watch = true;
+	return checks_combinations(c, g->type, true);
+}
+
+int agent_command(const struct cli *c, struct run *r, char *err, size_t errlen)
+{
+	(void)c;
 	return agent_run(r, err, errlen);
 }

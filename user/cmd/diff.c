@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cmd/diff.h"
+#include "cli/checks.h"
+#include "cli/cli.h"
 #include "export/sink.h"
 #include "profile/diff.h"
 #include "profile/summary.h"
@@ -109,22 +111,49 @@ static int name_sides(struct hb_profile *p, const char *base, const char *new)
 	return p->diff_files[0] && p->diff_files[1] ? 0 : -ENOMEM;
 }
 
-int diff_command(struct run *r, char *err, size_t errlen)
+/*
+ * heapbpf diff BASE NEW: two profiles compared. -t is the type its summary
+ * ranks the changes by (and the one folded and html carry), whatever the
+ * format: never refused.
+ */
+int diff_parse(struct cli *c, const struct cli_given *g, int n, char **operands)
 {
-	const struct cli *o = r->opts;
+	int rc;
+
+	if (n < 2)
+		return cli_bad("diff needs two profiles: BASE and NEW");
+	c->diff_paths[0] = operands[0];
+	c->diff_paths[1] = operands[1];
+	if (g->pid || g->duration || c->run.record || c->run.layout || c->run.reset ||
+	    c->run.follow_forks || c->run.children || c->from || c->to >= 0 || c->run.raw)
+		return cli_bad(
+			"diff compares two profiles: --pid, --duration, --record, "
+			"--follow-forks, --children, --jemalloc-layout, --from, --to and --raw "
+			"do not apply");
+	rc = checks_resolve_format(c);
+	if (rc)
+		return rc;
+	return checks_no_operand(n - 2, operands + 2) ?: checks_refuse_live_heap(c) ?: checks_refuse_top_keys(g)
+		       ?: checks_at_peak(c) ?: checks_refuse_fleet_options(c)
+		       ?: checks_combinations(c, false, g->duration);
+}
+
+int diff_command(const struct cli *o, struct run *r, char *err, size_t errlen)
+{
+	(void)r;
 	struct hb_profile *base = NULL, *new = NULL;
 	struct diff *d = NULL;
 	struct sink s = {
 		.kind = SINK_FILE,
-		.format = o->format,
-		.sample_type = o->sample_type,
-		.path = o->output,
+		.format = o->run.format,
+		.sample_type = o->run.sample_type,
+		.path = o->run.output,
 	};
 	char outbuf[64];
 	int rc;
 
 	if (!s.path) {
-		sink_default_name(outbuf, sizeof(outbuf), "diff", o->format);
+		sink_default_name(outbuf, sizeof(outbuf), "diff", o->run.format);
 		s.path = outbuf;
 	}
 
@@ -132,7 +161,7 @@ int diff_command(struct run *r, char *err, size_t errlen)
 	rc = rc ?: diff_load(o->diff_paths[1], o->binary_dirs, &new, err, errlen);
 	rc = rc ?: diff__new(base, new, &d);
 	/* named as the live run names them, the note on the page and in the text */
-	rc = rc ?: diff_wrappers(d, (const char *const *)o->wrappers, o->nwrappers);
+	rc = rc ?: diff_wrappers(d, (const char *const *)o->run.wrappers, o->run.nwrappers);
 	rc = rc
 		     ?: hb_profile_add_comment(d->p, "heapbpf %s: diff, %s minus %s",
 					       HEAPBPF_VERSION, o->diff_paths[1], o->diff_paths[0]);
@@ -140,7 +169,7 @@ int diff_command(struct run *r, char *err, size_t errlen)
 	if (rc && !err[0])
 		hb_fail(err, errlen, rc, "cannot compare the profiles: %s", strerror(-rc));
 	if (!rc)
-		print_top(d, o->sample_type, o->diff_paths[0], o->diff_paths[1]);
+		print_top(d, o->run.sample_type, o->diff_paths[0], o->diff_paths[1]);
 	if (!rc) {
 		rc = sink_write(d->p, &s, err, errlen);
 		if (!rc && strcmp(s.path, "-") != 0) {

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "cli/cli.h"
+
 struct run;
 
 /*
@@ -12,7 +14,9 @@ struct run;
  * stderr and writes the differential profile through the sink (-o, else
  * heapbpf-diff-TIME.*). 0 or a negative errno with a message in err.
  */
-int diff_command(struct run *r, char *err, size_t errlen);
+int diff_command(const struct cli *c, struct run *r, char *err, size_t errlen);
+/* What applies to it on the command line: its row of main's table (cli/cli.h) */
+int diff_parse(struct cli *c, const struct cli_given *g, int n, char **operands);
 
 /* heapbpf diff --help */
 extern const char diff_help[];

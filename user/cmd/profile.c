@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "cmd/profile.h"
+#include "cli/checks.h"
+#include "cli/cli.h"
 #include "run/fleet.h"
 #include "run/liveheap.h"
 #include "util/version.h"
@@ -149,9 +151,36 @@ const char profile_help[] =
 	"  heapbpf rss --pid PID     where the process's RSS is, page by page\n"
 	"\n" HB_EXIT_STATUS_HELP;
 
-int profile_command(struct run *r, char *err, size_t errlen)
+/* --live-heap: one process, read once, nothing sampled. */
+static int check_live_heap(const struct cli *c, const struct cli_given *g)
+{
+	if (!c->run.live_heap)
+		return 0;
+	if (!g->pid || c->run.npids > 1)
+		return cli_bad("--live-heap reads one process: give one --pid");
+	if (c->run.children)
+		return cli_bad("--live-heap reads one process: --children does not apply");
+	if (g->duration || c->run.interval || c->run.follow_forks || c->run.record ||
+	    c->run.leaks || c->run.at_peak || c->run.output_dir || c->run.pyroscope || c->run.reset)
+		return cli_bad(
+			"--live-heap reads jemalloc's tables once and samples nothing: "
+			"--duration, --interval, --follow-forks, --record, --leaks, --at-peak, "
+			"--output-dir, --pyroscope and --reset do not apply");
+	return 0;
+}
+
+/* heapbpf --pid N: a live run (or, --live-heap, one read of jemalloc's tables). */
+int profile_parse(struct cli *c, const struct cli_given *g, int n, char **operands)
+{
+	return checks_refuse_input_options(c) ?: checks_no_operand(n, operands) ?: check_live_heap(c, g)
+		       ?: checks_refuse_top_keys(g) ?: checks_at_peak(c) ?: checks_one_file(c)
+		       ?: checks_target(c, g)
+		       ?: checks_combinations(c, g->type, g->duration);
+}
+
+int profile_command(const struct cli *c, struct run *r, char *err, size_t errlen)
 {
 	r->servable = true;
 	r->hint_children = true;
-	return r->opts->live_heap ? liveheap_run(r, err, errlen) : fleet_run(r, err, errlen);
+	return c->run.live_heap ? liveheap_run(r, err, errlen) : fleet_run(r, err, errlen);
 }

@@ -21,6 +21,8 @@
 #include "collect/replay.h"
 #include "profile/report.h"
 #include "cmd/report.h"
+#include "cli/checks.h"
+#include "cli/cli.h"
 #include "export/sink.h"
 #include "profile/summary.h"
 #include "util/version.h"
@@ -125,16 +127,16 @@ static int core_write(const struct cli *o, const struct core_heap *h, struct col
 		      const struct heapwalk_stats *st, const char *output, char *err, size_t errlen)
 {
 	struct report_opts ro = {
-		.raw = o->raw,
+		.raw = o->run.raw,
 		.time_nanos = core_time(h->core->path),
-		.wrappers = o->wrappers,
-		.nwrappers = o->nwrappers,
+		.wrappers = o->run.wrappers,
+		.nwrappers = o->run.nwrappers,
 	};
 	struct sink s = {
 		.kind = SINK_FILE,
-		.format = o->format,
-		.sample_type = o->sample_type,
-		.zstd = o->zstd,
+		.format = o->run.format,
+		.sample_type = o->run.sample_type,
+		.zstd = o->run.zstd,
 		.path = output,
 	};
 	struct symbolizer *sym = NULL;
@@ -173,23 +175,22 @@ static void say_core(const struct core_heap *h, const struct heapwalk_stats *st)
 		hb_warn("%s", path);
 }
 
-static int core_report(struct run *r, char *err, size_t errlen)
+static int core_report(const struct cli *o, struct run *r, char *err, size_t errlen)
 {
-	const struct cli *o = r->opts;
 	struct core_heap_opts co = {
 		.path = o->recording,
 		.exe = o->exe,
-		.layout = o->layout,
+		.layout = o->run.layout,
 		.dirs = o->binary_dirs,
 	};
 	struct heapwalk_stats st = { 0 };
 	struct collector *c = NULL;
 	struct core_heap *h;
 	char outbuf[256];
-	const char *output = o->output;
+	const char *output = o->run.output;
 	int rc;
 
-	if (o->from || o->to >= 0 || o->leaks || o->at_peak)
+	if (o->from || o->to >= 0 || o->run.leaks || o->run.at_peak)
 		return hb_fail(err, errlen, -EINVAL,
 			       "%s is a core file, a single instant: --from, --to, --leaks and "
 			       "--at-peak apply to recordings",
@@ -199,7 +200,7 @@ static int core_report(struct run *r, char *err, size_t errlen)
 		return rc;
 	rc = coreheap__walk(h, &c, &st, err, errlen);
 	if (!output) {
-		sink_default_name(outbuf, sizeof(outbuf), "core", o->format);
+		sink_default_name(outbuf, sizeof(outbuf), "core", o->run.format);
 		output = outbuf;
 	}
 	if (!rc)
@@ -232,16 +233,15 @@ static void say_recording(const struct replay *rp)
 }
 
 /* heapbpf report FILE: the same outputs, offline, from a recording: one window. */
-static int report_recording(struct run *r, char *err, size_t errlen)
+static int report_recording(const struct cli *o, struct run *r, char *err, size_t errlen)
 {
-	const struct cli *o = r->opts;
 	struct replay_opts ro = {
 		.from = o->from,
 		.to = o->to,
 		.dirs = o->binary_dirs,
-		.temporary_ns = o->temporary_ns,
+		.temporary_ns = o->run.temporary_ns,
 	};
-	struct target_run tr = { .run = r, .output = o->output };
+	struct target_run tr = { .run = r, .output = o->run.output };
 	char outbuf[256];
 	struct heap_data d;
 	struct replay *rp;
@@ -258,7 +258,7 @@ static int report_recording(struct run *r, char *err, size_t errlen)
 	}
 	say_recording(rp);
 	if (!tr.output) {
-		sink_default_name(outbuf, sizeof(outbuf), "report", o->format);
+		sink_default_name(outbuf, sizeof(outbuf), "report", o->run.format);
 		tr.output = outbuf;
 	}
 	tr.pid = atoi(rp->pid);
@@ -301,27 +301,28 @@ static int report_pprof(const struct cli *o, char *err, size_t errlen)
 {
 	struct sink s = {
 		.kind = SINK_FILE,
-		.format = o->format,
-		.sample_type = o->sample_type,
-		.path = o->output,
+		.format = o->run.format,
+		.sample_type = o->run.sample_type,
+		.path = o->run.output,
 	};
 	char outbuf[256], path[HB_CLEAN_SIZE(PATH_MAX)];
 	struct hb_profile *p = NULL;
 	int rc;
 
-	if (o->format == FMT_PPROF)
+	if (o->run.format == FMT_PPROF)
 		return hb_fail(err, errlen, -EINVAL,
 			       "%s is a pprof profile already: give -f folded or -f html to "
 			       "convert it",
 			       o->recording);
-	if (o->from || o->to >= 0 || o->raw || o->leaks || o->at_peak || o->nbinary_dirs)
+	if (o->from || o->to >= 0 || o->run.raw || o->run.leaks || o->run.at_peak ||
+	    o->nbinary_dirs)
 		return hb_fail(err, errlen, -EINVAL,
 			       "%s is a pprof profile: --from, --to, --raw, --leaks, --at-peak "
 			       "and --binary-path apply to recordings",
 			       o->recording);
 	rc = diff_load(o->recording, NULL, &p, err, errlen);
 	/* sites named as the live run names them, the note on the page and here */
-	rc = rc ?: wrappers_apply(p, (const char *const *)o->wrappers, o->nwrappers);
+	rc = rc ?: wrappers_apply(p, (const char *const *)o->run.wrappers, o->run.nwrappers);
 	if (rc) {
 		hb_profile__free(p);
 		return err[0] ? rc
@@ -331,7 +332,7 @@ static int report_pprof(const struct cli *o, char *err, size_t errlen)
 	if (!wrappers_text(path, sizeof(path), p))
 		hb_note("%s", path);
 	if (!s.path) {
-		sink_default_name(outbuf, sizeof(outbuf), "report", o->format);
+		sink_default_name(outbuf, sizeof(outbuf), "report", o->run.format);
 		s.path = outbuf;
 	}
 	rc = sink_write(p, &s, err, errlen);
@@ -342,22 +343,40 @@ static int report_pprof(const struct cli *o, char *err, size_t errlen)
 }
 
 /* heapbpf report FILE: a core file (ET_CORE, or --core), a pprof profile or a recording. */
-int report_file(struct run *r, char *err, size_t errlen)
+/* heapbpf report FILE: a recording or a core file, offline. */
+int report_parse(struct cli *c, const struct cli_given *g, int n, char **operands)
 {
-	const struct cli *o = r->opts;
+	if (n < 1)
+		return cli_bad("report needs a recording file");
+	c->recording = operands[0];
+	/* --jemalloc-layout: for a core file (main tells a recording) */
+	if (g->pid || g->duration || c->run.record || c->run.reset || c->run.follow_forks ||
+	    c->run.children)
+		return cli_bad(
+			"report reads a recording or a core file: --pid, --duration, --record, "
+			"--follow-forks and --children do not apply");
+	if (c->to >= 0 && c->to <= c->from)
+		return cli_bad("--to must be after --from");
+	return checks_no_operand(n - 1, operands + 1) ?: checks_refuse_live_heap(c) ?: checks_refuse_top_keys(g)
+		       ?: checks_at_peak(c) ?: checks_refuse_fleet_options(c)
+		       ?: checks_combinations(c, g->type, g->duration);
+}
+
+int report_command(const struct cli *o, struct run *r, char *err, size_t errlen)
+{
 	int is_core = o->core ? 1 : memsrc_core_is_core(o->recording);
 
 	/* a recording's windows end at its own times */
 	r->replay = true;
 
 	if (is_core == 1)
-		return core_report(r, err, errlen);
+		return core_report(o, r, err, errlen);
 	if (is_gzip(o->recording))
 		return report_pprof(o, err, errlen);
-	if (o->exe || o->layout)
+	if (o->exe || o->run.layout)
 		return hb_fail(err, errlen, -EINVAL,
 			       "%s is not a core file: --exe and --jemalloc-layout apply to core "
 			       "files (heapbpf report --core)",
 			       o->recording);
-	return report_recording(r, err, errlen);
+	return report_recording(o, r, err, errlen);
 }

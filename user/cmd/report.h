@@ -10,9 +10,13 @@
 
 #include <stddef.h>
 
+#include "cli/cli.h"
+
 #include "run/run.h"
 
-int report_file(struct run *r, char *err, size_t errlen);
+int report_command(const struct cli *c, struct run *r, char *err, size_t errlen);
+/* What applies to it on the command line: its row of main's table (cli/cli.h) */
+int report_parse(struct cli *c, const struct cli_given *g, int n, char **operands);
 
 /* heapbpf report --help */
 extern const char report_help[];

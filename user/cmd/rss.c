@@ -18,9 +18,11 @@
 #include "symbols/symbolizer.h"
 #include "util/clock.h"
 #include "targets/targets.h"
+#include "cli/checks.h"
 #include "cli/cli.h"
 #include "run/run.h"
 #include "cmd/rss.h"
+#include "cli/cli.h"
 
 /* heapbpf rss --help */
 const char rss_help[] =
@@ -91,8 +93,8 @@ static int read_stacks(const struct jemalloc_target *t, const struct cli *o,
 	struct report_opts ro = {
 		.time_nanos = hb_clock_ns(CLOCK_REALTIME),
 		.pid = t->pid,
-		.wrappers = o->wrappers,
-		.nwrappers = o->nwrappers,
+		.wrappers = o->run.wrappers,
+		.nwrappers = o->run.nwrappers,
 	};
 	struct collector *c = NULL;
 	struct symbolizer *sym = NULL;
@@ -331,13 +333,13 @@ static void print_text(const struct jemalloc_target *t, const struct rss_map *m,
 /* -o: the stacks with their held bytes, as pprof (its fifth sample type, held_space). */
 static int write_held(const struct rss_stacks *st, const struct cli *o, char *err, size_t errlen)
 {
-	struct sink s = { .kind = SINK_FILE, .format = FMT_PPROF, .path = o->output };
+	struct sink s = { .kind = SINK_FILE, .format = FMT_PPROF, .path = o->run.output };
 	char name[HB_CLEAN_SIZE(256)];
 	int rc;
 
 	if (!st->p)
 		return hb_fail(err, errlen, -ENODATA, "no profile written to %s: %s",
-			       hb_clean(name, sizeof(name), o->output), st->why);
+			       hb_clean(name, sizeof(name), o->run.output), st->why);
 	st->p->held = calloc(st->p->nsamples + 1, sizeof(*st->p->held));
 	if (!st->p->held)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
@@ -349,7 +351,7 @@ static int write_held(const struct rss_stacks *st, const struct cli *o, char *er
 				    "object size: an estimate");
 	rc = rc ?: sink_write(st->p, &s, err, errlen);
 	if (!rc)
-		hb_note("wrote %s", hb_clean(name, sizeof(name), o->output));
+		hb_note("wrote %s", hb_clean(name, sizeof(name), o->run.output));
 	return rc;
 }
 
@@ -362,7 +364,7 @@ static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
 
 	if (!m)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
-	rc = jemalloc_target__find(pid, o->layout, &t, err, errlen);
+	rc = jemalloc_target__find(pid, o->run.layout, &t, err, errlen);
 	rc = rc ?: rssmap_read(t, m, err, errlen);
 	if (!rc) {
 		struct rssout_stacks js;
@@ -375,7 +377,7 @@ static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
 		else if (!o->rss_json)
 			print_text(t, m, &st);
 		fflush(stdout);
-		if (!rc && o->output)
+		if (!rc && o->run.output)
 			rc = write_held(&st, o, err, errlen);
 	}
 	stacks_free(&st);
@@ -384,28 +386,53 @@ static int one(pid_t pid, const struct cli *o, char *err, size_t errlen)
 	return rc;
 }
 
-int rss_command(struct run *r, char *err, size_t errlen)
+/*
+ * heapbpf rss --pid N: one read of where the process's RSS is; nothing
+ * sampled, nothing written but to stdout.
+ */
+int rss_parse(struct cli *c, const struct cli_given *g, int n, char **operands)
 {
-	const struct cli *o = r->opts;
+	if (n)
+		return checks_no_operand(n, operands);
+	if (g->duration || c->run.output_dir || c->run.record || c->run.pyroscope || c->run.reset ||
+	    c->run.interval || c->run.live_heap || c->run.follow_forks || c->run.children ||
+	    c->run.leaks || c->run.at_peak || g->type)
+		return cli_bad(
+			"heapbpf rss reads the process once and prints to stdout: it takes "
+			"--pid, --unit or --pidfile, --format text|json, -o FILE.pb.gz and -q");
+	if (c->run.npids > 1)
+		return cli_bad("heapbpf rss reads one process: give one --pid");
+	if (c->run.output && (strcmp(c->run.output, "-") == 0 || c->run.unit))
+		return cli_bad(
+			"heapbpf rss writes its profile (-o) for one process into a file: give a "
+			"file name, and --pid or --pidfile");
+	return checks_target(c, g);
+}
+
+int rss_command(const struct cli *o, struct run *r, char *err, size_t errlen)
+{
+	(void)r;
 	pid_t pids[TARGETS_MAX];
 	int n = 1, rc = 0, done = 0;
 
-	if (o->pidfile) {
-		rc = targets_from_pidfile(o->pidfile, &pids[0], err, errlen);
-	} else if (o->unit) {
-		n = targets_from_unit(o->unit, NULL, pids, TARGETS_MAX, err, errlen);
+	if (o->run.pidfile) {
+		rc = targets_from_pidfile(o->run.pidfile, &pids[0], err, errlen);
+	} else if (o->run.unit) {
+		n = targets_from_unit(o->run.unit, NULL, pids, TARGETS_MAX, err, errlen);
 		rc = n < 0 ? n : 0;
 	} else {
-		pids[0] = o->pids[0];
+		pids[0] = o->run.pids[0];
 	}
 	for (int i = 0; !rc && i < n; i++) {
 		char why[1024];
-		int one_rc = one(pids[i], o, o->unit ? why : err, o->unit ? sizeof(why) : errlen);
+		int one_rc = one(pids[i], o, o->run.unit ? why : err,
+				 o->run.unit ? sizeof(why) : errlen);
 
 		/* a unit's helper without jemalloc (a wrapper shell) is passed over, said */
-		if (one_rc == JEMALLOC_ENOTFOUND && o->unit)
-			hb_say("pid %d of unit %s has no jemalloc; passed over", pids[i], o->unit);
-		else if (one_rc && o->unit)
+		if (one_rc == JEMALLOC_ENOTFOUND && o->run.unit)
+			hb_say("pid %d of unit %s has no jemalloc; passed over", pids[i],
+			       o->run.unit);
+		else if (one_rc && o->run.unit)
 			rc = hb_fail(err, errlen, one_rc, "%s", why);
 		else
 			rc = one_rc;
@@ -413,6 +440,6 @@ int rss_command(struct run *r, char *err, size_t errlen)
 	}
 	if (!rc && !done)
 		rc = hb_fail(err, errlen, JEMALLOC_ENOTFOUND, "no process of unit %s has jemalloc",
-			     o->unit);
+			     o->run.unit);
 	return rc;
 }

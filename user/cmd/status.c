@@ -9,6 +9,8 @@
 #include "symbols/proc.h"
 #include "sampling/runs.h"
 #include "cmd/status.h"
+#include "cli/checks.h"
+#include "cli/cli.h"
 
 /* heapbpf status --help */
 const char status_help[] =
@@ -38,28 +40,42 @@ struct runs_reg *status_register(const struct cli *o)
 	char out[1024];
 	const char *mode;
 
-	if (o->reset || o->live_heap || o->mode == MODE_REPORT || o->mode == MODE_DIFF ||
+	if (o->run.reset || o->run.live_heap || o->mode == MODE_REPORT || o->mode == MODE_DIFF ||
 	    o->mode == MODE_STATUS || o->mode == MODE_RSS)
 		return NULL;
 	mode = o->mode == MODE_AGENT ? "agent"
 	       : o->mode == MODE_TOP ? "top"
-	       : o->watch	     ? "watch"
-	       : o->interval	     ? "interval"
+	       : o->run.watch	     ? "watch"
+	       : o->run.interval     ? "interval"
 				     : "one-shot";
-	if (o->pyroscope)
-		pyroscope_words(o->pyroscope, out, sizeof(out));
-	else if (o->output_dir)
-		snprintf(out, sizeof(out), "%s", o->output_dir);
-	else if (o->output)
-		snprintf(out, sizeof(out), "%s", o->output);
+	if (o->run.pyroscope)
+		pyroscope_words(o->run.pyroscope, out, sizeof(out));
+	else if (o->run.output_dir)
+		snprintf(out, sizeof(out), "%s", o->run.output_dir);
+	else if (o->run.output)
+		snprintf(out, sizeof(out), "%s", o->run.output);
 	else
 		snprintf(out, sizeof(out), "%s",
 			 o->mode == MODE_TOP ? "the terminal" : "its summary");
 	return runs_register(guard_dir(), mode, out);
 }
 
-int status_command(struct run *r, char *err, size_t errlen)
+/* heapbpf status: every heapbpf on the host; nothing to choose. */
+int status_parse(struct cli *c, const struct cli_given *g, int n, char **operands)
 {
+	if (n)
+		return checks_no_operand(n, operands);
+	if (g->pid || g->duration || c->output_set || c->run.output_dir || c->run.record ||
+	    c->run.unit || c->run.pidfile || c->run.pyroscope || c->run.reset || c->run.interval ||
+	    c->run.live_heap)
+		return cli_bad("status lists every heapbpf running on the host: it takes no option "
+			       "but -q");
+	return 0;
+}
+
+int status_command(const struct cli *c, struct run *r, char *err, size_t errlen)
+{
+	(void)c;
 	(void)r;
 	struct runs_entry *v = NULL;
 	size_t n = 0;

@@ -14,7 +14,9 @@
 struct runs_reg *status_register(const struct cli *o);
 struct run;
 /* heapbpf status: every run listed on stdout. 0, or negative errno with a sentence in err. */
-int status_command(struct run *r, char *err, size_t errlen);
+int status_command(const struct cli *c, struct run *r, char *err, size_t errlen);
+/* What applies to it on the command line: its row of main's table (cli/cli.h) */
+int status_parse(struct cli *c, const struct cli_given *g, int n, char **operands);
 
 /* heapbpf status --help */
 extern const char status_help[];

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "cmd/watch.h"
+#include "cli/checks.h"
+#include "cli/cli.h"
 #include "run/fleet.h"
 #include "util/version.h"
 
@@ -31,8 +33,40 @@ const char watch_help[] =
 	"and top ignore it.\n"
 	"\n" HB_EXIT_STATUS_HELP;
 
-int watch_command(struct run *r, char *err, size_t errlen)
+/*
+ * heapbpf watch --pid N: stays attached until stopped, and writes an in-use
+ * profile when a trigger fires (user/watch.c); then run as a live run.
+ */
+int watch_parse(struct cli *c, const struct cli_given *g, int n, char **operands)
 {
+	int rc = checks_refuse_input_options(c) ?: checks_no_operand(n, operands) ?: checks_refuse_live_heap(c)
+			 ?: checks_refuse_top_keys(g) ?: checks_target(c, g);
+
+	if (rc)
+		return rc;
+	/* a restarted manager is waited for by its pid file; its children are not */
+	if (c->run.children)
+		return cli_bad(
+			"heapbpf watch follows one process of a pid file, or a unit: --children "
+			"does not apply (--unit takes every process of a service)");
+	if (c->run.output || c->run.interval || c->run.record || c->run.at_peak || c->run.reset)
+		return cli_bad(
+			"heapbpf watch writes a profile per trigger into --output-dir or to "
+			"--pyroscope: --output, --interval, --record, --at-peak and --reset do "
+			"not apply");
+	if (!c->run.output_dir && !c->run.pyroscope)
+		return cli_bad(
+			"heapbpf watch needs --output-dir or --pyroscope, where its profiles go");
+	if (!g->duration)
+		c->run.duration = 0;
+	c->run.watch = true;
+	c->mode = MODE_LIVE;
+	return checks_combinations(c, g->type, g->duration);
+}
+
+int watch_command(const struct cli *c, struct run *r, char *err, size_t errlen)
+{
+	(void)c;
 	r->hint_children = true;
 	return fleet_run(r, err, errlen);
 }

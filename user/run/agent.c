@@ -92,8 +92,8 @@ struct agent_target {
 
 struct agent {
 	struct run *r;
-	const struct cli *o;
-	struct select_rule sel[CLI_MAX_RULES], exc[CLI_MAX_RULES];
+	const struct run_opts *o;
+	struct select_rule sel[RUN_MAX_RULES], exc[RUN_MAX_RULES];
 	struct discover *d;
 	struct watch *wt;
 	struct session node;
@@ -849,7 +849,7 @@ static int first_target(struct agent *a)
 /* The rules as typed, parsed: a wrong one refused before anything runs. */
 static int parse_rules(struct agent *a, char *err, size_t errlen)
 {
-	const struct cli *o = a->o;
+	const struct run_opts *o = a->o;
 	int rc = 0;
 
 	for (size_t i = 0; !rc && i < o->nselect; i++)
@@ -862,7 +862,7 @@ static int parse_rules(struct agent *a, char *err, size_t errlen)
 /* The node session, until a signal or -d; the agent's work runs on its tick. */
 static int run_node(struct agent *a, char *err, size_t errlen)
 {
-	const struct cli *o = a->o;
+	const struct run_opts *o = a->o;
 	struct session_opts so = {
 		.duration = o->duration,
 		.ringbuf_bytes = o->ringbuf_bytes,

@@ -26,10 +26,10 @@
 static void default_output(const struct run *r, struct target_run *tr,
 			   const struct jemalloc_target *t, char *buf, size_t len)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 	char what[96], comm[64] = "";
 
-	if (tr->output || run_fleet_output(o) || o->record || r->view)
+	if (tr->output || run_opts_fleet_output(o) || o->record || r->view)
 		return;
 	/* as a snapshot of it is named: heap-STAMP-PID-COMM */
 	if (t)
@@ -236,7 +236,7 @@ static void run_targets(struct run *r, const pid_t *pids, struct jemalloc_target
 /* "unit NAME", "the --pid list" or "pid N with its children", for what is said about a run's targets. */
 static const char *targets_name(const struct run *r, char *buf, size_t len)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 
 	if (r->unit_name[0])
 		snprintf(buf, len, "unit %s", r->unit_name);
@@ -306,7 +306,7 @@ static int jemalloc_only(struct run *r, pid_t *pids, struct jemalloc_target **ts
 /* Options that name one file, or one terminal, and so one process. */
 static int one_process_only(const struct run *r, int n, char *err, size_t errlen)
 {
-	const char *what = cli_one_process_option(r->opts);
+	const char *what = run_opts_one_process(r->opts, r->view);
 	char name[300];
 
 	if (n > 1 && what)
@@ -323,7 +323,7 @@ static int one_process_only(const struct run *r, int n, char *err, size_t errlen
 static int with_children(struct run *r, pid_t *pids, struct jemalloc_target **ts, char *err,
 			 size_t errlen)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 	uint64_t starts[TARGETS_MAX] = { 0 };
 	size_t n, named;
 	int rc;
@@ -362,7 +362,7 @@ static int with_children(struct run *r, pid_t *pids, struct jemalloc_target **ts
 static int resolve_targets(struct run *r, pid_t *pids, struct jemalloc_target **ts, char *err,
 			   size_t errlen)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 	int n = 1, rc;
 
 	ts[0] = NULL;
@@ -489,7 +489,7 @@ static int next_targets(struct run *r, struct seen_list *seen, pid_t *pids,
 
 int fleet_run(struct run *r, char *err, size_t errlen)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 	struct jemalloc_target *ts[TARGETS_MAX] = {};
 	pid_t pids[TARGETS_MAX];
 	char name[300];

@@ -101,7 +101,7 @@ static int on_window(struct session *s0, void *arg)
 static void top_opts_of(const struct target_run *tr, const struct jemalloc_target *t,
 			struct top_opts *to)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 
 	*to = (struct top_opts){
 		.pid = tr->pid,
@@ -130,7 +130,7 @@ static void say_target(const struct target_run *tr, const struct jemalloc_target
 static int prepare(struct target_run *tr, struct jemalloc_target **t, struct guard **g, bool *done,
 		   size_t n, char *err, size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	char path[HB_CLEAN_SIZE(256)];
 	struct guard_recovery rec;
 	int rc;
@@ -174,8 +174,8 @@ static int prepare(struct target_run *tr, struct jemalloc_target **t, struct gua
 }
 
 /* Ends --record's file; the first error of the session's writes or of the end wins. */
-static int finish_recording(const struct cli *o, struct recorder *rec, struct session *s, int rc,
-			    char *err, size_t errlen)
+static int finish_recording(const struct run_opts *o, struct recorder *rec, struct session *s,
+			    int rc, char *err, size_t errlen)
 {
 	uint64_t raw = 0, file = 0;
 	int r2, r3;
@@ -217,7 +217,7 @@ static int collect(struct live_set *ls, const struct jemalloc_target *const *ts,
 		   struct guard *const *gs, char *err, size_t errlen)
 {
 	struct target_run *tr = ls->tr[0];
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	struct recorder *rec = NULL;
 	struct top *top = NULL;
 	struct session_opts so = {

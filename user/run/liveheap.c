@@ -100,7 +100,7 @@ static void say(const struct jemalloc_target *t, const struct heapwalk_stats *st
 static int write_profile(struct run *r, const struct jemalloc_target *t, struct collector *c,
 			 const struct heapwalk_stats *st, char *err, size_t errlen)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 	struct report_opts ro = {
 		.raw = o->raw,
 		.time_nanos = hb_clock_ns(CLOCK_REALTIME),
@@ -140,7 +140,7 @@ static int write_profile(struct run *r, const struct jemalloc_target *t, struct 
 
 int liveheap_run(struct run *r, char *err, size_t errlen)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 	struct jemalloc_target *t = NULL;
 	struct collector *c = NULL;
 	struct heapwalk_stats st = { 0 };

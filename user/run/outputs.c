@@ -22,7 +22,7 @@
  * (output_dir_check): owned by root or the invoking user, writable by no
  * one else.
  */
-static int spool_dir(const struct cli *o, char *dir, size_t len)
+static int spool_dir(const struct run_opts *o, char *dir, size_t len)
 {
 	const char *state = getenv("STATE_DIRECTORY");
 	char *slash;
@@ -68,7 +68,7 @@ static int spool_dir(const struct cli *o, char *dir, size_t len)
 /* Everything about --pyroscope that can be wrong, said before profiling starts. */
 static int pyro_setup(struct run *r, char *err, size_t errlen)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 	struct pyro_opts po = {
 		.url = o->pyroscope,
 		.spool_dir = r->spool_dir,
@@ -109,7 +109,7 @@ static int pyro_setup(struct run *r, char *err, size_t errlen)
  */
 static void retention(const struct run *r)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 	struct retain_result rr;
 	char err[512];
 	int rc;
@@ -127,7 +127,7 @@ static void retention(const struct run *r)
 	outputs_say_pruned(o, &rr);
 }
 
-void outputs_say_pruned(const struct cli *o, const struct retain_result *rr)
+void outputs_say_pruned(const struct run_opts *o, const struct retain_result *rr)
 {
 	if (rr->future_files) {
 		char names[4 * sizeof(rr->future)];
@@ -169,7 +169,7 @@ static void deliver(struct run *r)
 
 int outputs_setup(struct run *r, char *err, size_t errlen)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 	int rc = 0;
 
 	if (o->output_dir) {

@@ -26,6 +26,6 @@ void outputs_window_done(struct run *r);
 /* At the end: retention, the last delivery (its outcome in r), Pyroscope closed. */
 void outputs_finish(struct run *r);
 /* What retention in --output-dir did that is worth saying (files dated ahead, -v's count). */
-void outputs_say_pruned(const struct cli *o, const struct retain_result *rr);
+void outputs_say_pruned(const struct run_opts *o, const struct retain_result *rr);
 
 #endif /* __HEAPBPF_OUTPUTS_H */

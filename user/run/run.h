@@ -15,7 +15,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "cli/cli.h"
+#include "run/opts.h"
 #include "collect/collector.h"
 #include "sampling/forks.h"
 #include "heapbpf.h"
@@ -40,11 +40,11 @@ enum run_outcome {
 };
 
 struct run {
-	const struct cli *opts;
-	time_t start;	     /* window k of any target is stamped start + k * interval */
-	char unit_name[256]; /* --unit, as a unit name ("" without --unit) */
-	pid_t root;	     /* --children: the first process named, whose children they are */
-	struct pyro *pyro;   /* --pyroscope, or NULL */
+	const struct run_opts *opts; /* what the command asked for (run/opts.h) */
+	time_t start;		     /* window k of any target is stamped start + k * interval */
+	char unit_name[256];	     /* --unit, as a unit name ("" without --unit) */
+	pid_t root;	   /* --children: the first process named, whose children they are */
+	struct pyro *pyro; /* --pyroscope, or NULL */
 	struct pyro_naming naming; /* how profiles are named for Pyroscope */
 	char spool_dir[PATH_MAX];  /* where profiles wait for Pyroscope */
 	unsigned int outcome;	   /* RUN_* of everything run so far */
@@ -122,12 +122,6 @@ struct target_run {
 	const struct pyro_naming *naming;
 	unsigned int outcome; /* RUN_* of this target */
 };
-
-/* True when profiles go where the fleet options send them (directory, windows, Pyroscope). */
-static inline bool run_fleet_output(const struct cli *o)
-{
-	return o->output_dir || o->interval || o->pyroscope;
-}
 
 /* The one message for a target that sampled nothing; sets RUN_NO_SAMPLES. */
 void run_no_samples(struct target_run *tr);

@@ -16,7 +16,7 @@
 
 #include "collect/recording.h"
 #include "util/clock.h"
-#include "cli/cli.h"
+#include "run/opts.h"
 #include "util/errmsg.h"
 #include "sampling/guard.h"
 #include "collect/replay.h"
@@ -29,7 +29,7 @@
 
 bool served_can(const struct run *r, size_t ntargets)
 {
-	const struct cli *o = r->opts;
+	const struct run_opts *o = r->opts;
 
 	return r->servable && !o->watch && !o->interval && !o->reset && !o->record &&
 	       !o->follow_forks && !o->children && !o->live_heap && ntargets == 1;
@@ -65,7 +65,7 @@ static int write_replayed(struct target_run *tr, struct replay *rp, char *err, s
 /* The recording in fd made into tr's outputs. */
 static int write_window(struct target_run *tr, int fd, char *err, size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	struct replay_opts ro = { .to = -1, .temporary_ns = o->temporary_ns };
 	struct replay *rp;
 	char path[64];
@@ -84,7 +84,7 @@ static int write_window(struct target_run *tr, int fd, char *err, size_t errlen)
 static pid_t say_holder(const struct target_run *tr, const struct jemalloc_target *t,
 			const char *what, char *err, size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	pid_t holder = runs_lock_holder(guard_dir(), tr->pid);
 	char comm[HB_CLEAN_SIZE(sizeof(t->comm))], version[HB_CLEAN_SIZE(sizeof(t->version))];
 	char path[HB_CLEAN_SIZE(256)];
@@ -124,7 +124,7 @@ static int open_fds(int *fd, int *sfd, char *err, size_t errlen)
 
 int served_window(struct target_run *tr, const struct jemalloc_target *t, char *err, size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	pid_t holder = say_holder(tr, t, "this run's window", err, errlen);
 	int rc, fd, sfd;
 
@@ -281,7 +281,7 @@ static void say_end(const struct target_run *tr, pid_t holder, const struct repl
 int served_top(struct target_run *tr, const struct jemalloc_target *t, const struct top_opts *to,
 	       char *err, size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	struct served_top st = {
 		.ro = { .to = -1, .temporary_ns = o->temporary_ns },
 	};

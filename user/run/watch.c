@@ -65,7 +65,7 @@ struct watched {
 #define RSS_PASS_NS 20000000LL
 
 struct watch {
-	const struct cli *o;
+	const struct run_opts *o;
 	struct watched *w;
 	size_t n, cap;
 	int sfd;	   /* SIGUSR1 */
@@ -121,7 +121,7 @@ static void write_now(struct watched *w, const char *trigger, const char *note)
 
 static void check_growth(struct watch *wt, struct watched *w)
 {
-	const struct cli *o = wt->o;
+	const struct run_opts *o = wt->o;
 	const struct collector_totals *t = collector__totals(w->s->collector);
 	uint64_t rss = o->watch_rss_growth ? rss_of(w->tr->pid) : 0;
 	char note[256], a[32], b[32], c[32];
@@ -380,7 +380,7 @@ static int on_demand(struct session *s0, void *arg)
 	return 0;
 }
 
-int watch__new(const struct cli *o, struct target_run **trs, struct session *ss, size_t n,
+int watch__new(const struct run_opts *o, struct target_run **trs, struct session *ss, size_t n,
 	       struct watch **out, char *err, size_t errlen)
 {
 	struct watch *wt = calloc(1, sizeof(*wt));

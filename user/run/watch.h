@@ -15,7 +15,7 @@
 struct watch;
 
 /* The triggers of trs[i], whose session collection is ss[i]; SIGUSR1 taken from now on. */
-int watch__new(const struct cli *o, struct target_run **trs, struct session *ss, size_t n,
+int watch__new(const struct run_opts *o, struct target_run **trs, struct session *ss, size_t n,
 	       struct watch **out, char *err, size_t errlen);
 /* The session's callbacks: the OOM victim, a tick a second, SIGUSR1. */
 void watch__session_opts(struct watch *wt, struct session_opts *so);

@@ -9,6 +9,7 @@
 
 #include "util/clock.h"
 #include "util/errmsg.h"
+#include "util/version.h"
 #include "profile/flamegraph.h"
 #include "profile/folded.h"
 #include "collect/leaks.h"
@@ -68,7 +69,7 @@ static void hint_children(const struct target_run *tr)
 
 void run_no_samples(struct target_run *tr)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 
 	hb_say("pid %d: no allocation was sampled: the process allocated less than "
 	       "jemalloc's sampling interval, or sampling did not start",
@@ -252,7 +253,7 @@ static int write_body(FILE *f, void *arg)
 static int write_snapshot(struct target_run *tr, const struct hb_profile *p, int64_t end_ns,
 			  char *where, size_t wlen, char *err, size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	char stamp[SNAPSHOT_STAMP_LEN + 1], who[64];
 	struct snapshot_file sf = {
 		.dir = o->output_dir, .stamp = stamp, .who = who, .pid = tr->pid, .seq = 1
@@ -365,7 +366,7 @@ static int write_spool(const struct target_run *tr, const struct hb_profile *p, 
 static int write_outputs(struct target_run *tr, const struct hb_profile *p, int64_t end_ns,
 			 char *where, size_t wlen, char *err, size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	int rc = 0;
 
 	if (o->output_dir) {
@@ -390,7 +391,7 @@ static int write_outputs(struct target_run *tr, const struct hb_profile *p, int6
 
 static bool has_destination(const struct target_run *tr)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 
 	return o->output_dir || tr->output || tr->run->pyro;
 }
@@ -402,7 +403,7 @@ static bool has_destination(const struct target_run *tr)
  */
 static bool wants_analysis(const struct target_run *tr)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 
 	if (o->leaks || tr->run->pyro)
 		return true;
@@ -487,7 +488,7 @@ static int write_at_peak(const struct target_run *tr, const struct heap_data *d,
 			 const struct report_opts *ro, const struct hb_profile *whole, char *err,
 			 size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	struct report_opts po = *ro;
 	struct sink s = {
 		.kind = SINK_FILE,
@@ -529,7 +530,7 @@ static void say_window(const struct target_run *tr, const struct heap_data *d,
 		       const struct hb_profile *p, const struct hb_analysis *an, int64_t end_ns,
 		       const char *where)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	const struct collector_stats all = window_stats(tr, d), *st = &all;
 	char comm[HB_CLEAN_SIZE(sizeof(tr->t->comm))], path[HB_CLEAN_SIZE(PATH_MAX + 1024)];
 	char who[sizeof(comm) + 32] = "";
@@ -562,7 +563,7 @@ static void say_window(const struct target_run *tr, const struct heap_data *d,
 static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns, bool last,
 		char *err, size_t errlen)
 {
-	const struct cli *o = tr->run->opts;
+	const struct run_opts *o = tr->run->opts;
 	const struct collector_stats all = total_stats(d), *st = &all;
 	struct report_opts ro = {
 		.raw = o->raw,
