@@ -606,7 +606,9 @@ Test(rss, a_watch_profile_carries_the_breakdown)
 	cr_assert_eq(svc_cmd(&s, "sparse 320 64", reply, sizeof(reply), 120000), 0);
 	cr_assert_eq(svc_cmd(&s, "dense 256 32", reply, sizeof(reply), 120000), 0);
 	json = breakdown_after_sparse(&s, dir, pb, sizeof(pb));
-	cr_assert_not_null(strstr(json, "\"age_ms\":"), "%s", json);
+	/* its end: a breakdown's JSON is longer than a message shows */
+	cr_assert_not_null(strstr(json, "\"age_ms\":"), "...%s",
+			   json + (strlen(json) > 400 ? strlen(json) - 400 : 0));
 	cr_assert_lt(json_num(json, "age_ms"), 600000, "%s", json);
 	cr_assert_eq(json_num(json, "unexplained"), json_num(json, "unexplained"));
 	stack_of(json, "sparse_small", &sparse_inuse, &sparse_held);

@@ -112,12 +112,13 @@ struct target_run {
 	unsigned int named_seq;
 	/*
 	 * heapbpf watch and agent: the target's last RSS breakdown (held by the
-	 * watch, heap/rssmap.h) and when it was measured (CLOCK_REALTIME ns);
+	 * watch, heap/rssmap.h) and when it was measured (CLOCK_MONOTONIC ns: an
+	 * age, which a step of the wall clock must not make negative);
 	 * NULL: none yet, or none to be had. Its profiles carry held_space and
 	 * a comment; a trigger's also a JSON file beside them (docs/rss.md).
 	 */
 	const struct rss_map *rss;
-	int64_t rss_ns;
+	int64_t rss_mono_ns;
 	/* heapbpf agent: this target's own service name and labels, or NULL: the run's */
 	const struct pyro_naming *naming;
 	unsigned int outcome; /* RUN_* of this target */

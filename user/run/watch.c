@@ -184,7 +184,7 @@ static void measure_rss(struct watched *w)
 		return;
 	if (!rssmap_read_with(w->tr->t, w->pm, next, err, sizeof(err))) {
 		w->tr->rss = next;
-		w->tr->rss_ns = hb_clock_ns(CLOCK_REALTIME);
+		w->tr->rss_mono_ns = hb_clock_ns(CLOCK_MONOTONIC);
 		return;
 	}
 	/* one that worked before: the process moved as it was read; the last one stands */

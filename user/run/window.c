@@ -169,11 +169,19 @@ static int describe(struct hb_profile *p, const struct target_run *tr, const str
 	return err;
 }
 
+/* How long ago tr's RSS breakdown was measured, in ns: now, as its profile is written. */
+static int64_t rss_age_ns(const struct target_run *tr)
+{
+	int64_t age = hb_clock_ns(CLOCK_MONOTONIC) - tr->rss_mono_ns;
+
+	return age > 0 ? age : 0;
+}
+
 /*
  * heapbpf watch and agent: the target's last RSS breakdown, as the comment
  * and held_space (what each stack holds, heap/held.h).
  */
-static int add_rss(struct hb_profile *p, const struct target_run *tr, int64_t end_ns)
+static int add_rss(struct hb_profile *p, const struct target_run *tr)
 {
 	char parts[1024], rss[32];
 	int err;
@@ -190,14 +198,13 @@ static int add_rss(struct hb_profile *p, const struct target_run *tr, int64_t en
 				  "heapbpf: RSS measured %.1f s before this profile: %s = %s; "
 				  "held_space is in use plus each stack's share of the free regions "
 				  "in its size class's slabs (an estimate, docs/rss.md)",
-				  (double)(end_ns - tr->rss_ns) / 1e9, rss, parts);
+				  (double)rss_age_ns(tr) / 1e9, rss, parts);
 }
 
 /* A trigger's breakdown beside its profile: heapbpf rss's JSON, its stacks the profile's. */
 struct rss_body {
 	const struct target_run *tr;
 	const struct hb_profile *p;
-	int64_t end_ns;
 };
 
 static int write_rss_body(FILE *f, void *arg)
@@ -213,8 +220,7 @@ static int write_rss_body(FILE *f, void *arg)
 		for (size_t i = 0; i < p->nsamples; i++)
 			held[i] = (double)p->held[i];
 		held_order(held, p->nsamples, order);
-		rc = rssout_json(f, b->tr->t, b->tr->rss, &st,
-				 (double)(b->end_ns - b->tr->rss_ns) / 1e6);
+		rc = rssout_json(f, b->tr->t, b->tr->rss, &st, (double)rss_age_ns(b->tr) / 1e6);
 	}
 	free(held);
 	free(order);
@@ -318,7 +324,7 @@ static int write_snapshot(struct target_run *tr, const struct hb_profile *p, int
 	}
 	/* a trigger's: where the RSS was, beside it, under the same name and number */
 	if (tr->trigger && tr->rss && p->held) {
-		struct rss_body rb = { tr, p, end_ns };
+		struct rss_body rb = { tr, p };
 
 		sf.ext = "rss.json";
 		rc = snapshot_write(&sf, write_rss_body, &rb, err, errlen);
@@ -593,7 +599,7 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 		if (!rc && tr->attach_ns < tr->start_ns)
 			prof->inuse_since_nanos = tr->attach_ns;
 		rc = rc ?: describe(prof, tr, d);
-		rc = rc ?: add_rss(prof, tr, end_ns);
+		rc = rc ?: add_rss(prof, tr);
 		rc = rc ?: add_timeline(prof, tr, d, end_ns);
 		if (rc) {
 			hb_profile__free(prof);
