@@ -8,11 +8,9 @@
  * heapbpf's own RSS and CPU are held to their caps and, when more
  * processes match than --max-targets, the budget rotates.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +22,9 @@
 
 #include "util/clock.h"
 #include "run/agent.h"
+#include "run/agent_types.h"
+#include "run/budget.h"
+#include "run/reset.h"
 #include "targets/discover.h"
 #include "util/errmsg.h"
 #include "run/outputs.h"
@@ -50,64 +51,6 @@
  * written: the process may have exec'ed since, unheard.
  */
 #define FRESH_S 1.0
-/* heapbpf's CPU share is measured over this many seconds. */
-#define CPU_SPAN_S 10.0
-
-struct agent_target;
-
-/* What a process runs: its executable and its jemalloc object; another one after an exec. */
-struct image_id {
-	uint64_t exe_dev, exe_ino, je_dev, je_ino;
-	char je_path[512];
-	char build_id[128];
-};
-
-/* A process the rules take, with a usable jemalloc: sampled now, or waiting its turn. */
-struct agent_proc {
-	pid_t pid;
-	uint64_t start;
-	char comm[32];
-	char svc[256];
-	char kv[PYRO_MAX_LABELS][320];
-	const char *labels[PYRO_MAX_LABELS];
-	struct pyro_naming naming;
-	struct jemalloc_target *t; /* found at discovery, until it is first sampled */
-	int64_t found_at;	   /* CLOCK_MONOTONIC ns t was found */
-	struct image_id image;	   /* what it ran when it was found */
-	int64_t idle_since;	   /* CLOCK_MONOTONIC ns it left the budget; 0: never sampled */
-	int64_t active_since;
-	struct agent_target *on; /* sampled now, or NULL */
-	pid_t held_by;		 /* another heapbpf held it when it was next: waits for it */
-};
-
-/* A process sampled now: its jemalloc, guard, collection and windows. */
-struct agent_target {
-	struct agent_proc *p;
-	struct jemalloc_target *t;
-	struct guard *g;
-	struct session s;
-	struct target_run tr;
-	int64_t next_window; /* CLOCK_REALTIME ns its current window ends */
-};
-
-struct agent {
-	struct run *r;
-	const struct run_opts *o;
-	struct select_rule sel[RUN_MAX_RULES], exc[RUN_MAX_RULES];
-	struct discover *d;
-	struct watch *wt;
-	struct session node;
-	bool running;			  /* the node session runs: targets join and leave it */
-	struct jemalloc_target *layout_t; /* whose layout the node's BPF object has */
-	struct agent_proc **procs;
-	size_t nprocs, cap;
-	size_t active, budget; /* sampled now; at most (--max-targets, lowered by the caps) */
-	int64_t next_rotate;
-	int64_t shed_at;       /* CLOCK_MONOTONIC ns a cap last let a target go */
-	unsigned int cap_said; /* over a cap with one target: said once, a bit per cap */
-	uint64_t cpu_ns;       /* heapbpf's CPU time at cpu_at, all threads */
-	int64_t cpu_at;
-};
 
 static struct heap_data data_of(struct session *s)
 {
@@ -268,8 +211,6 @@ static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, double a
 	return DISCOVER_NEVER;
 }
 
-static void retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note);
-
 /*
  * A process discovery named (age: seconds since its exec, or its start):
  * the rules, its jemalloc; a new waiting proc when it fits.
@@ -288,8 +229,8 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	 * another process's now and the one sampled is gone
 	 */
 	if (old && old->on)
-		retire(a, old->on, "exit",
-		       old->start == start ? "the process exec'ed" : "the process exited");
+		agent_retire(a, old->on, "exit",
+			     old->start == start ? "the process exec'ed" : "the process exited");
 	if (old) {
 		jemalloc_target__free(old->t);
 		old->t = NULL;
@@ -390,7 +331,7 @@ static bool image_is(const struct agent_proc *p, const struct jemalloc_target *t
 }
 
 /* p joins the node session: its flag on, its windows and triggers from now. */
-static int admit(struct agent *a, struct agent_proc *p)
+int agent_admit(struct agent *a, struct agent_proc *p)
 {
 	char path[HB_CLEAN_SIZE(256)], svc[HB_CLEAN_SIZE(sizeof(p->svc))];
 	struct agent_target *at = calloc(1, sizeof(*at));
@@ -449,7 +390,7 @@ static int admit(struct agent *a, struct agent_proc *p)
  * at's last profile (trigger NULL: a plain window; "" the OOM profile was
  * its last), and it leaves: its flag back off, freed; its proc waits.
  */
-static void retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note)
+void agent_retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note)
 {
 	struct heap_data d = data_of(&at->s);
 	int64_t end;
@@ -506,12 +447,12 @@ static void targets_now(struct agent *a)
 
 		/* failed in the session (said there): its flag back off, no profile */
 		if (at && at->s.failed) {
-			retire(a, at, "", NULL);
+			agent_retire(a, at, "", NULL);
 			p->pid = 0;
 		} else if (at && at->s.exited) {
 			const char *trig = watch__last_trigger(a->wt, &at->s, note, sizeof(note));
 
-			retire(a, at, trig ? trig : "exit", note);
+			agent_retire(a, at, trig ? trig : "exit", note);
 			p->pid = 0; /* gone: forgotten below */
 			wrote = true;
 		} else if (at) {
@@ -529,249 +470,6 @@ static void targets_now(struct agent *a)
 		outputs_window_done(a->r);
 }
 
-/* heapbpf's own resident bytes. */
-static uint64_t self_rss(void)
-{
-	unsigned long long size = 0, resident = 0;
-	FILE *f = fopen("/proc/self/statm", "re");
-
-	if (f) {
-		if (fscanf(f, "%llu %llu", &size, &resident) != 2)
-			resident = 0;
-		fclose(f);
-	}
-	return resident * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
-/* heapbpf's user and system time so far, in clock ticks; 0 when unreadable. */
-static uint64_t self_cpu_ns(void)
-{
-	struct timespec ts;
-
-	/* every thread's time, to the nanosecond (/proc's ticks are 10 ms) */
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * heapbpf's CPU share of one core over the last CPU_SPAN_S to now (the
- * caller's clock, the one its step waits are counted on), in percent; -1
- * until measured.
- */
-static double cpu_share(struct agent *a, int64_t now)
-{
-	uint64_t cpu = self_cpu_ns();
-	double pct;
-
-	/* unreadable (0): not measured now, the last reading kept */
-	if (!cpu || cpu < a->cpu_ns)
-		return -1;
-	if (!a->cpu_at || now - a->cpu_at < (int64_t)(CPU_SPAN_S * 1e9)) {
-		if (!a->cpu_at) {
-			a->cpu_at = now;
-			a->cpu_ns = cpu;
-		}
-		return -1;
-	}
-	pct = 100.0 * (double)(cpu - a->cpu_ns) / (double)(now - a->cpu_at);
-	a->cpu_at = now;
-	a->cpu_ns = cpu;
-	return pct;
-}
-
-/*
- * The CPU span starts again after a step: the next is judged on what
- * heapbpf costs without the target let go, not on the cost of letting it go.
- */
-static void cpu_restart(struct agent *a)
-{
-	a->cpu_ns = self_cpu_ns();
-	a->cpu_at = a->cpu_ns ? hb_clock_ns(CLOCK_MONOTONIC) : 0;
-}
-
-/* The sampled target holding most in use: what a cap lets go first. */
-static struct agent_target *largest(const struct agent *a)
-{
-	struct agent_target *best = NULL;
-	double most = -1;
-
-	for (size_t i = 0; i < a->nprocs; i++) {
-		struct agent_target *at = a->procs[i]->on;
-		double v = at ? collector__totals(at->s.collector)->inuse_space : 0;
-
-		if (at && v > most) {
-			most = v;
-			best = at;
-		}
-	}
-	return best;
-}
-
-/*
- * Over --max-rss or --max-cpu: the target holding most let go, and one fewer
- * sampled at once from then on; then CPU_SPAN_S for the figures to follow
- * before the next. Down to one target, the cap is said once and that one
- * stays: an agent that samples nothing serves nobody.
- */
-static void hold_caps(struct agent *a)
-{
-	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
-	uint64_t rss = self_rss();
-	double cpu = cpu_share(a, now);
-	struct agent_target *at;
-	char what[128];
-	unsigned int cap; /* its bit in cap_said: 1 the RSS cap, 2 the CPU cap */
-	pid_t pid;
-
-	if (rss > a->o->max_rss) {
-		cap = 1;
-		snprintf(what, sizeof(what), "heapbpf's RSS of %llu MiB is over --max-rss %llu MiB",
-			 (unsigned long long)(rss >> 20),
-			 (unsigned long long)(a->o->max_rss >> 20));
-	} else if (cpu > a->o->max_cpu) {
-		cap = 2;
-		snprintf(what, sizeof(what), "heapbpf's CPU of %.2f%% is over --max-cpu %g%%", cpu,
-			 a->o->max_cpu);
-	} else {
-		return;
-	}
-	/* nothing sampled: heapbpf's floor, nothing to let go */
-	if (!a->active || now < a->shed_at + (int64_t)(CPU_SPAN_S * 1e9))
-		return;
-	a->shed_at = now;
-	if (a->active == 1) {
-		a->budget = 1;
-		if (!(a->cap_said & cap))
-			hb_warn("agent: %s with one process sampled; it stays sampled", what);
-		a->cap_said |= cap;
-		return;
-	}
-	at = largest(a);
-	if (!at)
-		return;
-	pid = at->p->pid;
-	/* one fewer than are sampled now: the one let go is not taken back at once */
-	a->budget = a->active - 1;
-	retire(a, at, NULL, NULL);
-	/* what its collector held goes back to the system, not to malloc's free lists */
-	malloc_trim(0);
-	cpu_restart(a);
-	/* said once done: its flag is off and its last window written when this is read */
-	hb_warn("agent: %s: pid %d let go (its last window written), %zu sampled at once from "
-		"now on",
-		what, pid, a->budget);
-}
-
-/* How many processes wait their turn. */
-static size_t waiting(const struct agent *a)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < a->nprocs; i++)
-		n += a->procs[i]->pid && !a->procs[i]->on;
-	return n;
-}
-
-/* The sampled target in the budget longest. */
-static struct agent_target *oldest_active(const struct agent *a)
-{
-	struct agent_target *best = NULL;
-
-	for (size_t i = 0; i < a->nprocs; i++) {
-		struct agent_proc *p = a->procs[i];
-
-		if (p->on && (!best || p->active_since < best->p->active_since))
-			best = p->on;
-	}
-	return best;
-}
-
-/* More processes match than the budget: those sampled longest make room for those waiting. */
-static void rotate(struct agent *a)
-{
-	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
-	size_t out = waiting(a), n = 0;
-	char pids[512] = "";
-
-	if (now < a->next_rotate)
-		return;
-	a->next_rotate = now + (int64_t)(a->o->rotate * 1e9);
-	if (!out || a->active < a->budget)
-		return;
-	if (out > a->active)
-		out = a->active;
-	for (; n < out; n++) {
-		struct agent_target *at = oldest_active(a);
-		size_t len = strlen(pids);
-
-		if (!at)
-			break;
-		snprintf(pids + len, sizeof(pids) - len, "%s%d", n ? "," : "", at->p->pid);
-		retire(a, at, NULL, NULL);
-	}
-	hb_say("agent: rotation: %zu processes match, %zu sampled at once: pid %s out, the %zu "
-	       "waiting longest in",
-	       a->nprocs, a->budget, pids, n);
-	malloc_trim(0);
-}
-
-/* The waiting process whose turn it is: never sampled first, then the longest idle. */
-/*
- * Whether another heapbpf (a one-shot run, top, watch, a snapshot timer's)
- * holds p now: it waits, said once, and is taken at the first tick after
- * it is released, said too.
- */
-static bool held(struct agent_proc *p)
-{
-	struct runs_entry e;
-	pid_t h = runs_lock_holder(guard_dir(), p->pid);
-
-	/* held by a run that has not said its pid yet (-1): said at the next tick */
-	if (h > 0 && h != getpid() && !p->held_by) {
-		p->held_by = h;
-		if (runs_holder_of(guard_dir(), p->pid, &e))
-			snprintf(e.mode, sizeof(e.mode), "run");
-		hb_note("agent: pid %d (%s) is held by heapbpf %s, pid %d: taken once it is "
-			"released",
-			p->pid, p->comm, e.mode, h);
-	} else if (!h && p->held_by) {
-		hb_note("agent: pid %d (%s) released by heapbpf pid %d: taken", p->pid, p->comm,
-			p->held_by);
-		p->held_by = 0;
-	}
-	return h && h != getpid();
-}
-
-static struct agent_proc *next_in(const struct agent *a)
-{
-	struct agent_proc *best = NULL;
-
-	for (size_t i = 0; i < a->nprocs; i++) {
-		struct agent_proc *p = a->procs[i];
-
-		if (!p->pid || p->on || held(p))
-			continue;
-		if (!best || p->idle_since < best->idle_since)
-			best = p;
-	}
-	return best;
-}
-
-/* Waiting processes into the budget while it has room. */
-static void fill(struct agent *a)
-{
-	struct agent_proc *p;
-
-	while (a->active < a->budget && (p = next_in(a))) {
-		int rc = admit(a, p);
-
-		/* cannot be sampled: forgotten at the next tick; held by another run: it waits */
-		if (rc && rc != -EBUSY)
-			p->pid = 0;
-	}
-}
-
 /* The node session's tick: everything the agent does, once a second. */
 static int on_tick(struct session *node, void *arg)
 {
@@ -781,9 +479,9 @@ static int on_tick(struct session *node, void *arg)
 	discover_now(a);
 	targets_now(a);
 	watch__tick(a->wt);
-	hold_caps(a);
-	rotate(a);
-	fill(a);
+	budget_hold_caps(a);
+	budget_rotate(a);
+	budget_fill(a);
 	return 0;
 }
 
@@ -902,7 +600,7 @@ static void finish(struct agent *a)
 		if (!at)
 			continue;
 		trig = watch__last_trigger(a->wt, &at->s, note, sizeof(note));
-		retire(a, at, trig ? trig : "stop", note);
+		agent_retire(a, at, trig ? trig : "stop", note);
 	}
 	for (size_t i = 0; i < a->nprocs; i++) {
 		jemalloc_target__free(a->procs[i]->t);
@@ -955,7 +653,7 @@ int agent_run(struct run *r, char *err, size_t errlen)
 	int rc;
 
 	if (r->opts->reset)
-		return agent_reset(r, err, errlen);
+		return reset_all(r, err, errlen);
 	/* a log read later: each line says when, unless a terminal or the journal shows it */
 	hb_set_timestamps(!isatty(STDERR_FILENO) && !stderr_is_journal());
 	r->name_targets = true;
@@ -987,86 +685,5 @@ int agent_run(struct run *r, char *err, size_t errlen)
 		rc = run_node(&a, err, errlen);
 	finish(&a);
 	outputs_finish(r);
-	return rc;
-}
-
-/*
- * A state file whose process is gone (kill -9 of heapbpf, then of it): the
- * children it forked that still run its jemalloc, restored.
- */
-static void reset_orphans(pid_t pid, size_t *restored)
-{
-	struct guard *g = NULL;
-	struct guard_recovery rec;
-	char err[2048];
-
-	/* held: a heapbpf that runs now has it */
-	if (guard__acquire_pid(pid, NULL, &g, err, sizeof(err)))
-		hb_note("pid %d: %s", pid, err);
-	else if (guard__recover_orphans(g, &rec, err, sizeof(err)))
-		hb_error_clean(NULL, err, NULL);
-	else if (rec.children) {
-		hb_say("restored prof_active in %zu process(es) forked from pid %d (gone), left on "
-		       "by a heapbpf run that was killed",
-		       rec.children, pid);
-		(*restored)++;
-	}
-	guard__release(g);
-}
-
-/* One state file's process: its flags restored if a killed run left them on. */
-static void reset_one(pid_t pid, size_t *restored)
-{
-	struct jemalloc_target *t = NULL;
-	struct guard *g = NULL;
-	struct guard_recovery rec;
-	char err[2048];
-	int rc = jemalloc_target__find(pid, NULL, &t, err, sizeof(err));
-
-	/* gone, or no jemalloc process under its pid now: its children may still be on */
-	if (rc) {
-		jemalloc_target__free(t);
-		reset_orphans(pid, restored);
-		return;
-	}
-	if (guard__acquire(t, &g, err, sizeof(err)) ||
-	    guard__recover(g, t, &rec, err, sizeof(err))) {
-		hb_note("pid %d: %s", pid, err);
-	} else if (rec.parent || rec.children) {
-		hb_say("restored prof_active in pid %d (and %zu process(es) it forked), left on by "
-		       "a heapbpf run that was killed",
-		       pid, rec.children);
-		(*restored)++;
-	}
-	guard__release(g);
-	jemalloc_target__free(t);
-}
-
-int agent_reset(struct run *r, char *err, size_t errlen)
-{
-	DIR *dir = opendir(guard_dir());
-	struct dirent *de;
-	size_t restored = 0;
-	int rc;
-
-	(void)r;
-	if (!dir && errno == ENOENT) {
-		hb_note("nothing to reset: %s does not exist", guard_dir());
-		return 0;
-	}
-	if (!dir)
-		return hb_fail(err, errlen, -errno, "cannot read %s: %s", guard_dir(),
-			       strerror(errno));
-	rc = privs_check(err, errlen);
-	while (!rc && (de = readdir(dir))) {
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
-
-		if (pid > 0 && !strcmp(end, ".state"))
-			reset_one((pid_t)pid, &restored);
-	}
-	closedir(dir);
-	if (!rc && !restored)
-		hb_note("nothing to reset");
 	return rc;
 }

@@ -18,10 +18,8 @@
  * Runs until SIGINT, SIGTERM (or -d). 0 with r->outcome set, or a negative
  * errno with a sentence in err when it could not start. prof_active is
  * back off in every process it switched on, on every path but kill -9,
- * after which agent_reset() (heapbpf --reset) restores them.
+ * after which heapbpf --reset restores them (run/reset.c).
  */
 int agent_run(struct run *r, char *err, size_t errlen);
-/* heapbpf --reset with no target: every flag a killed heapbpf's state files name. */
-int agent_reset(struct run *r, char *err, size_t errlen);
 
 #endif /* __HEAPBPF_RUN_AGENT_H */
