@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "util/errmsg.h"
+#include "profile/sites.h"
 #include "profile/summary.h"
 #include "profile/wrappers.h"
 
@@ -31,9 +32,10 @@ void summary_bytes(char *buf, size_t len, double bytes)
 		snprintf(buf, len, "%.1f %s", bytes, units[u]);
 }
 
+/* By in use, then allocated, then name: the order of the summary's top sites. */
 static int cmp_site(const void *a, const void *b)
 {
-	const struct hb_site *x = a, *y = b;
+	const struct site *x = a, *y = b;
 
 	if (x->v[HB_INUSE_SPACE] != y->v[HB_INUSE_SPACE])
 		return x->v[HB_INUSE_SPACE] > y->v[HB_INUSE_SPACE] ? -1 : 1;
@@ -44,32 +46,19 @@ static int cmp_site(const void *a, const void *b)
 
 size_t summary_top_sites(const struct hb_profile *p, struct hb_site *out, size_t n)
 {
-	struct hb_site *all = calloc(p->nsamples ? p->nsamples : 1, sizeof(*all));
-	size_t nall = 0;
+	struct site *all;
+	size_t nall;
 
-	if (!all)
+	/* the function that called malloc, or the wrapper around it (wrappers.h) */
+	if (sites_reduce(p, SITES_BY_FUNCTION, &all, &nall))
 		return 0;
-	for (size_t i = 0; i < p->nsamples; i++) {
-		const struct hb_sample *s = &p->samples[i];
-		const struct hb_line *ln = wrappers_site_line(p, s);
-		const char *fn;
-		size_t j;
-
-		if (!ln)
-			continue;
-		/* the function that called malloc, or the wrapper around it (wrappers.h) */
-		fn = ln->function;
-		for (j = 0; j < nall && strcmp(all[j].function, fn) != 0; j++)
-			;
-		if (j == nall)
-			all[nall++].function = fn;
-		for (int k = 0; k < HB_NVALUES; k++)
-			all[j].v[k] += s->v[k];
-	}
 	qsort(all, nall, sizeof(*all), cmp_site);
 	if (nall > n)
 		nall = n;
-	memcpy(out, all, nall * sizeof(*out));
+	for (size_t i = 0; i < nall; i++) {
+		out[i].function = all[i].function;
+		memcpy(out[i].v, all[i].v, sizeof(out[i].v));
+	}
 	free(all);
 	return nall;
 }

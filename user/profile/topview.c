@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/errmsg.h"
+#include "profile/sites.h"
 #include "profile/summary.h"
 #include "profile/topview.h"
 #include "profile/wrappers.h"
@@ -79,58 +80,34 @@ void topview_snap_free(struct top_snap *s)
 	s->nsites = 0;
 }
 
-/* Sorted sites with equal keys summed into the first; strings still the profile's. */
-static size_t merge_sites(struct top_site *v, size_t n)
-{
-	size_t k = 0;
-
-	qsort(v, n, sizeof(*v), cmp_site);
-	for (size_t i = 0; i < n; i++) {
-		if (k && cmp_site(&v[k - 1], &v[i]) == 0) {
-			for (int j = 0; j < HB_NVALUES; j++)
-				v[k - 1].v[j] += v[i].v[j];
-			continue;
-		}
-		v[k++] = v[i];
-	}
-	return k;
-}
-
 int topview_snap_build(const struct hb_profile *p, int64_t mono_ns, struct top_snap *out)
 {
-	struct top_site *v = calloc(p->nsamples ? p->nsamples : 1, sizeof(*v));
-	size_t n = 0;
+	struct site *v;
+	size_t n;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	out->mono_ns = mono_ns;
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nsamples; i++) {
-		const struct hb_sample *s = &p->samples[i];
-		/* the site's outermost line: the real function the call is in, past wrappers */
-		const struct hb_line *ln = wrappers_site_line(p, s);
+	rc = sites_reduce(p, SITES_BY_LINE, &v, &n);
+	if (rc || !n)
+		return rc;
+	out->sites = calloc(n, sizeof(*out->sites));
+	for (size_t i = 0; out->sites && i < n; i++) {
+		struct top_site *t = &out->sites[i];
 
-		if (!ln)
-			continue;
-		/* borrowed for now: copied once each after the merge */
-		v[n].function = ln->function;
-		v[n].file = ln->file ? ln->file : "";
-		v[n].line = ln->line;
-		memcpy(v[n].v, s->v, sizeof(v[n].v));
-		n++;
-	}
-	n = merge_sites(v, n);
-	out->sites = v;
-	for (size_t i = 0; i < n; i++) {
-		char *fn = strdup(v[i].function), *file = strdup(v[i].file);
-
-		v[i].function = fn;
-		v[i].file = file;
 		out->nsites = i + 1;
-		if (!fn || !file) {
-			topview_snap_free(out);
-			return -ENOMEM;
-		}
+		t->function = strdup(v[i].function);
+		t->file = strdup(v[i].file);
+		memcpy(t->v, v[i].v, sizeof(t->v));
+		t->line = v[i].line;
+		if (!t->function || !t->file)
+			break;
+	}
+	free(v);
+	if (!out->sites || !out->sites[out->nsites - 1].function ||
+	    !out->sites[out->nsites - 1].file) {
+		topview_snap_free(out);
+		return -ENOMEM;
 	}
 	return 0;
 }
