@@ -671,23 +671,15 @@ Test(forks, follow_forks_profiles_each_worker_exactly)
 	/* 2500 rounds of 64 allocations each, what 2.5 s gave on a quiet machine, however slow */
 	cr_assert_eq(hb_sym_addr(f.kids[0], f.bin, "forked_child_rounds", &rounds), 0);
 	for (int i = 0; i < 2; i++) {
-		uint64_t done = 0;
+		uint64_t done = hb_wait_count(f.kids[i], rounds, 2500, 600000);
 
-		for (int t = 0; t < 12000 && done < 2500; t++) {
-			cr_assert_eq(hb_peek(f.kids[i], rounds, &done, sizeof(done)), 0,
-				     "worker %d is gone", f.kids[i]);
-			if (done < 2500)
-				hb_sleep_ms(50);
-		}
 		cr_assert_geq(done, 2500, "worker %d did %llu rounds", f.kids[i],
 			      (unsigned long long)done);
 	}
 	for (int i = 0; i < 2; i++) {
 		kill(f.kids[i], SIGUSR2);
 		snprintf(dump, sizeof(dump), "%s/child-%d.heap.done", hb_tmpdir(), f.kids[i]);
-		for (int t = 0; t < 200 && access(dump, F_OK); t++)
-			hb_sleep_ms(50);
-		cr_assert_eq(access(dump, F_OK), 0, "worker %d wrote no dump", f.kids[i]);
+		cr_assert(hb_wait_file(dump, 120000), "worker %d wrote no dump", f.kids[i]);
 	}
 	stop_heapbpf(&f);
 	cr_assert_eq(flag_of(f.kids[0], f.flag), 0);

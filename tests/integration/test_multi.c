@@ -416,11 +416,11 @@ Test(multi_pidreuse, followed_child_exit_frees_its_pid)
 	const char *bin = hb_path("examples/alloc-service-static");
 	struct svc a, b, other;
 	pid_t hp, child, impostor = 0;
-	uint64_t flag;
+	uint64_t flag, rounds = 0, done;
 	uint8_t v;
 	int kid;
 	int64_t n;
-	int rc, t, tries;
+	int rc, tries;
 
 	hb_require_bpf();
 	snprintf(conf, sizeof(conf), "MALLOC_CONF=%s", HB_ORACLE_CONF);
@@ -455,12 +455,14 @@ Test(multi_pidreuse, followed_child_exit_frees_its_pid)
 		snprintf(line, sizeof(line), "following pid %d (forked from %d)", child, a.pid);
 		wait_for_line(errpath, line);
 		kill(child, SIGUSR1);
-		hb_sleep_ms(2000);
+		/* 2000 rounds of 64 allocations, what 2 s gave on a quiet machine, however slow */
+		if (!rounds)
+			cr_assert_eq(hb_sym_addr(child, bin, "forked_child_rounds", &rounds), 0);
+		done = hb_wait_count(child, rounds, 2000, 600000);
+		cr_assert_geq(done, 2000, "the child did %llu rounds", (unsigned long long)done);
 		kill(child, SIGUSR2);
 		snprintf(dump, sizeof(dump), "%s/child-%d.heap.done", hb_tmpdir(), child);
-		for (t = 0; t < 200 && access(dump, F_OK); t++)
-			hb_sleep_ms(50);
-		cr_assert_eq(access(dump, F_OK), 0, "the child wrote no dump");
+		cr_assert(hb_wait_file(dump, 120000), "the child wrote no dump");
 		cr_assert(hb_wait_reaped(child, 60000), "the child %d was not reaped", child);
 		spawned[kid] = 0; /* its pid may be anyone's next */
 		snprintf(line, sizeof(line), "followed pid %d exited", child);

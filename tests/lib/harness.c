@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -539,6 +540,43 @@ bool hb_wait_byte(pid_t pid, uint64_t addr, uint8_t want, int timeout_ms, pid_t 
 		hb_sleep_ms(10);
 	}
 	return false;
+}
+
+uint64_t hb_wait_count(pid_t pid, uint64_t addr, uint64_t want, int timeout_ms)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	uint64_t v = 0;
+
+	while (hb_peek(pid, addr, &v, sizeof(v)) == 0 && v < want && mono_ms() < deadline)
+		hb_sleep_ms(20);
+	return v;
+}
+
+bool hb_wait_file(const char *path, int timeout_ms)
+{
+	char dir[PATH_MAX], buf[4096];
+	int64_t deadline = mono_ms() + timeout_ms;
+	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	bool there;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (strrchr(dir, '/'))
+		*strrchr(dir, '/') = '\0';
+	/* watched first, then looked for: a file made in between is not missed */
+	if (fd < 0 || inotify_add_watch(fd, dir, IN_CREATE | IN_MOVED_TO) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return access(path, F_OK) == 0;
+	}
+	while (!(there = access(path, F_OK) == 0) && mono_ms() < deadline) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, (int)(deadline - mono_ms())) > 0)
+			while (read(fd, buf, sizeof(buf)) > 0)
+				;
+	}
+	close(fd);
+	return there;
 }
 
 const char *hb_tmp(const char *name)

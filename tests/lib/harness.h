@@ -89,6 +89,17 @@ int hb_file_bytes_at_sym(const char *path, const char *sym, void *buf, size_t le
 
 /* Polls until pid's byte at addr equals want, or timeout_ms passes; true if it did. */
 bool hb_wait_byte(pid_t pid, uint64_t addr, uint8_t want, int timeout_ms, pid_t alive);
+/*
+ * Polls pid's 8-byte counter at addr (work it has done, counted in its own
+ * memory) until it reaches want, pid is gone, or timeout_ms passes (a bound
+ * for a failure, never a window the work must fit in): the last value read.
+ */
+uint64_t hb_wait_count(pid_t pid, uint64_t addr, uint64_t want, int timeout_ms);
+/*
+ * Waits, on inotify, until path exists or timeout_ms passes (a bound for a
+ * failure); true when it does.
+ */
+bool hb_wait_file(const char *path, int timeout_ms);
 
 /* Reads a whole file (NUL-terminated) into *out; returns its length or negative errno. */
 ssize_t hb_read_file(const char *path, char **out);
