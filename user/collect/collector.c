@@ -7,126 +7,14 @@
 #include <linux/types.h>
 
 #include "collect/collector.h"
+#include "collect/collector_state.h"
 #include "util/hashmap.h"
 #include "heapbpf.h"
 #include "collect/unbias.h"
 
-/* A free's allocation time can be this much later than heapbpf's timestamp of the sample. */
-#define MATCH_SLACK_NS	     50000ULL
 #define TEMPORARY_DEFAULT_NS 1000000ULL
-/* A tctx's live allocation times: the top bit marks one freed (2^63 ns is 292 years). */
-#define TS_DEAD	  (1ULL << 63)
-#define TS_INLINE 3
-#define NO_OBJ	  UINT32_MAX
 /* Frame ids per slab (1 MiB), many stacks' worth even at HEAPBPF_MAX_FRAMES each. */
 #define FRAME_SLAB (1u << 18)
-
-/*
- * How frees name their object, known from the first one: by pointer
- * (5.2.1, 5.3.1) or only by tctx and jemalloc's allocation time (5.3.0).
- * Until then both indexes are kept.
- */
-enum free_match {
-	MATCH_UNKNOWN,
-	MATCH_PTR,
-	MATCH_TCTX,
-};
-
-/* A tctx is one (thread, backtrace) context of jemalloc; its address is reused once dead. */
-struct tctx_ent {
-	uint32_t stack;
-	uint32_t live; /* samples heapbpf saw allocated and not yet freed */
-	/*
-	 * Frees by tctx: the live samples' CLOCK_MONOTONIC allocation times,
-	 * ascending (one thread's events arrive in order); freed ones marked
-	 * TS_DEAD until the array is compacted. Live entries are in [head, n),
-	 * the first and the last live, dead counts the marks between. The first
-	 * TS_INLINE live inside the entry (cap 0): most tctxs have few, and a
-	 * separate array would cost a cache miss on every event.
-	 */
-	uint32_t head, n, cap, dead;
-	union {
-		uint64_t *heap;
-		uint64_t inl[TS_INLINE];
-	} ts;
-};
-
-static inline uint64_t *tsv(struct tctx_ent *t)
-{
-	return t->cap ? t->ts.heap : t->ts.inl;
-}
-
-static inline const uint64_t *tsv_c(const struct tctx_ent *t)
-{
-	return t->cap ? t->ts.heap : t->ts.inl;
-}
-
-/* A live sampled object, by pointer: its stack and heapbpf's allocation time. */
-struct live_obj {
-	uint64_t ts;
-	uint32_t stack; /* NO_OBJ: a free slot */
-	uint32_t next;	/* free slots' list */
-};
-
-struct collector {
-	double period;
-	uint64_t attach_coarse_ns;
-	uint64_t stop_ns; /* 0 = still sampling */
-	uint64_t temporary_ns;
-	enum free_match match;
-	struct hb_stack *stacks;
-	size_t nstacks, cap_stacks;
-	struct hashmap stack_by_frames; /* hashmap_hash_bytes(frames) -> stack */
-	/*
-	 * The stacks' frames, each stack's contiguous in one slab of
-	 * FRAME_SLAB entries: no allocation (and its header) per stack. A
-	 * frame is the 4-byte id of its address in addrs: stacks repeat the
-	 * same few thousand return addresses (100k stacks of 41 frames: 16 MB
-	 * of ids where the addresses took 33 MB).
-	 */
-	uint32_t **slabs;
-	size_t nslabs, slab_used; /* entries used in the last slab */
-	size_t *slab_first;	  /* each slab's first stack (it holds those up to the next's) */
-	size_t slabs_freed;	  /* the first ones, by collector__release_frames */
-	bool ended;		  /* collector__end: no more events */
-	uint64_t *addrs;	  /* each distinct frame address once, by id */
-	size_t naddrs, cap_addrs;
-	struct hashmap addr_ids; /* hashmap_hash_u64(address) -> id */
-	struct tctx_ent *tctxs;
-	size_t ntctxs, cap_tctxs;
-	struct hashmap tctx_by_addr; /* hashmap_hash_u64(tctx) -> tctxs[] */
-	/*
-	 * Live sampled objects by pointer, where jemalloc's free hook passes the
-	 * pointer (5.2.1, 5.3.1): entries leave on free, so it holds only what is live.
-	 */
-	struct hashmap obj_by_ptr; /* hashmap_hash_u64(ptr) -> objs[] */
-	struct live_obj *objs;
-	size_t nobjs, cap_objs;
-	uint32_t free_objs; /* first free slot of objs, or NO_OBJ */
-	struct collector_totals now, peak;
-	/* the stacks' peak copies (only of those in use at some peak) and lifetimes (only of those with frees) */
-	struct hb_stack_peak *peaks;
-	size_t npeaks, cap_peaks;
-	struct hb_lifetimes *lts;
-	size_t nlts, cap_lts;
-	/* stacks whose in-use changed since the peak was last copied into their peak_* */
-	uint32_t *dirty;
-	size_t ndirty, cap_dirty;
-	struct collector_checkpoint ckpts[COLLECTOR_MAX_CHECKPOINTS];
-	size_t nckpts;
-	/*
-	 * Each stack's value at the last checkpoint taken (nlast of them; the
-	 * rest were 0), what the next one records changes against; carry: the
-	 * stacks a checkpoint dropped by halving changed (ncarry, ascending),
-	 * recorded again by the next one.
-	 */
-	float *last;
-	size_t nlast;
-	uint32_t *carry;
-	size_t ncarry;
-	uint64_t ckpt_every, next_ckpt; /* next_ckpt = ckpts[0].ts + nckpts * ckpt_every */
-	struct collector_stats stats;
-};
 
 int collector__new(uint64_t period, struct collector **out)
 {
@@ -139,12 +27,6 @@ int collector__new(uint64_t period, struct collector **out)
 	c->free_objs = NO_OBJ;
 	*out = c;
 	return 0;
-}
-
-static void checkpoint_clear(struct collector_checkpoint *k)
-{
-	free(k->inuse);
-	free(k->ids);
 }
 
 void collector__free(struct collector *c)
@@ -173,7 +55,7 @@ void collector__free(struct collector *c)
 	free(c->objs);
 	free(c->dirty);
 	for (size_t i = 0; i < c->nckpts; i++)
-		checkpoint_clear(&c->ckpts[i]);
+		checkpoints_clear(&c->ckpts[i]);
 	free(c->last);
 	free(c->carry);
 	free(c);
@@ -205,7 +87,7 @@ uint64_t collector__temporary_threshold(const struct collector *c)
 }
 
 /* arr (n used of *cap) with room for one more, doubling from 256; NULL leaves it as it was. */
-static void *room_for_one(void *arr, size_t *cap, size_t n, size_t size)
+void *collector_room_for_one(void *arr, size_t *cap, size_t n, size_t size)
 {
 	size_t ncap = *cap ? *cap * 2 : 256;
 
@@ -273,7 +155,7 @@ static int addr_intern(struct collector *c, uint64_t addr, uint32_t *id)
 
 	if (!hashmap__get(&c->addr_ids, h, id))
 		return 0;
-	na = room_for_one(c->addrs, &c->cap_addrs, c->naddrs, sizeof(*na));
+	na = collector_room_for_one(c->addrs, &c->cap_addrs, c->naddrs, sizeof(*na));
 	if (!na)
 		return -ENOMEM;
 	c->addrs = na;
@@ -298,7 +180,7 @@ static int stack_intern(struct collector *c, const void *frames, uint32_t n, uin
 		if (same_frames(c, &c->stacks[*id], frames, n))
 			return 0;
 	}
-	s = room_for_one(c->stacks, &c->cap_stacks, c->nstacks, sizeof(*s));
+	s = collector_room_for_one(c->stacks, &c->cap_stacks, c->nstacks, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	c->stacks = s;
@@ -333,7 +215,7 @@ static int tctx_intern(struct collector *c, uint64_t tctx, struct tctx_ent **out
 	int err;
 
 	if (hashmap__get(&c->tctx_by_addr, h, &idx)) {
-		t = room_for_one(c->tctxs, &c->cap_tctxs, c->ntctxs, sizeof(*t));
+		t = collector_room_for_one(c->tctxs, &c->cap_tctxs, c->ntctxs, sizeof(*t));
 		if (!t)
 			return -ENOMEM;
 		c->tctxs = t;
@@ -355,495 +237,10 @@ static void stamp(struct collector *c, uint64_t ts)
 		c->stats.last_ts = ts;
 }
 
-/* Where stack i is in k's changes, or k->nids. */
-static size_t ckpt_find(const struct collector_checkpoint *k, size_t i)
-{
-	size_t lo = 0, hi = k->nids;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->ids[mid] < i)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < k->nids && k->ids[lo] == i ? lo : k->nids;
-}
-
-float collector_ckpt_inuse(const struct collector_checkpoint *ck, size_t k, size_t i)
-{
-	for (size_t j = k + 1; j-- > 0;) {
-		size_t at;
-
-		if (i >= ck[j].nstacks)
-			return 0.0f;
-		at = ckpt_find(&ck[j], i);
-		if (at < ck[j].nids)
-			return ck[j].inuse[at];
-	}
-	return 0.0f;
-}
-
-void collector_ckpt_add_series(const struct collector_checkpoint *ck, size_t n, size_t i, float *y)
-{
-	float v = 0.0f;
-
-	for (size_t k = 0; k < n; k++) {
-		size_t at = ckpt_find(&ck[k], i);
-
-		if (at < ck[k].nids)
-			v = ck[k].inuse[at];
-		y[k] += v;
-	}
-}
-
-/* The same bits (-0.0 is a change from 0.0: reads give back exactly the value). */
-static bool same_float(float a, float b)
-{
-	uint32_t x, y;
-
-	memcpy(&x, &a, sizeof(x));
-	memcpy(&y, &b, sizeof(y));
-	return x == y;
-}
-
-/* c->last with room for every stack, the new ones 0. */
-static int last_room(struct collector *c)
-{
-	float *nl;
-
-	if (c->nlast >= c->nstacks)
-		return 0;
-	nl = reallocarray(c->last, c->nstacks, sizeof(*nl));
-	if (!nl)
-		return -ENOMEM;
-	memset(nl + c->nlast, 0, (c->nstacks - c->nlast) * sizeof(*nl));
-	c->last = nl;
-	c->nlast = c->nstacks;
-	return 0;
-}
-
-/*
- * The stacks whose in-use changed since the last checkpoint (or that the
- * carry names) into k: a run whose stacks hold their in-use costs little
- * per checkpoint, where a float per stack would cost 400 KB at 100k stacks.
- */
-static int checkpoint_fill(struct collector *c, struct collector_checkpoint *k)
-{
-	size_t nz = 0, n = c->nstacks, ci = 0;
-	int err = last_room(c);
-
-	k->nids = 0;
-	k->ids = NULL;
-	k->inuse = NULL;
-	if (err)
-		return err;
-	for (size_t i = 0; i < n; i++) {
-		bool carried = ci < c->ncarry && c->carry[ci] == i;
-
-		ci += carried;
-		nz += carried || !same_float((float)c->stacks[i].inuse_space, c->last[i]);
-	}
-	k->inuse = malloc((nz ? nz : 1) * sizeof(*k->inuse));
-	k->ids = malloc((nz ? nz : 1) * sizeof(*k->ids));
-	if (!k->inuse || !k->ids) {
-		checkpoint_clear(k);
-		return -ENOMEM;
-	}
-	ci = 0;
-	for (size_t i = 0; i < n; i++) {
-		float v = (float)c->stacks[i].inuse_space;
-		bool carried = ci < c->ncarry && c->carry[ci] == i;
-
-		ci += carried;
-		if (carried || !same_float(v, c->last[i])) {
-			k->ids[k->nids] = (uint32_t)i;
-			k->inuse[k->nids++] = v;
-			c->last[i] = v;
-		}
-	}
-	free(c->carry);
-	c->carry = NULL;
-	c->ncarry = 0;
-	return 0;
-}
-
-static int checkpoint_take(struct collector *c, uint64_t ts)
-{
-	struct collector_checkpoint *k = &c->ckpts[c->nckpts];
-	double sum = 0;
-	int err = checkpoint_fill(c, k);
-
-	if (err)
-		return err;
-	for (size_t i = 0; i < c->nstacks; i++)
-		sum += c->stacks[i].inuse_space;
-	k->ts = ts;
-	k->inuse_space = sum;
-	k->alloc_space = c->now.alloc_space;
-	k->nstacks = c->nstacks;
-	c->nckpts++;
-	return 0;
-}
-
-/* a's changes then b's, into b (b's values win): b then holds the changes since before a. */
-static int checkpoint_merge(const struct collector_checkpoint *a, struct collector_checkpoint *b)
-{
-	size_t n = a->nids + b->nids, i = 0, j = 0, m = 0;
-	uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
-	float *v = malloc((n ? n : 1) * sizeof(*v));
-
-	if (!ids || !v) {
-		free(ids);
-		free(v);
-		return -ENOMEM;
-	}
-	while (i < a->nids || j < b->nids) {
-		if (j == b->nids || (i < a->nids && a->ids[i] < b->ids[j])) {
-			ids[m] = a->ids[i];
-			v[m++] = a->inuse[i++];
-		} else {
-			i += i < a->nids && a->ids[i] == b->ids[j];
-			ids[m] = b->ids[j];
-			v[m++] = b->inuse[j++];
-		}
-	}
-	free(b->ids);
-	free(b->inuse);
-	b->ids = ids;
-	b->inuse = v;
-	b->nids = m;
-	return 0;
-}
-
-/*
- * Every other checkpoint goes, the first one stays: twice the spacing, half
- * the count. A dropped one's changes go into the next one kept; the last
- * one's (nckpts is even here) into the next one taken, as the carry.
- */
-static int checkpoints_halve(struct collector *c)
-{
-	struct collector_checkpoint *last = &c->ckpts[c->nckpts - 1];
-
-	for (size_t i = 1; i + 1 < c->nckpts; i += 2) {
-		int err = checkpoint_merge(&c->ckpts[i], &c->ckpts[i + 1]);
-
-		if (err)
-			return err;
-	}
-	if (c->nckpts % 2 == 0) {
-		/* what the next checkpoint records against is what the dropped one holds */
-		c->carry = last->ids;
-		c->ncarry = last->nids;
-		last->ids = NULL;
-	}
-	for (size_t i = 0; i < c->nckpts; i++) {
-		if (i % 2)
-			checkpoint_clear(&c->ckpts[i]);
-		else
-			c->ckpts[i / 2] = c->ckpts[i];
-	}
-	c->nckpts = (c->nckpts + 1) / 2;
-	c->ckpt_every *= 2;
-	return 0;
-}
-
-/*
- * The checkpoints due before an event at ts, each the state before it: the
- * events' own clock drives them, so a replay takes the same ones as the
- * live run. Nothing after sampling was switched off.
- */
-static int checkpoints_before(struct collector *c, uint64_t ts)
-{
-	int err;
-
-	if (ts < c->next_ckpt || c->next_ckpt == UINT64_MAX || (c->stop_ns && ts >= c->stop_ns))
-		return 0;
-	if (!c->nckpts) {
-		c->ckpt_every = CHECKPOINT_FIRST_NS;
-		c->next_ckpt = ts;
-	}
-	while (ts >= c->next_ckpt) {
-		/* next_ckpt is ckpts[0].ts + nckpts * ckpt_every, before and after halving */
-		err = c->nckpts == COLLECTOR_MAX_CHECKPOINTS ? checkpoints_halve(c) : 0;
-		err = err ?: checkpoint_take(c, c->next_ckpt);
-		if (err)
-			return err;
-		/* a clock near 2^64 ns (a corrupt recording): the last checkpoint */
-		if (c->next_ckpt > UINT64_MAX - c->ckpt_every || c->ckpt_every > UINT64_MAX / 4) {
-			c->next_ckpt = UINT64_MAX;
-			return 0;
-		}
-		c->next_ckpt += c->ckpt_every;
-	}
-	return 0;
-}
-
-/* Before stack id's in-use changes: it is to be copied at the next peak. */
-static int peak_mark(struct collector *c, uint32_t id)
-{
-	uint32_t *d;
-
-	if (c->stacks[id].peak_dirty)
-		return 0;
-	d = room_for_one(c->dirty, &c->cap_dirty, c->ndirty, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	c->dirty = d;
-	c->dirty[c->ndirty++] = id;
-	c->stacks[id].peak_dirty = 1;
-	return 0;
-}
-
-/* Stack s's peak copy, made if it has none; NULL: no memory. */
-static struct hb_stack_peak *peak_of(struct collector *c, struct hb_stack *s)
-{
-	struct hb_stack_peak *p;
-
-	if (s->peak_at)
-		return &c->peaks[s->peak_at - 1];
-	p = room_for_one(c->peaks, &c->cap_peaks, c->npeaks, sizeof(*p));
-	if (!p)
-		return NULL;
-	c->peaks = p;
-	s->peak_at = (uint32_t)++c->npeaks;
-	return &c->peaks[s->peak_at - 1];
-}
-
-/*
- * After an allocation at ts: a new peak copies only the stacks changed
- * since the last copy, so each change is copied at most once (amortized
- * O(1) per event) and the peak_* fields are exact, not checkpoint-grained.
- * The peak is the highest estimated in-use (what the summary, the timeline
- * and the page show), not the most sampled bytes: a few large objects,
- * each sampled at about their size, would otherwise outweigh many small
- * ones that each stand for far more.
- */
-static int peak_check(struct collector *c, uint64_t ts)
-{
-	if (c->now.inuse_space <= c->peak.inuse_space)
-		return 0;
-	for (size_t i = 0; i < c->ndirty; i++) {
-		struct hb_stack *s = &c->stacks[c->dirty[i]];
-		struct hb_stack_peak *p;
-
-		/* nothing in use now and no copy: its copy would be zeros */
-		if (!s->peak_at && !s->inuse_samples && !s->inuse_bytes && !s->inuse_objects &&
-		    !s->inuse_space) {
-			s->peak_dirty = 0;
-			continue;
-		}
-		p = peak_of(c, s);
-		if (!p) {
-			/* the ones copied leave the list; the rest stay on it */
-			memmove(c->dirty, c->dirty + i, (c->ndirty - i) * sizeof(*c->dirty));
-			c->ndirty -= i;
-			return -ENOMEM;
-		}
-		*p = (struct hb_stack_peak){ s->inuse_samples, s->inuse_bytes, s->inuse_objects,
-					     s->inuse_space };
-		s->peak_dirty = 0;
-	}
-	c->ndirty = 0;
-	c->peak = c->now;
-	c->peak.ts = ts;
-	return 0;
-}
-
 static void now_at(struct collector *c, uint64_t ts)
 {
 	if (ts > c->now.ts)
 		c->now.ts = ts;
-}
-
-static int obj_new(struct collector *c, uint32_t *out)
-{
-	struct live_obj *o;
-
-	if (c->free_objs != NO_OBJ) {
-		*out = c->free_objs;
-		c->free_objs = c->objs[*out].next;
-		return 0;
-	}
-	if (c->nobjs >= NO_OBJ)
-		return -ENOMEM;
-	o = room_for_one(c->objs, &c->cap_objs, c->nobjs, sizeof(*o));
-	if (!o)
-		return -ENOMEM;
-	c->objs = o;
-	*out = c->nobjs++;
-	return 0;
-}
-
-static void obj_release(struct collector *c, uint32_t o)
-{
-	c->objs[o].stack = NO_OBJ;
-	c->objs[o].next = c->free_objs;
-	c->free_objs = o;
-}
-
-/* The object at ptr is now (stack, ts); a missed free of an earlier one there is overwritten. */
-static int obj_track(struct collector *c, uint64_t ptr, uint32_t stack, uint64_t ts)
-{
-	uint64_t h = hashmap_hash_u64(ptr);
-	uint32_t o;
-	int err;
-
-	if (hashmap__get(&c->obj_by_ptr, h, &o)) {
-		err = obj_new(c, &o);
-		if (err)
-			return err;
-		err = hashmap__add(&c->obj_by_ptr, h, o);
-		if (err) {
-			obj_release(c, o);
-			return err;
-		}
-	}
-	c->objs[o] = (struct live_obj){ .ts = ts, .stack = stack };
-	return 0;
-}
-
-static void ts_reset(struct tctx_ent *t)
-{
-	t->head = 0;
-	t->n = 0;
-	t->dead = 0;
-}
-
-static void ts_compact(struct tctx_ent *t)
-{
-	uint64_t *v = tsv(t);
-	uint32_t m = 0;
-
-	for (uint32_t i = t->head; i < t->n; i++) {
-		if (!(v[i] & TS_DEAD))
-			v[m++] = v[i];
-	}
-	t->head = 0;
-	t->n = m;
-	t->dead = 0;
-}
-
-/* Room for one more entry: squeezed when mostly freed, else doubled (O(1) moves per entry). */
-static int ts_room(struct tctx_ent *t)
-{
-	uint32_t cap = t->cap ? t->cap : TS_INLINE, ncap = cap * 2;
-	uint64_t *nts;
-
-	if (t->n < cap)
-		return 0;
-	if (t->head + t->dead >= t->n / 2) {
-		ts_compact(t);
-		return 0;
-	}
-	if (ncap < cap)
-		return -ENOMEM;
-	nts = t->cap ? reallocarray(t->ts.heap, ncap, sizeof(*nts)) : calloc(ncap, sizeof(*nts));
-	if (!nts)
-		return -ENOMEM;
-	if (!t->cap)
-		memcpy(nts, t->ts.inl, sizeof(t->ts.inl));
-	t->ts.heap = nts;
-	t->cap = ncap;
-	return 0;
-}
-
-static int ts_push(struct tctx_ent *t, uint64_t ts)
-{
-	uint32_t pos;
-	uint64_t *v;
-	int err = ts_room(t);
-
-	if (err)
-		return err;
-	v = tsv(t);
-	ts &= ~TS_DEAD;
-	/* one thread's events arrive in order; a late one goes to its place */
-	pos = t->n;
-	while (pos > t->head && (v[pos - 1] & ~TS_DEAD) > ts)
-		pos--;
-	memmove(&v[pos + 1], &v[pos], (t->n - pos) * sizeof(*v));
-	v[pos] = ts;
-	t->n++;
-	return 0;
-}
-
-/* Entry i is freed; the live entries stay between a live head and a live tail. */
-static void ts_kill(struct tctx_ent *t, uint32_t i)
-{
-	uint64_t *v = tsv(t);
-
-	v[i] |= TS_DEAD;
-	t->dead++;
-	while (t->head < t->n && (v[t->head] & TS_DEAD)) {
-		t->head++;
-		t->dead--;
-	}
-	while (t->n > t->head && (v[t->n - 1] & TS_DEAD)) {
-		t->n--;
-		t->dead--;
-	}
-}
-
-/*
- * The heapbpf allocation time of the live sample a free by tctx is of:
- * jemalloc's alloc_time (CLOCK_MONOTONIC_COARSE, up to a tick behind, read
- * just after the probe) says which: the oldest live one allocated at or
- * after it (less a slack for that read), else the newest one. The oldest
- * and the newest are tried first (frees in or against allocation order:
- * O(1)), then a binary search. Marked freed; 0 when none is live.
- */
-static uint64_t ts_take(struct tctx_ent *t, uint64_t alloc_time)
-{
-	uint64_t want = alloc_time > MATCH_SLACK_NS ? alloc_time - MATCH_SLACK_NS : 0, *v = tsv(t);
-	uint32_t lo = t->head + 1, hi = t->n - 1, i;
-	uint64_t born;
-
-	if (t->n <= t->head)
-		return 0;
-	if (v[t->head] >= want) {
-		i = t->head;
-	} else if (v[t->n - 1] < want || !(v[t->n - 2] & TS_DEAD || v[t->n - 2] >= want)) {
-		/* nothing late enough, or only the newest: the newest (head < n - 1 here) */
-		i = t->n - 1;
-	} else {
-		/* the first entry at or after want, in (head, n - 1]; then the first live one */
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if ((v[mid] & ~TS_DEAD) < want)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (i = lo; v[i] & TS_DEAD; i++)
-			;
-	}
-	born = v[i];
-	ts_kill(t, i);
-	return born;
-}
-
-/* The first free tells how frees name their objects: the other index goes. */
-static void choose_match(struct collector *c, enum free_match m)
-{
-	c->match = m;
-	if (m == MATCH_PTR) {
-		for (size_t i = 0; i < c->ntctxs; i++) {
-			if (c->tctxs[i].cap)
-				free(c->tctxs[i].ts.heap);
-			c->tctxs[i].cap = 0;
-			ts_reset(&c->tctxs[i]);
-		}
-		return;
-	}
-	hashmap__clear(&c->obj_by_ptr);
-	free(c->objs);
-	c->objs = NULL;
-	c->nobjs = 0;
-	c->cap_objs = 0;
-	c->free_objs = NO_OBJ;
 }
 
 /* An allocation's sample in its stack's totals, in-use and the collector's totals. */
@@ -896,7 +293,7 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 	stamp(c, e->ts);
 
 	if (e->ptr && c->match != MATCH_TCTX) {
-		err = obj_track(c, e->ptr, id, e->ts);
+		err = liveobjs_track(c, e->ptr, id, e->ts);
 		if (err)
 			return err;
 	}
@@ -911,11 +308,11 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 	 */
 	if (t->stack != id) {
 		t->live = 0;
-		ts_reset(t);
+		liveobjs_ts_reset(t);
 	}
 	t->stack = id;
 	t->live++;
-	return c->match != MATCH_PTR ? ts_push(t, e->ts) : 0;
+	return c->match != MATCH_PTR ? liveobjs_ts_push(t, e->ts) : 0;
 }
 
 /* A matched free: out of its stack's in-use; its lifetime counted when its birth is known. */
@@ -942,7 +339,8 @@ static int count_free(struct collector *c, uint32_t id, const struct heapbpf_fre
 		return 0;
 	life = e->ts > born ? e->ts - born : 0;
 	if (!s->lt_at) {
-		struct hb_lifetimes *l = room_for_one(c->lts, &c->cap_lts, c->nlts, sizeof(*l));
+		struct hb_lifetimes *l =
+			collector_room_for_one(c->lts, &c->cap_lts, c->nlts, sizeof(*l));
 
 		if (!l)
 			return -ENOMEM;
@@ -970,7 +368,7 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 		return 0;
 	}
 	if (c->match == MATCH_UNKNOWN)
-		choose_match(c, e->ptr ? MATCH_PTR : MATCH_TCTX);
+		liveobjs_choose_match(c, e->ptr ? MATCH_PTR : MATCH_TCTX);
 	err = checkpoints_before(c, e->ts);
 	if (err)
 		return err;
@@ -985,7 +383,7 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 			goto unmatched;
 		id = c->objs[o].stack;
 		born = c->objs[o].ts;
-		obj_release(c, o);
+		liveobjs_release(c, o);
 		if (t && t->live && t->stack == id)
 			t->live--;
 	} else {
@@ -994,9 +392,9 @@ static int on_free(struct collector *c, const struct heapbpf_free_event *e)
 		t->live--;
 		id = t->stack;
 		/* heapbpf's own time of the sample, else jemalloc's coarser one */
-		born = ts_take(t, e->alloc_time_ns) ?: e->alloc_time_ns;
+		born = liveobjs_ts_take(t, e->alloc_time_ns) ?: e->alloc_time_ns;
 		if (!t->live)
-			ts_reset(t);
+			liveobjs_ts_reset(t);
 	}
 	return count_free(c, id, e, born);
 unmatched:
@@ -1185,73 +583,4 @@ const struct collector_checkpoint *collector__checkpoints(const struct collector
 {
 	*n = c->nckpts;
 	return c->ckpts;
-}
-
-static void oldest_of(uint64_t *out, uint32_t stack, uint64_t ts)
-{
-	if (ts && (!out[stack] || ts < out[stack]))
-		out[stack] = ts;
-}
-
-void collector__oldest_live(const struct collector *c, uint64_t *out)
-{
-	memset(out, 0, c->nstacks * sizeof(*out));
-	/* before the first free both indexes hold the same objects: the minimum is the same */
-	for (size_t i = 0; i < c->nobjs; i++) {
-		if (c->objs[i].stack < c->nstacks)
-			oldest_of(out, c->objs[i].stack, c->objs[i].ts);
-	}
-	for (size_t i = 0; i < c->ntctxs; i++) {
-		const struct tctx_ent *t = &c->tctxs[i];
-
-		/* the head entry is always live */
-		if (t->n > t->head)
-			oldest_of(out, t->stack, tsv_c(t)[t->head]);
-	}
-}
-
-/* Adds to out[stack] each live entry of one index allocated before before[stack]. */
-static void count_objs(const struct collector *c, const uint64_t *before, uint32_t *out)
-{
-	for (size_t i = 0; i < c->nobjs; i++) {
-		uint32_t st = c->objs[i].stack;
-
-		if (st < c->nstacks && c->objs[i].ts < before[st])
-			out[st]++;
-	}
-}
-
-static void count_tctxs(const struct collector *c, const uint64_t *before, uint32_t *out)
-{
-	for (size_t i = 0; i < c->ntctxs; i++) {
-		const struct tctx_ent *t = &c->tctxs[i];
-		const uint64_t *v = tsv_c(t);
-
-		if (t->stack >= c->nstacks)
-			continue;
-		/* ascending: the live entries before the cutoff are a prefix */
-		for (uint32_t k = t->head; k < t->n && (v[k] & ~TS_DEAD) < before[t->stack]; k++)
-			out[t->stack] += !(v[k] & TS_DEAD);
-	}
-}
-
-void collector__count_live_before(const struct collector *c, const uint64_t *before, uint32_t *out)
-{
-	size_t nobjs = 0, nts = 0;
-
-	memset(out, 0, c->nstacks * sizeof(*out));
-	if (c->match == MATCH_UNKNOWN) {
-		/*
-		 * Before the first free both indexes hold the same objects, those
-		 * whose events named them: the one that holds more.
-		 */
-		for (size_t i = 0; i < c->nobjs; i++)
-			nobjs += c->objs[i].stack < c->nstacks;
-		for (size_t i = 0; i < c->ntctxs; i++)
-			nts += c->tctxs[i].n - c->tctxs[i].head;
-	}
-	if (c->match == MATCH_PTR || (c->match == MATCH_UNKNOWN && nobjs >= nts))
-		count_objs(c, before, out);
-	else
-		count_tctxs(c, before, out);
 }
