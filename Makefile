@@ -189,7 +189,7 @@ $(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c
 GEN_H := $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
 $(USER_OBJS): | $(GEN_H)
 # the flame graph viewer is assembled into the object (.incbin), which -MMD does not see
-$(BUILD)/user/profile/flamegraph.o: user/profile/flamegraph.js user/profile/flamegraph.css
+$(BUILD)/user/profile/flamegraph_page.o: user/profile/flamegraph.js user/profile/flamegraph.css
 
 $(BUILD)/user/%.o: user/%.c | $(BUILD)
 	$(call msg,CC,$@)

@@ -32,29 +32,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "profile/flamegraph_types.h"
 #include "util/profile.h"
 
 struct flamegraph;
-
-/* What a node's frame is; its JSON flags in the page. */
-enum fg_kind {
-	FG_FUNCTION, /* a function, or an address where there was no symbol */
-	FG_PROCESS,  /* "pid N": the root of one process's stacks (--follow-forks) */
-	FG_ROOT,     /* "all": every stack */
-};
-
-/* One node of the tree as tests and the page see it. */
-struct fg_node_info {
-	const char *name; /* function, "0x<address>", "[unknown]", "pid N" or "all" */
-	const char *file; /* source file, or NULL */
-	int64_t line;	  /* the line of this frame that carries the most value; 0 unknown */
-	bool inlined;	  /* inlined into the frame below it (its caller) */
-	enum fg_kind kind;
-	size_t parent;		/* index of the parent node; the root (0) is its own parent */
-	size_t depth;		/* 0 for the root */
-	int64_t bytes, objects; /* of the sample type's kind (in use or allocated), inclusive */
-	int64_t base, new;	/* a diff's: the sample type's value in BASE and NEW, inclusive */
-};
 
 /*
  * Builds the tree of the samples whose @which value is positive (of a diff:
