@@ -576,7 +576,7 @@ static void colour_of(const char *res, const char *name, int rgb[3])
 	cr_assert_eq(sscanf(v, "rgb(%d, %d, %d)", &rgb[0], &rgb[1], &rgb[2]), 3, "%s: %s", name, v);
 }
 
-/* What flamegraph.c's human_bytes() writes. */
+/* The byte sizes the page writes (summary_bytes(), profile/summary.c). */
 static void human(int64_t b, char *buf, size_t len)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB" };
