@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,6 +212,8 @@ static enum discover_verdict judge_jemalloc(struct agent *a, pid_t pid, double a
 	return DISCOVER_NEVER;
 }
 
+static void retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note);
+
 /*
  * A process discovery named (age: seconds since its exec, or its start):
  * the rules, its jemalloc; a new waiting proc when it fits.
@@ -229,8 +232,8 @@ static enum discover_verdict consider(struct agent *a, pid_t pid, uint64_t start
 	 * another process's now and the one sampled is gone
 	 */
 	if (old && old->on)
-		agent_retire(a, old->on, "exit",
-			     old->start == start ? "the process exec'ed" : "the process exited");
+		retire(a, old->on, "exit",
+		       old->start == start ? "the process exec'ed" : "the process exited");
 	if (old) {
 		jemalloc_target__free(old->t);
 		old->t = NULL;
@@ -331,7 +334,7 @@ static bool image_is(const struct agent_proc *p, const struct jemalloc_target *t
 }
 
 /* p joins the node session: its flag on, its windows and triggers from now. */
-int agent_admit(struct agent *a, struct agent_proc *p)
+static int admit(struct agent *a, struct agent_proc *p)
 {
 	char path[HB_CLEAN_SIZE(256)], svc[HB_CLEAN_SIZE(sizeof(p->svc))];
 	struct agent_target *at = calloc(1, sizeof(*at));
@@ -390,7 +393,7 @@ int agent_admit(struct agent *a, struct agent_proc *p)
  * at's last profile (trigger NULL: a plain window; "" the OOM profile was
  * its last), and it leaves: its flag back off, freed; its proc waits.
  */
-void agent_retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note)
+static void retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note)
 {
 	struct heap_data d = data_of(&at->s);
 	int64_t end;
@@ -447,12 +450,12 @@ static void targets_now(struct agent *a)
 
 		/* failed in the session (said there): its flag back off, no profile */
 		if (at && at->s.failed) {
-			agent_retire(a, at, "", NULL);
+			retire(a, at, "", NULL);
 			p->pid = 0;
 		} else if (at && at->s.exited) {
 			const char *trig = watch__last_trigger(a->wt, &at->s, note, sizeof(note));
 
-			agent_retire(a, at, trig ? trig : "exit", note);
+			retire(a, at, trig ? trig : "exit", note);
 			p->pid = 0; /* gone: forgotten below */
 			wrote = true;
 		} else if (at) {
@@ -470,6 +473,64 @@ static void targets_now(struct agent *a)
 		outputs_window_done(a->r);
 }
 
+/* Over a cap: the target holding most let go (run/budget.c chooses it). */
+static void hold_caps(struct agent *a)
+{
+	struct agent_target *at;
+	char what[128];
+	pid_t pid;
+
+	at = budget_over_cap(a, what, sizeof(what));
+	if (!at)
+		return;
+	pid = at->p->pid;
+	retire(a, at, NULL, NULL);
+	/* what its collector held goes back to the system, not to malloc's free lists */
+	malloc_trim(0);
+	budget_cap_done(a);
+	/* said once done: its flag is off and its last window written when this is read */
+	hb_warn("agent: %s: pid %d let go (its last window written), %zu sampled at once from "
+		"now on",
+		what, pid, a->budget);
+}
+
+/* More processes match than the budget: those sampled longest make room for those waiting. */
+static void rotate(struct agent *a)
+{
+	size_t out = budget_rotation_due(a), n = 0;
+	char pids[512] = "";
+
+	if (!out)
+		return;
+	for (; n < out; n++) {
+		struct agent_target *at = budget_oldest(a);
+		size_t len = strlen(pids);
+
+		if (!at)
+			break;
+		snprintf(pids + len, sizeof(pids) - len, "%s%d", n ? "," : "", at->p->pid);
+		retire(a, at, NULL, NULL);
+	}
+	hb_say("agent: rotation: %zu processes match, %zu sampled at once: pid %s out, the %zu "
+	       "waiting longest in",
+	       a->nprocs, a->budget, pids, n);
+	malloc_trim(0);
+}
+
+/* Waiting processes into the budget while it has room. */
+static void fill(struct agent *a)
+{
+	struct agent_proc *p;
+
+	while ((p = budget_next_in(a))) {
+		int rc = admit(a, p);
+
+		/* cannot be sampled: forgotten at the next tick; held by another run: it waits */
+		if (rc && rc != -EBUSY)
+			p->pid = 0;
+	}
+}
+
 /* The node session's tick: everything the agent does, once a second. */
 static int on_tick(struct session *node, void *arg)
 {
@@ -479,9 +540,9 @@ static int on_tick(struct session *node, void *arg)
 	discover_now(a);
 	targets_now(a);
 	watch__tick(a->wt);
-	budget_hold_caps(a);
-	budget_rotate(a);
-	budget_fill(a);
+	hold_caps(a);
+	rotate(a);
+	fill(a);
 	return 0;
 }
 
@@ -600,7 +661,7 @@ static void finish(struct agent *a)
 		if (!at)
 			continue;
 		trig = watch__last_trigger(a->wt, &at->s, note, sizeof(note));
-		agent_retire(a, at, trig ? trig : "stop", note);
+		retire(a, at, trig ? trig : "stop", note);
 	}
 	for (size_t i = 0; i < a->nprocs; i++) {
 		jemalloc_target__free(a->procs[i]->t);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * heapbpf agent's own state, private to run/agent.c and the budget it
- * shares it with (run/budget.c); nothing else includes it.
+ * heapbpf agent's own state, private to run/agent.c and its budget
+ * (run/budget.c), which decides what the agent lets go and takes in;
+ * nothing else includes it.
  */
 #ifndef __HEAPBPF_RUN_AGENT_TYPES_H
 #define __HEAPBPF_RUN_AGENT_TYPES_H
@@ -74,13 +75,5 @@ struct agent {
 	uint64_t cpu_ns;       /* heapbpf's CPU time at cpu_at, all threads */
 	int64_t cpu_at;
 };
-
-/* p joins the node session: its flag on, its windows and triggers from now. 0, or negative errno. */
-int agent_admit(struct agent *a, struct agent_proc *p);
-/*
- * at's last profile (trigger NULL: a plain window; "" the OOM profile was
- * its last), and it leaves: its flag back off, freed; its proc waits.
- */
-void agent_retire(struct agent *a, struct agent_target *at, const char *trigger, const char *note);
 
 #endif /* __HEAPBPF_RUN_AGENT_TYPES_H */

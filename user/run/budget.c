@@ -5,8 +5,6 @@
  * caps by letting the largest target go. Each runs on the node session's
  * tick (run/agent.c).
  */
-#include <errno.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -103,58 +101,52 @@ static struct agent_target *largest(const struct agent *a)
 }
 
 /*
- * Over --max-rss or --max-cpu: the target holding most let go, and one fewer
- * sampled at once from then on; then CPU_SPAN_S for the figures to follow
- * before the next. Down to one target, the cap is said once and that one
- * stays: an agent that samples nothing serves nobody.
+ * Over --max-rss or --max-cpu: the target holding most is to be let go, and
+ * one fewer sampled at once from then on; then CPU_SPAN_S for the figures
+ * to follow before the next. Down to one target, the cap is said once and
+ * that one stays: an agent that samples nothing serves nobody.
  */
-void budget_hold_caps(struct agent *a)
+struct agent_target *budget_over_cap(struct agent *a, char *what, size_t len)
 {
 	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
 	uint64_t rss = self_rss();
 	double cpu = cpu_share(a, now);
 	struct agent_target *at;
-	char what[128];
 	unsigned int cap; /* its bit in cap_said: 1 the RSS cap, 2 the CPU cap */
-	pid_t pid;
 
 	if (rss > a->o->max_rss) {
 		cap = 1;
-		snprintf(what, sizeof(what), "heapbpf's RSS of %llu MiB is over --max-rss %llu MiB",
+		snprintf(what, len, "heapbpf's RSS of %llu MiB is over --max-rss %llu MiB",
 			 (unsigned long long)(rss >> 20),
 			 (unsigned long long)(a->o->max_rss >> 20));
 	} else if (cpu > a->o->max_cpu) {
 		cap = 2;
-		snprintf(what, sizeof(what), "heapbpf's CPU of %.2f%% is over --max-cpu %g%%", cpu,
+		snprintf(what, len, "heapbpf's CPU of %.2f%% is over --max-cpu %g%%", cpu,
 			 a->o->max_cpu);
 	} else {
-		return;
+		return NULL;
 	}
 	/* nothing sampled: heapbpf's floor, nothing to let go */
 	if (!a->active || now < a->shed_at + (int64_t)(CPU_SPAN_S * 1e9))
-		return;
+		return NULL;
 	a->shed_at = now;
 	if (a->active == 1) {
 		a->budget = 1;
 		if (!(a->cap_said & cap))
 			hb_warn("agent: %s with one process sampled; it stays sampled", what);
 		a->cap_said |= cap;
-		return;
+		return NULL;
 	}
 	at = largest(a);
-	if (!at)
-		return;
-	pid = at->p->pid;
 	/* one fewer than are sampled now: the one let go is not taken back at once */
-	a->budget = a->active - 1;
-	agent_retire(a, at, NULL, NULL);
-	/* what its collector held goes back to the system, not to malloc's free lists */
-	malloc_trim(0);
+	if (at)
+		a->budget = a->active - 1;
+	return at;
+}
+
+void budget_cap_done(struct agent *a)
+{
 	cpu_restart(a);
-	/* said once done: its flag is off and its last window written when this is read */
-	hb_warn("agent: %s: pid %d let go (its last window written), %zu sampled at once from "
-		"now on",
-		what, pid, a->budget);
 }
 
 /* How many processes wait their turn. */
@@ -167,8 +159,7 @@ static size_t waiting(const struct agent *a)
 	return n;
 }
 
-/* The sampled target in the budget longest. */
-static struct agent_target *oldest_active(const struct agent *a)
+struct agent_target *budget_oldest(const struct agent *a)
 {
 	struct agent_target *best = NULL;
 
@@ -181,33 +172,17 @@ static struct agent_target *oldest_active(const struct agent *a)
 	return best;
 }
 
-/* More processes match than the budget: those sampled longest make room for those waiting. */
-void budget_rotate(struct agent *a)
+size_t budget_rotation_due(struct agent *a)
 {
 	int64_t now = hb_clock_ns(CLOCK_MONOTONIC);
-	size_t out = waiting(a), n = 0;
-	char pids[512] = "";
+	size_t out = waiting(a);
 
 	if (now < a->next_rotate)
-		return;
+		return 0;
 	a->next_rotate = now + (int64_t)(a->o->rotate * 1e9);
 	if (!out || a->active < a->budget)
-		return;
-	if (out > a->active)
-		out = a->active;
-	for (; n < out; n++) {
-		struct agent_target *at = oldest_active(a);
-		size_t len = strlen(pids);
-
-		if (!at)
-			break;
-		snprintf(pids + len, sizeof(pids) - len, "%s%d", n ? "," : "", at->p->pid);
-		agent_retire(a, at, NULL, NULL);
-	}
-	hb_say("agent: rotation: %zu processes match, %zu sampled at once: pid %s out, the %zu "
-	       "waiting longest in",
-	       a->nprocs, a->budget, pids, n);
-	malloc_trim(0);
+		return 0;
+	return out > a->active ? a->active : out;
 }
 
 /*
@@ -252,16 +227,7 @@ static struct agent_proc *next_in(const struct agent *a)
 	return best;
 }
 
-/* Waiting processes into the budget while it has room. */
-void budget_fill(struct agent *a)
+struct agent_proc *budget_next_in(const struct agent *a)
 {
-	struct agent_proc *p;
-
-	while (a->active < a->budget && (p = next_in(a))) {
-		int rc = agent_admit(a, p);
-
-		/* cannot be sampled: forgotten at the next tick; held by another run: it waits */
-		if (rc && rc != -EBUSY)
-			p->pid = 0;
-	}
+	return a->active < a->budget ? next_in(a) : NULL;
 }

@@ -3,16 +3,31 @@
 #ifndef __HEAPBPF_RUN_BUDGET_H
 #define __HEAPBPF_RUN_BUDGET_H
 
+#include <stddef.h>
+
 struct agent;
+struct agent_proc;
+struct agent_target;
 
 /*
- * Over --max-rss or --max-cpu: the target holding most let go, and one
- * fewer sampled at once from then on.
+ * Over --max-rss or --max-cpu (said in what): the sampled target holding
+ * most, for the agent to let go, the budget one lower already; NULL when
+ * none is to go (under the caps, too soon after the last, or one left).
  */
-void budget_hold_caps(struct agent *a);
-/* More processes match than the budget: those sampled longest make room for those waiting. */
-void budget_rotate(struct agent *a);
-/* Waiting processes into the budget while it has room. */
-void budget_fill(struct agent *a);
+struct agent_target *budget_over_cap(struct agent *a, char *what, size_t len);
+/* After a target let go for a cap: heapbpf's CPU is measured afresh. */
+void budget_cap_done(struct agent *a);
+/*
+ * More processes match than the budget: how many of those sampled longest
+ * make room for those waiting now (0 until the rotation is due).
+ */
+size_t budget_rotation_due(struct agent *a);
+/* The sampled target in the budget longest. */
+struct agent_target *budget_oldest(const struct agent *a);
+/*
+ * The waiting process whose turn it is while the budget has room: never
+ * sampled first, then the longest idle; NULL when none is.
+ */
+struct agent_proc *budget_next_in(const struct agent *a);
 
 #endif /* __HEAPBPF_RUN_BUDGET_H */
