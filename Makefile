@@ -45,9 +45,15 @@ USER_LAYERS := util symbols jemalloc collect profile heap export targets samplin
 USER_INC   := -Iuser
 CPPFLAGS   += -I$(BUILD) -I$(BUILD)/proto -Ibpf $(USER_INC) -MMD -MP
 LDLIBS     += -lbpf -ldw -lelf -ldebuginfod -lz -lzstd -lprotobuf-c -liberty -lcurl -lm
+ifeq ($(filter x86 arm64,$(ARCH)),)
+$(error heapbpf builds for x86 and arm64, not ARCH=$(ARCH))
+endif
 # vmlinux/vmlinux.h is x86's, vmlinux/arm64/vmlinux.h arm64's (vmlinux/README.md)
 VMLINUX_DIR := $(if $(filter x86,$(ARCH)),vmlinux,vmlinux/$(ARCH))
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I$(VMLINUX_DIR) -Ibpf -I$(BUILD)
+# what heapbpf's BPF object reads differently on arm64 is in bpf/arm64/, forced
+# in: x86's object is built from files with no arm64 code (make check-bpf-arch)
+HEAPBPF_BPF_ARCH := $(if $(filter x86,$(ARCH)),,-include bpf/$(ARCH)/heapbpf_arch.bpf.h)
 
 ifeq ($(V),1)
 Q =
@@ -157,7 +163,7 @@ test-arm64: deps
 
 $(BUILD)/heapbpf.bpf.o: bpf/heapbpf.bpf.c | $(BUILD)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(HEAPBPF_BPF_ARCH) -MMD -MP -c $< -o $@
 
 $(BUILD)/heapbpf.skel.h: $(BUILD)/heapbpf.bpf.o
 	$(call msg,GEN-SKEL,$@)
@@ -205,7 +211,7 @@ $(BUILD)/heapbpf: $(USER_OBJS) $(PROTO_OBJS)
 $(BUILD)/bench/heapbpf.bpf.o: bpf/heapbpf.bpf.c | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -DHEAPBPF_BENCH -MMD -MP -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(HEAPBPF_BPF_ARCH) -DHEAPBPF_BENCH -MMD -MP -c $< -o $@
 
 $(BUILD)/bench/heapbpf.skel.h: $(BUILD)/bench/heapbpf.bpf.o
 	$(call msg,GEN-SKEL,$@)
@@ -482,13 +488,21 @@ uninstall:
 $(BUILD):
 	$(Q)mkdir -p $@
 
-FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h user/*.c user/*.h user/*/*.c user/*/*.h tests/*/*.c \
+FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h bpf/*/*.h user/*.c user/*.h user/*/*.c user/*/*.h tests/*/*.c \
 	tests/*/*.h examples/*.c bench/*.c)
 # cppcheck and clang-tidy on our own C code, no warning allowed (part of make
 # test, where it yields the CPU to the builds the tests wait for)
 lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
 	$(Q)python3 scripts/layers.py --isolated cmd --apart sampling=profile,export $(USER_LAYERS)
 	$(Q)nice -n 10 scripts/lint.sh $(BUILD)
+	$(Q)$(MAKE) --no-print-directory check-bpf-arch
+
+# x86's BPF object must not depend on another architecture's code: none of the
+# files it is built from is under bpf/arm64/ or vmlinux/arm64/, and none names
+# arm64 (scripts/check-bpf-arch.sh; part of make lint)
+.PHONY: check-bpf-arch
+check-bpf-arch:
+	$(Q)scripts/check-bpf-arch.sh "$(CLANG)" $(BUILD)
 
 format-check:
 	$(call msg,FORMAT,check)

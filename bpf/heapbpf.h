@@ -25,7 +25,7 @@ enum heapbpf_event_type {
 
 /*
  * Where jemalloc keeps what the probes read, for one jemalloc version.
- * Argument indices are 0-based (x86-64: rdi, rsi, rdx, rcx, r8, r9; arm64: x0 to x5).
+ * Argument indices are 0-based (x86-64 SysV: rdi, rsi, rdx, rcx, r8, r9).
  * Filled by user/jemalloc/layout.c, handed to BPF through .rodata.
  */
 struct heapbpf_layout {

@@ -23,10 +23,10 @@ static __always_inline void heapbpf_read_args(struct pt_regs *ctx, struct heapbp
 	args->a[3] = PT_REGS_PARM4(ctx);
 	args->a[4] = PT_REGS_PARM5(ctx);
 #if defined(bpf_target_x86)
-	/* libbpf 1.1 has no PT_REGS_PARM6; x86-64 passes it in r9, arm64 in x5 */
+	/* libbpf 1.1 has no PT_REGS_PARM6; x86-64 passes it in r9 */
 	args->a[5] = ctx->r9;
-#elif defined(bpf_target_arm64)
-	args->a[5] = ((const struct user_pt_regs *)ctx)->regs[5];
+#else
+	args->a[5] = 0;
 #endif
 }
 
@@ -54,10 +54,5 @@ static __always_inline __u64 heapbpf_info_field(const struct heapbpf_info *info,
 {
 	return info->w[(off / 8) & 3];
 }
-
-/* heapbpf_read_args() knows the argument registers of these two */
-#if !defined(bpf_target_x86) && !defined(bpf_target_arm64)
-#error "heapbpf reads jemalloc's arguments on x86-64 and arm64 only"
-#endif
 
 #endif /* __HEAPBPF_ARGS_BPF_H */

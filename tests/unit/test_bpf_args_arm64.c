@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * bpf/heapbpf_args.bpf.h as the arm64 BPF build compiles it
+ * bpf/heapbpf_args.bpf.h with bpf/arm64/heapbpf_arch.bpf.h, as the arm64 BPF build compiles it
  * (vmlinux/arm64/vmlinux.h, bpf_tracing.h's arm64 PT_REGS_PARMn, what
  * make ARCH=arm64 passes: -D__TARGET_ARCH_arm64), run as plain C: the
  * probes read jemalloc's arguments from x0 to x5 (AAPCS64), the sixth from
@@ -23,7 +23,7 @@
 #pragma GCC diagnostic pop
 
 #include "heapbpf.h"
-#include "heapbpf_args.bpf.h"
+#include "arm64/heapbpf_arch.bpf.h"
 
 Test(bpf_args_arm64, read_args_from_x0_to_x5)
 {
