@@ -7,18 +7,29 @@
 #include "jemalloc/target.h"
 #include "heap/jestats.h"
 
-#define LG_PAGE	  12
-#define PAGE	  (1ull << LG_PAGE)
-#define PAGE_MASK (PAGE - 1)
-/* A 48-bit rtree (LG_VADDR 48): a root of 2^18 leaves, each of 2^18 pages. */
-#define RTREE_BITS 18
-#define RTREE_ROOT (1ull << RTREE_BITS)
-#define LEAF_ELEMS (1ull << RTREE_BITS)
-#define LEAF_PAGES (LEAF_ELEMS * 8 / PAGE)
-#define ELEMS_PAGE (PAGE / 8)
-#define MAX_ARENAS 4095
-#define MAX_BLOCKS (1u << 20)
-#define MAX_SHARDS 64
+/*
+ * jemalloc's page is its build's LG_PAGE, not the kernel's: 4 KiB on
+ * x86-64, 64 KiB in Debian's arm64 build (--with-lg-page=16), which runs on
+ * 4 KiB kernels too. It is read from the target's own tables (read_classes):
+ * 12 to 16 are taken.
+ */
+#define LG_PAGE_MIN 12
+#define LG_PAGE_MAX 16
+#define PAGE_OF(st) (1ull << (st)->lg_page)
+/*
+ * A 48-bit rtree (LG_VADDR 48) of two levels over the 48 - LG_PAGE bits of
+ * a page number: the root takes half of them (18 with 4 KiB pages, 16 with
+ * 64 KiB), a leaf the rest (rtree.h's rtree_levels).
+ */
+#define RTREE_ROOT_BITS(st) ((48u - (st)->lg_page) / 2)
+#define RTREE_LEAF_BITS(st) (48u - (st)->lg_page - RTREE_ROOT_BITS(st))
+/* A leaf is read a 4 KiB chunk at a time, each asked of present() first (a kernel page) */
+#define CHUNK	       4096ull
+#define ELEMS_CHUNK    (CHUNK / 8)
+#define MAX_LEAF_CHUNK ((1ull << ((48u - LG_PAGE_MIN + 1) / 2)) * 8 / CHUNK)
+#define MAX_ARENAS     4095
+#define MAX_BLOCKS     (1u << 20)
+#define MAX_SHARDS     64
 
 /*
  * Offsets measured on each release's x86-64 build from Debian's source
@@ -188,6 +199,17 @@ static int read_classes(const struct mem_source *m, const struct jestats_syms *s
 			       st->nbins, st->nsizes);
 	if (memsrc_read(m, sy->index2size, st->index2size, st->nsizes * 8))
 		return hb_fail(err, errlen, -EFAULT, "cannot read jemalloc's size classes");
+	/* the first large class is four of jemalloc's pages (SC_LG_LARGE_MINCLASS) */
+	st->lg_page = 0;
+	for (unsigned lg = LG_PAGE_MIN; lg <= LG_PAGE_MAX; lg++) {
+		if (st->index2size[st->nbins] == 4ull << lg)
+			st->lg_page = lg;
+	}
+	if (!st->lg_page)
+		return hb_fail(err, errlen, -EPROTO,
+			       "jemalloc's first large size class is %llu bytes, not four pages of "
+			       "4 to 64 KiB",
+			       (unsigned long long)st->index2size[st->nbins]);
 	for (unsigned i = 0; i < st->nbins; i++) {
 		uint8_t b[BIN_INFO_SIZE];
 		struct jestats_bin *bin = &st->bins[i];
@@ -200,7 +222,7 @@ static int read_classes(const struct mem_source *m, const struct jestats_syms *s
 		memcpy(&nregs, b + BIN_INFO_NREGS, 4);
 		bin->nregs = nregs;
 		if (!bin->size || bin->size != st->index2size[i] || !nregs ||
-		    (uint64_t)nregs * bin->size > bin->slab_size || bin->slab_size % PAGE)
+		    (uint64_t)nregs * bin->size > bin->slab_size || bin->slab_size % PAGE_OF(st))
 			return hb_fail(err, errlen, -EPROTO,
 				       "jemalloc's bin %u does not fit its layout (size %llu, "
 				       "%u regions in %llu bytes)",
@@ -316,14 +338,14 @@ static int read_arena(const struct mem_source *m, const struct jestats_layout *l
 			np[k] += v;
 		}
 	}
-	st->active += nactive * PAGE;
+	st->active += nactive * PAGE_OF(st);
 	st->internal += internal;
 	st->mapped += mapped;
-	st->dirty += np[0] * PAGE;
-	st->muzzy += np[1] * PAGE;
-	st->retained += np[2] * PAGE;
+	st->dirty += np[0] * PAGE_OF(st);
+	st->muzzy += np[1] * PAGE_OF(st);
+	st->retained += np[2] * PAGE_OF(st);
 	/* jemalloc's resident: 5.2.1 counts muzzy pages too */
-	st->resident += (nactive + np[0] + (l->v521 ? np[1] : 0)) * PAGE;
+	st->resident += (nactive + np[0] + (l->v521 ? np[1] : 0)) * PAGE_OF(st);
 	rc = read_bins(m, l, sy, a, st);
 	return rc ?: read_large(m, l, a, st);
 }
@@ -460,8 +482,9 @@ static void element(struct walker *k, uint64_t elem, uint64_t page)
 		k->w->skipped++;
 		return;
 	}
-	e.addr = f[1] & ~PAGE_MASK;
-	e.size = f[2] & ~PAGE_MASK;
+	/* e_addr and e_size_esn keep more below jemalloc's page (a random offset, the esn) */
+	e.addr = f[1] & ~(PAGE_OF(k->st) - 1);
+	e.size = f[2] & ~(PAGE_OF(k->st) - 1);
 	/* an extent moving under the walk, or not one: counted, left out */
 	if (!e.size || page < e.addr || page >= e.addr + e.size) {
 		k->w->skipped++;
@@ -483,29 +506,31 @@ static void element(struct walker *k, uint64_t elem, uint64_t page)
 		k->w->slabs[e.szind]++;
 	}
 	k->w->extents++;
-	k->w->pages[e.kind] += e.size / PAGE;
+	k->w->pages[e.kind] += e.size / PAGE_OF(k->st);
 	k->fn(k->ctx, &e);
 }
 
 static int walk_leaf(struct walker *k, uint64_t leaf, uint64_t top, jestats_present_fn present,
 		     void *pctx)
 {
-	bool here[LEAF_PAGES];
-	uint64_t elems[ELEMS_PAGE];
+	unsigned lg_page = k->st->lg_page, leaf_bits = RTREE_LEAF_BITS(k->st);
+	uint64_t nchunks = (1ull << leaf_bits) * 8 / CHUNK;
+	bool here[MAX_LEAF_CHUNK];
+	uint64_t elems[ELEMS_CHUNK];
 
 	if (!present)
 		memset(here, 1, sizeof(here));
-	else if (present(pctx, leaf, LEAF_PAGES, here))
+	else if (present(pctx, leaf, nchunks, here))
 		return -EFAULT;
-	for (uint64_t p = 0; p < LEAF_PAGES; p++) {
+	for (uint64_t p = 0; p < nchunks; p++) {
 		if (!here[p])
 			continue;
-		if (memsrc_read(k->m, leaf + p * PAGE, elems, sizeof(elems)))
+		if (memsrc_read(k->m, leaf + p * CHUNK, elems, sizeof(elems)))
 			return -EFAULT;
 		k->w->leaf_pages++;
-		for (uint64_t j = 0; j < ELEMS_PAGE; j++) {
-			uint64_t key = (top << (RTREE_BITS + LG_PAGE)) |
-				       ((p * ELEMS_PAGE + j) << LG_PAGE);
+		for (uint64_t j = 0; j < ELEMS_CHUNK; j++) {
+			uint64_t key = (top << (leaf_bits + lg_page)) |
+				       ((p * ELEMS_CHUNK + j) << lg_page);
 
 			element(k, elems[j], key);
 		}
@@ -533,11 +558,11 @@ static int walk_bases(struct walker *k, const struct jestats_syms *sy, char *err
 			if (read_u64(k->m, blk, &e.size) || read_u64(k->m, blk + 8, &blk))
 				return hb_fail(err, errlen, -EFAULT,
 					       "cannot read a block of arena %d's base", i);
-			if (!e.size || e.size % PAGE || e.addr % PAGE) {
+			if (!e.size || e.size % PAGE_OF(k->st) || e.addr % PAGE_OF(k->st)) {
 				k->w->skipped++;
 				continue;
 			}
-			k->w->pages[JE_BASE] += e.size / PAGE;
+			k->w->pages[JE_BASE] += e.size / PAGE_OF(k->st);
 			k->fn(k->ctx, &e);
 		}
 	}
@@ -551,21 +576,24 @@ int jestats_walk(const struct mem_source *m, const struct jestats_layout *l,
 		 struct jestats_walk *w, char *err, size_t errlen)
 {
 	struct walker k = { .m = m, .l = l, .st = st, .fn = fn, .ctx = ctx, .w = w };
-	uint64_t *root;
+	uint64_t *root, nroot;
 	int rc = 0;
 
 	memset(w, 0, sizeof(*w));
-	if (sy->rtree_size != l->rtree_root + RTREE_ROOT * 8)
+	if (st->lg_page < LG_PAGE_MIN || st->lg_page > LG_PAGE_MAX)
+		return hb_fail(err, errlen, -EINVAL, "jemalloc's page size is not known");
+	nroot = 1ull << RTREE_ROOT_BITS(st);
+	if (sy->rtree_size != l->rtree_root + nroot * 8)
 		return hb_fail(err, errlen, -ENOTSUP,
 			       "jemalloc's page map is not the 48-bit one heapbpf reads (its "
 			       "rtree is %llu bytes): the build host had 57-bit addresses",
 			       (unsigned long long)sy->rtree_size);
-	root = malloc(RTREE_ROOT * 8);
+	root = malloc(nroot * 8);
 	if (!root)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
-	if (memsrc_read(m, sy->rtree + l->rtree_root, root, RTREE_ROOT * 8))
+	if (memsrc_read(m, sy->rtree + l->rtree_root, root, nroot * 8))
 		rc = hb_fail(err, errlen, -EFAULT, "cannot read jemalloc's page map");
-	for (uint64_t i = 0; !rc && i < RTREE_ROOT; i++) {
+	for (uint64_t i = 0; !rc && i < nroot; i++) {
 		if (root[i] && walk_leaf(&k, root[i], i, present, present_ctx))
 			rc = hb_fail(err, errlen, -EFAULT,
 				     "cannot read a leaf of jemalloc's page map");

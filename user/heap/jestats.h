@@ -8,9 +8,9 @@
  *
  * In: the image, the runtime addresses of jemalloc's globals (a found target,
  * jestats_syms_of()) and its version's layout (jestats_layout_for(): jemalloc
- * 5.2.1, 5.3.0 and 5.3.1 release builds, x86-64, 48-bit rtree). Out: struct
- * jestats, and one jestats_extent per extent through a callback. Nothing
- * here knows about pids or the kernel's page tables (heap/residency.h).
+ * 5.2.1, 5.3.0 and 5.3.1 release builds, x86-64 and arm64, 48-bit rtree,
+ * jemalloc pages of 4 to 64 KiB). Out: struct jestats, and one
+ * jestats_extent per extent through a callback. Nothing here knows about pids or the kernel's page tables (heap/residency.h).
  *
  * The facts (which fields are live, the formulas, the rtree's leaf
  * encoding) are in docs/rss.md.
@@ -75,6 +75,7 @@ struct jestats_large {
 struct jestats {
 	unsigned narenas; /* arenas that exist */
 	unsigned nbins, nsizes;
+	unsigned lg_page; /* jemalloc's page, its build's LG_PAGE (12; 16 on Debian's arm64) */
 	uint64_t allocated, active, metadata, mapped, retained, dirty, muzzy;
 	uint64_t resident; /* jemalloc's stats.resident, its own upper bound */
 	uint64_t base_allocated, base_resident, base_mapped, internal;
@@ -121,8 +122,9 @@ struct jestats_extent {
 
 /* What a walk of the extents saw. */
 struct jestats_walk {
-	uint64_t extents, leaf_pages, skipped;	 /* skipped: failed a check (moving) */
-	uint64_t pages[JE_KINDS];		 /* extents' pages by kind */
+	uint64_t extents, skipped; /* skipped: failed a check (moving) */
+	uint64_t leaf_pages;	   /* the page map's 4 KiB chunks read */
+	uint64_t pages[JE_KINDS];  /* extents' pages by kind, jemalloc's (st->lg_page) */
 	uint64_t slab_regions[JESTATS_MAX_BINS]; /* regions in use, per bin, from the slabs */
 	uint64_t slabs[JESTATS_MAX_BINS];
 };

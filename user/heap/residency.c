@@ -10,6 +10,11 @@
 
 #include "heap/residency.h"
 
+/*
+ * The kernel's page, which pagemap counts in (not jemalloc's: 64 KiB in
+ * Debian's arm64 build, on a kernel of 4 KiB pages): 4 KiB on x86-64 and
+ * on Debian's arm64 kernels; a kernel of other pages is refused (-ENOTSUP)
+ */
 #define LG_PAGE 12
 #define PAGE	(1ull << LG_PAGE)
 /* pagemap entries read at once: 32 KiB, 16 MiB of address space */
@@ -189,6 +194,10 @@ int residency_pagemap_open(pid_t pid, struct pagemap **out)
 
 	if (!p)
 		return -ENOMEM;
+	if (sysconf(_SC_PAGESIZE) != (long)PAGE) {
+		free(p);
+		return -ENOTSUP;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
 	p->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (p->fd < 0) {

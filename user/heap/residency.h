@@ -43,6 +43,7 @@ void residency_vmas_free(struct vmas *v);
  * dropped keeps showing them.
  */
 struct pagemap;
+/* -ENOTSUP on a kernel whose pages are not 4 KiB */
 int residency_pagemap_open(pid_t pid, struct pagemap **out);
 void residency_pagemap_close(struct pagemap *p);
 /* Forgets what the window holds: the next reading sees the page tables as they are then. */

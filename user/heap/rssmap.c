@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/clock.h"
 #include "util/errmsg.h"
@@ -11,6 +12,7 @@
 #include "heap/memsrc_proc.h"
 #include "heap/rssmap.h"
 
+/* the kernel's page (residency.c refuses others), not jemalloc's */
 #define PAGE 4096ull
 
 struct extents {
@@ -188,6 +190,12 @@ static int measure(const struct jemalloc_target *t, const struct jestats_layout 
 		residency_pagemap_rewind(pm);
 	} else {
 		rc = residency_pagemap_open(t->pid, &opened);
+		if (rc == -ENOTSUP)
+			return hb_fail(
+				err, errlen, rc,
+				"heapbpf reads the kernel's page map in 4 KiB pages, and this "
+				"kernel's are %ld bytes",
+				sysconf(_SC_PAGESIZE));
 		if (rc)
 			return hb_fail(err, errlen, rc, "cannot read the page map of pid %d: %s",
 				       t->pid, strerror(-rc));
