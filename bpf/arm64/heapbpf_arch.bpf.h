@@ -13,6 +13,10 @@
 #ifndef __HEAPBPF_ARCH_ARM64_BPF_H
 #define __HEAPBPF_ARCH_ARM64_BPF_H
 
+/* forced in before heapbpf.bpf.c: its plain field access (no CO-RE) holds here too */
+#ifndef BPF_NO_PRESERVE_ACCESS_INDEX
+#define BPF_NO_PRESERVE_ACCESS_INDEX
+#endif
 #ifndef __VMLINUX_H__
 #include "vmlinux.h"
 #endif
