@@ -147,17 +147,28 @@ test-kernels: deps
 _test-kernels: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/integration_tests fixtures
 	$(Q)tests/kernels/run.sh $(BUILD)
 
-# heapbpf and the example service built for arm64 (cross on another machine:
-# scripts/arm64-sysroot.sh's tree, scripts/build-jemalloc-arm64.sh's jemalloc),
-# run on Debian's arm64 kernels booted under qemu-system-aarch64 with software
-# emulation; this machine's heapbpf reads the profiles (tests/arm64/run.sh,
+# heapbpf, the example service and the integration tests built for arm64
+# (cross on another machine: scripts/arm64-sysroot.sh's tree,
+# scripts/build-jemalloc-arm64.sh's jemalloc), run on Debian's arm64 kernels
+# booted under qemu-system-aarch64 with software emulation: a one-shot run,
+# an arm64 core, and the integration tests of tests/arm64/subset; this
+# machine's heapbpf reads the profiles and the core (tests/arm64/run.sh,
 # ARM64_SUITES). Not part of make test.
-.PHONY: test-arm64
+ARM64_SYSROOT := build/arm64-sysroot
+ARM64_BUILD   := build/arm64
+ifeq ($(CROSS),)
+$(ARM64_SYSROOT)/.heapbpf-sysroot: scripts/arm64-sysroot.sh
+	$(Q)scripts/arm64-sysroot.sh $(ARM64_SYSROOT)
+endif
+.PHONY: test-arm64 _test-arm64 _arm64-build
 test-arm64: deps
-	$(Q)$(MAKE) --no-print-directory ARCH=$(HOST_ARCH) BUILD=build build/heapbpf
-	$(Q)$(MAKE) --no-print-directory ARCH=arm64 BUILD=build/arm64 SYSROOT=build/arm64-sysroot \
-		build/arm64/heapbpf build/arm64/examples/alloc-service-static
-	$(Q)tests/arm64/run.sh build/arm64 build/arm64-sysroot build/heapbpf
+	$(Q)$(MAKE) --no-print-directory BUILD=build _test-arm64
+_test-arm64: _arm64-build
+	$(Q)tests/arm64/run.sh $(ARM64_BUILD) $(ARM64_SYSROOT) $(BUILD)/heapbpf
+_arm64-build: $(BUILD)/heapbpf $(ARM64_SYSROOT)/.heapbpf-sysroot
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 BUILD=$(ARM64_BUILD) SYSROOT=$(ARM64_SYSROOT) \
+		$(ARM64_BUILD)/heapbpf $(ARM64_BUILD)/examples/alloc-service-static \
+		$(ARM64_BUILD)/examples/alloc-service-shared $(ARM64_BUILD)/tests/integration_tests
 
 # ---- BPF --------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ PKGS=(
 	libbpf-dev libelf-dev libdw-dev libdebuginfod-dev libiberty-dev zlib1g-dev libzstd-dev
 	libcurl4-openssl-dev libprotobuf-c-dev
 	busybox-static
+	libcriterion-dev binutils
 )
 stamp="$suite ${PKGS[*]}"
 if [ -f "$dir/.heapbpf-sysroot" ] && [ "$(cat "$dir/.heapbpf-sysroot")" = "$stamp" ]; then

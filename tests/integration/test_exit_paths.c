@@ -2,8 +2,9 @@
 /*
  * Every way a heapbpf run can end leaves the target as it was: prof_active
  * back at its original value (read from the target's memory, located with nm,
- * not with heapbpf's code) and no uprobe left (a uprobe shows as an int3,
- * 0xcc, at the probed function's first byte in the target's memory).
+ * not with heapbpf's code) and no uprobe left (a uprobe shows at the probed
+ * function's first byte in the target's memory: int3, 0xcc, on x86-64, the
+ * first byte of BRK #5 on arm64; HB_UPROBE_BYTE).
  */
 #include <limits.h>
 #include <signal.h>
@@ -65,8 +66,8 @@ static void start_heapbpf(struct run *r, const char *duration)
 {
 	spawn_heapbpf(r, duration);
 	/* assert_clean's uprobe check is meaningful only if a live uprobe shows this way */
-	cr_assert(hb_wait_byte(r->s.pid, r->probe, 0xcc, 20000, r->hp),
-		  "no int3 at the probed function: heapbpf did not attach");
+	cr_assert(hb_wait_byte(r->s.pid, r->probe, HB_UPROBE_BYTE, 20000, r->hp),
+		  "no uprobe at the probed function: heapbpf did not attach");
 	cr_assert(hb_wait_byte(r->s.pid, r->flag, 1, 20000, r->hp),
 		  "heapbpf did not switch prof_active on");
 }
@@ -85,7 +86,7 @@ static void sampled_some(struct run *r)
 static void assert_clean(struct run *r, uint8_t want_flag)
 {
 	cr_assert_eq(peek(r, r->flag), want_flag, "prof_active not restored to %u", want_flag);
-	cr_assert_neq(peek(r, r->probe), 0xcc, "a uprobe is still installed");
+	cr_assert_neq(peek(r, r->probe), HB_UPROBE_BYTE, "a uprobe is still installed");
 }
 
 static void assert_profile(struct run *r)

@@ -176,7 +176,7 @@ static void assert_restored(struct tt *t, bool pane_alive)
 
 	cr_assert(gone(t->hp, 20000), "heapbpf did not exit");
 	cr_assert(hb_wait_byte(t->s.pid, t->flag, 0, 5000, 0), "prof_active not restored");
-	cr_assert_neq(peek(t, t->probe), 0xcc, "a uprobe is still installed");
+	cr_assert_neq(peek(t, t->probe), HB_UPROBE_BYTE, "a uprobe is still installed");
 	if (!pane_alive)
 		return;
 	cr_assert(has(t, screen, 10000, "top-exit=0"), "no shell after heapbpf: %s", screen);

@@ -88,6 +88,16 @@ void hb_sleep_ms(int ms)
 		;
 }
 
+int hb_guard_ms(int timeout_ms)
+{
+	const char *f = getenv("HEAPBPF_TEST_GUARD_FACTOR");
+	long k = f && f[0] ? strtol(f, NULL, 10) : 1;
+
+	if (k < 1 || k > 100)
+		k = 1;
+	return timeout_ms > INT_MAX / (int)k ? INT_MAX : timeout_ms * (int)k;
+}
+
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -99,7 +109,7 @@ static int64_t mono_ms(void)
 /* One line from the service's stdout, within timeout_ms. */
 static int svc_line(struct svc *s, char *line, size_t len, int timeout_ms)
 {
-	int64_t deadline = mono_ms() + timeout_ms;
+	int64_t deadline = mono_ms() + hb_guard_ms(timeout_ms);
 
 	for (;;) {
 		char *nl = memchr(s->buf, '\n', s->buflen);
@@ -218,7 +228,7 @@ bool hb_wait_gone(pid_t pid, int timeout_ms)
 		return errno == ESRCH;
 	p = (struct pollfd){ .fd = fd, .events = POLLIN };
 	do
-		rc = poll(&p, 1, timeout_ms);
+		rc = poll(&p, 1, hb_guard_ms(timeout_ms));
 	while (rc < 0 && errno == EINTR);
 	close(fd);
 	return rc > 0;
@@ -229,7 +239,7 @@ bool hb_wait_reaped(pid_t pid, int timeout_ms)
 	if (!hb_wait_gone(pid, timeout_ms))
 		return false;
 	/* a zombie answers kill(pid, 0) until its parent reaps it */
-	for (int waited = 0; waited < timeout_ms; waited += 10) {
+	for (int waited = 0; waited < hb_guard_ms(timeout_ms); waited += 10) {
 		if (kill(pid, 0) && errno == ESRCH)
 			return true;
 		hb_sleep_ms(10);
@@ -379,7 +389,7 @@ pid_t hb_spawn(const char *const *argv, const char *errpath)
 
 int hb_wait(pid_t pid, int timeout_ms)
 {
-	int64_t deadline = mono_ms() + timeout_ms;
+	int64_t deadline = mono_ms() + hb_guard_ms(timeout_ms);
 	int st;
 
 	for (;;) {
@@ -523,7 +533,7 @@ int hb_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
 
 bool hb_wait_byte(pid_t pid, uint64_t addr, uint8_t want, int timeout_ms, pid_t alive)
 {
-	int64_t deadline = mono_ms() + timeout_ms;
+	int64_t deadline = mono_ms() + hb_guard_ms(timeout_ms);
 	uint8_t b;
 
 	while (mono_ms() < deadline) {
@@ -741,7 +751,7 @@ bool hb_wait_text(const char *path, const char *text, int timeout_ms, pid_t pid)
 		free(got);
 		if (found)
 			return true;
-		if (waited >= timeout_ms)
+		if (waited >= hb_guard_ms(timeout_ms))
 			return false;
 		/* exited (not reaped: the caller waits for it), after a last look */
 		if (pid > 0 && gone(pid))

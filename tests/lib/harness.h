@@ -71,6 +71,14 @@ int svc_stop(struct svc *s);
 void hb_child_signals(void);
 /* Spawns argv with stderr (and stdout) into the file errpath. Returns the pid. */
 pid_t hb_spawn(const char *const *argv, const char *errpath);
+/*
+ * A guard's timeout_ms as the harness's waits take it: times
+ * HEAPBPF_TEST_GUARD_FACTOR (1 to 100; default 1). The guards only bound a
+ * hang, no test asserts a time: make test-arm64 sets 10 in its guests, whose
+ * software emulation on a loaded machine runs a hundred times slower.
+ */
+int hb_guard_ms(int timeout_ms);
+
 /* Waits up to timeout_ms; returns the exit code, 128+signal, or -1 after killing it. */
 int hb_wait(pid_t pid, int timeout_ms);
 /* Runs heapbpf with args (argv[0] added) synchronously; stderr into errbuf. */
@@ -86,6 +94,18 @@ int hb_sym_addr(pid_t pid, const char *path, const char *sym, uint64_t *addr);
 int hb_peek(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* Reads len bytes of the file at offset of symbol sym's address (for comparing code bytes). */
 int hb_file_bytes_at_sym(const char *path, const char *sym, void *buf, size_t len);
+
+/*
+ * The first byte a uprobe writes over the probed function's first
+ * instruction: x86-64's int3 (0xcc); arm64's BRK #5 (0xd42000a0, stored
+ * little-endian: 0xa0 first), where jemalloc's sampling functions start
+ * with stp x29, x30 (0xfd first).
+ */
+#if defined(__aarch64__)
+#define HB_UPROBE_BYTE 0xa0
+#else
+#define HB_UPROBE_BYTE 0xcc
+#endif
 
 /* Polls until pid's byte at addr equals want, or timeout_ms passes; true if it did. */
 bool hb_wait_byte(pid_t pid, uint64_t addr, uint8_t want, int timeout_ms, pid_t alive);
