@@ -503,9 +503,11 @@ FORMAT_SRCS := $(wildcard bpf/*.c bpf/*.h bpf/*/*.h user/*.c user/*.h user/*/*.c
 	tests/*/*.h examples/*.c bench/*.c)
 # cppcheck and clang-tidy on our own C code, no warning allowed (part of make
 # test, where it yields the CPU to the builds the tests wait for)
-lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H)
+# (x86-64's and arm64's paths: the arm64 tree for the latter, unless HEAPBPF_SKIP_ARM64=1)
+lint: $(BUILD)/heapbpf.skel.h $(BUILD)/proto/profile.pb-c.h $(PUSH_PB_H) \
+		$(if $(filter 1,$(HEAPBPF_SKIP_ARM64)),,$(ARM64_SYSROOT)/.heapbpf-sysroot)
 	$(Q)python3 scripts/layers.py --isolated cmd --apart sampling=profile,export $(USER_LAYERS)
-	$(Q)nice -n 10 scripts/lint.sh $(BUILD)
+	$(Q)nice -n 10 scripts/lint.sh $(BUILD) $(ARM64_SYSROOT)
 	$(Q)$(MAKE) --no-print-directory check-bpf-arch
 
 # x86's BPF object must not depend on another architecture's code: none of the
