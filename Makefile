@@ -172,9 +172,12 @@ _arm64-build: $(BUILD)/heapbpf $(ARM64_SYSROOT)/.heapbpf-sysroot
 
 # ---- BPF --------------------------------------------------------------------
 
-$(BUILD)/heapbpf.bpf.o: bpf/heapbpf.bpf.c | $(BUILD)
+# the uprobe programs' stack under 48 bytes, which a preemptible uprobe
+# needs on 6.13 and later (scripts/bpf-stack.sh)
+$(BUILD)/heapbpf.bpf.o: bpf/heapbpf.bpf.c scripts/bpf-stack.sh | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(HEAPBPF_BPF_ARCH) -MMD -MP -c $< -o $@
+	$(Q)scripts/bpf-stack.sh $@
 
 $(BUILD)/heapbpf.skel.h: $(BUILD)/heapbpf.bpf.o
 	$(call msg,GEN-SKEL,$@)

@@ -91,7 +91,27 @@ static __always_inline int not_sampled(__u64 id)
 	return filter_pids && !bpf_map_lookup_elem(&sampled, &tgid);
 }
 
-/* Where an allocation record is built, to be sent sized to its backtrace. */
+/*
+ * Where the two sampling programs keep what they learn: in their own ring
+ * buffer record, reserved first, and in registers, never in memory another
+ * task can write. A uprobe's program runs with migration off but
+ * preemptible (since 6.0, sleepable uprobes), and kernels that preempt
+ * kernel code (preempt=full, or lazy, sid's 7.x default) do preempt it:
+ * another task on the same CPU then runs the same program halfway through.
+ * A per-CPU record (what the allocation program built its record in up to
+ * here) is written over then: on 7.2, a few records of a run carried
+ * another's backtrace or a prof_tctx_t's bytes as frames. The BPF stack is
+ * no refuge either: since 6.13 a program of this type whose stack is 64
+ * bytes or more gets a per-CPU private stack (the verifier's
+ * PRIV_STACK_ADAPTIVE for kprobes, which assumes kprobes' recursion check;
+ * uprobes have none). The programs therefore keep their stack under 48
+ * bytes (the build checks it: scripts/bpf-stack.sh) and what does not fit
+ * in registers in the record itself.
+ *
+ * The decomposition's stand-in for the ring buffer (HEAPBPF_PART_RINGBUF,
+ * build/bench/heapbpf only: the records written here and never sent) is
+ * per-CPU: it measures costs, its records are never read.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -104,13 +124,19 @@ struct {
  * gctx's frames right after its prof_bt_t (bt.vec == gctx->vec), so one
  * bpf_probe_read_user brings both for a backtrace of up to BT_CHUNK_FRAMES
  * (a longer one takes a second read, from bt.vec). The piece may reach past
- * the gctx into the memory next to it; nothing past bt.len is sent, and a
+ * the gctx into the memory next to it; nothing past bt.len is used, and a
  * piece that faults is read the old way. Measured on trapfloor's 14-frame
  * stand-in: 310 -> 266 ns per hit; with 32 frames a piece the larger copy
- * ate the gain.
+ * ate the gain. The piece is read into the record from its tctx field on
+ * (tctx, bt_len and flags hold prof_bt_t for a moment).
  */
 #define BT_CHUNK_FRAMES 16
 #define BT_CHUNK_BYTES	(16 + 8 * BT_CHUNK_FRAMES)
+
+_Static_assert(__builtin_offsetof(struct heapbpf_alloc_event, frames) -
+			       __builtin_offsetof(struct heapbpf_alloc_event, tctx) ==
+		       16,
+	       "prof_bt_t {vec, len} lands on tctx, bt_len and flags");
 
 static __always_inline void count(__u64 *c)
 {
@@ -129,17 +155,63 @@ static __always_inline __u64 submit_flags(void)
 									     : BPF_RB_NO_WAKEUP;
 }
 
+/* A record of size bytes in the ring buffer (the decomposition: the scratch record). */
+static __always_inline void *reserve(__u64 size)
+{
+	__u32 zero = 0;
+
+	if (SKIPPED(HEAPBPF_PART_RINGBUF))
+		return bpf_map_lookup_elem(&scratch, &zero);
+	return bpf_ringbuf_reserve(&events, size, 0);
+}
+
+static __always_inline void submit(void *e)
+{
+	if (!SKIPPED(HEAPBPF_PART_RINGBUF))
+		bpf_ringbuf_submit(e, submit_flags());
+}
+
+/*
+ * The record of an allocation whose backtrace did not fit the first one's 16
+ * frames: one with room for cap of them (a constant at each call: the
+ * verifier needs the reservation's size), its header copied from the first
+ * (which is then discarded) and the frames read from vec. 1 if sent.
+ */
+static __always_inline int send_longer(struct heapbpf_alloc_event *first, __u64 vec, __u64 n,
+				       const __u32 cap)
+{
+	struct heapbpf_alloc_event *e = reserve(HEAPBPF_ALLOC_EVENT_SIZE(cap));
+	__u64 *to, *from = (__u64 *)first;
+
+	if (!e)
+		return 0;
+	to = (__u64 *)e;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		to[i] = from[i];
+	/* cap was chosen for n, which the compiler knows: the barriers keep the bound */
+	asm volatile("" : "+r"(n));
+	if (n > cap)
+		n = cap;
+	asm volatile("" : "+r"(n));
+	if (bpf_probe_read_user(e->frames, n * sizeof(__u64), (void *)vec)) {
+		e->flags |= HEAPBPF_F_READ_FAULT;
+		count(&counters.read_faults);
+		n = 0;
+	}
+	e->nframes = n;
+	submit(e);
+	return 1;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(heapbpf_alloc)
 {
 	struct heapbpf_alloc_event *e;
-	struct heapbpf_args args;
-	__u64 gctx = 0, vec = 0, tctx;
-	__u32 len = 0, zero = 0, nframes = 0;
-	__u64 size;
-	__u64 id;
-	int in_chunk = 0;
-	long err = 0;
+	struct heapbpf_args *args;
+	__u64 id, tctx, bt, vec;
+	__u32 len, flags = 0;
+	long err;
 
 	if (SKIPPED(HEAPBPF_PART_ALL))
 		return 0;
@@ -147,88 +219,110 @@ int BPF_KPROBE(heapbpf_alloc)
 	if (not_sampled(id))
 		return 0;
 	count(&counters.alloc_hits);
-	e = bpf_map_lookup_elem(&scratch, &zero);
-	if (!e)
+	/* room for 16 frames, the common case; a longer backtrace takes a second record */
+	e = reserve(HEAPBPF_ALLOC_EVENT_SIZE(BT_CHUNK_FRAMES));
+	if (!e) {
+		count(&counters.alloc_drops);
 		return 0;
-	heapbpf_read_args(ctx, &args);
-	tctx = heapbpf_arg(&args, layout.alloc_tctx_arg);
-
-	/* tctx->gctx->bt: the backtrace jemalloc already took for this sample */
-	if (SKIPPED(HEAPBPF_PART_READS)) {
-		/* as if a 14-frame backtrace had come with prof_bt_t */
-		len = 14;
-		in_chunk = 1;
-	} else {
-		err = bpf_probe_read_user(&gctx, sizeof(gctx),
-					  (void *)(tctx + layout.tctx_gctx_off));
 	}
-	if (!err && !SKIPPED(HEAPBPF_PART_READS)) {
-		__u64 bt = gctx + layout.gctx_bt_off;
-
-		if (layout.bt_vec_off == 0 && layout.bt_len_off == 8 &&
-		    !bpf_probe_read_user(&e->tctx, BT_CHUNK_BYTES, (void *)bt)) {
-			/* into the record: tctx, bt_len and flags hold prof_bt_t for a moment */
-			vec = e->tctx;
-			len = e->bt_len;
-			in_chunk = vec == bt + 16;
-		} else if (layout.bt_len_off == layout.bt_vec_off + 8) {
-			/* prof_bt_t {vec, len} in one read: every helper call costs */
-			struct {
-				__u64 vec;
-				__u32 len;
-			} b = {};
-
-			err = bpf_probe_read_user(&b, 12, (void *)(bt + layout.bt_vec_off));
-			vec = b.vec;
-			len = b.len;
-		} else {
-			err |= bpf_probe_read_user(&vec, sizeof(vec),
-						   (void *)(bt + layout.bt_vec_off));
-			err |= bpf_probe_read_user(&len, sizeof(len),
-						   (void *)(bt + layout.bt_len_off));
-		}
-	}
+	/* the registers, in the frames' place until the backtrace comes */
+	args = (struct heapbpf_args *)e->frames;
+	heapbpf_read_args(ctx, args);
 	e->type = HEAPBPF_EV_ALLOC;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->ts = SKIPPED(HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();
-	e->ptr = heapbpf_arg(&args, layout.alloc_ptr_arg);
-	e->size = heapbpf_arg(&args, layout.alloc_size_arg);
-	e->usize = heapbpf_arg(&args, layout.alloc_usize_arg);
-	e->tctx = tctx;
-	e->flags = 0;
-	e->nframes = 0;
-	e->bt_len = 0;
-	if (!err) {
-		e->bt_len = len;
-		len = heapbpf_clamp_frames(len);
-		if (len < e->bt_len)
-			e->flags |= HEAPBPF_F_TRUNCATED;
-		/* the frames, unless they came with prof_bt_t */
-		if (len && !(in_chunk && len <= BT_CHUNK_FRAMES) &&
-		    bpf_probe_read_user(e->frames, len * sizeof(__u64), (void *)vec))
-			err = -1;
-		else
-			nframes = len;
-		e->nframes = nframes;
-	}
-	if (err) {
-		e->flags |= HEAPBPF_F_READ_FAULT;
-		count(&counters.read_faults);
-	}
-	/*
-	 * Sized to the backtrace: a typical record is a few hundred bytes, not
-	 * the 1088 of a full one, so the ring buffer holds several times more.
-	 */
-	size = HEAPBPF_ALLOC_EVENT_SIZE(nframes);
-	/* the verifier must see the bound on the very register passed below */
-	asm volatile("" : "+r"(size));
-	if (size > sizeof(*e))
-		size = sizeof(*e);
-	if (SKIPPED(HEAPBPF_PART_RINGBUF))
+	e->ptr = heapbpf_arg(args, layout.alloc_ptr_arg);
+	e->size = heapbpf_arg(args, layout.alloc_size_arg);
+	e->usize = heapbpf_arg(args, layout.alloc_usize_arg);
+	tctx = heapbpf_arg(args, layout.alloc_tctx_arg);
+
+	/* tctx->gctx->bt: the backtrace jemalloc already took for this sample */
+	if (SKIPPED(HEAPBPF_PART_READS)) {
+		/* as if a 14-frame backtrace had come with prof_bt_t */
+		e->tctx = tctx;
+		e->bt_len = 14;
+		e->nframes = 14;
+		e->flags = 0;
+		submit(e);
 		return 0;
-	if (bpf_ringbuf_output(&events, e, size, submit_flags()))
-		count(&counters.alloc_drops);
+	}
+	err = bpf_probe_read_user(&e->frames[6], sizeof(__u64),
+				  (void *)(tctx + layout.tctx_gctx_off));
+	bt = e->frames[6] + layout.gctx_bt_off;
+	len = 0;
+	vec = 0;
+	if (err) {
+		/* nothing more to read */
+	} else if (layout.bt_vec_off == 0 && layout.bt_len_off == 8 &&
+		   !bpf_probe_read_user(&e->tctx, BT_CHUNK_BYTES, (void *)bt)) {
+		vec = e->tctx;
+		len = e->bt_len;
+		if (vec == bt + 16 && len <= BT_CHUNK_FRAMES) {
+			/* the frames came with prof_bt_t: the record is whole */
+			e->tctx = tctx;
+			e->flags = 0;
+			e->nframes = len;
+			submit(e);
+			return 0;
+		}
+	} else if (layout.bt_len_off == layout.bt_vec_off + 8) {
+		/* prof_bt_t {vec, len} in one read: every helper call costs */
+		err = bpf_probe_read_user(&e->tctx, 12, (void *)(bt + layout.bt_vec_off));
+		vec = e->tctx;
+		len = e->bt_len;
+	} else {
+		err = bpf_probe_read_user(&e->tctx, sizeof(__u64),
+					  (void *)(bt + layout.bt_vec_off));
+		err |= bpf_probe_read_user(&e->bt_len, sizeof(__u32),
+					   (void *)(bt + layout.bt_len_off));
+		vec = e->tctx;
+		len = e->bt_len;
+	}
+	e->tctx = tctx;
+	e->bt_len = err ? 0 : len;
+	e->nframes = 0;
+	if (err) {
+		flags = HEAPBPF_F_READ_FAULT;
+		len = 0;
+		count(&counters.read_faults);
+	} else if (len > HEAPBPF_MAX_FRAMES) {
+		flags = HEAPBPF_F_TRUNCATED;
+		len = HEAPBPF_MAX_FRAMES;
+	}
+	e->flags = flags;
+	if (len > BT_CHUNK_FRAMES) {
+		/* sized to the backtrace, in classes: a full record is 1088 bytes */
+		int sent;
+
+		if (len <= 32)
+			sent = send_longer(e, vec, len, 32);
+		else if (len <= 64)
+			sent = send_longer(e, vec, len, 64);
+		else
+			sent = send_longer(e, vec, len, HEAPBPF_MAX_FRAMES);
+		if (!SKIPPED(HEAPBPF_PART_RINGBUF))
+			bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		if (!sent)
+			count(&counters.alloc_drops);
+		return 0;
+	}
+	/* up to 16 frames, not where prof_bt_t keeps them in a gctx */
+	if (len) {
+		__u64 n = len;
+
+		asm volatile("" : "+r"(n));
+		if (n > BT_CHUNK_FRAMES)
+			n = BT_CHUNK_FRAMES;
+		asm volatile("" : "+r"(n));
+		if (bpf_probe_read_user(e->frames, n * sizeof(__u64), (void *)vec)) {
+			e->flags |= HEAPBPF_F_READ_FAULT;
+			count(&counters.read_faults);
+			n = 0;
+		}
+		e->nframes = n;
+	}
+	submit(e);
 	return 0;
 }
 
@@ -248,13 +342,22 @@ static __always_inline long read_info(struct heapbpf_info *info, __u64 addr)
 	return bpf_probe_read_user(info, len, (void *)addr);
 }
 
+_Static_assert(sizeof(struct heapbpf_free_event) -
+			       __builtin_offsetof(struct heapbpf_free_event, ts) ==
+		       sizeof(struct heapbpf_args),
+	       "the registers fit the free record from its ts field on");
+_Static_assert(sizeof(struct heapbpf_free_event) -
+			       __builtin_offsetof(struct heapbpf_free_event, usize) ==
+		       sizeof(struct heapbpf_info),
+	       "prof_info_t fits the free record from its usize field on");
+
 SEC("uprobe")
 int BPF_KPROBE(heapbpf_free)
 {
 	struct heapbpf_free_event *e;
-	struct heapbpf_args args;
-	__u32 zero = 0;
-	__u64 id;
+	struct heapbpf_args *args;
+	__u64 id, ptr, usize, tctx, info_at, ts, alloc_time = 0, alloc_size = 0;
+	__u32 flags = 0;
 
 	if (SKIPPED(HEAPBPF_PART_ALL))
 		return 0;
@@ -262,42 +365,44 @@ int BPF_KPROBE(heapbpf_free)
 	if (not_sampled(id))
 		return 0;
 	count(&counters.free_hits);
-	/* the decomposition without the ring buffer: the record in the per-CPU scratch */
-	if (SKIPPED(HEAPBPF_PART_RINGBUF))
-		e = bpf_map_lookup_elem(&scratch, &zero);
-	else
-		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	ts = SKIPPED(HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();
+	e = reserve(sizeof(*e));
 	if (!e) {
 		count(&counters.free_drops);
 		return 0;
 	}
-	heapbpf_read_args(ctx, &args);
+	/* the registers in the record, from ts on, for a moment */
+	args = (struct heapbpf_args *)&e->ts;
+	heapbpf_read_args(ctx, args);
+	ptr = heapbpf_arg(args, layout.free_ptr_arg);
+	usize = heapbpf_arg(args, layout.free_usize_arg);
+	tctx = heapbpf_arg(args, layout.free_tctx_arg);
+	info_at = heapbpf_arg(args, layout.free_info_arg);
+	if (layout.free_info_arg != HEAPBPF_ARG_NONE && !SKIPPED(HEAPBPF_PART_READS)) {
+		/* prof_info_t in one read (every helper call costs), into the record from usize on */
+		struct heapbpf_info *info = (struct heapbpf_info *)&e->usize;
+
+		if (read_info(info, info_at)) {
+			flags = HEAPBPF_F_READ_FAULT;
+			count(&counters.read_faults);
+		} else {
+			tctx = heapbpf_info_field(info, layout.info_tctx_off);
+			alloc_size = heapbpf_info_field(info, layout.info_size_off);
+			if (layout.info_has_time)
+				alloc_time = heapbpf_info_field(info, layout.info_time_off);
+		}
+	}
 	e->type = HEAPBPF_EV_FREE;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
-	e->flags = 0;
-	e->ts = SKIPPED(HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();
-	e->ptr = heapbpf_arg(&args, layout.free_ptr_arg);
-	e->usize = heapbpf_arg(&args, layout.free_usize_arg);
-	e->tctx = heapbpf_arg(&args, layout.free_tctx_arg);
-	e->alloc_time_ns = 0;
-	e->alloc_size = 0;
-	if (layout.free_info_arg != HEAPBPF_ARG_NONE && !SKIPPED(HEAPBPF_PART_READS)) {
-		struct heapbpf_info info = {};
-
-		/* prof_info_t in one read: every helper call costs */
-		if (read_info(&info, heapbpf_arg(&args, layout.free_info_arg))) {
-			e->flags |= HEAPBPF_F_READ_FAULT;
-			count(&counters.read_faults);
-		} else {
-			e->tctx = heapbpf_info_field(&info, layout.info_tctx_off);
-			e->alloc_size = heapbpf_info_field(&info, layout.info_size_off);
-			if (layout.info_has_time)
-				e->alloc_time_ns = heapbpf_info_field(&info, layout.info_time_off);
-		}
-	}
-	if (!SKIPPED(HEAPBPF_PART_RINGBUF))
-		bpf_ringbuf_submit(e, submit_flags());
+	e->flags = flags;
+	e->ts = ts;
+	e->ptr = ptr;
+	e->usize = usize;
+	e->tctx = tctx;
+	e->alloc_time_ns = alloc_time;
+	e->alloc_size = alloc_size;
+	submit(e);
 	return 0;
 }
 
