@@ -22,6 +22,7 @@
 #   KERNELS_BEFORE=FILE   a bash script run in the guest, in the repository,
 #                         before the tests (heapbpf by hand); its output in
 #                         build/kernels/out/KERNEL-CGROUP/before.log
+#   KERNELS_APPEND=ARGS   more on the guests' kernel command line (preempt=full)
 #
 # Exit status 0 only if every boot ran every test of its list and all passed.
 #
@@ -161,7 +162,7 @@ boot() {
 		-accel "$accel" -cpu max -m 2G -smp 2 -nographic -no-reboot \
 		-serial "file:$log" -monitor none \
 		-kernel "$kernel" -initrd "$img" \
-		-append "console=ttyS0 panic=-1 mitigations=off heapbpf.cgroup=$cg heapbpf.repo=$repo heapbpf.build=$snap" \
+		-append "console=ttyS0 panic=-1 mitigations=off heapbpf.cgroup=$cg heapbpf.repo=$repo heapbpf.build=$snap${KERNELS_APPEND:+ $KERNELS_APPEND}" \
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap,id=hostroot" \
 		-virtfs "local,path=$out,mount_tag=out,security_model=none,id=out" \
 		-drive "file=$kdir/scratch.img,format=raw,if=virtio,cache=unsafe" \
