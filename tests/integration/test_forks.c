@@ -687,7 +687,11 @@ Test(forks, follow_forks_profiles_each_worker_exactly)
 	for (int i = 0; i < 2; i++) {
 		snprintf(dump, sizeof(dump), "%s/child-%d.heap", hb_tmpdir(), f.kids[i]);
 		n = hb_oracle_compare_pid(f.out, f.kids[i], dump, "forked_child");
-		cr_assert_gt(n, 50, "worker %d: only %ld samples compared", f.kids[i], (long)n);
+		if (n <= 50) {
+			text = stderr_of(&f);
+			cr_assert_fail("worker %d: only %ld samples compared; heapbpf said:\n%s",
+				       f.kids[i], (long)n, text);
+		}
 	}
 	/* the target's own samples are labelled too, and no worker's site is among them */
 	cr_assert_gt(hb_read_file(f.err, &text), 0);
