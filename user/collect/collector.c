@@ -279,6 +279,17 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 		c->stats.malformed++;
 		return 0;
 	}
+	/*
+	 * A return address is code, and no code is in the null page: such a
+	 * frame means the record was built from other memory than jemalloc's
+	 * backtrace (as 7.x's preemptible uprobes once made of a per-CPU record)
+	 */
+	for (uint32_t i = 0; i < n; i++) {
+		if (e->frames[i] < HB_MIN_FRAME) {
+			c->stats.bad_frames++;
+			return 0;
+		}
+	}
 	err = checkpoints_before(c, e->ts);
 	err = err ?: stack_intern(c, e->frames, n, &id);
 	err = err ?: count_alloc(c, id, e);

@@ -39,6 +39,9 @@ struct hb_stack_peak {
 	double objects, space;
 };
 
+/* No return address is below this: the null page holds no code. */
+#define HB_MIN_FRAME 4096
+
 struct collector_stats {
 	uint64_t allocs, frees;
 	uint64_t alloc_bytes;	  /* sampled usable bytes */
@@ -48,6 +51,12 @@ struct collector_stats {
 	uint64_t frees_after_stop; /* frees after sampling was switched off: not subtracted */
 	uint64_t read_faults, truncated, malformed;
 	uint64_t alloc_faults;	    /* the samples among read_faults: no stack, a size of what */
+	/*
+	 * Allocation records whose backtrace held an address in the first page,
+	 * where no code is: memory that was not jemalloc's backtrace, read by the
+	 * kernel side. Left out of the profile, and said.
+	 */
+	uint64_t bad_frames;
 	uint64_t first_ts, last_ts; /* CLOCK_MONOTONIC ns of first and last event */
 };
 

@@ -133,6 +133,12 @@ void summary_print(FILE *f, const struct hb_profile *p, const struct collector_s
 		fprintf(f,
 			"heapbpf: %sWARNING: %" PRIu64 " events could not read jemalloc's memory\n",
 			who, st->read_faults);
+	if (st->bad_frames)
+		fprintf(f,
+			"heapbpf: %sWARNING: %" PRIu64 " samples had a backtrace frame in the "
+			"null page, where no code is: not jemalloc's backtrace but other memory, "
+			"read by the kernel side; left out of the profile\n",
+			who, st->bad_frames);
 	if (st->truncated)
 		fprintf(f,
 			"heapbpf: %sWARNING: %" PRIu64 " of the %" PRIu64

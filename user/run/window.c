@@ -103,6 +103,7 @@ static struct collector_stats total_stats(const struct heap_data *d)
 		t.alloc_faults += c->alloc_faults;
 		t.truncated += c->truncated;
 		t.malformed += c->malformed;
+		t.bad_frames += c->bad_frames;
 	}
 	return t;
 }
@@ -644,6 +645,14 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 	}
 	if (st->allocs > tr->prev.allocs)
 		tr->any_samples = true;
+	if (st->bad_frames > tr->prev.bad_frames) {
+		/* said even with -q: the profile lacks them, as it lacks drops */
+		hb_warn("pid %d: %" PRIu64 " samples had a backtrace frame in the null page "
+			"(not jemalloc's backtrace: other memory, read by the kernel side); "
+			"left out of the profile",
+			tr->pid, st->bad_frames - tr->prev.bad_frames);
+		tr->outcome |= RUN_DROPS;
+	}
 	if (drops) {
 		/* a single window's summary says it already */
 		if (o->interval)
