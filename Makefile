@@ -2,7 +2,8 @@
 #
 #   make            build build/heapbpf
 #   make demo       install what is missing, build, profile the example service
-#   make test       install what is missing, build, run unit + integration tests
+#   make test       install what is missing, build, run unit + integration tests,
+#                   then the kernel matrix (make test-kernels; HEAPBPF_SKIP_KERNELS=1: not)
 #   make install    install heapbpf, heapbpf(8) and the systemd units (PREFIX, DESTDIR)
 #   make V=1 ...    show the commands
 
@@ -120,7 +121,12 @@ endif
 demo: deps
 	$(Q)$(MAKE) --no-print-directory _demo
 test: deps
-	$(Q)$(MAKE) --no-print-directory -j$(TEST_MAKE_JOBS) -O _test
+	$(Q)rc=0; $(MAKE) --no-print-directory -j$(TEST_MAKE_JOBS) -O _test || rc=1; \
+	if [ "$(HEAPBPF_SKIP_KERNELS)" = 1 ]; then \
+		echo "heapbpf: kernels: not run (HEAPBPF_SKIP_KERNELS=1)"; \
+	else \
+		$(MAKE) --no-print-directory _test-kernels || rc=1; \
+	fi; exit $$rc
 
 # The unit and integration tests once more, heapbpf and the tests built with
 # AddressSanitizer (LeakSanitizer included) and UBSan, in their own build directory.
@@ -138,13 +144,18 @@ integration: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/integrati
 # The integration tests of tests/kernels/subset on Debian's kernels (bullseye's
 # 5.10, bookworm's 6.1, trixie's 6.12, sid's newest; fetched with apt-get
 # download into $(BUILD)/kernels, never installed), each booted under qemu with
-# software emulation on the host's root, once with cgroup v1 and once with
-# cgroup2: one line per boot, the table in $(BUILD)/kernels/results.md
-# (tests/kernels/run.sh). Not part of make test.
+# software emulation on the host's root, with cgroup2 and, where the kernel
+# also has it, once more with cgroup v1's memory controller: one line per
+# kernel, the table in $(BUILD)/kernels/results.md (tests/kernels/run.sh).
+# First the runner's own check: a heapbpf built to fail in the guest fails
+# its kernel's line (tests/kernels/check-runner.sh). make test runs it all
+# after the host's tests, unless HEAPBPF_SKIP_KERNELS=1 says not to; a
+# kernel that cannot be fetched or booted fails the run.
 .PHONY: test-kernels _test-kernels
 test-kernels: deps
 	$(Q)$(MAKE) --no-print-directory _test-kernels
 _test-kernels: $(BUILD)/heapbpf $(EXAMPLES) $(BENCH_BINS) $(BUILD)/tests/integration_tests fixtures
+	$(Q)tests/kernels/check-runner.sh $(BUILD)
 	$(Q)tests/kernels/run.sh $(BUILD)
 
 # heapbpf, the example service and the integration tests built for arm64

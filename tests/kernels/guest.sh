@@ -6,6 +6,8 @@
 # build/kernels/out/KERNEL-CGROUP):
 #
 #   logs/SUITE.TEST.log   the runner's output
+#   caps                  "v1-memory yes|no": the kernel has cgroup v1's memory
+#                         controller
 #   results               "SUITE/TEST PASSED FAILED CRASHED RC SECONDS" once
 #                         the runner has ended (no line: it never ended), or
 #                         "SUITE/TEST n/a WHY" for a test marked cgroup on a
@@ -33,6 +35,16 @@ mkdir -p "$out/logs"
 	echo "cpus: $(nproc)"
 } >"$out/guest-info"
 
+# Whether this kernel offers the memory controller on cgroup v1 (run.sh
+# boots it a second time with it there if so): its v1-only handlers are in
+# the kernel (cgroup.event_control's; 6.12 builds them only with
+# CONFIG_MEMCG_V1), whichever hierarchy this boot mounted
+if grep -qw memcg_write_event_control /proc/kallsyms; then
+	echo "v1-memory yes"
+else
+	echo "v1-memory no"
+fi >"$out/caps"
+
 # KERNELS_BEFORE (run.sh): a script of the caller's, run before the tests
 # (heapbpf by hand on this kernel), its output in /kout/before.log
 if [ -e "$out/before" ]; then
@@ -48,7 +60,7 @@ fi
 
 while read -r id tag; do
 	case $id in '' | '#'*) continue ;; esac
-	if [ "$tag" = cgroup ] && [ "$memcg" = 0 ]; then
+	if [ "${tag#cgroup}" != "$tag" ] && [ "$memcg" = 0 ]; then
 		echo "$id n/a no $(cat "$out/cgroup") memory controller in this kernel" >>"$out/results"
 		continue
 	fi

@@ -7,22 +7,30 @@
 # root shared read-only over virtio-9p under a tmpfs overlay
 # (tests/kernels/guest.sh runs the tests in it).
 #
-# Two boots per kernel: the memory controller on cgroup v1 (every test of
-# the subset; on a kernel without v1's memory controller, said), then on
-# cgroup2 (the tests marked "cgroup" in the subset). One line per boot, and
-# the table build/kernels/results.md. A guest that has not powered off
-# after KERNELS_TIMEOUT seconds (default 5400) is ended and reported as
-# such, with the tests it finished counted.
+# The boots of a kernel: first with the memory controller on cgroup2, every
+# test of the subset; then, only on a kernel that also offers the memory
+# controller on cgroup v1 (the guest looks: tests/kernels/guest.sh), a
+# second boot with it there, the tests marked "cgroup" in the subset alone
+# (what cgroup v1 changes). KERNELS_JOBS kernels (default 2) boot at once:
+# a guest's tests wait on the kernel (timers, I/O, the OOM killer) for much
+# of their time, which the other guest uses. One line per kernel, and the
+# table build/kernels/results.md with each boot's time and its tests'. A
+# guest that has not powered off after KERNELS_TIMEOUT seconds (default
+# 5400) is ended and reported as such, with the tests it finished counted.
 #
 #   KERNELS=NAMES         only these kernels (a suite name or the kernel's
 #                         release, as in build/kernels/matrix)
-#   KERNELS_CGROUPS="v1 v2"   which boots
+#   KERNELS_CGROUPS=auto  the boots above; or a list ("v1", "v2 v1"): those
+#                         boots, every test in the first, the cgroup ones after
+#   KERNELS_JOBS=2        kernels booted at once
 #   KERNELS_ACCEL=tcg     or kvm, where the machine's KVM boots these kernels
 #   KERNELS_TESTS=FILE    another list of tests instead of tests/kernels/subset
 #   KERNELS_BEFORE=FILE   a bash script run in the guest, in the repository,
 #                         before the tests (heapbpf by hand); its output in
 #                         build/kernels/out/KERNEL-CGROUP/before.log
 #   KERNELS_APPEND=ARGS   more on the guests' kernel command line (preempt=full)
+#   KERNELS_HEAPBPF=FILE  the guests run this instead of BUILD/heapbpf
+#                         (tests/kernels/check-runner.sh: one built to fail)
 #
 # Exit status 0 only if every boot ran every test of its list and all passed.
 #
@@ -36,8 +44,10 @@ case $build in /*) ;; *) build=$repo/$build ;; esac
 kdir=$build/kernels
 timeout_s=${KERNELS_TIMEOUT:-5400}
 accel=${KERNELS_ACCEL:-tcg}
-cgroups=${KERNELS_CGROUPS:-v1 v2}
+cgroups=${KERNELS_CGROUPS:-auto}
+jobs=${KERNELS_JOBS:-2}
 subset=${KERNELS_TESTS:-$repo/tests/kernels/subset}
+case $subset in /*) ;; *) subset=$repo/$subset ;; esac
 # the modules the guest needs to reach its root and its scratch disk (ext4
 # asks the crypto API for crc32c: its softdep, named here); their dependencies come
 # from modules.dep, and one that is built in has no file and no entry
@@ -56,6 +66,10 @@ for f in heapbpf heapbpf.bpf.o examples jemalloc bench fixtures; do
 	[ -e "$build/$f" ] && cp -a "$build/$f" "$snap/"
 done
 cp -a "$build/tests/integration_tests" "$snap/tests/"
+if [ -n "${KERNELS_HEAPBPF:-}" ]; then
+	rm -f "$snap/heapbpf"
+	cp "$KERNELS_HEAPBPF" "$snap/heapbpf" || exit 1
+fi
 
 # The directory holding the kernel's modules.dep (/lib/modules/VER, or under /usr)
 moddir_of() {
@@ -127,36 +141,43 @@ initramfs() {
 	echo "$img"
 }
 
-# The tests of one boot, with their tags: every test of the subset on v1,
-# those marked cgroup on v2
+# The tests of one boot of kernel ver, with their tags (tests/kernels/subset):
+# on the cgroup2 boot ("all") every test but those marked once, which run
+# on the matrix's oldest kernel alone; on the v1 boot ("cgroup") those
+# marked cgroup, and those marked cgroup-once on the oldest kernel
+oldest=$(awk 'NR == 1 { print $1 }' "$kdir/matrix")
 tests_for() {
-	if [ "$1" = v1 ]; then
-		awk '!/^#/ && NF { print $1, $2 }' "$subset"
-	else
-		awk '!/^#/ && NF && $2 == "cgroup" { print $1, $2 }' "$subset"
-	fi
+	local o=0
+	[ "$2" = "$oldest" ] && o=1
+	awk -v which="$1" -v oldest="$o" '
+		/^#/ || !NF { next }
+		which == "all" && ($2 != "once" || oldest) { print $1, $2 }
+		which == "cgroup" && ($2 == "cgroup" || ($2 == "cgroup-once" && oldest)) { print $1, $2 }
+	' "$subset"
 }
 
 results_md=$kdir/results.md
-rows=()
-all_ok=1
 
+# One boot of kernel ver with cgroup cg, running the tests of which (all,
+# cgroup). Leaves in build/kernels/out/VER-CG: summary ("PASSED FAILED
+# NOTRUN NA SECONDS TESTSECONDS TIMEDOUT"), failed (one a line), note.
 boot() {
-	local ver=$1 suite=$2 cg=$3 out img kernel log rc start secs timedout=0 ntests
-	local p f c trc tsecs id passed=0 failed=0 notrun=0 na=0 fails=() note=""
+	local ver=$1 cg=$2 which=$3 out img kernel log rc start secs timedout=0 ntests
+	local p f c trc tsecs id passed=0 failed=0 notrun=0 na=0 tsum=0 scratch
 	out=$kdir/out/$ver-$cg
 	rm -rf "$out"
 	mkdir -p "$out"
-	tests_for "$cg" >"$out/tests"
+	tests_for "$which" "$ver" >"$out/tests"
 	[ -n "${KERNELS_BEFORE:-}" ] && cp "$KERNELS_BEFORE" "$out/before"
 	ntests=$(wc -l <"$out/tests")
 	img=$(initramfs "$ver") || return 1
 	kernel=$(vmlinuz_of "$ver")
 	log=$out/console.log
 	# the guest's /tmp: a sparse ext4 image of its own, made afresh each boot
-	rm -f "$kdir/scratch.img"
-	truncate -s 4G "$kdir/scratch.img"
-	mkfs.ext4 -q -F -E lazy_itable_init=1 "$kdir/scratch.img" || return 1
+	scratch=$kdir/scratch-$ver-$cg.img
+	rm -f "$scratch"
+	truncate -s 4G "$scratch"
+	mkfs.ext4 -q -F -E lazy_itable_init=1 "$scratch" || return 1
 	start=$(date +%s)
 	timeout --foreground -k 30 "$timeout_s" qemu-system-x86_64 \
 		-accel "$accel" -cpu max -m 2G -smp 2 -nographic -no-reboot \
@@ -165,71 +186,146 @@ boot() {
 		-append "console=ttyS0 panic=-1 mitigations=off heapbpf.cgroup=$cg heapbpf.repo=$repo heapbpf.build=$snap${KERNELS_APPEND:+ $KERNELS_APPEND}" \
 		-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap,id=hostroot" \
 		-virtfs "local,path=$out,mount_tag=out,security_model=none,id=out" \
-		-drive "file=$kdir/scratch.img,format=raw,if=virtio,cache=unsafe" \
+		-drive "file=$scratch,format=raw,if=virtio,cache=unsafe" \
 		</dev/null >"$out/qemu.log" 2>&1
 	rc=$?
-	rm -f "$kdir/scratch.img"
+	rm -f "$scratch"
 	secs=$(($(date +%s) - start))
 	[ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && timedout=1
+	: >"$out/failed"
 	while read -r id p f c trc tsecs; do
 		if [ "$p" = n/a ]; then
 			na=$((na + 1))
 			continue
-		elif [ "$p" = - ]; then
+		fi
+		tsum=$((tsum + tsecs))
+		if [ "$p" = - ]; then
 			failed=$((failed + 1))
-			fails+=("$id (no synthesis, exit $trc)")
+			echo "$id (no synthesis, exit $trc)" >>"$out/failed"
 		elif [ $((f + c)) -gt 0 ] || [ "$trc" -ne 0 ]; then
 			failed=$((failed + 1))
-			fails+=("$id")
+			echo "$id" >>"$out/failed"
 		elif [ "$p" -gt 0 ]; then
 			passed=$((passed + 1))
 		else
 			# Criterion ran nothing, or skipped it: not a pass
 			failed=$((failed + 1))
-			fails+=("$id (not run by Criterion: $(tail -1 "$out/logs/$(echo "$id" | tr / .).log"))")
+			echo "$id (not run by Criterion: $(tail -1 "$out/logs/$(echo "$id" | tr / .).log"))" >>"$out/failed"
 		fi
 		echo "$id $tsecs" >>"$out/times"
 	done < <(cat "$out/results" 2>/dev/null)
 	notrun=$((ntests - passed - failed - na))
-	[ -s "$out/notes" ] && note=$(paste -sd ';' "$out/notes")
-	note=${note//|/-}
-	local line="$ver ($suite) cgroup $cg: $passed passed, $failed failed"
-	[ "$notrun" -gt 0 ] && line+=", $notrun not run"
-	[ "$na" -gt 0 ] && line+=", $na not applicable (no memory controller on cgroup $cg)"
+	: >"$out/note"
+	[ -s "$out/notes" ] && paste -sd ';' "$out/notes" | tr '|' - >"$out/note"
 	if [ "$timedout" = 1 ]; then
-		line+=", guest ended after the ${timeout_s} s timeout"
+		echo "guest ended after the ${timeout_s} s timeout" >>"$out/note"
 	elif ! grep -q '^done$' "$out/status" 2>/dev/null; then
-		line+=", guest stopped early ($(paste -sd ' ' "$out/status" 2>/dev/null || echo "no status"); qemu exit $rc; $log)"
+		echo "guest stopped early ($(paste -sd ' ' "$out/status" 2>/dev/null || echo "no status"); qemu exit $rc; $log)" >>"$out/note"
 	fi
-	line+=" ($secs s)"
-	[ -n "$note" ] && line+=" [$note]"
-	echo "$line"
-	[ ${#fails[@]} -gt 0 ] && printf '    failed: %s\n' "${fails[@]}"
-	{ [ "$failed" -eq 0 ] && [ "$notrun" -eq 0 ]; } || all_ok=0
-	local failed_list
-	failed_list=$(printf '%s, ' "${fails[@]}")
-	failed_list=${failed_list%, }
-	[ "$notrun" -gt 0 ] && failed_list+="${failed_list:+; }$notrun not run"
-	[ "$timedout" = 1 ] && failed_list+=" (timeout)"
-	[ "$na" -gt 0 ] && failed_list+="${failed_list:+; }$na n/a: no memory controller on cgroup $cg"
-	rows+=("| $ver | $suite | $cg | $passed/$((ntests - na)) | ${failed_list:--} | $secs s |")
+	echo "$passed $failed $notrun $na $secs $tsum $timedout" >"$out/summary"
 }
 
+# Whether the guest of boot out found the memory controller on cgroup v1
+v1_memory() {
+	grep -qx "v1-memory yes" "$1/caps" 2>/dev/null
+}
+
+# All boots of kernel ver, one after the other; its line in out/VER.line
+# and its table rows in out/VER.rows, its status in out/VER.ok
+kernel_boots() {
+	local ver=$1 suite=$2 cg which boots=() b out
+	local passed=0 failed=0 notrun=0 na=0 secs=0 tsum=0 p f n a s t to parts="" ok=1
+	if [ "$cgroups" = auto ]; then
+		boot "$ver" v2 all
+		boots=(v2)
+		if v1_memory "$kdir/out/$ver-v2"; then
+			boot "$ver" v1 cgroup
+			boots+=(v1)
+		fi
+	else
+		which=all
+		for cg in $cgroups; do
+			boot "$ver" "$cg" "$which"
+			boots+=("$cg")
+			which=cgroup
+		done
+	fi
+	: >"$kdir/out/$ver.rows"
+	: >"$kdir/out/$ver.failed"
+	for b in "${boots[@]}"; do
+		out=$kdir/out/$ver-$b
+		if ! read -r p f n a s t to <"$out/summary"; then
+			p=0 f=0 n=$(wc -l <"$out/tests") a=0 s=0 t=0 to=0
+			echo "boot not made (initramfs or scratch disk)" >>"$out/note"
+		fi
+		passed=$((passed + p)) failed=$((failed + f)) notrun=$((notrun + n)) na=$((na + a))
+		secs=$((secs + s)) tsum=$((tsum + t))
+		{ [ "$f" -eq 0 ] && [ "$n" -eq 0 ]; } || ok=0
+		parts+="${parts:+, }cgroup $b $p/$((p + f + n))"
+		[ "$a" -gt 0 ] && parts+=" ($a n/a)"
+		local fl note
+		fl=$(paste -sd ';' "$out/failed" 2>/dev/null | sed 's/;/, /g')
+		[ "$n" -gt 0 ] && fl+="${fl:+; }$n not run"
+		note=$(paste -sd ';' "$out/note" 2>/dev/null | sed 's/;/; /g')
+		[ -n "$note" ] && fl+="${fl:+; }$note"
+		sed "s|^|$b: |" "$out/failed" >>"$kdir/out/$ver.failed"
+		echo "| $ver | $suite | $b | $p/$((p + f + n)) | ${fl:--} | $((s - t)) s | $t s |" >>"$kdir/out/$ver.rows"
+	done
+	local line="$ver ($suite): $passed passed, $failed failed"
+	[ "$notrun" -gt 0 ] && line+=", $notrun not run"
+	line+=" ($parts; $secs s: boots $((secs - tsum)) s, tests $tsum s)"
+	echo "$line" >"$kdir/out/$ver.line"
+	echo "$ok" >"$kdir/out/$ver.ok"
+}
+
+mkdir -p "$kdir/out"
+kernels=()
 while read -r ver suite _ _; do
 	if [ -n "${KERNELS:-}" ] && ! grep -qwF -e "$ver" -e "$suite" <<<"$KERNELS"; then
 		continue
 	fi
-	for cg in $cgroups; do
-		boot "$ver" "$suite" "$cg"
-	done
+	kernels+=("$ver $suite")
+	rm -f "$kdir/out/$ver.line" "$kdir/out/$ver.rows" "$kdir/out/$ver.ok"
 done <"$kdir/matrix"
 
+# the initramfs of each, made before any guest starts (one at a time)
+for k in "${kernels[@]}"; do
+	initramfs "${k%% *}" >/dev/null || exit 1
+done
+
+start_all=$(date +%s)
+running=0
+for k in "${kernels[@]}"; do
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+	kernel_boots $k &
+	running=$((running + 1))
+done
+wait
+total=$(($(date +%s) - start_all))
+
+all_ok=1
 {
-	echo "| kernel | suite | cgroup | passed | failed | time (TCG) |"
-	echo "| --- | --- | --- | --- | --- | --- |"
-	printf '%s\n' "${rows[@]}"
-	echo
-	echo "Tests: $(awk '!/^#/ && NF { printf "%s%s", sep, $1; sep = ", " }' "$subset") (cgroup v2 boots: those marked cgroup in tests/kernels/subset)."
+	echo "| kernel | suite | cgroup | passed | failed | boot (TCG) | tests |"
+	echo "| --- | --- | --- | --- | --- | --- | --- |"
 } >"$results_md"
-echo "heapbpf: kernels: $results_md"
+for k in "${kernels[@]}"; do
+	ver=${k%% *}
+	if [ -s "$kdir/out/$ver.line" ]; then
+		cat "$kdir/out/$ver.line"
+		sed 's/^/    failed: /' "$kdir/out/$ver.failed"
+		cat "$kdir/out/$ver.rows" >>"$results_md"
+	else
+		echo "$ver (${k#* }): not run"
+	fi
+	[ "$(cat "$kdir/out/$ver.ok" 2>/dev/null)" = 1 ] || all_ok=0
+done
+{
+	echo
+	echo "Tests: $(awk '!/^#/ && NF { printf "%s%s%s", sep, $1, NF > 1 ? " (" $2 ")" : ""; sep = ", " }' "$subset"): on the cgroup2 boot all but those marked once, which run on $oldest alone; on a cgroup v1 boot those marked cgroup, and cgroup-once on $oldest (tests/kernels/subset)."
+	echo "Wall time: $total s, $jobs kernels at a time (\"boot\": a boot's time less its tests')."
+} >>"$results_md"
+echo "heapbpf: kernels: $total s; $results_md"
 [ "$all_ok" = 1 ]
