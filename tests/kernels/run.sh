@@ -324,7 +324,7 @@ for k in "${kernels[@]}"; do
 done
 {
 	echo
-	echo "Tests: $(awk '!/^#/ && NF { printf "%s%s%s", sep, $1, NF > 1 ? " (" $2 ")" : ""; sep = ", " }' "$subset"): on the cgroup2 boot all but those marked once, which run on $oldest alone; on a cgroup v1 boot those marked cgroup, and cgroup-once on $oldest (tests/kernels/subset)."
+	echo "Tests: $(awk '!/^#/ && NF { printf "%s%s%s", sep, $1, (NF > 1 ? " (" $2 ")" : ""); sep = ", " }' "$subset"): on the cgroup2 boot all but those marked once, which run on $oldest alone; on a cgroup v1 boot those marked cgroup, and cgroup-once on $oldest (tests/kernels/subset)."
 	echo "Wall time: $total s, $jobs kernels at a time (\"boot\": a boot's time less its tests')."
 } >>"$results_md"
 echo "heapbpf: kernels: $total s; $results_md"
