@@ -66,9 +66,9 @@ static void start_heapbpf(struct run *r, const char *duration)
 {
 	spawn_heapbpf(r, duration);
 	/* assert_clean's uprobe check is meaningful only if a live uprobe shows this way */
-	cr_assert(hb_wait_byte(r->s.pid, r->probe, HB_UPROBE_BYTE, 20000, r->hp),
+	cr_assert(hb_wait_switched(r->s.pid, r->probe, HB_UPROBE_BYTE, r->hp),
 		  "no uprobe at the probed function: heapbpf did not attach");
-	cr_assert(hb_wait_byte(r->s.pid, r->flag, 1, 20000, r->hp),
+	cr_assert(hb_wait_switched(r->s.pid, r->flag, 1, r->hp),
 		  "heapbpf did not switch prof_active on");
 }
 
@@ -287,7 +287,7 @@ Test(exit_paths, sigusr1_writes_an_interval_window_now)
 	argv[2] = r.pid;
 	r.hp = hb_spawn(argv, r.err);
 	cr_assert_gt(r.hp, 0);
-	cr_assert(hb_wait_byte(r.s.pid, r.flag, 1, 20000, r.hp),
+	cr_assert(hb_wait_switched(r.s.pid, r.flag, 1, r.hp),
 		  "heapbpf did not switch prof_active on");
 	cr_assert_eq(windows_in(dir), 0);
 	cr_assert_eq(kill(r.hp, SIGUSR1), 0);

@@ -91,7 +91,7 @@ static void start(struct fk *f, const char *duration)
 					   "-o", f->out, NULL },
 			 f->err);
 	cr_assert_gt(f->hp, 0);
-	cr_assert(hb_wait_byte(f->s.pid, f->flag, 1, 20000, f->hp),
+	cr_assert(hb_wait_switched(f->s.pid, f->flag, 1, f->hp),
 		  "heapbpf did not switch prof_active on");
 }
 
@@ -215,7 +215,7 @@ Test(forks_pidreuse, process_under_a_freed_pid_is_left_alone)
 	f.hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", f.pid, "-d", "0", "-o",
 					  f.out, NULL },
 			f.err);
-	cr_assert(hb_wait_byte(f.s.pid, f.flag, 1, 20000, f.hp), "heapbpf did not start");
+	cr_assert(hb_wait_switched(f.s.pid, f.flag, 1, f.hp), "heapbpf did not start");
 	/*
 	 * The target's child, heapbpf's to restore, exits after a second (the
 	 * kernel reaps it). Another instance of the service is then started as
@@ -291,7 +291,7 @@ Test(forks, many_followed_children_come_and_go)
 	f.hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", f.pid, "-d", "0",
 					  "--follow-forks", "-o", f.out, NULL },
 			f.err);
-	cr_assert(hb_wait_byte(f.s.pid, f.flag, 1, 20000, f.hp), "heapbpf did not start");
+	cr_assert(hb_wait_switched(f.s.pid, f.flag, 1, f.hp), "heapbpf did not start");
 	/* each allocates for a second and exits: forks and exits interleave */
 	for (size_t i = 0; i < sizeof(kids) / sizeof(kids[0]); i++) {
 		cr_assert_eq(svc_cmd(&f.s, "fork 1", reply, sizeof(reply), 10000), 0);
@@ -600,7 +600,7 @@ Test(forks, redis_bgsave_child_is_restored)
 	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", pid, "-d", "0", "-o", out,
 					NULL },
 		      errp);
-	cr_assert(hb_wait_byte(redis, flag, 1, 20000, hp), "heapbpf did not switch sampling on");
+	cr_assert(hb_wait_switched(redis, flag, 1, hp), "heapbpf did not switch sampling on");
 	hb_redis_cli(port, "bgsave", reply, sizeof(reply));
 	cr_assert(strstr(reply, "Background saving started"), "%s", reply);
 	for (int i = 0; i < 100 && !child; i++) {
@@ -651,7 +651,7 @@ Test(forks, follow_forks_profiles_each_worker_exactly)
 	f.hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", f.pid, "-d", "0", "--raw",
 					  "--follow-forks", "-o", f.out, NULL },
 			f.err);
-	cr_assert(hb_wait_byte(f.s.pid, f.flag, 1, 20000, f.hp), "heapbpf did not start");
+	cr_assert(hb_wait_switched(f.s.pid, f.flag, 1, f.hp), "heapbpf did not start");
 	/* two pre-forked workers, each waiting for SIGUSR1 before it allocates */
 	for (int i = 0; i < 2; i++) {
 		snprintf(cmd, sizeof(cmd), "forkw 60 %s", hb_tmpdir());
@@ -782,7 +782,7 @@ Test(forks, follow_forks_timeline_and_peak_cover_the_child)
 	f.hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", f.pid, "-d", "0",
 					  "--follow-forks", "-t", "alloc_space", "-o", html, NULL },
 			f.err);
-	cr_assert(hb_wait_byte(f.s.pid, f.flag, 1, 20000, f.hp), "heapbpf did not start");
+	cr_assert(hb_wait_switched(f.s.pid, f.flag, 1, f.hp), "heapbpf did not start");
 	f.kids[0] = held_child(&f, 64);
 	/* held at least this long: a lower bound of the span, whatever the machine's load */
 	hb_sleep_ms(500);
@@ -843,7 +843,7 @@ Test(forks, follow_forks_sum_drops_a_child_that_exits_holding)
 					  "--follow-forks", "-f", "folded", "-o",
 					  hb_tmp("out.folded"), NULL },
 			f.err);
-	cr_assert(hb_wait_byte(f.s.pid, f.flag, 1, 20000, f.hp), "heapbpf did not start");
+	cr_assert(hb_wait_switched(f.s.pid, f.flag, 1, f.hp), "heapbpf did not start");
 	for (int i = 0; i < 3; i++) {
 		kid = held_child(&f, 64);
 		/* gone with its 64 MiB still allocated */

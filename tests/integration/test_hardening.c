@@ -64,7 +64,7 @@ static pid_t background(struct tgt *t, const char *errpath)
 	hp = hb_spawn((const char *[]){ hb_path("heapbpf"), "--pid", t->pid, "-d", "0", "-o", out,
 					NULL },
 		      errpath);
-	cr_assert(hb_wait_byte(t->s.pid, t->flag, 1, 20000, hp), "heapbpf did not start sampling");
+	cr_assert(hb_wait_switched(t->s.pid, t->flag, 1, hp), "heapbpf did not start sampling");
 	return hp;
 }
 

@@ -124,7 +124,7 @@ static void start_watch(const char *out, const char *const *more)
 		argv[n++] = *more;
 	argv[n] = NULL;
 	watcher = hb_spawn(argv, err_path());
-	cr_assert(hb_wait_byte(svc.pid, flag, 1, 30000, watcher), "heapbpf did not start sampling");
+	cr_assert(hb_wait_switched(svc.pid, flag, 1, watcher), "heapbpf did not start sampling");
 }
 
 static char *watch_err(void)
@@ -720,7 +720,7 @@ Test(watch, restart_under_a_new_pid_is_watched)
 
 		watcher = hb_spawn(argv, err_path());
 	}
-	cr_assert(hb_wait_byte(svc.pid, flag, 1, 30000, watcher), "heapbpf did not start sampling");
+	cr_assert(hb_wait_switched(svc.pid, flag, 1, watcher), "heapbpf did not start sampling");
 	/* 64 MiB allocated while sampling is on: the first process is sampled, however slow the run */
 	cr_assert_eq(svc_cmd(&svc, "hold 64", reply, sizeof(reply), 20000), 0);
 	cr_assert_str_eq(reply, "held 64");
@@ -738,7 +738,7 @@ Test(watch, restart_under_a_new_pid_is_watched)
 	cr_assert_eq(svc_start(&second, bin, IDLE_CONF, idle_args), 0);
 	cr_assert_eq(hb_sym_addr(second.pid, bin, "je_prof_active_state", &flag2), 0);
 	write_pidfile(pidfile, second.pid);
-	cr_assert(hb_wait_byte(second.pid, flag2, 1, 30000, watcher),
+	cr_assert(hb_wait_switched(second.pid, flag2, 1, watcher),
 		  "heapbpf did not watch the new process");
 	kill(watcher, SIGUSR1);
 	cr_assert_eq(wait_files(out, "-demand.pb.gz", 1, names), 1);
@@ -766,7 +766,7 @@ Test(watch, started_before_the_service_waits_for_it)
 	wait_said("waiting for the next one");
 	start_service(IDLE_CONF);
 	write_pidfile(pidfile, svc.pid);
-	cr_assert(hb_wait_byte(svc.pid, flag, 1, 30000, watcher), "heapbpf did not start sampling");
+	cr_assert(hb_wait_switched(svc.pid, flag, 1, watcher), "heapbpf did not start sampling");
 	kill(watcher, SIGINT);
 	rc = hb_wait(watcher, 60000);
 	watcher = 0;

@@ -589,6 +589,27 @@ bool hb_wait_file(const char *path, int timeout_ms)
 	return there;
 }
 
+bool hb_wait_switched(pid_t pid, uint64_t addr, uint8_t want, pid_t by)
+{
+	uint8_t b;
+
+	cr_assert_gt(by, 0, "hb_wait_switched needs the process that switches the byte");
+	for (;;) {
+		siginfo_t si = {};
+		int rc = hb_peek(pid, addr, &b, 1);
+
+		if (rc == 0 && b == want)
+			return true;
+		/* the target gone: nothing will switch it */
+		if (rc == -ESRCH)
+			return false;
+		/* WNOWAIT: leave the exit status for hb_wait */
+		if (waitid(P_PID, by, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid)
+			return hb_peek(pid, addr, &b, 1) == 0 && b == want;
+		hb_sleep_ms(10);
+	}
+}
+
 const char *hb_tmp(const char *name)
 {
 	static char bufs[64][PATH_MAX];

@@ -120,6 +120,13 @@ uint64_t hb_wait_count(pid_t pid, uint64_t addr, uint64_t want, int timeout_ms);
  * failure); true when it does.
  */
 bool hb_wait_file(const char *path, int timeout_ms);
+/*
+ * Until pid's byte at addr is want, or process by (a heapbpf run, > 0) has
+ * exited without switching it (false): no window of wall-clock time, the
+ * run's own answer (under emulation a start takes what it takes; the
+ * suite's timeout still ends a hang).
+ */
+bool hb_wait_switched(pid_t pid, uint64_t addr, uint8_t want, pid_t by);
 
 /* Reads a whole file (NUL-terminated) into *out; returns its length or negative errno. */
 ssize_t hb_read_file(const char *path, char **out);

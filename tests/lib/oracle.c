@@ -213,7 +213,7 @@ void hb_oracle_run(const struct hb_oracle *o)
 	}
 	argv[n] = NULL;
 	hp = hb_spawn(argv, errpath);
-	cr_assert(hb_wait_byte(s.pid, flag, 1, 20000, hp),
+	cr_assert(hb_wait_switched(s.pid, flag, 1, hp),
 		  "heapbpf did not switch prof_active on (see %s)", errpath);
 	/*
 	 * 2 s of sampling; longer on a busy machine (make test runs tests two at a
