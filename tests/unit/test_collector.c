@@ -410,14 +410,16 @@ Test(collector, many_stacks)
 	const struct collector_stats *st = collector__stats(c);
 
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t fr[4] = { 0x401000, 0x500000 + i, 0x600000 + i % 7, 0x7f0000000000ull | i };
+		uint64_t fr[4] = { 0x401000, 0x500000 + i, 0x600000 + i % 7,
+				   0x7f0000000000ull | i };
 
 		cr_assert_eq(alloc_ev(0x1000 + 16ull * i, 64 + i % 100, fr, 1 + i % 4, i + 1, 0),
 			     0);
 	}
 	/* and every one of them again: no new stacks, all samples doubled */
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t fr[4] = { 0x401000, 0x500000 + i, 0x600000 + i % 7, 0x7f0000000000ull | i };
+		uint64_t fr[4] = { 0x401000, 0x500000 + i, 0x600000 + i % 7,
+				   0x7f0000000000ull | i };
 
 		cr_assert_eq(
 			alloc_ev(0x1000 + 16ull * i, 64 + i % 100, fr, 1 + i % 4, n + i + 1, 0), 0);
@@ -428,7 +430,8 @@ Test(collector, many_stacks)
 	 */
 	cr_assert_eq(collector__nstacks(c), n - n / 4 + 1);
 	for (uint32_t i = 0; i < n; i += 997) {
-		uint64_t fr[4] = { 0x401000, 0x500000 + i, 0x600000 + i % 7, 0x7f0000000000ull | i };
+		uint64_t fr[4] = { 0x401000, 0x500000 + i, 0x600000 + i % 7,
+				   0x7f0000000000ull | i };
 		const struct hb_stack *s = find_stack(fr, 1 + i % 4);
 
 		cr_assert_not_null(s, "stack %u lost", i);
