@@ -260,7 +260,7 @@ kernel_boots() {
 		fi
 		passed=$((passed + p)) failed=$((failed + f)) notrun=$((notrun + n)) na=$((na + a))
 		secs=$((secs + s)) tsum=$((tsum + t))
-		{ [ "$f" -eq 0 ] && [ "$n" -eq 0 ]; } || ok=0
+		{ [ "$f" -eq 0 ] && [ "$n" -eq 0 ] && [ "$to" = 0 ]; } || ok=0
 		parts+="${parts:+, }cgroup $b $p/$((p + f + n))"
 		[ "$a" -gt 0 ] && parts+=" ($a n/a)"
 		local fl note
