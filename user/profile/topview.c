@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +83,10 @@ void topview_snap_free(struct top_snap *s)
 
 int topview_snap_build(const struct hb_profile *p, int64_t mono_ns, struct top_snap *out)
 {
+	struct top_site *sites;
 	struct site *v;
-	size_t n;
+	size_t n, made = 0;
+	bool ok;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -91,21 +94,20 @@ int topview_snap_build(const struct hb_profile *p, int64_t mono_ns, struct top_s
 	rc = sites_reduce(p, SITES_BY_LINE, &v, &n);
 	if (rc || !n)
 		return rc;
-	out->sites = calloc(n, sizeof(*out->sites));
-	for (size_t i = 0; out->sites && i < n; i++) {
-		struct top_site *t = &out->sites[i];
-
-		out->nsites = i + 1;
-		t->function = strdup(v[i].function);
-		t->file = strdup(v[i].file);
-		memcpy(t->v, v[i].v, sizeof(t->v));
-		t->line = v[i].line;
-		if (!t->function || !t->file)
-			break;
+	sites = calloc(n, sizeof(*sites));
+	ok = sites != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		sites[i].function = strdup(v[i].function);
+		sites[i].file = strdup(v[i].file);
+		sites[i].line = v[i].line;
+		memcpy(sites[i].v, v[i].v, sizeof(sites[i].v));
+		made = i + 1;
+		ok = sites[i].function && sites[i].file;
 	}
 	free(v);
-	if (!out->sites || !out->sites[out->nsites - 1].function ||
-	    !out->sites[out->nsites - 1].file) {
+	out->sites = sites;
+	out->nsites = made;
+	if (!ok) {
 		topview_snap_free(out);
 		return -ENOMEM;
 	}
