@@ -86,19 +86,6 @@ uint64_t collector__temporary_threshold(const struct collector *c)
 	return c->temporary_ns;
 }
 
-/* arr (n used of *cap) with room for one more, doubling from 256; NULL leaves it as it was. */
-void *collector_room_for_one(void *arr, size_t *cap, size_t n, size_t size)
-{
-	size_t ncap = *cap ? *cap * 2 : 256;
-
-	if (n < *cap)
-		return arr;
-	arr = reallocarray(arr, ncap, size);
-	if (arr)
-		*cap = ncap;
-	return arr;
-}
-
 /* Room for n frames (at most HEAPBPF_MAX_FRAMES) in the last slab, a new one if needed. */
 static uint32_t *frames_room(struct collector *c, uint32_t n)
 {

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "collect/collector_types.h"
 #include "collect/lifetimes.h"
@@ -120,8 +121,21 @@ struct collector {
 	struct collector_stats stats;
 };
 
-/* arr (n used of *cap) with room for one more, doubling from 256; NULL leaves it as it was. */
-void *collector_room_for_one(void *arr, size_t *cap, size_t n, size_t size);
+/*
+ * arr (n used of *cap) with room for one more, doubling from 256; NULL leaves
+ * it as it was. Here, not in collector.c, for liveobjs.c and peak.c too.
+ */
+static inline void *collector_room_for_one(void *arr, size_t *cap, size_t n, size_t size)
+{
+	size_t ncap = *cap ? *cap * 2 : 256;
+
+	if (n < *cap)
+		return arr;
+	arr = reallocarray(arr, ncap, size);
+	if (arr)
+		*cap = ncap;
+	return arr;
+}
 
 /* checkpoints.c */
 void checkpoints_clear(struct collector_checkpoint *k);
