@@ -50,7 +50,8 @@ size_t summary_top_sites(const struct hb_profile *p, struct hb_site *out, size_t
 	size_t nall;
 
 	/* the function that called malloc, or the wrapper around it (wrappers.h) */
-	if (sites_reduce(p, SITES_BY_FUNCTION, &all, &nall))
+	/* no site: no array either, and qsort takes none (UBSan: nonnull) */
+	if (sites_reduce(p, SITES_BY_FUNCTION, &all, &nall) || !nall)
 		return 0;
 	qsort(all, nall, sizeof(*all), cmp_site);
 	if (nall > n)
