@@ -50,7 +50,6 @@ struct collector_stats {
 	uint64_t frees_unmatched_bytes;
 	uint64_t frees_after_stop; /* frees after sampling was switched off: not subtracted */
 	uint64_t read_faults, truncated, malformed;
-	uint64_t alloc_faults; /* the samples among read_faults: no stack, a size of what */
 	/*
 	 * Allocation records whose backtrace held an address in the first page,
 	 * where no code is: memory that was not jemalloc's backtrace, read by the
