@@ -172,6 +172,26 @@ static __always_inline void submit(void *e)
 }
 
 /*
+ * At most cap of the n frames at vec into e's, its count set; a fault is
+ * flagged and counted, and leaves none. The barriers keep the bound the
+ * verifier checks the read's size against.
+ */
+static __always_inline void read_frames(struct heapbpf_alloc_event *e, __u64 vec, __u64 n,
+					__u64 cap)
+{
+	asm volatile("" : "+r"(n));
+	if (n > cap)
+		n = cap;
+	asm volatile("" : "+r"(n));
+	if (bpf_probe_read_user(e->frames, n * sizeof(__u64), (void *)vec)) {
+		e->flags |= HEAPBPF_F_READ_FAULT;
+		count(&counters.read_faults);
+		n = 0;
+	}
+	e->nframes = n;
+}
+
+/*
  * The record of an allocation whose backtrace did not fit the first one's 16
  * frames: one with room for cap of them (a constant at each call: the
  * verifier needs the reservation's size), its header copied from the first
@@ -189,17 +209,7 @@ static __always_inline int send_longer(struct heapbpf_alloc_event *first, __u64 
 #pragma unroll
 	for (int i = 0; i < 8; i++)
 		to[i] = from[i];
-	/* cap was chosen for n, which the compiler knows: the barriers keep the bound */
-	asm volatile("" : "+r"(n));
-	if (n > cap)
-		n = cap;
-	asm volatile("" : "+r"(n));
-	if (bpf_probe_read_user(e->frames, n * sizeof(__u64), (void *)vec)) {
-		e->flags |= HEAPBPF_F_READ_FAULT;
-		count(&counters.read_faults);
-		n = 0;
-	}
-	e->nframes = n;
+	read_frames(e, vec, n, cap);
 	submit(e);
 	return 1;
 }
@@ -309,18 +319,7 @@ int BPF_KPROBE(heapbpf_alloc)
 	}
 	/* up to 16 frames, not where prof_bt_t keeps them in a gctx */
 	if (len) {
-		__u64 n = len;
-
-		asm volatile("" : "+r"(n));
-		if (n > BT_CHUNK_FRAMES)
-			n = BT_CHUNK_FRAMES;
-		asm volatile("" : "+r"(n));
-		if (bpf_probe_read_user(e->frames, n * sizeof(__u64), (void *)vec)) {
-			e->flags |= HEAPBPF_F_READ_FAULT;
-			count(&counters.read_faults);
-			n = 0;
-		}
-		e->nframes = n;
+		read_frames(e, vec, len, BT_CHUNK_FRAMES);
 	}
 	submit(e);
 	return 0;
