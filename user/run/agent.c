@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "util/clock.h"
+#include "util/hooks.h"
 #include "run/agent.h"
 #include "run/agent_types.h"
 #include "run/budget.h"
@@ -531,6 +532,24 @@ static void fill(struct agent *a)
 	}
 }
 
+/*
+ * For the CPU cap's test only (HEAPBPF_TEST_AGENT_CPU_MS): that many ms of
+ * this thread's CPU spent, on the clock the cap reads, so that heapbpf's
+ * share is known to be over a small cap however little work a busy machine
+ * lets the test give it.
+ */
+static void spend_test_cpu(void)
+{
+	const char *ms = hb_hook(HB_HOOK_AGENT_CPU);
+	int64_t until;
+
+	if (!ms)
+		return;
+	until = hb_clock_ns(CLOCK_THREAD_CPUTIME_ID) + (int64_t)strtoul(ms, NULL, 10) * 1000000;
+	while (hb_clock_ns(CLOCK_THREAD_CPUTIME_ID) < until)
+		;
+}
+
 /* The node session's tick: everything the agent does, once a second. */
 static int on_tick(struct session *node, void *arg)
 {
@@ -540,6 +559,7 @@ static int on_tick(struct session *node, void *arg)
 	discover_now(a);
 	targets_now(a);
 	watch__tick(a->wt);
+	spend_test_cpu();
 	hold_caps(a);
 	rotate(a);
 	fill(a);

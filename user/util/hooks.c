@@ -9,6 +9,7 @@ static const char *const names[HB_HOOK_COUNT] = {
 	[HB_HOOK_FAULT_INJECT] = "HEAPBPF_FAULT_INJECT",
 	[HB_HOOK_FLAG_PAUSE] = "HEAPBPF_TEST_FLAG_PAUSE",
 	[HB_HOOK_BENCH_PARTS] = "HEAPBPF_BENCH_PARTS",
+	[HB_HOOK_AGENT_CPU] = "HEAPBPF_TEST_AGENT_CPU_MS",
 };
 
 const char *hb_hook_name(enum hb_hook h)

@@ -20,6 +20,8 @@ enum hb_hook {
 	HB_HOOK_FLAG_PAUSE,
 	/* a bit mask of BPF program parts left out, for bench/bpfstats.py (probes.c) */
 	HB_HOOK_BENCH_PARTS,
+	/* milliseconds of CPU the agent spends at each tick, as if it had work (agent.c) */
+	HB_HOOK_AGENT_CPU,
 	HB_HOOK_COUNT,
 };
 
