@@ -265,8 +265,12 @@ int guard__save(struct guard *g, uint64_t addr, uint8_t orig, const struct forks
 	if (!buf)
 		return -ENOMEM;
 	t.buf = buf;
-	/* a new file renamed into place: a kill -9 leaves the old state or the new */
-	err = output_write_atomic_in(g->dfd, g->state, 0600, write_text, &t);
+	/*
+	 * a new file renamed into place: a kill -9 leaves the old state or the
+	 * new. Not synced: it is rewritten at each fork of a target, and only
+	 * has to outlive heapbpf (a reboot ends the processes it names)
+	 */
+	err = output_write_state_in(g->dfd, g->state, 0600, write_text, &t);
 	free(buf);
 	return err;
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -429,12 +430,12 @@ int output_create_replacing(const char *path, mode_t mode, int *fd_out)
 
 /*
  * A complete temporary file of ours beside @base: created by create_temp(),
- * written through @write_fn, flushed, synced and made exactly @mode. Its
- * name in *tmp (freed by the caller), or the temporary removed and a
- * negative errno.
+ * written through @write_fn, flushed, synced when @sync and made exactly
+ * @mode. Its name in *tmp (freed by the caller), or the temporary removed
+ * and a negative errno.
  */
 static int write_temp(int dfd, const char *base, mode_t mode, int (*write_fn)(FILE *f, void *arg),
-		      void *arg, char **tmp)
+		      void *arg, bool sync, char **tmp)
 {
 	FILE *f = NULL;
 	int fd, err;
@@ -454,7 +455,7 @@ static int write_temp(int dfd, const char *base, mode_t mode, int (*write_fn)(FI
 	if (err)
 		goto fail;
 	/* the data must be on disk before the rename makes it visible */
-	if (fsync(fd)) {
+	if (sync && fsync(fd)) {
 		err = neg_errno();
 		goto fail;
 	}
@@ -482,8 +483,8 @@ fail:
 	return err;
 }
 
-int output_write_atomic_in(int dfd, const char *base, mode_t mode,
-			   int (*write_fn)(FILE *f, void *arg), void *arg)
+static int replace_in(int dfd, const char *base, mode_t mode, int (*write_fn)(FILE *f, void *arg),
+		      void *arg, bool sync)
 {
 	char *tmp = NULL;
 	int err;
@@ -493,7 +494,7 @@ int output_write_atomic_in(int dfd, const char *base, mode_t mode,
 		return write_dev_null(dfd, base, write_fn, arg);
 	if (err)
 		return err;
-	err = write_temp(dfd, base, mode, write_fn, arg, &tmp);
+	err = write_temp(dfd, base, mode, write_fn, arg, sync, &tmp);
 	if (err || !tmp)
 		return err ?: -EIO;
 	/* replaces what is at @base, a planted file included, and follows nothing */
@@ -504,9 +505,22 @@ int output_write_atomic_in(int dfd, const char *base, mode_t mode,
 		return err;
 	}
 	/* makes the rename itself durable; best effort: the new file is in place */
-	fsync(dfd);
+	if (sync)
+		fsync(dfd);
 	free(tmp);
 	return 0;
+}
+
+int output_write_atomic_in(int dfd, const char *base, mode_t mode,
+			   int (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	return replace_in(dfd, base, mode, write_fn, arg, true);
+}
+
+int output_write_state_in(int dfd, const char *base, mode_t mode,
+			  int (*write_fn)(FILE *f, void *arg), void *arg)
+{
+	return replace_in(dfd, base, mode, write_fn, arg, false);
 }
 
 /*
@@ -537,7 +551,7 @@ int output_write_new_in(int dfd, mode_t mode, output_name_fn *name_fn, void *nam
 	err = name_fn(*seq, name, len, name_arg);
 	if (err)
 		return err;
-	err = write_temp(dfd, name, mode, write_fn, arg, &tmp);
+	err = write_temp(dfd, name, mode, write_fn, arg, true, &tmp);
 	if (err || !tmp)
 		return err ?: -EIO;
 	/* what holds a name, whatever it is (a link, a pipe), keeps it; the next is tried */

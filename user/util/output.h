@@ -88,6 +88,14 @@ int output_write_atomic_mode(const char *path, mode_t mode, int (*write_fn)(FILE
 /* The same for the name @base in the directory @dfd, already checked. */
 int output_write_atomic_in(int dfd, const char *base, mode_t mode,
 			   int (*write_fn)(FILE *f, void *arg), void *arg);
+/*
+ * The same, never synced: for a file that has only to outlive heapbpf, not
+ * the machine (a run's state, whose processes a reboot ends too). A kill
+ * leaves the old file or the new; a state written at each fork of a target
+ * costs no disk flush.
+ */
+int output_write_state_in(int dfd, const char *base, mode_t mode,
+			  int (*write_fn)(FILE *f, void *arg), void *arg);
 
 /* The most names output_write_new_in() tries before it gives up with -EEXIST. */
 #define OUTPUT_NEW_TRIES 1000
