@@ -56,6 +56,27 @@ int events_run_oom(struct loop *l)
 	return 0;
 }
 
+/*
+ * A fork's record and the state file that lists its child: written once per
+ * drain, not per fork. A service forking a thousand helpers a second would
+ * otherwise have its whole list of children rewritten a thousand times a
+ * second. The window a kill -9 can leave a child unlisted is the same: from
+ * its fork until heapbpf is back from the ring buffer.
+ */
+void events_save_states(struct loop *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		struct member *m = &l->m[i];
+
+		if (!m->state_due)
+			continue;
+		m->state_due = false;
+		if (!m->gone && m->guard &&
+		    guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
+			m->s->fork_state_err = true;
+	}
+}
+
 /* A followed process is gone (exit, exec): its in-use leaves its tree's sum, once. */
 static void leave_sum(struct session *s, struct proc *p)
 {
@@ -234,8 +255,8 @@ static int on_proc_event(struct loop *l, const struct heapbpf_proc_event *e)
 	probes__track(loop_probes_of(l, m), (pid_t)e->child);
 	if (++l->children >= (l->sweep_at ? l->sweep_at : SWEEP_MIN))
 		l->sweep_due = true;
-	if (m->guard && guard__save(m->guard, m->tg.addr, m->tg.orig, &m->s->forks))
-		m->s->fork_state_err = true;
+	/* written once for every fork this drain brings (events_save_states) */
+	m->state_due = m->guard != NULL;
 	return l->o->follow_forks ? follow_child(l, m, (pid_t)e->child, (pid_t)e->pid) : 0;
 }
 

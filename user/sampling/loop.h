@@ -67,6 +67,7 @@ struct member {
 	bool ours;    /* heapbpf switched its prof_active on: forked copies are ours to restore */
 	bool running; /* started and not exited: its pidfd is on the loop */
 	bool late_settled; /* sampled, or failed, since its late-activation check began */
+	bool state_due;	   /* a child joined since its state file was last written */
 	int pfd;
 	int restore_rc; /* of its flag, at the end */
 	int file;	/* its object file's uprobes (probes__release), or -1 */
@@ -217,6 +218,11 @@ int session_stop_loop(struct loop *l, int rc);
 int events_on_event(void *ctx, void *data, size_t len);
 /* heapbpf watch: each target chosen as an OOM victim, now that its events are all in. */
 int events_run_oom(struct loop *l);
+/*
+ * Each target's state file written once for the children that joined in the
+ * events read since the last time, before the loop waits again or restores.
+ */
+void events_save_states(struct loop *l);
 /* Followed child i exited (its pidfd): its last events in first when drain; 0 or -errno. */
 int events_followed_exit(struct loop *l, size_t i, bool drain);
 /* Why the targets took no backtraces, the first one's sentence ("" when none). */

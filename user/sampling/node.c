@@ -212,6 +212,7 @@ int session_remove(struct session *node, struct session *s)
 		/* as stop() does: the forks that copied the flag just before it went off */
 		ring_buffer__poll(l->rb, DRAIN_MS);
 		loop_consume(l->rb);
+		events_save_states(l);
 		forks__restore(&s->forks, m->tg.addr, m->tg.orig, m->t->path, &s->fork_result);
 		if (!rc && !s->fork_result.failed && m->guard)
 			guard__clear(m->guard);

@@ -341,7 +341,11 @@ int session_wait(struct loop *l)
 	struct epoll_event evs[16];
 
 	for (;;) {
-		int n = epoll_wait(l->ep, evs, 16, PROBES_POLL_MS);
+		int n;
+
+		/* the children the last events brought, listed before heapbpf waits */
+		events_save_states(l);
+		n = epoll_wait(l->ep, evs, 16, PROBES_POLL_MS);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -620,6 +624,8 @@ static int restore_flags(struct loop *l, int *rc)
 /* Children forked while a flag was on get it back off; a guard whose flags are all back forgets. */
 static void restore_children(struct loop *l)
 {
+	/* a child left on has its state listed, for --reset */
+	events_save_states(l);
 	for (size_t i = 0; i < l->n; i++) {
 		struct member *m = &l->m[i];
 		struct session *s = m->s;
