@@ -426,8 +426,11 @@ static bool window_due(struct agent *a, struct agent_target *at, int64_t now)
 	struct heap_data d = data_of(&at->s);
 	char err[1024];
 
-	/* its layout is not confirmed yet: the window goes on until it is */
-	if (now < at->next_window || at->s.unconfirmed)
+	/*
+	 * its layout is not confirmed yet, or its jemalloc may never sample
+	 * (5.2.1's late activation): the window goes on until that is settled
+	 */
+	if (now < at->next_window || at->s.unconfirmed || at->s.late_open)
 		return false;
 	if (window_emit(&at->tr, &d, now, err, sizeof(err))) {
 		hb_error_clean(NULL, err, NULL);

@@ -84,6 +84,7 @@ void late_done(struct loop *l, struct member *m)
 {
 	probes__drop_activity(loop_probes_of(l, m), m->t->pid, m->late);
 	m->late = NULL;
+	m->s->late_open = false;
 }
 
 /*
@@ -151,6 +152,7 @@ int late_check_begin(struct loop *l, struct member *m)
 	if (rc)
 		return rc;
 	m->late_t0 = hb_clock_ns(CLOCK_MONOTONIC);
+	m->s->late_open = true;
 	return timerfd_settime(l->lfd, 0, &every, NULL) ? -errno : 0;
 }
 

@@ -129,6 +129,12 @@ struct session {
 	bool detaching;
 	/* its layout waits for its first samples to fit (selfcheck.h): no profile of it yet */
 	bool unconfirmed;
+	/*
+	 * a node session's target whose jemalloc may have 5.2.1's late-activation
+	 * bug (late.c), until its first sample or the verdict: no window of it
+	 * yet, which would say it allocated nothing
+	 */
+	bool late_open;
 	/* a node session's, while it runs: what session_add and session_remove reach */
 	void *loop;
 };
