@@ -30,7 +30,7 @@
 static char cg_parent[PATH_MAX]; /* the test's own parent cgroup; "" when none */
 static char cg_name[64];	 /* its path as /proc/PID/cgroup shows it */
 static pid_t agent_pid;
-static pid_t impostors[4];
+static pid_t impostors[5];
 
 static void hostile_fini(void)
 {
@@ -86,13 +86,16 @@ static const char *agent_err(void)
  * by the private namespace je_, with 5.3.0's parameters) and the globals
  * heapbpf reads and writes, a version string in .rodata. Once its
  * prof_active_state is on it calls both functions every millisecond with
- * pointers into garbage whose every word points back into the garbage, so
- * that each read heapbpf makes through them succeeds and means nothing.
+ * pointers into garbage whose every word points back into the garbage
+ * (aligned, and far enough from its end for a whole backtrace), so that
+ * each read heapbpf makes through them succeeds and means nothing.
  * -DSANE_FIRST=N: its first N calls pass what 5.3.0 passes (a tctx, its
  * gctx and a backtrace of three frames in its code, a prof_info_t), so
  * that a self-check confirms the layout before the garbage comes.
  * -DLIE: src/prof.c's DWARF puts prof_tctx_t.gctx at 88 (5.3.0: 96).
  * -DRO_FLAG: the flag lives in read-only memory.
+ * -DUNREADABLE (with SANE_FIRST): after the sane calls, its tctx and
+ * prof_info point into the null page, so that no read through them succeeds.
  */
 static const char impostor_src[] =
 	"#include <stdbool.h>\n"
@@ -114,7 +117,8 @@ static const char impostor_src[] =
 	"bool je_prof_active_state;\n"
 	"#endif\n"
 	"#define N 8192\n"
-	"static uint64_t garbage[N];\n"
+	"/* padded: a backtrace read from a slot near the end stays in the array */\n"
+	"static uint64_t garbage[N + 1024];\n"
 	"static uint64_t tctx[32], gctx[32], frames[4], info[4], obj[8];\n"
 	"#ifdef LIE\n"
 	"struct prof_tctx_s { void *tdata; char pad[80]; void *gctx; };\n"
@@ -135,8 +139,8 @@ static const char impostor_src[] =
 	"int main(void)\n"
 	"{\n"
 	"	uint64_t calls = 0;\n"
-	"	for (size_t i = 0; i < N; i++)\n"
-	"		garbage[i] = (uint64_t)(uintptr_t)&garbage[(i * 7919 + 13) % N] + (i % 5);\n"
+	"	for (size_t i = 0; i < N + 1024; i++)\n"
+	"		garbage[i] = (uint64_t)(uintptr_t)&garbage[(i * 7919 + 13) % N + i % 5];\n"
 	"	/* 5.3.0: tctx->gctx @96, gctx->bt @104 {vec, len}, prof_info_t {time, tctx, size} */\n"
 	"	tctx[96 / 8] = (uintptr_t)gctx;\n"
 	"	gctx[104 / 8] = (uintptr_t)frames;\n"
@@ -156,6 +160,12 @@ static const char impostor_src[] =
 	"			je_prof_malloc_sample_object(garbage, obj, 64, 64,\n"
 	"				(struct prof_tctx_s *)tctx);\n"
 	"			je_prof_free_sampled_object(garbage, 64, info);\n"
+	"#ifdef UNREADABLE\n"
+	"		} else if (1) {\n"
+	"			je_prof_malloc_sample_object(garbage, &garbage[k % N], 64, 64,\n"
+	"				(struct prof_tctx_s *)16);\n"
+	"			je_prof_free_sampled_object(garbage, 64, (void *)16);\n"
+	"#endif\n"
 	"		} else {\n"
 	"			je_prof_malloc_sample_object(garbage, &garbage[k % N], 64, 64,\n"
 	"				(struct prof_tctx_s *)&garbage[(k * 31) % N]);\n"
@@ -280,11 +290,12 @@ Test(agent_hostile, impostors_let_go_and_the_service_profiled)
 	const char *sites[] = { "large_buffers", "churn_small", NULL };
 	const char *args[] = { "--threads", "1", "--rate", "5000", NULL };
 	char garbage[PATH_MAX], lying[PATH_MAX], rdonly[PATH_MAX], turncoat[PATH_MAX];
+	char unreadable[PATH_MAX];
 	char out[PATH_MAX], sel[128];
 	char state[PATH_MAX];
 	struct svc s;
 	bool profiled = false;
-	int b = 1;
+	int b = 1, let_go;
 
 	hb_require_bpf();
 	/* garbage behind the pointers, a version only its first samples can confirm */
@@ -299,6 +310,10 @@ Test(agent_hostile, impostors_let_go_and_the_service_profiled)
 	/* sane until a self-check confirmed its layout, garbage from then on */
 	impostors[3] = start_impostor("turncoat", "-g0 -DSANE_FIRST=64 -DVERSION='\"5.3.0-0-g0\"'",
 				      turncoat, sizeof(turncoat));
+	/* sane until confirmed, then nothing behind its pointers can be read */
+	impostors[4] = start_impostor("unreadable",
+				      "-g0 -DSANE_FIRST=64 -DUNREADABLE -DVERSION='\"5.3.0-0-g0\"'",
+				      unreadable, sizeof(unreadable));
 	cr_assert_eq(svc_start(&s, hb_path(SERVICE), IDLE_CONF, args), 0);
 	place(s.pid);
 
@@ -344,6 +359,15 @@ Test(agent_hostile, impostors_let_go_and_the_service_profiled)
 	for (int waited = 0; waited < WAIT_MS && windows_of(out, impostors[3]) < 3; waited += 200)
 		hb_sleep_ms(200);
 	cr_assert_geq(windows_of(out, impostors[3]), 3, "%s", agent_err());
+	/*
+	 * the unreadable one confirmed too, then let go once most of its samples
+	 * could not be read, with its reason and no profile of them
+	 */
+	wait_said_of("the unreadable", impostors[4], "its first 16 samples and 4 frees fit");
+	wait_said_of("the unreadable", impostors[4], "samples could not read jemalloc's memory");
+	wait_said_of("the unreadable", impostors[4], "let go: its samples are not its jemalloc's");
+	cr_assert_eq(flag_of(impostors[4], unreadable), 0, "prof_active left on in the unreadable");
+	let_go = windows_of(out, impostors[4]);
 	cr_assert_eq(waitpid(agent_pid, NULL, WNOHANG), 0, "the agent exited: %s", agent_err());
 	for (size_t i = 0; i < sizeof(impostors) / sizeof(impostors[0]); i++)
 		cr_assert_eq(waitpid(impostors[i], NULL, WNOHANG), 0, "impostor %zu exited", i);
@@ -354,5 +378,7 @@ Test(agent_hostile, impostors_let_go_and_the_service_profiled)
 	cr_assert_eq(flag_of(impostors[0], garbage), 0);
 	cr_assert_eq(flag_of(impostors[1], lying), 0);
 	cr_assert_eq(flag_of(impostors[3], turncoat), 0, "prof_active left on in the turncoat");
+	/* nothing of the unreadable one written once it was let go, its stop included */
+	cr_assert_eq(windows_of(out, impostors[4]), let_go, "%s", agent_err());
 	cr_assert_eq(svc_stop(&s), 0);
 }

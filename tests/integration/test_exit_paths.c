@@ -181,6 +181,37 @@ Test(exit_paths, internal_error)
 	cr_assert_eq(svc_stop(&r.s), 0);
 }
 
+/*
+ * A layout that does not fit (HEAPBPF_FAULT_INJECT=layout: the tctx read as
+ * 0): every sample's read of jemalloc's memory faults. The run writes no
+ * profile that would look like data, says why in one sentence and exits 1;
+ * the flag is restored all the same.
+ */
+Test(exit_paths, unreadable_samples_write_no_profile)
+{
+	struct run r;
+	struct stat st;
+	char *err;
+
+	start_target(&r, IDLE_CONF);
+	setenv("HEAPBPF_FAULT_INJECT", "layout", 1);
+	start_heapbpf(&r, "0");
+	unsetenv("HEAPBPF_FAULT_INJECT");
+	sampled_some(&r);
+	kill(r.hp, SIGINT);
+	cr_assert_eq(hb_wait(r.hp, 30000), 1, "a run whose samples all faulted must exit 1");
+	cr_assert_geq(hb_read_file(r.err, &err), 0);
+	cr_assert(strstr(err, "samples could not read jemalloc's memory, so heapbpf wrote no "
+			      "profile"),
+		  "unexpected stderr: %s", err);
+	cr_assert_null(strstr(err, "allocated (estimated)"), "a summary of unread samples: %s",
+		       err);
+	free(err);
+	assert_clean(&r, 0);
+	cr_assert_neq(stat(r.out, &st), 0, "a run of unread samples must not leave a profile");
+	cr_assert_eq(svc_stop(&r.s), 0);
+}
+
 Test(exit_paths, already_active_is_left_active)
 {
 	struct run r;

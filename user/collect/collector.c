@@ -284,8 +284,10 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 		return err;
 	c->stats.allocs++;
 	c->stats.alloc_bytes += e->usize;
-	if (e->flags & HEAPBPF_F_READ_FAULT)
+	if (e->flags & HEAPBPF_F_READ_FAULT) {
 		c->stats.read_faults++;
+		c->stats.alloc_faults++;
+	}
 	if (e->flags & HEAPBPF_F_TRUNCATED)
 		c->stats.truncated++;
 	stamp(c, e->ts);

@@ -56,6 +56,7 @@ struct collector_stats {
 	 * kernel side. Left out of the profile, and said.
 	 */
 	uint64_t bad_frames;
+	uint64_t alloc_faults;	    /* the samples among read_faults: no stack, a size of what */
 	uint64_t first_ts, last_ts; /* CLOCK_MONOTONIC ns of first and last event */
 };
 

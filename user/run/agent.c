@@ -425,6 +425,7 @@ static bool window_due(struct agent *a, struct agent_target *at, int64_t now)
 {
 	struct heap_data d = data_of(&at->s);
 	char err[1024];
+	int rc;
 
 	/*
 	 * its layout is not confirmed yet, or its jemalloc may never sample
@@ -432,7 +433,14 @@ static bool window_due(struct agent *a, struct agent_target *at, int64_t now)
 	 */
 	if (now < at->next_window || at->s.unconfirmed || at->s.late_open)
 		return false;
-	if (window_emit(&at->tr, &d, now, err, sizeof(err))) {
+	rc = window_emit(&at->tr, &d, now, err, sizeof(err));
+	if (rc == -EBADMSG) {
+		/* most samples unreadable: not its jemalloc's data; let go (targets_now) */
+		hb_error_clean(NULL, err, NULL);
+		at->s.failed = rc;
+		return false;
+	}
+	if (rc) {
 		hb_error_clean(NULL, err, NULL);
 		at->tr.outcome |= RUN_FAILED;
 	}
@@ -464,6 +472,13 @@ static void targets_now(struct agent *a)
 			wrote = true;
 		} else if (at) {
 			wrote |= window_due(a, at, now);
+			if (at->s.failed) {
+				retire(a, at, "", NULL);
+				/* said once its flag is back off */
+				hb_note("agent: pid %d let go: its samples are not its jemalloc's",
+					p->pid);
+				p->pid = 0;
+			}
 		}
 		if (!p->on && (!p->pid || proc_start_time(p->pid) != p->start)) {
 			jemalloc_target__free(p->t);

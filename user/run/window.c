@@ -100,6 +100,7 @@ static struct collector_stats total_stats(const struct heap_data *d)
 		t.frees_unmatched_bytes += c->frees_unmatched_bytes;
 		t.frees_after_stop += c->frees_after_stop;
 		t.read_faults += c->read_faults;
+		t.alloc_faults += c->alloc_faults;
 		t.truncated += c->truncated;
 		t.malformed += c->malformed;
 		t.bad_frames += c->bad_frames;
@@ -566,6 +567,28 @@ static void say_window(const struct target_run *tr, const struct heap_data *d,
 		summary_leaks(stderr, p, an, who);
 }
 
+/*
+ * Most samples could not read jemalloc's memory (their backtraces and what
+ * they carry are not the target's: a layout that does not fit its
+ * jemalloc): no profile that would look like data is written, and the run
+ * fails with -EBADMSG (the agent lets such a target go). Counted over the
+ * whole run, every process of it.
+ */
+static int mostly_unread(const struct target_run *tr, const struct collector_stats *st, char *err,
+			 size_t errlen)
+{
+	char comm[HB_CLEAN_SIZE(sizeof(tr->t->comm))];
+
+	if (!st->alloc_faults || st->alloc_faults * 2 <= st->allocs)
+		return 0;
+	return hb_fail(err, errlen, -EBADMSG,
+		       "pid %d (%s): %" PRIu64 " of its %" PRIu64 " samples could not read "
+		       "jemalloc's memory, so heapbpf wrote no profile: the layout it reads "
+		       "jemalloc with does not fit this process's",
+		       tr->pid, hb_clean(comm, sizeof(comm), tr->t->comm), st->alloc_faults,
+		       st->allocs);
+}
+
 /* The window's profiles; last: no other window follows (the collectors' frames go as read). */
 static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns, bool last,
 		char *err, size_t errlen)
@@ -592,6 +615,9 @@ static int emit(struct target_run *tr, const struct heap_data *d, int64_t end_ns
 
 	if (!tr->attach_ns)
 		tr->attach_ns = tr->start_ns;
+	rc = mostly_unread(tr, st, err, errlen);
+	if (rc)
+		return rc;
 	if (has_destination(tr) || o->leaks || o->at_peak) {
 		if (wants_analysis(tr))
 			ro.analysis = &an;

@@ -8,6 +8,7 @@
 
 #include <linux/types.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "util/hooks.h"
@@ -64,6 +65,62 @@ static size_t round_pow2_pages(size_t bytes)
 	return v;
 }
 
+/* The architecture this heapbpf was compiled for, in the words of probes__regs_arch(). */
+#if defined(__x86_64__)
+#define PROBES_HOST_ARCH "x86-64"
+#elif defined(__aarch64__)
+#define PROBES_HOST_ARCH "arm64"
+#else
+#define PROBES_HOST_ARCH "unknown"
+#endif
+
+const char *probes__regs_arch(const struct btf *btf)
+{
+	const struct btf_type *t;
+	const struct btf_member *m;
+	__s32 id = btf ? btf__find_by_name_kind(btf, "pt_regs", BTF_KIND_STRUCT) : -ENOENT;
+
+	if (id < 0)
+		return NULL;
+	t = btf__type_by_id(btf, (__u32)id);
+	m = btf_members(t);
+	/* x86-64's names each register (r9: the sixth argument); arm64's opens with user_pt_regs */
+	for (__u16 i = 0; i < btf_vlen(t); i++, m++) {
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), "r9"))
+			return "x86-64";
+	}
+	if (btf__find_by_name_kind(btf, "user_pt_regs", BTF_KIND_STRUCT) >= 0)
+		return "arm64";
+	return NULL;
+}
+
+int probes__check_regs_arch(const struct btf *btf, char *err, size_t errlen)
+{
+	const char *arch = probes__regs_arch(btf);
+
+	if (arch && !strcmp(arch, PROBES_HOST_ARCH))
+		return 0;
+	return hb_fail(
+		err, errlen, -ENOEXEC,
+		"heapbpf's BPF object reads %s's registers and this heapbpf is built for %s, "
+		"so it would read jemalloc's arguments from the wrong ones: build heapbpf "
+		"and its BPF object for one architecture (make ARCH=...)",
+		arch ? arch : "an unknown architecture", PROBES_HOST_ARCH);
+}
+
+int probes__check_arch(char *err, size_t errlen)
+{
+	struct heapbpf_bpf *skel = heapbpf_bpf__open();
+	int rc;
+
+	if (!skel)
+		return hb_fail(err, errlen, -errno, "cannot open heapbpf's BPF object: %s",
+			       strerror(errno));
+	rc = probes__check_regs_arch(bpf_object__btf(skel->obj), err, errlen);
+	heapbpf_bpf__destroy(skel);
+	return rc;
+}
+
 int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 		 uint32_t fork_child_pid_off, const struct heapbpf_oom_offsets *oom, bool by_file,
 		 struct probes **out)
@@ -79,6 +136,13 @@ int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 		goto fail;
 	}
 	p->skel->rodata->layout = *layout;
+	/*
+	 * HEAPBPF_FAULT_INJECT=layout: a layout that does not fit, its tctx read
+	 * as 0, so every sample's read of tctx->gctx faults (the tests' check
+	 * that such a run writes no profile)
+	 */
+	if (hb_hook(HB_HOOK_FAULT_INJECT) && !strcmp(hb_hook(HB_HOOK_FAULT_INJECT), "layout"))
+		p->skel->rodata->layout.alloc_tctx_arg = HEAPBPF_ARG_NONE;
 	p->skel->rodata->fork_child_pid_off = fork_child_pid_off;
 	/* heapbpf watch alone hears of OOM victims */
 	if (oom)

@@ -36,6 +36,22 @@ typedef int (*probes_event_fn)(void *ctx, void *data, size_t len);
  * about 0.1 s each (measured on 6.18): 128 per-pid uprobes of 64 targets
  * took 12.9 s to close, the two of one file take 0.2 s.
  */
+/*
+ * heapbpf's BPF object reads the probed function's arguments from struct
+ * pt_regs as the architecture it was compiled for lays it out: an object
+ * built for another one loads, attaches, and reads the wrong registers
+ * (a cross build once ran x86-64's on arm64: every event faulted).
+ * probes__regs_arch() names the architecture of btf's pt_regs ("x86-64",
+ * "arm64"; NULL: neither); probes__check_regs_arch() fails with -ENOEXEC
+ * and one sentence unless it is the one heapbpf is built for, and
+ * probes__check_arch() checks the embedded object so, before anything is
+ * attached or switched on.
+ */
+struct btf;
+const char *probes__regs_arch(const struct btf *btf);
+int probes__check_regs_arch(const struct btf *btf, char *err, size_t errlen);
+int probes__check_arch(char *err, size_t errlen);
+
 int probes__load(const struct heapbpf_layout *layout, size_t ringbuf_bytes,
 		 uint32_t fork_child_pid_off, const struct heapbpf_oom_offsets *oom, bool by_file,
 		 struct probes **out);

@@ -416,7 +416,9 @@ int session_open_loop(struct loop *l)
 	sigset_t set;
 	int rc;
 
-	rc = forks_child_pid_offset(&fork_off, l->err, l->errlen);
+	/* a BPF object built for another architecture would read the wrong registers */
+	rc = probes__check_arch(l->err, l->errlen);
+	rc = rc ?: forks_child_pid_offset(&fork_off, l->err, l->errlen);
 	if (rc)
 		return rc;
 	l->fork_off = fork_off;

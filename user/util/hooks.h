@@ -14,7 +14,10 @@ enum hb_hook {
 	HB_HOOK_STATE_DIR,
 	/* where the kernel's features are looked up instead of /sys (privs.c) */
 	HB_HOOK_SYSFS,
-	/* "collect": collection fails after the first batch of events (session.c) */
+	/*
+	 * "collect": collection fails after the first batch of events (session.c);
+	 * "layout": every sample's read of jemalloc's memory faults (probes.c)
+	 */
 	HB_HOOK_FAULT_INJECT,
 	/* a directory: heapbpf waits there before it writes the flag (toggle.c) */
 	HB_HOOK_FLAG_PAUSE,
