@@ -161,11 +161,25 @@ Test(exit_paths, target_exits)
 	free(err);
 }
 
+/*
+ * A run that failed as it should: it said what, its flag was restored, and
+ * it left no profile. Its stderr returned (free it).
+ */
+static char *failed_cleanly(struct run *r, const char *said)
+{
+	struct stat st;
+	char *err;
+
+	cr_assert_geq(hb_read_file(r->err, &err), 0);
+	cr_assert(strstr(err, said), "unexpected stderr: %s", err);
+	assert_clean(r, 0);
+	cr_assert_neq(stat(r->out, &st), 0, "a failed run must not leave a profile");
+	return err;
+}
+
 Test(exit_paths, internal_error)
 {
 	struct run r;
-	struct stat st;
-	char *err;
 
 	start_target(&r, IDLE_CONF);
 	/* fails on the first event, which exists only once sampling was switched on */
@@ -173,11 +187,7 @@ Test(exit_paths, internal_error)
 	spawn_heapbpf(&r, "0");
 	unsetenv("HEAPBPF_FAULT_INJECT");
 	cr_assert_eq(hb_wait(r.hp, 30000), 1, "an internal error must exit 1");
-	cr_assert_geq(hb_read_file(r.err, &err), 0);
-	cr_assert(strstr(err, "collecting events failed"), "unexpected stderr: %s", err);
-	free(err);
-	assert_clean(&r, 0);
-	cr_assert_neq(stat(r.out, &st), 0, "a failed run must not leave a profile");
+	free(failed_cleanly(&r, "collecting events failed"));
 	cr_assert_eq(svc_stop(&r.s), 0);
 }
 
@@ -190,7 +200,6 @@ Test(exit_paths, internal_error)
 Test(exit_paths, unreadable_samples_write_no_profile)
 {
 	struct run r;
-	struct stat st;
 	char *err;
 
 	start_target(&r, IDLE_CONF);
@@ -200,15 +209,11 @@ Test(exit_paths, unreadable_samples_write_no_profile)
 	sampled_some(&r);
 	kill(r.hp, SIGINT);
 	cr_assert_eq(hb_wait(r.hp, 30000), 1, "a run whose samples all faulted must exit 1");
-	cr_assert_geq(hb_read_file(r.err, &err), 0);
-	cr_assert(strstr(err, "samples could not read jemalloc's memory, so heapbpf wrote no "
-			      "profile"),
-		  "unexpected stderr: %s", err);
+	err = failed_cleanly(&r, "samples could not read jemalloc's memory, so heapbpf wrote no "
+				 "profile");
 	cr_assert_null(strstr(err, "allocated (estimated)"), "a summary of unread samples: %s",
 		       err);
 	free(err);
-	assert_clean(&r, 0);
-	cr_assert_neq(stat(r.out, &st), 0, "a run of unread samples must not leave a profile");
 	cr_assert_eq(svc_stop(&r.s), 0);
 }
 
