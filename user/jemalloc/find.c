@@ -19,7 +19,7 @@
 #include "symbols/debuginfo.h"
 #include "symbols/debugsearch.h"
 #include "util/files.h"
-#include "jemalloc/target.h"
+#include "jemalloc/target_types.h"
 #include "jemalloc/target_private.h"
 #include "symbols/debugpkg.h"
 
@@ -61,6 +61,15 @@ static int candidate_paths(const struct proc_maps *m, const char ***out, size_t 
 	*out = v;
 	*n = cnt;
 	return 0;
+}
+
+int find_fail_noprof(char *err, size_t errlen, pid_t pid, const char *path)
+{
+	return hb_fail(
+		err, errlen, -ENOTSUP,
+		"jemalloc in pid %d (%s) was built without profiling support; rebuild it with "
+		"--enable-prof (tikv-jemallocator: feature \"profiling\")",
+		pid, path);
 }
 
 const struct proc_map *find_first_mapping(const struct proc_maps *m, const char *path)
@@ -427,7 +436,7 @@ static int fail_not_found(const struct jemalloc_target *t, const struct find_mis
 			       dbgd ? urls : "", why, pkg, preload, prof);
 	}
 	if (miss->noprof[0])
-		return target_fail_noprof(err, errlen, t->pid, miss->noprof);
+		return find_fail_noprof(err, errlen, t->pid, miss->noprof);
 	if (miss->stale[0])
 		return hb_fail(err, errlen, -ESTALE,
 			       "pid %d (%s) maps %s, but that path leads to another file than the "

@@ -92,15 +92,6 @@ static int resolve_func(struct jemalloc_target *t, const char *name, uint64_t *o
 	return 0;
 }
 
-int target_fail_noprof(char *err, size_t errlen, pid_t pid, const char *path)
-{
-	return hb_fail(
-		err, errlen, -ENOTSUP,
-		"jemalloc in pid %d (%s) was built without profiling support; rebuild it with "
-		"--enable-prof (tikv-jemallocator: feature \"profiling\")",
-		pid, path);
-}
-
 /*
  * --disable-prof still compiles the sampling functions (seen in 5.3.0), so
  * their presence proves nothing. opt_prof_prefix tells: PATH_MAX + 1 bytes
@@ -360,7 +351,7 @@ int jemalloc_target__identify(struct jemalloc_target *t, const char *layout_name
 		 (int)(strlen(s->name) - strlen(SAMPLE_FN)), s->name);
 	detect_public_prefix(t);
 	if (built_without_prof(t))
-		return target_fail_noprof(err, errlen, t->pid, t->path);
+		return find_fail_noprof(err, errlen, t->pid, t->path);
 	/* the object's own bytes: said only as hb_clean shows them */
 	if (elfobj__jemalloc_version(t->elf, raw, sizeof(raw)))
 		snprintf(t->version, sizeof(t->version), "unknown");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What target.c and find.c share: the sampling function's name, and what
- * each calls of the other. Private to jemalloc/'s target: nothing outside
+ * target.c calls of find.c (never the other way). Private to jemalloc/'s target: nothing outside
  * those files includes this.
  */
 #ifndef __HEAPBPF_TARGET_PRIVATE_H
@@ -22,8 +22,7 @@ struct proc_maps;
 const struct proc_map *find_first_mapping(const struct proc_maps *m, const char *path);
 /* The object holding jemalloc among the process's mappings, and its sampling function. */
 int find_jemalloc(struct jemalloc_target *t, const struct elf_sym **sym, char *err, size_t errlen);
-
-/* target.c: jemalloc at path in pid was built without profiling (-ENOTSUP). */
-int target_fail_noprof(char *err, size_t errlen, pid_t pid, const char *path);
+/* jemalloc at path in pid was built without profiling: -ENOTSUP, said in err. */
+int find_fail_noprof(char *err, size_t errlen, pid_t pid, const char *path);
 
 #endif /* __HEAPBPF_TARGET_PRIVATE_H */
