@@ -249,7 +249,7 @@ bool hb_wait_reaped(pid_t pid, int timeout_ms)
 
 bool hb_freed_pid_taken(int rc, int tries)
 {
-	if (rc == -EEXIST && tries < 5)
+	if (rc == -EEXIST && tries < HB_FREED_PID_TRIES)
 		return true;
 	cr_assert_neq(
 		rc, -EEXIST,

@@ -168,8 +168,11 @@ void hb_start_idle_service(struct svc *s, const char *threads, char *pid, size_t
 /*
  * rc of svc_start_opts as a pid freed on the tries-th attempt: true to try
  * again with another freed pid when a fork elsewhere on the machine took
- * this one first (at most 5 attempts); otherwise asserts that it started.
+ * this one first (at most HB_FREED_PID_TRIES attempts); otherwise asserts
+ * that it started. 5 were taken in a row once beside another make test
+ * (pid_max 32768 here, which that run's forks wrap in seconds).
  */
+#define HB_FREED_PID_TRIES 20
 bool hb_freed_pid_taken(int rc, int tries);
 
 /*
