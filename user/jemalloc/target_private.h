@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * What target.c and find.c share: the sampling function's name, and what
- * target.c calls of find.c (never the other way). Private to jemalloc/'s target: nothing outside
- * those files includes this.
+ * target.c calls of find.c (never the other way). Private to jemalloc/'s
+ * target: nothing outside those files includes this.
  */
 #ifndef __HEAPBPF_TARGET_PRIVATE_H
 #define __HEAPBPF_TARGET_PRIVATE_H

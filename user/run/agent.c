@@ -434,16 +434,15 @@ static bool window_due(struct agent *a, struct agent_target *at, int64_t now)
 	if (now < at->next_window || at->s.unconfirmed || at->s.late_open)
 		return false;
 	rc = window_emit(&at->tr, &d, now, err, sizeof(err));
-	if (rc == -EBADMSG) {
-		/* most samples unreadable: not its jemalloc's data; let go (targets_now) */
+	if (rc)
 		hb_error_clean(NULL, err, NULL);
+	/* most samples unreadable: not its jemalloc's data; let go (targets_now) */
+	if (rc == -EBADMSG) {
 		at->s.failed = rc;
 		return false;
 	}
-	if (rc) {
-		hb_error_clean(NULL, err, NULL);
+	if (rc)
 		at->tr.outcome |= RUN_FAILED;
-	}
 	while (at->next_window <= now)
 		at->next_window += (int64_t)(a->o->interval * 1e9);
 	return true;
@@ -460,9 +459,18 @@ static void targets_now(struct agent *a)
 		struct agent_proc *p = a->procs[i];
 		struct agent_target *at = p->on;
 
-		/* failed in the session (said there): its flag back off, no profile */
+		/* its window, which fails for one whose samples are not its jemalloc's */
+		if (at && !at->s.failed && !at->s.exited)
+			wrote |= window_due(a, at, now);
+		/* failed in the session or its window (said there): its flag back off, no profile */
 		if (at && at->s.failed) {
+			bool unread = at->s.failed == -EBADMSG;
+
 			retire(a, at, "", NULL);
+			/* said once its flag is back off */
+			if (unread)
+				hb_note("agent: pid %d let go: its samples are not its jemalloc's",
+					p->pid);
 			p->pid = 0;
 		} else if (at && at->s.exited) {
 			const char *trig = watch__last_trigger(a->wt, &at->s, note, sizeof(note));
@@ -470,15 +478,6 @@ static void targets_now(struct agent *a)
 			retire(a, at, trig ? trig : "exit", note);
 			p->pid = 0; /* gone: forgotten below */
 			wrote = true;
-		} else if (at) {
-			wrote |= window_due(a, at, now);
-			if (at->s.failed) {
-				retire(a, at, "", NULL);
-				/* said once its flag is back off */
-				hb_note("agent: pid %d let go: its samples are not its jemalloc's",
-					p->pid);
-				p->pid = 0;
-			}
 		}
 		if (!p->on && (!p->pid || proc_start_time(p->pid) != p->start)) {
 			jemalloc_target__free(p->t);
