@@ -241,7 +241,7 @@ def per_sample(R, doc):
         "%.2fx. heapbpf takes exactly one trap per sample (the hits-per-sample row, and the "
         "trap-count test), so the rest is the BPF program's own work: filling a per-CPU "
         "record (reads of jemalloc's memory for the gctx, the backtrace and its frames) and "
-        "copying its 64 + 8 x frames bytes into the ring buffer (`bpf_ringbuf_output`), "
+        "copying its 72 + 8 x frames bytes into the ring buffer (`bpf_ringbuf_output`), "
         "about %.0f ns here. That is small next to jemalloc's own cost per sample "
         "(unwinding, see the `je` / `none` row), but above the 1.2x target" % (
             ratio, med(R["heapbpf_prog_ns"]) - trap)))

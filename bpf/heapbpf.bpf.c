@@ -76,19 +76,41 @@ struct {
  */
 const volatile __u8 filter_pids = 0;
 
-/* The processes whose samples are collected (targets, followed children), with filter_pids. */
+/*
+ * The processes whose samples are collected (targets, followed children),
+ * with filter_pids; each one's coarse clock address (coarse_at), or 0.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, HEAPBPF_MAX_TRACKED);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, __u64);
 } sampled SEC(".maps");
 
-static __always_inline int not_sampled(__u64 id)
+/*
+ * Where jemalloc 5.3.0's clock, CLOCK_MONOTONIC_COARSE, is in the sampled
+ * process's memory: the vDSO's {u64 sec, u64 nsec} in its [vvar] page
+ * (user/sampling/vclock.c), read at the probe so that user space can match a
+ * free, which carries jemalloc's reading of that clock just after the probe,
+ * to its sample (bpf_ktime_get_coarse_ns is not allowed in uprobes). 0: not
+ * read (another version, or not known). Without filter_pids, the one for the
+ * target and its forked children (their vDSO is where their parent's is),
+ * set by user space at attach; with it, each process's value in `sampled`.
+ */
+__u64 coarse_at = 0;
+
+#define NOT_SAMPLED (~0ULL)
+
+/* NOT_SAMPLED for a process whose samples are not collected; else its coarse_at. */
+static __always_inline __u64 sampled_clock(__u64 id)
 {
 	__u32 tgid = id >> 32;
+	__u64 *v;
 
-	return filter_pids && !bpf_map_lookup_elem(&sampled, &tgid);
+	if (!filter_pids)
+		return coarse_at;
+	v = bpf_map_lookup_elem(&sampled, &tgid);
+	return v ? *v : NOT_SAMPLED;
 }
 
 /*
@@ -207,7 +229,7 @@ static __always_inline int send_longer(struct heapbpf_alloc_event *first, __u64 
 		return 0;
 	to = (__u64 *)e;
 #pragma unroll
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < HEAPBPF_ALLOC_EVENT_SIZE(0) / 8; i++)
 		to[i] = from[i];
 	read_frames(e, vec, n, cap);
 	submit(e);
@@ -219,14 +241,15 @@ int BPF_KPROBE(heapbpf_alloc)
 {
 	struct heapbpf_alloc_event *e;
 	struct heapbpf_args *args;
-	__u64 id, tctx, bt, vec;
+	__u64 id, tctx, bt, vec, clock;
 	__u32 len, flags = 0;
 	long err;
 
 	if (SKIPPED(HEAPBPF_PART_ALL))
 		return 0;
 	id = bpf_get_current_pid_tgid();
-	if (not_sampled(id))
+	clock = sampled_clock(id);
+	if (clock == NOT_SAMPLED)
 		return 0;
 	count(&counters.alloc_hits);
 	/* room for 16 frames, the common case; a longer backtrace takes a second record */
@@ -235,13 +258,19 @@ int BPF_KPROBE(heapbpf_alloc)
 		count(&counters.alloc_drops);
 		return 0;
 	}
+	e->ts = SKIPPED(HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();
+	/* jemalloc 5.3.0's clock as its clock_gettime would read it now: {sec, nsec} */
+	if (clock && !SKIPPED(HEAPBPF_PART_CLOCK) &&
+	    !bpf_probe_read_user(&e->coarse, 2 * sizeof(__u64), (void *)clock))
+		e->coarse = e->coarse * 1000000000ULL + e->ptr;
+	else
+		e->coarse = 0;
 	/* the registers, in the frames' place until the backtrace comes */
 	args = (struct heapbpf_args *)e->frames;
 	heapbpf_read_args(ctx, args);
 	e->type = HEAPBPF_EV_ALLOC;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
-	e->ts = SKIPPED(HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();
 	e->ptr = heapbpf_arg(args, layout.alloc_ptr_arg);
 	e->size = heapbpf_arg(args, layout.alloc_size_arg);
 	e->usize = heapbpf_arg(args, layout.alloc_usize_arg);
@@ -302,7 +331,7 @@ int BPF_KPROBE(heapbpf_alloc)
 	}
 	e->flags = flags;
 	if (len > BT_CHUNK_FRAMES) {
-		/* sized to the backtrace, in classes: a full record is 1088 bytes */
+		/* sized to the backtrace, in classes: a full record is 1096 bytes */
 		int sent;
 
 		if (len <= 32)
@@ -361,7 +390,7 @@ int BPF_KPROBE(heapbpf_free)
 	if (SKIPPED(HEAPBPF_PART_ALL))
 		return 0;
 	id = bpf_get_current_pid_tgid();
-	if (not_sampled(id))
+	if (sampled_clock(id) == NOT_SAMPLED)
 		return 0;
 	count(&counters.free_hits);
 	ts = SKIPPED(HEAPBPF_PART_CLOCK) ? 0 : bpf_ktime_get_ns();

@@ -57,6 +57,12 @@ struct heapbpf_alloc_event {
 	__u32 tid;
 	__u32 nframes; /* frames[] entries filled, <= HEAPBPF_MAX_FRAMES */
 	__u64 ts;      /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
+	/*
+	 * CLOCK_MONOTONIC_COARSE (jemalloc's clock), read from the target's
+	 * vDSO data where frees are matched by jemalloc's alloc_time (5.3.0);
+	 * 0 where not read
+	 */
+	__u64 coarse;
 	__u64 ptr;
 	__u64 size;  /* requested size; 0 where the version does not pass it */
 	__u64 usize; /* usable size: what jemalloc counts */
@@ -67,7 +73,7 @@ struct heapbpf_alloc_event {
 };
 
 /* Bytes of an allocation record with n frames, as sent (n <= HEAPBPF_MAX_FRAMES). */
-#define HEAPBPF_ALLOC_EVENT_SIZE(n) (64 + 8 * (n))
+#define HEAPBPF_ALLOC_EVENT_SIZE(n) (72 + 8 * (n))
 
 /* The free of a sampled object, as prof_free_sampled_object saw it. */
 struct heapbpf_free_event {
@@ -159,7 +165,7 @@ struct heapbpf_counters {
 };
 
 _Static_assert(sizeof(struct heapbpf_layout) == 8 + 8 * 4, "layout size");
-_Static_assert(sizeof(struct heapbpf_alloc_event) == 64 + 8 * HEAPBPF_MAX_FRAMES,
+_Static_assert(sizeof(struct heapbpf_alloc_event) == 72 + 8 * HEAPBPF_MAX_FRAMES,
 	       "alloc event size");
 _Static_assert(sizeof(struct heapbpf_free_event) == 64, "free event size");
 _Static_assert(sizeof(struct heapbpf_proc_event) == 24, "proc event size");

@@ -7,6 +7,7 @@
  */
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,9 @@
 
 #include <criterion/criterion.h>
 
+#include "collect/recording.h"
 #include "harness.h"
+#include "heapbpf.h"
 
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
@@ -245,4 +248,136 @@ Test(record, bad_recordings_are_refused)
 			    sizeof(err), 10000),
 		     1);
 	cr_assert(strstr(err, "cannot open"), "%s", err);
+}
+
+/*
+ * jemalloc 5.3.0's frees carry no pointer, only its CLOCK_MONOTONIC_COARSE
+ * reading just after the probe: each sample carries the same clock as the
+ * probe read it from the target's vDSO page (docs/analysis.md, Lifetimes).
+ * In the recording: every sample's coarse time is there, at most a few
+ * ticks behind its own fine time, in order per thread; and every free of a
+ * sample of this run names an allocation time at or after the coarse time
+ * of a sample of its tctx.
+ */
+Test(record, samples_of_530_carry_the_coarse_clock)
+{
+	char pid[16], rec[PATH_MAX], err[8192];
+	struct rec_reader *rd;
+	struct rec_record r;
+	struct svc s;
+	struct {
+		uint32_t tid;
+		uint64_t coarse;
+	} last[64] = { 0 };
+	struct {
+		uint64_t tctx, coarse;
+	} *first = calloc(1 << 16, sizeof(*first));
+	size_t nfirst = 0, allocs = 0, frees = 0, matched = 0;
+	uint64_t first_coarse = 0;
+	int rc;
+
+	cr_assert_not_null(first);
+	start(&s, hb_path("examples/alloc-service-static"), pid);
+	snprintf(rec, sizeof(rec), "%s/run.hbr", hb_tmpdir());
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "2", "--record", rec, "-o",
+					      "/dev/null", NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_eq(recording_reader__open(rec, &rd, err, sizeof(err)), 0, "%s", err);
+	while ((rc = recording_reader__next(rd, &r, err, sizeof(err))) == 1) {
+		struct heapbpf_alloc_event a;
+		struct heapbpf_free_event *f = (struct heapbpf_free_event *)&a;
+
+		if (r.type != REC_ALLOC && r.type != REC_FREE)
+			continue;
+		cr_assert_eq(recording_decode_event(&r, &a, sizeof(a)), 0);
+		if (r.type == REC_ALLOC) {
+			size_t k;
+
+			allocs++;
+			cr_assert_neq(a.coarse, 0, "sample %zu has no coarse time", allocs);
+			/* the tick and then some: the coarse clock is updated at a tick */
+			cr_assert_leq(a.coarse, a.ts + 1000000);
+			cr_assert_lt(a.ts - a.coarse, 1000000000ULL, "%llu ns behind",
+				     (unsigned long long)(a.ts - a.coarse));
+			if (!first_coarse)
+				first_coarse = a.coarse;
+			for (k = 0; k < 64 && last[k].tid && last[k].tid != a.tid; k++)
+				;
+			if (k < 64) {
+				cr_assert_geq(a.coarse, last[k].coarse,
+					      "thread %u's clock went back", a.tid);
+				last[k].tid = a.tid;
+				last[k].coarse = a.coarse;
+			}
+			for (k = 0; k < nfirst && first[k].tctx != a.tctx; k++)
+				;
+			if (k == nfirst && nfirst < (1 << 16))
+				first[nfirst++] = (typeof(*first)){ a.tctx, a.coarse };
+			continue;
+		}
+		frees++;
+		/* a free of an object sampled before heapbpf attached: not of this run */
+		if (!f->alloc_time_ns || f->alloc_time_ns < first_coarse)
+			continue;
+		for (size_t k = 0; k < nfirst; k++) {
+			if (first[k].tctx == f->tctx) {
+				cr_assert_geq(f->alloc_time_ns, first[k].coarse,
+					      "a free allocated before its tctx's first sample");
+				matched++;
+				break;
+			}
+		}
+	}
+	cr_assert_eq(rc, 0, "%s", err);
+	recording_reader__free(rd);
+	free(first);
+	cr_assert_gt(allocs, 100, "%zu samples", allocs);
+	cr_assert_gt(matched, frees / 2, "%zu of %zu frees matched a sampled tctx", matched, frees);
+}
+
+/*
+ * A target in a time namespace of its own (unshare --time, as a restored
+ * container is), its monotonic clocks 100000 s ahead of heapbpf's: its vDSO
+ * page at that place holds its clock offsets, not the clock, so no sample
+ * carries a coarse time (its lifetimes: leaks/lifetimes_of_a_target_in_another_time_namespace).
+ */
+Test(record, no_coarse_clock_in_another_time_namespace)
+{
+	static const char *const wrap[] = { "/usr/bin/unshare", "--time", "--fork",
+					    "--monotonic",	"100000", NULL };
+	char pid[16], rec[PATH_MAX], err[8192];
+	struct rec_reader *rd;
+	struct rec_record r;
+	struct svc s;
+	size_t allocs = 0;
+	int rc;
+
+	hb_require_bpf();
+	cr_assert_eq(svc_start_opts(&s, hb_path("examples/alloc-service-static"),
+				    &(struct svc_opts){ .malloc_conf = IDLE_CONF, .wrap = wrap },
+				    (const char *[]){ "--threads", "2", NULL }),
+		     0);
+	cr_assert_neq(s.served, s.pid, "the service is unshare's child");
+	snprintf(pid, sizeof(pid), "%d", s.served);
+	snprintf(rec, sizeof(rec), "%s/run.hbr", hb_tmpdir());
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "2", "--record", rec, "-o",
+					      "/dev/null", NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(svc_stop(&s), 0);
+	cr_assert_eq(recording_reader__open(rec, &rd, err, sizeof(err)), 0, "%s", err);
+	while ((rc = recording_reader__next(rd, &r, err, sizeof(err))) == 1) {
+		struct heapbpf_alloc_event a;
+
+		if (r.type != REC_ALLOC)
+			continue;
+		cr_assert_eq(recording_decode_event(&r, &a, sizeof(a)), 0);
+		cr_assert_eq(a.coarse, 0, "a coarse time read from a page of clock offsets");
+		allocs++;
+	}
+	cr_assert_eq(rc, 0, "%s", err);
+	recording_reader__free(rd);
+	cr_assert_gt(allocs, 100, "%zu samples", allocs);
 }

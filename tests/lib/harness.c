@@ -271,6 +271,8 @@ int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 	memset(s, 0, sizeof(*s));
 	/* a service that died must not take the test with it through SIGPIPE */
 	signal(SIGPIPE, SIG_IGN);
+	for (const char *const *w = o->wrap; w && *w && n < 16; w++)
+		argv[n++] = *w;
 	argv[n++] = binary;
 	argv[n++] = "--control";
 	for (; args && *args && n < 30; args++)
@@ -295,7 +297,7 @@ int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 		dup2(out[1], 1);
 		if (o->no_aslr)
 			personality(ADDR_NO_RANDOMIZE);
-		execve(binary, (char *const *)argv, envp);
+		execve(argv[0], (char *const *)argv, envp);
 		_exit(127);
 	}
 	close(in[0]);
@@ -307,6 +309,9 @@ int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 		return err;
 	if (strncmp(line, "ready ", 6) != 0)
 		return -EPROTO;
+	s->served = (pid_t)strtol(line + 6, NULL, 10);
+	if (s->served <= 0)
+		s->served = s->pid;
 	return 0;
 }
 

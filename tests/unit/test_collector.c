@@ -340,7 +340,7 @@ Test(collector, malformed_events)
 	cr_assert_eq(st->malformed, ++malformed);
 	cr_assert_eq(collector__event(c, a, 3), 0);
 	cr_assert_eq(st->malformed, ++malformed);
-	/* an alloc event cut short: records are sized to their frames, 64 + 8 x 2 here */
+	/* an alloc event cut short: records are sized to their frames, 72 + 8 x 2 here */
 	cr_assert_eq(collector__event(c, a, HEAPBPF_ALLOC_EVENT_SIZE(2) - 1), 0);
 	cr_assert_eq(st->malformed, ++malformed);
 	cr_assert_eq(collector__event(c, a, sizeof(struct heapbpf_free_event)), 0);

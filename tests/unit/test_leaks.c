@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,9 +48,9 @@ static struct collector *new_collector(void)
 	return c;
 }
 
-/* Stack k: three frames, the leaf telling them apart. */
-static void alloc_ev(struct collector *c, uint32_t stack, uint64_t tctx, uint64_t ptr,
-		     uint64_t usize, uint64_t ts)
+/* Stack k: three frames, the leaf telling them apart; with the probe's coarse clock, if known. */
+static void alloc_ev_at(struct collector *c, uint32_t stack, uint64_t tctx, uint64_t ptr,
+			uint64_t usize, uint64_t ts, uint64_t coarse_ts)
 {
 	struct heapbpf_alloc_event *e = calloc(1, sizeof(*e));
 
@@ -57,6 +58,7 @@ static void alloc_ev(struct collector *c, uint32_t stack, uint64_t tctx, uint64_
 	e->type = HEAPBPF_EV_ALLOC;
 	e->nframes = 3;
 	e->ts = ts;
+	e->coarse = coarse_ts;
 	e->ptr = ptr;
 	e->usize = usize;
 	e->tctx = tctx;
@@ -65,6 +67,13 @@ static void alloc_ev(struct collector *c, uint32_t stack, uint64_t tctx, uint64_
 	e->frames[2] = 0x403000;
 	cr_assert_eq(collector__event(c, e, sizeof(*e)), 0);
 	free(e);
+}
+
+/* Without the probe's coarse clock (kernels before 5.11, version 1 recordings). */
+static void alloc_ev(struct collector *c, uint32_t stack, uint64_t tctx, uint64_t ptr,
+		     uint64_t usize, uint64_t ts)
+{
+	alloc_ev_at(c, stack, tctx, ptr, usize, ts, 0);
 }
 
 /* ptr 0: a 5.3.0 free (tctx and jemalloc's alloc time); else a 5.3.1 one. */
@@ -730,6 +739,75 @@ Test(leaks, tctx_frees_get_heapbpfs_own_alloc_time)
 			 want.nb * sizeof(*lifetimes_buckets_c(&want)));
 	lifetimes_clear(&want);
 	collector__free(c);
+}
+
+/*
+ * A coarse clock that stalls (no tick for 12 ms, as seen here at a load of
+ * 27) and a thread preempted between the probe and jemalloc's clock read,
+ * across a tick. coarse_stalling(t): the coarse clock at t.
+ */
+#define STALL_FROM (1100 * MS)
+#define STALL_TO   (1112 * MS)
+static uint64_t coarse_stalling(uint64_t t)
+{
+	return t >= STALL_FROM && t < STALL_TO ? STALL_FROM : coarse(t);
+}
+
+/*
+ * One thread samples every millisecond for 400 ms, each object held 50 ms
+ * and freed in allocation order (5.3.0: by tctx and jemalloc's alloc_time).
+ * Every seventh sample's clock read comes 900 us after its probe, across a
+ * tick when the probe is in a tick's last millisecond. Returns the longest
+ * and the shortest lifetime heapbpf gave.
+ */
+static void lagging_clock_lifetimes(bool probe_coarse, uint64_t *min_ns, uint64_t *max_ns)
+{
+	enum { N = 400 };
+	const uint64_t hold = 50 * MS;
+	struct collector *c = new_collector();
+	const struct hb_stack *s;
+	uint64_t born[N], alloc_time[N];
+	int next_free = 0;
+
+	for (int i = 0; i < N; i++) {
+		uint64_t read_delay = i % 7 == 0 ? 900000 : 10000;
+
+		born[i] = 1000 * MS + (uint64_t)i * MS + 300000;
+		alloc_time[i] = coarse_stalling(born[i] + read_delay);
+		/* the frees due before this allocation, in time order */
+		while (born[next_free] + hold < born[i]) {
+			free_ev(c, 0x100, 0, 64, alloc_time[next_free], born[next_free] + hold);
+			next_free++;
+		}
+		alloc_ev_at(c, 0, 0x100, 0, 64, born[i],
+			    probe_coarse ? coarse_stalling(born[i]) : 0);
+	}
+	for (; next_free < N; next_free++)
+		free_ev(c, 0x100, 0, 64, alloc_time[next_free], born[next_free] + hold);
+	s = stack_of(c, 0);
+	cr_assert_eq(s->inuse_samples, 0);
+	cr_assert_eq(lt_of(c, s)->n, N);
+	*min_ns = lt_of(c, s)->min_ns;
+	*max_ns = lt_of(c, s)->max_ns;
+	collector__free(c);
+}
+
+/*
+ * With the probe's coarse time a free is matched among the samples of one
+ * coarse tick at most: every lifetime within the stall (12 ms) of the true
+ * 50 ms. Without it, a sample whose clock read crossed a tick is passed
+ * over, stays live behind the stream and ends with a lifetime of hundreds
+ * of milliseconds (the loaded make test's 287 ms against 77).
+ */
+Test(leaks, a_lagging_coarse_clock_swaps_only_inside_a_tick)
+{
+	uint64_t min_ns, max_ns;
+
+	lagging_clock_lifetimes(true, &min_ns, &max_ns);
+	cr_assert_geq(min_ns, 50 * MS - (STALL_TO - STALL_FROM), "shortest %" PRIu64, min_ns);
+	cr_assert_leq(max_ns, 50 * MS + (STALL_TO - STALL_FROM), "longest %" PRIu64, max_ns);
+	lagging_clock_lifetimes(false, &min_ns, &max_ns);
+	cr_assert_gt(max_ns, 100 * MS, "without it the longest is %" PRIu64, max_ns);
 }
 
 /* Many samples in one tick, freed within microseconds: sub-tick lifetimes, all temporary. */

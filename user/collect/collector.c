@@ -312,7 +312,7 @@ static int on_alloc(struct collector *c, const struct heapbpf_alloc_event *e)
 	}
 	t->stack = id;
 	t->live++;
-	return c->match != MATCH_PTR ? liveobjs_ts_push(t, e->ts) : 0;
+	return c->match != MATCH_PTR ? liveobjs_ts_push(t, e->ts, e->coarse) : 0;
 }
 
 /* A matched free: out of its stack's in-use; its lifetime counted when its birth is known. */

@@ -19,7 +19,7 @@
 #include "collect/lifetimes.h"
 #include "util/hashmap.h"
 
-/* A tctx's live allocation times: the top bit marks one freed (2^63 ns is 292 years). */
+/* A tctx's live allocation times: the top bit of ts marks one freed (2^63 ns is 292 years). */
 #define TS_DEAD	  (1ULL << 63)
 #define TS_INLINE 3
 #define NO_OBJ	  UINT32_MAX
@@ -33,6 +33,16 @@ enum free_match {
 	MATCH_UNKNOWN,
 	MATCH_PTR,
 	MATCH_TCTX,
+};
+
+/*
+ * A live sample of a tctx: heapbpf's allocation time, and the coarse clock
+ * (jemalloc's) at the probe, 0 where not known (kernels before 5.11,
+ * version 1 recordings).
+ */
+struct ts_ent {
+	uint64_t ts;
+	uint64_t coarse;
 };
 
 /* A tctx is one (thread, backtrace) context of jemalloc; its address is reused once dead. */
@@ -49,8 +59,8 @@ struct tctx_ent {
 	 */
 	uint32_t head, n, cap, dead;
 	union {
-		uint64_t *heap;
-		uint64_t inl[TS_INLINE];
+		struct ts_ent *heap;
+		struct ts_ent inl[TS_INLINE];
 	} ts;
 };
 
@@ -155,8 +165,8 @@ int liveobjs_track(struct collector *c, uint64_t ptr, uint32_t stack, uint64_t t
 void liveobjs_release(struct collector *c, uint32_t o);
 /* t has no live allocation times any more. */
 void liveobjs_ts_reset(struct tctx_ent *t);
-/* One more live allocation time of t, in its place. */
-int liveobjs_ts_push(struct tctx_ent *t, uint64_t ts);
+/* One more live sample of t (its time and its coarse time at the probe), in its place. */
+int liveobjs_ts_push(struct tctx_ent *t, uint64_t ts, uint64_t coarse);
 /*
  * The heapbpf allocation time of the live sample a free by tctx with
  * jemalloc's alloc_time is of, marked freed; 0 when none is live.

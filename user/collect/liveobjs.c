@@ -16,12 +16,12 @@
 /* A free's allocation time can be this much later than heapbpf's timestamp of the sample. */
 #define MATCH_SLACK_NS 50000ULL
 
-static inline uint64_t *tsv(struct tctx_ent *t)
+static inline struct ts_ent *tsv(struct tctx_ent *t)
 {
 	return t->cap ? t->ts.heap : t->ts.inl;
 }
 
-static inline const uint64_t *tsv_c(const struct tctx_ent *t)
+static inline const struct ts_ent *tsv_c(const struct tctx_ent *t)
 {
 	return t->cap ? t->ts.heap : t->ts.inl;
 }
@@ -82,11 +82,11 @@ void liveobjs_ts_reset(struct tctx_ent *t)
 
 static void ts_compact(struct tctx_ent *t)
 {
-	uint64_t *v = tsv(t);
+	struct ts_ent *v = tsv(t);
 	uint32_t m = 0;
 
 	for (uint32_t i = t->head; i < t->n; i++) {
-		if (!(v[i] & TS_DEAD))
+		if (!(v[i].ts & TS_DEAD))
 			v[m++] = v[i];
 	}
 	t->head = 0;
@@ -98,7 +98,7 @@ static void ts_compact(struct tctx_ent *t)
 static int ts_room(struct tctx_ent *t)
 {
 	uint32_t cap = t->cap ? t->cap : TS_INLINE, ncap = cap * 2;
-	uint64_t *nts;
+	struct ts_ent *nts;
 
 	if (t->n < cap)
 		return 0;
@@ -118,10 +118,10 @@ static int ts_room(struct tctx_ent *t)
 	return 0;
 }
 
-int liveobjs_ts_push(struct tctx_ent *t, uint64_t ts)
+int liveobjs_ts_push(struct tctx_ent *t, uint64_t ts, uint64_t coarse)
 {
 	uint32_t pos;
-	uint64_t *v;
+	struct ts_ent *v;
 	int err = ts_room(t);
 
 	if (err)
@@ -130,10 +130,13 @@ int liveobjs_ts_push(struct tctx_ent *t, uint64_t ts)
 	ts &= ~TS_DEAD;
 	/* one thread's events arrive in order; a late one goes to its place */
 	pos = t->n;
-	while (pos > t->head && (v[pos - 1] & ~TS_DEAD) > ts)
+	while (pos > t->head && (v[pos - 1].ts & ~TS_DEAD) > ts)
 		pos--;
+	/* a coarse time not read (its vDSO page not yet touched): no later than the one before */
+	if (!coarse && pos > t->head)
+		coarse = v[pos - 1].coarse;
 	memmove(&v[pos + 1], &v[pos], (t->n - pos) * sizeof(*v));
-	v[pos] = ts;
+	v[pos] = (struct ts_ent){ .ts = ts, .coarse = coarse };
 	t->n++;
 	return 0;
 }
@@ -141,55 +144,109 @@ int liveobjs_ts_push(struct tctx_ent *t, uint64_t ts)
 /* Entry i is freed; the live entries stay between a live head and a live tail. */
 static void ts_kill(struct tctx_ent *t, uint32_t i)
 {
-	uint64_t *v = tsv(t);
+	struct ts_ent *v = tsv(t);
 
-	v[i] |= TS_DEAD;
+	v[i].ts |= TS_DEAD;
 	t->dead++;
-	while (t->head < t->n && (v[t->head] & TS_DEAD)) {
+	while (t->head < t->n && (v[t->head].ts & TS_DEAD)) {
 		t->head++;
 		t->dead--;
 	}
-	while (t->n > t->head && (v[t->n - 1] & TS_DEAD)) {
+	while (t->n > t->head && (v[t->n - 1].ts & TS_DEAD)) {
 		t->n--;
 		t->dead--;
 	}
 }
 
 /*
- * The heapbpf allocation time of the live sample a free by tctx is of:
- * jemalloc's alloc_time (CLOCK_MONOTONIC_COARSE, up to a tick behind, read
- * just after the probe) says which: the oldest live one allocated at or
- * after it (less a slack for that read), else the newest one. The oldest
- * and the newest are tried first (frees in or against allocation order:
- * O(1)), then a binary search. Marked freed; 0 when none is live.
+ * Without the probe's coarse time (kernels before 5.11, version 1
+ * recordings): jemalloc's alloc_time (CLOCK_MONOTONIC_COARSE, up to a tick
+ * behind, read just after the probe) against heapbpf's own times: the
+ * oldest live one allocated at or after it (less a slack for that read),
+ * else the newest one.
+ */
+static uint32_t take_by_ts(const struct tctx_ent *t, uint64_t alloc_time)
+{
+	uint64_t want = alloc_time > MATCH_SLACK_NS ? alloc_time - MATCH_SLACK_NS : 0;
+	const struct ts_ent *v = tsv_c(t);
+	uint32_t lo = t->head + 1, hi = t->n - 1, i;
+
+	if (v[t->head].ts >= want)
+		return t->head;
+	if (v[t->n - 1].ts < want || !(v[t->n - 2].ts & TS_DEAD || v[t->n - 2].ts >= want))
+		/* nothing late enough, or only the newest: the newest (head < n - 1 here) */
+		return t->n - 1;
+	/* the first entry at or after want, in (head, n - 1]; then the first live one */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if ((v[mid].ts & ~TS_DEAD) < want)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; v[i].ts & TS_DEAD; i++)
+		;
+	return i;
+}
+
+/*
+ * With it: one thread's samples, in order, each with the coarse clock at
+ * its probe (C) and jemalloc's read of the same clock after it (A):
+ * C(i) <= A(i) <= C(i + 1). So the sample freed is the oldest live one
+ * whose C is the free's A, else the newest live one before it. Only
+ * samples whose probe and clock read fell in one coarse tick can be
+ * swapped, however far that clock lags the real one; and a swap leaves
+ * nothing behind that a later free could not take.
+ */
+static uint32_t take_by_coarse(const struct tctx_ent *t, uint64_t alloc_time)
+{
+	const struct ts_ent *v = tsv_c(t);
+	uint32_t lo = t->head, hi = t->n, i;
+
+	/* the oldest or the newest: frees in or against allocation order, O(1) */
+	if (v[t->head].coarse >= alloc_time)
+		return t->head; /* equal, or every one later: the oldest */
+	if (v[t->n - 1].coarse < alloc_time)
+		return t->n - 1;
+	/* the first entry at or after alloc_time in [head, n) */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].coarse < alloc_time)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the oldest live one at alloc_time */
+	for (i = lo; i < t->n && v[i].coarse == alloc_time; i++) {
+		if (!(v[i].ts & TS_DEAD))
+			return i;
+	}
+	/* else the newest live one before it (the head is live and before it) */
+	for (i = lo - 1; v[i].ts & TS_DEAD; i--)
+		;
+	return i;
+}
+
+/*
+ * The heapbpf allocation time of the live sample a free by tctx is of,
+ * from jemalloc's alloc_time; marked freed. 0 when none is live.
  */
 uint64_t liveobjs_ts_take(struct tctx_ent *t, uint64_t alloc_time)
 {
-	uint64_t want = alloc_time > MATCH_SLACK_NS ? alloc_time - MATCH_SLACK_NS : 0, *v = tsv(t);
-	uint32_t lo = t->head + 1, hi = t->n - 1, i;
+	const struct ts_ent *v = tsv_c(t);
 	uint64_t born;
+	uint32_t i;
 
 	if (t->n <= t->head)
 		return 0;
-	if (v[t->head] >= want) {
-		i = t->head;
-	} else if (v[t->n - 1] < want || !(v[t->n - 2] & TS_DEAD || v[t->n - 2] >= want)) {
-		/* nothing late enough, or only the newest: the newest (head < n - 1 here) */
-		i = t->n - 1;
-	} else {
-		/* the first entry at or after want, in (head, n - 1]; then the first live one */
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if ((v[mid] & ~TS_DEAD) < want)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (i = lo; v[i] & TS_DEAD; i++)
-			;
-	}
-	born = v[i];
+	/* coarse times known (a 0 only before the first read of one), the newest's says */
+	if (v[t->n - 1].coarse && alloc_time)
+		i = take_by_coarse(t, alloc_time);
+	else
+		i = take_by_ts(t, alloc_time);
+	born = v[i].ts;
 	ts_kill(t, i);
 	return born;
 }
@@ -234,7 +291,7 @@ void collector__oldest_live(const struct collector *c, uint64_t *out)
 
 		/* the head entry is always live */
 		if (t->n > t->head)
-			oldest_of(out, t->stack, tsv_c(t)[t->head]);
+			oldest_of(out, t->stack, tsv_c(t)[t->head].ts);
 	}
 }
 
@@ -253,13 +310,13 @@ static void count_tctxs(const struct collector *c, const uint64_t *before, uint3
 {
 	for (size_t i = 0; i < c->ntctxs; i++) {
 		const struct tctx_ent *t = &c->tctxs[i];
-		const uint64_t *v = tsv_c(t);
+		const struct ts_ent *v = tsv_c(t);
 
 		if (t->stack >= c->nstacks)
 			continue;
 		/* ascending: the live entries before the cutoff are a prefix */
-		for (uint32_t k = t->head; k < t->n && (v[k] & ~TS_DEAD) < before[t->stack]; k++)
-			out[t->stack] += !(v[k] & TS_DEAD);
+		for (uint32_t k = t->head; k < t->n && (v[k].ts & ~TS_DEAD) < before[t->stack]; k++)
+			out[t->stack] += !(v[k].ts & TS_DEAD);
 	}
 }
 

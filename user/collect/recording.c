@@ -22,6 +22,9 @@
 #include "collect/recording.h"
 
 #define ALLOC_HDR offsetof(struct heapbpf_alloc_event, frames)
+/* version 1's ALLOC header: the same without the coarse field */
+#define COARSE_AT    offsetof(struct heapbpf_alloc_event, coarse)
+#define ALLOC_HDR_V1 (ALLOC_HDR - sizeof(__u64))
 
 /* ---- little-endian helpers (x86-64 and arm64 are little-endian; be explicit anyway) ---- */
 
@@ -323,6 +326,7 @@ struct rec_reader {
 	uint8_t *buf;	   /* decompressed, not yet consumed */
 	size_t buf_len, buf_cap, consumed;
 	uint64_t offset; /* decompressed offset of buf[0] */
+	uint32_t version;
 };
 
 int recording_reader__open(const char *path, struct rec_reader **out, char *err, size_t errlen)
@@ -352,12 +356,13 @@ int recording_reader__open(const char *path, struct rec_reader **out, char *err,
 		return hb_fail(err, errlen, -EBADMSG, "%s is not a heapbpf recording", path);
 	}
 	version = get32(h + 8);
-	if (version != RECORDING_VERSION) {
+	if (version < RECORDING_VERSION_MIN || version > RECORDING_VERSION) {
 		recording_reader__free(rd);
 		return hb_fail(err, errlen, -EPROTONOSUPPORT,
-			       "%s is a version %u recording; this heapbpf reads version %d", path,
-			       version, RECORDING_VERSION);
+			       "%s is a version %u recording; this heapbpf reads versions %d to %d",
+			       path, version, RECORDING_VERSION_MIN, RECORDING_VERSION);
 	}
+	rd->version = version;
 	rd->dctx = ZSTD_createDCtx();
 	rd->in_cap = ZSTD_DStreamInSize();
 	rd->in = malloc(rd->in_cap);
@@ -472,6 +477,7 @@ int recording_reader__next(struct rec_reader *rd, struct rec_record *rec, char *
 				rec->len = len;
 				rec->payload = p + 8;
 				rec->offset = rd->offset + rd->consumed;
+				rec->version = rd->version;
 				rd->consumed += 12 + len;
 				return 1;
 			}
@@ -566,14 +572,24 @@ int recording_decode_event(const struct rec_record *rec, void *event, size_t eve
 	}
 	if (rec->type == REC_ALLOC) {
 		struct heapbpf_alloc_event *a = event;
+		/* version 1: no coarse field, the rest of the header one field earlier */
+		bool v1 = rec->version == 1;
+		size_t hdr = v1 ? ALLOC_HDR_V1 : ALLOC_HDR;
 
-		if (rec->len < ALLOC_HDR || event_size < sizeof(*a))
+		if (rec->len < hdr || event_size < sizeof(*a))
 			return -EBADMSG;
-		memcpy(a, rec->payload, ALLOC_HDR);
+		if (v1) {
+			memcpy(a, rec->payload, COARSE_AT);
+			a->coarse = 0;
+			memcpy((uint8_t *)a + COARSE_AT + sizeof(a->coarse),
+			       rec->payload + COARSE_AT, ALLOC_HDR_V1 - COARSE_AT);
+		} else {
+			memcpy(a, rec->payload, ALLOC_HDR);
+		}
 		if (a->type != HEAPBPF_EV_ALLOC || a->nframes > HEAPBPF_MAX_FRAMES ||
-		    rec->len != ALLOC_HDR + a->nframes * sizeof(__u64))
+		    rec->len != hdr + a->nframes * sizeof(__u64))
 			return -EBADMSG;
-		memcpy(a->frames, rec->payload + ALLOC_HDR, a->nframes * sizeof(__u64));
+		memcpy(a->frames, rec->payload + hdr, a->nframes * sizeof(__u64));
 		return 0;
 	}
 	return -EBADMSG;

@@ -4,7 +4,7 @@
  * later report needs (mappings with build-ids, jemalloc identity and sampling
  * rate, times, drop counters), so every report can be made offline.
  *
- * File layout (version 1), all integers little-endian:
+ * File layout (version 2), all integers little-endian:
  *
  *   "HBPFREC\n"  u32 version  u32 flags(0)          16 bytes, uncompressed
  *   zstd stream of records, flushed every RECORDING_FLUSH_MS so that a killed
@@ -15,6 +15,9 @@
  * events, frames cut to nframes), STOP (end time, counters, why it ended).
  * A reader refuses records longer than RECORDING_MAX_RECORD, unknown versions,
  * bad checksums, and never allocates more than a record at a time.
+ *
+ * Version 1 is read too: its ALLOC records have no coarse field (the probe's
+ * CLOCK_MONOTONIC_COARSE, after ts), which reads as 0 (not known).
  */
 #ifndef __HEAPBPF_RECORDING_H
 #define __HEAPBPF_RECORDING_H
@@ -23,11 +26,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RECORDING_MAGIC	     "HBPFREC\n"
-#define RECORDING_VERSION    1
-#define RECORDING_HEADER_LEN 16 /* magic, version, flags: before the zstd stream */
-#define RECORDING_MAX_RECORD 65536
-#define RECORDING_FLUSH_MS   1000
+#define RECORDING_MAGIC	      "HBPFREC\n"
+#define RECORDING_VERSION     2
+#define RECORDING_VERSION_MIN 1	 /* the oldest this reader reads */
+#define RECORDING_HEADER_LEN  16 /* magic, version, flags: before the zstd stream */
+#define RECORDING_MAX_RECORD  65536
+#define RECORDING_FLUSH_MS    1000
 
 enum rec_type {
 	REC_META = 1,
@@ -87,6 +91,7 @@ struct rec_record {
 	uint32_t len;
 	const uint8_t *payload; /* valid until the next recording_reader__next */
 	uint64_t offset;	/* of the record in the decompressed stream */
+	uint32_t version;	/* the recording's; 0 reads as RECORDING_VERSION */
 };
 
 /*

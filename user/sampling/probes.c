@@ -17,6 +17,7 @@
 
 #include "heapbpf.skel.h"
 #include "sampling/probes.h"
+#include "sampling/vclock.h"
 
 struct probes {
 	struct heapbpf_bpf *skel;
@@ -29,6 +30,8 @@ struct probes {
 	 * in its `sampled` map only; else once per pid.
 	 */
 	bool by_file;
+	/* without by_file: targets attached (one coarse clock address serves the first's tree) */
+	unsigned int direct_targets;
 	/* HEAPBPF_BENCH_PARTS: bench/bpfstats.py's decomposition (HEAPBPF_PART_*), else 0 */
 	unsigned long bench_parts;
 	struct probed_file *files;
@@ -227,16 +230,42 @@ void probes__untrack(struct probes *p, pid_t pid)
 		bpf_map__delete_elem(p->skel->maps.sampled, &key, sizeof(key), 0);
 }
 
-/* by_file: pid's samples are kept from now on. */
-static int sample_pid(struct probes *p, pid_t pid)
+/*
+ * Where the allocation probe reads pid's coarse clock (t: its jemalloc, whose
+ * mappings a forked child shares), or 0: only where frees carry no pointer
+ * but jemalloc's allocation time (5.3.0), which the collector matches to it.
+ */
+static uint64_t coarse_clock(const struct probes *p, const struct jemalloc_target *t, pid_t pid)
+{
+	const struct heapbpf_layout *l = &p->skel->rodata->layout;
+
+	if (l->free_ptr_arg != HEAPBPF_ARG_NONE || !l->info_has_time)
+		return 0;
+	return vclock_coarse_addr(pid, t->maps);
+}
+
+/* by_file: pid's samples are kept from now on, its coarse clock read at clock (0: none). */
+static int sample_pid(struct probes *p, pid_t pid, uint64_t clock)
 {
 	__u32 key = pid;
-	__u8 one = 1;
+	__u64 v = clock;
 
-	if (bpf_map__update_elem(p->skel->maps.sampled, &key, sizeof(key), &one, sizeof(one),
-				 BPF_ANY))
+	if (bpf_map__update_elem(p->skel->maps.sampled, &key, sizeof(key), &v, sizeof(v), BPF_ANY))
 		return -errno;
 	return 0;
+}
+
+/*
+ * Without by_file, the one coarse clock address of the targets' trees: the
+ * first target's; a second target with another address leaves none (its
+ * frees are matched without it).
+ */
+static void direct_clock(struct probes *p, uint64_t clock)
+{
+	if (!p->direct_targets++)
+		p->skel->bss->coarse_at = clock;
+	else if (p->skel->bss->coarse_at != clock)
+		p->skel->bss->coarse_at = 0;
 }
 
 /* by_file: t's object's entry in files (*idx), a new one (no users yet) if it has none. */
@@ -331,7 +360,7 @@ int probes__attach(struct probes *p, const struct jemalloc_target *t, bool activ
 		size_t first = p->nlinks;
 
 		err = file_probed(p, t, &fi);
-		err = err ?: sample_pid(p, t->pid);
+		err = err ?: sample_pid(p, t->pid, coarse_clock(p, t, t->pid));
 		/* every process that maps the file: BPF keeps the sampled pids' events only */
 		if (!err && !p->files[fi].users) {
 			err = attach_sampling(p, t, -1);
@@ -346,6 +375,8 @@ int probes__attach(struct probes *p, const struct jemalloc_target *t, bool activ
 		}
 	} else {
 		err = err ?: attach_sampling(p, t, t->pid);
+		if (!err)
+			direct_clock(p, coarse_clock(p, t, t->pid));
 	}
 	if (!err && activity && t->activity_off) {
 		err = keep_link(&p->activity, &p->nactivity,
@@ -425,7 +456,8 @@ void probes__close_ring_buffer(struct probes *p)
 int probes__attach_pid(struct probes *p, const struct jemalloc_target *t, pid_t pid)
 {
 	/* a forked child maps its parent's object: the file's uprobes see it already */
-	return p->by_file ? sample_pid(p, pid) : attach_sampling(p, t, pid);
+	return p->by_file ? sample_pid(p, pid, coarse_clock(p, t, pid))
+			  : attach_sampling(p, t, pid);
 }
 
 int probes__activity_bytes(struct probes *p, pid_t pid, uint64_t *bytes)

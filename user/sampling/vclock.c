@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The kernel keeps CLOCK_MONOTONIC_COARSE for the vDSO in a data page it
+ * maps into every process ([vvar]), as {u64 seconds, u64 nanoseconds}, and
+ * updates it at each tick. Where in that page is the kernel's own layout,
+ * which changes between releases, so heapbpf does not assume it: it reads
+ * the clock, copies the first page of its own [vvar], reads the clock again
+ * and, if no tick came between, looks for the one place that holds that
+ * reading. A process in another time namespace maps another page there
+ * (its clock offsets), so its targets get no address.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sampling/vclock.h"
+
+#define VVAR_NAME "[vvar]"
+#define TRIES	  8
+
+static long coarse_off = -1;
+
+static uint64_t vvar_start(const struct proc_maps *maps)
+{
+	for (size_t i = 0; i < maps->n; i++) {
+		if (maps->v[i].path && !strcmp(maps->v[i].path, VVAR_NAME))
+			return maps->v[i].start;
+	}
+	return 0;
+}
+
+/* The one 8-aligned offset of {sec, nsec} in page[0, len), or -1 (none, or more than one). */
+static long find_pair(const unsigned char *page, size_t len, const struct timespec *ts)
+{
+	const uint64_t sec = (uint64_t)ts->tv_sec, nsec = (uint64_t)ts->tv_nsec;
+	long found = -1;
+
+	for (size_t off = 0; off + 16 <= len; off += 8) {
+		uint64_t w[2];
+
+		memcpy(w, page + off, sizeof(w));
+		if (w[0] != sec || w[1] != nsec)
+			continue;
+		if (found >= 0)
+			return -1;
+		found = (long)off;
+	}
+	return found;
+}
+
+static void find_offset(void)
+{
+	static unsigned char page[65536];
+	struct proc_maps *own = NULL;
+	long psize = sysconf(_SC_PAGESIZE);
+	uint64_t start;
+
+	if (psize <= 0 || (size_t)psize > sizeof(page) || proc_maps__read(getpid(), &own))
+		return;
+	start = vvar_start(own);
+	proc_maps__free(own);
+	if (!start)
+		return;
+	for (int i = 0; i < TRIES; i++) {
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &a);
+		memcpy(page, (const void *)(uintptr_t)start, (size_t)psize);
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &b);
+		if (a.tv_sec != b.tv_sec || a.tv_nsec != b.tv_nsec)
+			continue; /* a tick between: the copy may hold either */
+		coarse_off = find_pair(page, (size_t)psize, &a);
+		return;
+	}
+}
+
+long vclock_coarse_offset(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, find_offset);
+	return coarse_off;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+
+	return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* Whether pid is in heapbpf's time namespace (so: the same vDSO data page); true without them. */
+static bool same_time_ns(pid_t pid)
+{
+	char path[64];
+	struct stat own;
+
+	if (stat("/proc/self/ns/time", &own))
+		return errno == ENOENT; /* a kernel without time namespaces (before 5.6) */
+	snprintf(path, sizeof(path), "/proc/%d/ns/time", (int)pid);
+	return same_file("/proc/self/ns/time", path);
+}
+
+/*
+ * The monotonic offset of who's ("self" or a pid) time namespace, from
+ * timens_offsets, which shows the namespace its children get: only where
+ * that is its own. false if it cannot be known.
+ */
+static bool ns_offset(const char *who, int64_t *off)
+{
+	char path[64], kids[64], line[128];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/ns/time", who);
+	snprintf(kids, sizeof(kids), "/proc/%s/ns/time_for_children", who);
+	if (!same_file(path, kids))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%s/timens_offsets", who);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		long long sec, nsec;
+
+		/* "monotonic SECONDS NANOSECONDS", or the clock's number (1) on some kernels */
+		if ((sscanf(line, "monotonic %lld %lld", &sec, &nsec) == 2 ||
+		     sscanf(line, "1 %lld %lld", &sec, &nsec) == 2) &&
+		    sec > -(INT64_MAX / 1000000000LL) && sec < INT64_MAX / 1000000000LL) {
+			*off = (int64_t)sec * 1000000000LL + nsec;
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+int64_t vclock_monotonic_offset(pid_t pid)
+{
+	char who[16];
+	int64_t own = 0, other = 0;
+
+	if (same_time_ns(pid))
+		return 0;
+	snprintf(who, sizeof(who), "%d", (int)pid);
+	if (!ns_offset(who, &other) || !ns_offset("self", &own))
+		return 0;
+	return other - own;
+}
+
+uint64_t vclock_coarse_addr(pid_t pid, const struct proc_maps *maps)
+{
+	long off = vclock_coarse_offset();
+	uint64_t start = maps ? vvar_start(maps) : 0;
+
+	if (off < 0 || !start || !same_time_ns(pid))
+		return 0;
+	return start + (uint64_t)off;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Where the allocation probe reads a target's CLOCK_MONOTONIC_COARSE, the
+ * clock jemalloc 5.3.0 stamps its samples with: the kernel's vDSO data page
+ * ([vvar]) in the target's own memory, the very words its clock_gettime
+ * reads (bpf_ktime_get_coarse_ns is not allowed in uprobe programs).
+ */
+#ifndef __HEAPBPF_VCLOCK_H
+#define __HEAPBPF_VCLOCK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "symbols/proc.h"
+
+/*
+ * The address in pid's memory (maps: its mappings) of the coarse monotonic
+ * clock's {u64 seconds, u64 nanoseconds}, or 0 where it cannot be known:
+ * no [vvar] mapping, another time namespace than heapbpf's, or a vDSO
+ * data page in which heapbpf does not find its own reading of the clock.
+ */
+uint64_t vclock_coarse_addr(pid_t pid, const struct proc_maps *maps);
+
+/*
+ * How far pid's CLOCK_MONOTONIC (and _COARSE) is ahead of heapbpf's: its
+ * time namespace's offset (/proc/PID/timens_offsets) less heapbpf's own;
+ * 0 in the same namespace or where the kernel has none.
+ */
+int64_t vclock_monotonic_offset(pid_t pid);
+
+/*
+ * The offset of that pair in the [vvar] mapping, found in heapbpf's own
+ * (the layout is the kernel's, the same in every process); -1 if not found.
+ */
+long vclock_coarse_offset(void);
+
+#endif /* __HEAPBPF_VCLOCK_H */
