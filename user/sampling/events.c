@@ -394,6 +394,7 @@ int events_on_event(void *ctx, void *data, size_t len)
 	struct loop *l = ctx;
 	struct session *s = l->s;
 	const __u32 *type = data;
+	struct heapbpf_free_event freed;
 	const struct proc *pr;
 
 	if (len >= sizeof(struct heapbpf_proc_event) &&
@@ -403,6 +404,15 @@ int events_on_event(void *ctx, void *data, size_t len)
 		return on_oom_event(l, data);
 	/* both records carry the process in their second field */
 	pr = len >= 2 * sizeof(__u32) ? loop_proc_of(l, type[1]) : NULL;
+	/* the allocation time of a free of a process in another time namespace, in heapbpf's clock */
+	if (pr && l->m[pr->member].clock_ahead_ns && *type == HEAPBPF_EV_FREE &&
+	    len >= sizeof(struct heapbpf_free_event)) {
+		memcpy(&freed, data, sizeof(freed));
+		if (freed.alloc_time_ns)
+			freed.alloc_time_ns -= (uint64_t)l->m[pr->member].clock_ahead_ns;
+		data = &freed;
+		len = sizeof(freed);
+	}
 	/* a node session's target that failed: nothing more of it, until it leaves */
 	if (l->node && pr && l->m[pr->member].s->failed)
 		return 0;

@@ -81,6 +81,11 @@ struct member {
 	/* a node session's target: its own activity probe while its late-activation check runs */
 	struct bpf_link *late;
 	int64_t late_t0; /* CLOCK_MONOTONIC when that check began */
+	/*
+	 * How far its clocks are ahead of heapbpf's (a time namespace's offset):
+	 * taken off jemalloc's allocation times in its frees as they come
+	 */
+	int64_t clock_ahead_ns;
 };
 
 /* A process whose events the session takes: a target, or a child forked from one. */

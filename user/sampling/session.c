@@ -32,6 +32,7 @@
 #include "sampling/serve.h"
 #include "sampling/session.h"
 #include "sampling/toggle.h"
+#include "sampling/vclock.h"
 #include "util/version.h"
 
 #ifndef SYS_pidfd_open
@@ -495,6 +496,7 @@ int session_start_member(struct loop *l, struct member *m)
 	int rc;
 
 	collector__set_attach_time(m->s->collector, l->attach_coarse);
+	m->clock_ahead_ns = vclock_monotonic_offset(t->pid);
 	rc = t->needs_selfcheck ? selfcheck__new(t, l->attach_coarse, &m->sc) : 0;
 	m->s->unconfirmed = t->needs_selfcheck;
 	if (rc)
