@@ -126,7 +126,7 @@ if [ ! -f "$set_dir/.complete" ]; then
 		fail "$orig's deps/Makefile does not configure jemalloc as 5.3.0-0-g0"
 	# upstream's build, redis-server only (redis-cli and the benchmark are Debian's)
 	nice -n 10 make -C "$src/src" -j"$(nproc)" MALLOC=jemalloc \
-		JEMALLOC_CONFIGURE_OPTS=--enable-prof redis-server >"$work/build.log" 2>&1 ||
+		JEMALLOC_CONFIGURE_OPTS="--enable-prof --with-lg-vaddr=48" redis-server >"$work/build.log" 2>&1 ||
 		{ tail -30 "$work/build.log"; fail "building redis-server failed (log: $work/build.log)"; }
 	tmp=$(mktemp -d "$cache/.redis-$key.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
