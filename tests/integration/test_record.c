@@ -250,6 +250,23 @@ Test(record, bad_recordings_are_refused)
 	cr_assert(strstr(err, "cannot open"), "%s", err);
 }
 
+/* heapbpf --record of s's service for 2 s, then s stopped; the recording opened. */
+static struct rec_reader *recorded(struct svc *s)
+{
+	char pid[16], rec[PATH_MAX], err[8192];
+	struct rec_reader *rd;
+
+	snprintf(pid, sizeof(pid), "%d", s->served);
+	snprintf(rec, sizeof(rec), "%s/run.hbr", hb_tmpdir());
+	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "2", "--record", rec, "-o",
+					      "/dev/null", NULL },
+			    err, sizeof(err), 60000),
+		     0, "%s", err);
+	cr_assert_eq(svc_stop(s), 0);
+	cr_assert_eq(recording_reader__open(rec, &rd, err, sizeof(err)), 0, "%s", err);
+	return rd;
+}
+
 /*
  * jemalloc 5.3.0's frees carry no pointer, only its CLOCK_MONOTONIC_COARSE
  * reading just after the probe: each sample carries the same clock as the
@@ -261,7 +278,7 @@ Test(record, bad_recordings_are_refused)
  */
 Test(record, samples_of_530_carry_the_coarse_clock)
 {
-	char pid[16], rec[PATH_MAX], err[8192];
+	char pid[16], err[8192];
 	struct rec_reader *rd;
 	struct rec_record r;
 	struct svc s;
@@ -278,13 +295,7 @@ Test(record, samples_of_530_carry_the_coarse_clock)
 
 	cr_assert_not_null(first);
 	start(&s, hb_path("examples/alloc-service-static"), pid);
-	snprintf(rec, sizeof(rec), "%s/run.hbr", hb_tmpdir());
-	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "2", "--record", rec, "-o",
-					      "/dev/null", NULL },
-			    err, sizeof(err), 60000),
-		     0, "%s", err);
-	cr_assert_eq(svc_stop(&s), 0);
-	cr_assert_eq(recording_reader__open(rec, &rd, err, sizeof(err)), 0, "%s", err);
+	rd = recorded(&s);
 	while ((rc = recording_reader__next(rd, &r, err, sizeof(err))) == 1) {
 		struct heapbpf_alloc_event a;
 		struct heapbpf_free_event *f = (struct heapbpf_free_event *)&a;
@@ -347,7 +358,7 @@ Test(record, no_coarse_clock_in_another_time_namespace)
 {
 	static const char *const wrap[] = { "/usr/bin/unshare", "--time", "--fork",
 					    "--monotonic",	"100000", NULL };
-	char pid[16], rec[PATH_MAX], err[8192];
+	char err[8192];
 	struct rec_reader *rd;
 	struct rec_record r;
 	struct svc s;
@@ -360,14 +371,7 @@ Test(record, no_coarse_clock_in_another_time_namespace)
 				    (const char *[]){ "--threads", "2", NULL }),
 		     0);
 	cr_assert_neq(s.served, s.pid, "the service is unshare's child");
-	snprintf(pid, sizeof(pid), "%d", s.served);
-	snprintf(rec, sizeof(rec), "%s/run.hbr", hb_tmpdir());
-	cr_assert_eq(hb_run((const char *[]){ "--pid", pid, "-d", "2", "--record", rec, "-o",
-					      "/dev/null", NULL },
-			    err, sizeof(err), 60000),
-		     0, "%s", err);
-	cr_assert_eq(svc_stop(&s), 0);
-	cr_assert_eq(recording_reader__open(rec, &rd, err, sizeof(err)), 0, "%s", err);
+	rd = recorded(&s);
 	while ((rc = recording_reader__next(rd, &r, err, sizeof(err))) == 1) {
 		struct heapbpf_alloc_event a;
 

@@ -239,6 +239,17 @@ Test(rss_versions, exact_rjem531)
 	exact(hb_fixture_built("bin/rjem531-shared"), "_RJEM_MALLOC_CONF");
 }
 
+/*
+ * 5.3.0 configured with a 57-bit address width, as configure makes it on a
+ * CPU with five-level paging (a Rust service's jemalloc built on such a
+ * server): a page map of three levels with two-word leaf elements, read as
+ * exactly as the 48-bit one.
+ */
+Test(rss_versions, exact_530_57_bit_addresses)
+{
+	exact(hb_fixture_built("bin/vaddr57-static"), "MALLOC_CONF");
+}
+
 /* heapbpf rss with args; its exit status, its stderr into err. */
 static int rss_run(const char *const *args, char *err, size_t len)
 {

@@ -180,6 +180,48 @@ static void on_extent(void *ctx, const struct jestats_extent *e)
 }
 
 /*
+ * A large extent's edata at edata: active (state 0), not a slab, of size's
+ * class; e_addr and e_size carry low bits (the cache-oblivious offset, the
+ * esn) as given. Its size class.
+ */
+static unsigned large_edata(struct image *im, const struct jestats *st,
+			    const struct jestats_layout *l, uint64_t edata, uint64_t addr,
+			    uint64_t size, uint64_t low)
+{
+	uint64_t f[3];
+	unsigned szind;
+
+	for (szind = st->nbins; st->index2size[szind] != size; szind++)
+		;
+	f[0] = (uint64_t)szind << l->szind_shift;
+	f[1] = addr + low;
+	f[2] = size | low;
+	memcpy(img_add(im, edata, sizeof(f)), f, sizeof(f));
+	return szind;
+}
+
+/* The walk finds that one extent, at addr, of its size and class, npages of jemalloc's pages. */
+static void walk_finds_it(const struct mem_source *m, const struct jestats_layout *l,
+			  const struct jestats_syms *sy, const struct jestats *st, uint64_t addr,
+			  uint64_t size, unsigned szind, uint64_t npages)
+{
+	struct jestats_walk w;
+	struct seen seen = { 0 };
+	char err[256] = "";
+
+	cr_assert_eq(jestats_walk(m, l, sy, st, NULL, NULL, on_extent, &seen, &w, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(seen.n, 1);
+	cr_assert_eq(w.extents, 1);
+	cr_assert_eq(w.skipped, 0);
+	cr_assert_eq(seen.e.kind, JE_LARGE);
+	cr_assert_eq(seen.e.addr, addr, "%#llx", (unsigned long long)seen.e.addr);
+	cr_assert_eq(seen.e.size, size, "%llu", (unsigned long long)seen.e.size);
+	cr_assert_eq(seen.e.szind, szind);
+	cr_assert_eq(w.pages[JE_LARGE], npages);
+}
+
+/*
  * One large extent of 256 KiB (four 64 KiB pages) in jemalloc's page map:
  * the root indexed by address bits 32 to 47, a leaf by bits 16 to 31; its
  * edata's address carries a cache-oblivious offset and its size an esn,
@@ -196,8 +238,8 @@ Test(jestats_pages, page_map_of_64k_pages)
 	struct seen seen = { 0 };
 	const uint64_t rtree = 0x400000, leaf = 0x1000000, edata = 0x2000000;
 	const uint64_t addr = 0x7f1234560000ull, size = 256 << 10;
-	uint64_t f[3], leafaddr = leaf;
-	uint8_t *root, *lf, *ed;
+	uint64_t leafaddr = leaf;
+	uint8_t *root, *lf;
 	unsigned szind;
 	char err[256] = "";
 
@@ -209,34 +251,69 @@ Test(jestats_pages, page_map_of_64k_pages)
 	lf = img_add(&im, leaf, (1u << 16) * 8);
 	for (uint64_t p = 0; p < size >> 16; p++)
 		memcpy(lf + (((addr >> 16) & 0xffff) + p) * 8, &edata, 8);
-	for (szind = st->nbins; st->index2size[szind] != size; szind++)
-		;
-	/* active (state 0), not a slab, its class */
-	f[0] = (uint64_t)szind << l->szind_shift;
-	f[1] = addr + 0x2340;
-	f[2] = size | 0x1234;
-	ed = img_add(&im, edata, sizeof(f));
-	memcpy(ed, f, sizeof(f));
+	/* low bits under 64 KiB but above 4 KiB */
+	szind = large_edata(&im, st, l, edata, addr, size, 0x2340);
 	sy.rtree = rtree;
 	sy.rtree_size = l->rtree_root + (1u << 16) * 8;
-
-	cr_assert_eq(jestats_walk(&m, l, &sy, st, NULL, NULL, on_extent, &seen, &w, err,
-				  sizeof(err)),
-		     0, "%s", err);
-	cr_assert_eq(seen.n, 1);
-	cr_assert_eq(w.extents, 1);
-	cr_assert_eq(w.skipped, 0);
-	cr_assert_eq(seen.e.kind, JE_LARGE);
-	cr_assert_eq(seen.e.addr, addr, "%#llx", (unsigned long long)seen.e.addr);
-	cr_assert_eq(seen.e.size, size, "%llu", (unsigned long long)seen.e.size);
-	cr_assert_eq(seen.e.szind, szind);
 	/* four of jemalloc's pages */
-	cr_assert_eq(w.pages[JE_LARGE], 4);
+	walk_finds_it(&m, l, &sy, st, addr, size, szind, 4);
 	/* 4 KiB pages' map would be 2^18 leaves: a 64 KiB build's is refused as such */
 	sy.rtree_size = l->rtree_root + (1u << 18) * 8;
 	cr_assert_eq(jestats_walk(&m, l, &sy, st, NULL, NULL, on_extent, &seen, &w, err,
 				  sizeof(err)),
 		     -ENOTSUP);
+	free(st);
+	img_free(&im);
+}
+
+/*
+ * A 57-bit build's page map (4 KiB pages): three levels of 15 bits (the
+ * root by address bits 42 to 56, a node by 27 to 41, a leaf by 12 to 26),
+ * two words a leaf element, the extent's pointer first and its metadata
+ * after (no room above the pointer for the size class). One large extent of
+ * 64 KiB, found at its first page with its class from the edata.
+ */
+Test(jestats_pages, page_map_of_57_bit_addresses)
+{
+	const struct jestats_layout *l = jestats_layout_for("5.3.0");
+	struct image im = { .n = 0 };
+	struct mem_source m = { .read = img_read, .mapped = img_mapped, .ctx = &im };
+	struct jestats_syms sy;
+	struct jestats *st = calloc(1, sizeof(*st));
+	struct jestats_walk w;
+	struct seen seen = { 0 };
+	const uint64_t rtree = 0x400000, node = 0x1000000, leaf = 0x1800000, edata = 0x2000000;
+	const uint64_t addr = 0x7f1234560000ull, size = 64 << 10, pn = addr >> 12;
+	const uint64_t bits15 = (1u << 15) - 1;
+	uint64_t nodeaddr = node, leafaddr = leaf;
+	uint8_t *root, *nd, *lf;
+	unsigned szind;
+	char err[256] = "";
+
+	cr_assert_not_null(st);
+	tables(&im, 12, &sy);
+	cr_assert_eq(jestats_read(&m, l, &sy, st, err, sizeof(err)), 0, "%s", err);
+	root = img_add(&im, rtree, l->rtree_root + (1u << 15) * 8);
+	memcpy(root + l->rtree_root + (pn >> 30) * 8, &nodeaddr, 8);
+	nd = img_add(&im, node, (1u << 15) * 8);
+	memcpy(nd + ((pn >> 15) & bits15) * 8, &leafaddr, 8);
+	lf = img_add(&im, leaf, (1u << 15) * 16);
+	for (uint64_t p = 0; p < size >> 12; p++) {
+		/* the pointer, then metadata that is not an address (slab 0, head, state 0) */
+		const uint64_t elem[2] = { edata, 0x2a2 };
+
+		memcpy(lf + ((pn & bits15) + p) * 16, elem, sizeof(elem));
+	}
+	szind = large_edata(&im, st, l, edata, addr, size, 0);
+	sy.rtree = rtree;
+	sy.rtree_size = l->rtree_root + (1u << 15) * 8;
+	walk_finds_it(&m, l, &sy, st, addr, size, szind, 16);
+	/* a root of another size is neither map: refused in one sentence */
+	sy.rtree_size = l->rtree_root + (1u << 14) * 8;
+	cr_assert_eq(jestats_walk(&m, l, &sy, st, NULL, NULL, on_extent, &seen, &w, err,
+				  sizeof(err)),
+		     -ENOTSUP);
+	cr_assert(strstr(err, "neither the 48-bit nor the 57-bit"), "%s", err);
 	free(st);
 	img_free(&im);
 }

@@ -17,15 +17,27 @@
 #define LG_PAGE_MAX 16
 #define PAGE_OF(st) (1ull << (st)->lg_page)
 /*
- * A 48-bit rtree (LG_VADDR 48) of two levels over the 48 - LG_PAGE bits of
- * a page number: the root takes half of them (18 with 4 KiB pages, 16 with
- * 64 KiB), a leaf the rest (rtree.h's rtree_levels).
+ * jemalloc's page map (rtree.h) over the LG_VADDR - LG_PAGE significant bits
+ * of a page number (NSB), which its configure takes from the build host's
+ * CPU:
+ *   - 48-bit (LG_VADDR 48, Debian's builds): two levels, the root taking
+ *     half the bits (18 with 4 KiB pages, 16 with 64 KiB), a leaf the rest;
+ *     a leaf element is one word, the extent's pointer with its size class
+ *     in bits 48 and up (RTREE_LEAF_COMPACT);
+ *   - 57-bit (LG_VADDR 57, a build on a CPU with five-level paging): three
+ *     levels of NSB/3 bits (rtree_levels: the first and second take what
+ *     NSB % 3 leaves over), 15 each with 4 KiB pages; seven bits above the
+ *     address are too few for a size class, so a leaf element is two words,
+ *     the extent's pointer and then its metadata.
+ * Which one a build has, its root's size says (the symbol's size).
  */
-#define RTREE_ROOT_BITS(st) ((48u - (st)->lg_page) / 2)
-#define RTREE_LEAF_BITS(st) (48u - (st)->lg_page - RTREE_ROOT_BITS(st))
+struct rtree_shape {
+	unsigned bits[3]; /* per level, from the root */
+	unsigned levels;
+	unsigned elem_size; /* of a leaf element */
+};
 /* A leaf is read a 4 KiB chunk at a time, each asked of present() first (a kernel page) */
 #define CHUNK	       4096ull
-#define ELEMS_CHUNK    (CHUNK / 8)
 #define MAX_LEAF_CHUNK ((1ull << ((48u - LG_PAGE_MIN + 1) / 2)) * 8 / CHUNK)
 #define MAX_ARENAS     4095
 #define MAX_BLOCKS     (1u << 20)
@@ -443,7 +455,8 @@ struct walker {
 	void (*fn)(void *ctx, const struct jestats_extent *e);
 	void *ctx;
 	struct jestats_walk *w;
-	uint64_t last; /* the element last decoded: a slab's pages repeat it */
+	uint64_t last;	   /* the element last decoded: a slab's pages repeat it */
+	uint64_t ptr_mask; /* of a leaf element's first word: the extent's pointer */
 };
 
 /* The extent state of e_bits as a kind; active ones by their size class. */
@@ -472,7 +485,7 @@ static enum jestats_kind kind_of(const struct walker *k, uint64_t bits, unsigned
 /* One leaf element at the page page: its extent passed on at the extent's first page. */
 static void element(struct walker *k, uint64_t elem, uint64_t page)
 {
-	uint64_t ed = elem & k->l->leaf_ptr_mask, f[3];
+	uint64_t ed = elem & k->ptr_mask, f[3];
 	struct jestats_extent e = { 0 };
 
 	if (!ed || elem == k->last)
@@ -510,14 +523,18 @@ static void element(struct walker *k, uint64_t elem, uint64_t page)
 	k->fn(k->ctx, &e);
 }
 
-static int walk_leaf(struct walker *k, uint64_t leaf, uint64_t top, jestats_present_fn present,
-		     void *pctx)
+/* The leaf at leaf, of the pages whose number above its own bits is top. */
+static int walk_leaf(struct walker *k, const struct rtree_shape *sh, uint64_t leaf, uint64_t top,
+		     jestats_present_fn present, void *pctx)
 {
-	unsigned lg_page = k->st->lg_page, leaf_bits = RTREE_LEAF_BITS(k->st);
-	uint64_t nchunks = (1ull << leaf_bits) * 8 / CHUNK;
+	unsigned lg_page = k->st->lg_page, leaf_bits = sh->bits[sh->levels - 1];
+	uint64_t per_chunk = CHUNK / sh->elem_size, words = sh->elem_size / 8;
+	uint64_t nchunks = ((1ull << leaf_bits) * sh->elem_size + CHUNK - 1) / CHUNK;
 	bool here[MAX_LEAF_CHUNK];
-	uint64_t elems[ELEMS_CHUNK];
+	uint64_t elems[CHUNK / 8];
 
+	if (nchunks > MAX_LEAF_CHUNK)
+		return -EFAULT;
 	if (!present)
 		memset(here, 1, sizeof(here));
 	else if (present(pctx, leaf, nchunks, here))
@@ -528,14 +545,55 @@ static int walk_leaf(struct walker *k, uint64_t leaf, uint64_t top, jestats_pres
 		if (memsrc_read(k->m, leaf + p * CHUNK, elems, sizeof(elems)))
 			return -EFAULT;
 		k->w->leaf_pages++;
-		for (uint64_t j = 0; j < ELEMS_CHUNK; j++) {
+		for (uint64_t j = 0; j < per_chunk; j++) {
 			uint64_t key = (top << (leaf_bits + lg_page)) |
-				       ((p * ELEMS_CHUNK + j) << lg_page);
+				       ((p * per_chunk + j) << lg_page);
 
-			element(k, elems[j], key);
+			element(k, elems[j * words], key);
 		}
 	}
 	return 0;
+}
+
+/* The shape of the page map whose root (past root_off) is size bytes; false: neither known one. */
+static bool rtree_shape_of(const struct jestats *st, const struct jestats_layout *l, uint64_t size,
+			   struct rtree_shape *sh)
+{
+	unsigned nsb48 = 48u - st->lg_page, nsb57 = 57u - st->lg_page;
+
+	*sh = (struct rtree_shape){ .levels = 2, .elem_size = 8 };
+	sh->bits[0] = nsb48 / 2;
+	sh->bits[1] = nsb48 - sh->bits[0];
+	if (size == l->rtree_root + (8ull << sh->bits[0]))
+		return true;
+	*sh = (struct rtree_shape){ .levels = 3, .elem_size = 16 };
+	sh->bits[0] = nsb57 / 3 + nsb57 % 3 / 2;
+	sh->bits[1] = nsb57 / 3 + nsb57 % 3 % 2;
+	sh->bits[2] = nsb57 / 3;
+	return size == l->rtree_root + (8ull << sh->bits[0]);
+}
+
+/* The nodes below one entry of the root, level by level, down to the leaves. */
+static int walk_node(struct walker *k, const struct rtree_shape *sh, uint64_t node, unsigned level,
+		     uint64_t top, jestats_present_fn present, void *pctx)
+{
+	uint64_t n = 1ull << sh->bits[level], *v;
+	int rc = 0;
+
+	if (level == sh->levels - 1)
+		return walk_leaf(k, sh, node, top, present, pctx);
+	v = malloc(n * 8);
+	if (!v)
+		return -ENOMEM;
+	if (memsrc_read(k->m, node, v, n * 8))
+		rc = -EFAULT;
+	for (uint64_t i = 0; !rc && i < n; i++) {
+		if (v[i])
+			rc = walk_node(k, sh, v[i], level + 1, (top << sh->bits[level]) | i,
+				       present, pctx);
+	}
+	free(v);
+	return rc;
 }
 
 static int walk_bases(struct walker *k, const struct jestats_syms *sy, char *err, size_t errlen)
@@ -576,27 +634,33 @@ int jestats_walk(const struct mem_source *m, const struct jestats_layout *l,
 		 struct jestats_walk *w, char *err, size_t errlen)
 {
 	struct walker k = { .m = m, .l = l, .st = st, .fn = fn, .ctx = ctx, .w = w };
+	struct rtree_shape sh;
 	uint64_t *root, nroot;
 	int rc = 0;
 
 	memset(w, 0, sizeof(*w));
 	if (st->lg_page < LG_PAGE_MIN || st->lg_page > LG_PAGE_MAX)
 		return hb_fail(err, errlen, -EINVAL, "jemalloc's page size is not known");
-	nroot = 1ull << RTREE_ROOT_BITS(st);
-	if (sy->rtree_size != l->rtree_root + nroot * 8)
+	if (!rtree_shape_of(st, l, sy->rtree_size, &sh))
 		return hb_fail(err, errlen, -ENOTSUP,
-			       "jemalloc's page map is not the 48-bit one heapbpf reads (its "
-			       "rtree is %llu bytes): the build host had 57-bit addresses",
+			       "jemalloc's page map is neither the 48-bit nor the 57-bit one "
+			       "heapbpf reads (its rtree is %llu bytes)",
 			       (unsigned long long)sy->rtree_size);
+	/* a compact element carries flags and the size class around the pointer */
+	k.ptr_mask = sh.elem_size == 8 ? l->leaf_ptr_mask : ~0ull;
+	nroot = 1ull << sh.bits[0];
 	root = malloc(nroot * 8);
 	if (!root)
 		return hb_fail(err, errlen, -ENOMEM, "out of memory");
 	if (memsrc_read(m, sy->rtree + l->rtree_root, root, nroot * 8))
 		rc = hb_fail(err, errlen, -EFAULT, "cannot read jemalloc's page map");
 	for (uint64_t i = 0; !rc && i < nroot; i++) {
-		if (root[i] && walk_leaf(&k, root[i], i, present, present_ctx))
-			rc = hb_fail(err, errlen, -EFAULT,
-				     "cannot read a leaf of jemalloc's page map");
+		int e = root[i] ? walk_node(&k, &sh, root[i], 1, i, present, present_ctx) : 0;
+
+		if (e)
+			rc = hb_fail(err, errlen, e,
+				     e == -ENOMEM ? "out of memory"
+						  : "cannot read a node of jemalloc's page map");
 	}
 	free(root);
 	return rc ?: walk_bases(&k, sy, err, errlen);
