@@ -78,7 +78,8 @@ pid_t hb_spawn(const char *const *argv, const char *errpath);
  * A guard's timeout_ms as the harness's waits take it: times
  * HEAPBPF_TEST_GUARD_FACTOR (1 to 100; default 1). The guards only bound a
  * hang, no test asserts a time: make test-arm64 sets 10 in its guests, whose
- * software emulation on a loaded machine runs a hundred times slower.
+ * software emulation on a loaded machine runs a hundred times slower, and
+ * scripts/run-tests.sh 3 for the sanitized build.
  */
 int hb_guard_ms(int timeout_ms);
 
