@@ -159,8 +159,8 @@ static void ts_kill(struct tctx_ent *t, uint32_t i)
 }
 
 /*
- * Without the probe's coarse time (kernels before 5.11, version 1
- * recordings): jemalloc's alloc_time (CLOCK_MONOTONIC_COARSE, up to a tick
+ * Without the probe's coarse time (a target in another time namespace,
+ * version 1 recordings): jemalloc's alloc_time (CLOCK_MONOTONIC_COARSE, up to a tick
  * behind, read just after the probe) against heapbpf's own times: the
  * oldest live one allocated at or after it (less a slack for that read),
  * else the newest one.

@@ -80,7 +80,8 @@ static void find_offset(void)
 	}
 }
 
-long vclock_coarse_offset(void)
+/* The offset of {sec, nsec} in the [vvar] mapping, found once in heapbpf's own; -1: none. */
+static long coarse_offset(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -88,23 +89,28 @@ long vclock_coarse_offset(void)
 	return coarse_off;
 }
 
+static bool same_stat(const struct stat *x, const struct stat *y)
+{
+	return x->st_dev == y->st_dev && x->st_ino == y->st_ino;
+}
+
 static bool same_file(const char *a, const char *b)
 {
 	struct stat x, y;
 
-	return !stat(a, &x) && !stat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+	return !stat(a, &x) && !stat(b, &y) && same_stat(&x, &y);
 }
 
 /* Whether pid is in heapbpf's time namespace (so: the same vDSO data page); true without them. */
 static bool same_time_ns(pid_t pid)
 {
 	char path[64];
-	struct stat own;
+	struct stat own, other;
 
 	if (stat("/proc/self/ns/time", &own))
 		return errno == ENOENT; /* a kernel without time namespaces (before 5.6) */
 	snprintf(path, sizeof(path), "/proc/%d/ns/time", (int)pid);
-	return same_file("/proc/self/ns/time", path);
+	return !stat(path, &other) && same_stat(&own, &other);
 }
 
 /*
@@ -156,7 +162,7 @@ int64_t vclock_monotonic_offset(pid_t pid)
 
 uint64_t vclock_coarse_addr(pid_t pid, const struct proc_maps *maps)
 {
-	long off = vclock_coarse_offset();
+	long off = coarse_offset();
 	uint64_t start = maps ? vvar_start(maps) : 0;
 
 	if (off < 0 || !start || !same_time_ns(pid))

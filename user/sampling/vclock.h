@@ -28,10 +28,4 @@ uint64_t vclock_coarse_addr(pid_t pid, const struct proc_maps *maps);
  */
 int64_t vclock_monotonic_offset(pid_t pid);
 
-/*
- * The offset of that pair in the [vvar] mapping, found in heapbpf's own
- * (the layout is the kernel's, the same in every process); -1 if not found.
- */
-long vclock_coarse_offset(void);
-
 #endif /* __HEAPBPF_VCLOCK_H */
