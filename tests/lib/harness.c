@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -259,6 +261,42 @@ bool hb_freed_pid_taken(int rc, int tries)
 	return false;
 }
 
+/*
+ * In the service's child: a time namespace of its own, its monotonic clocks
+ * ahead_s seconds ahead. The namespace is its children's, so it forks: the
+ * grandchild returns (and dies with it), the child waits and exits with the
+ * grandchild's status. System calls only (the child of the test's process).
+ */
+static void enter_time_namespace(int64_t ahead_s)
+{
+	char line[64];
+	int fd, n, st;
+	pid_t kid;
+
+	n = snprintf(line, sizeof(line), "monotonic %lld 0\n", (long long)ahead_s);
+	if (unshare(CLONE_NEWTIME))
+		_exit(126);
+	fd = open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, line, (size_t)n) != n)
+		_exit(126);
+	close(fd);
+	kid = fork();
+	if (kid < 0)
+		_exit(126);
+	if (kid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		return;
+	}
+	/* the pipes are the service's: their ends close when it exits */
+	close(0);
+	close(1);
+	while (waitpid(kid, &st, 0) < 0) {
+		if (errno != EINTR)
+			_exit(126);
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 		   const char *const *args)
 {
@@ -271,8 +309,6 @@ int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 	memset(s, 0, sizeof(*s));
 	/* a service that died must not take the test with it through SIGPIPE */
 	signal(SIGPIPE, SIG_IGN);
-	for (const char *const *w = o->wrap; w && *w && n < 16; w++)
-		argv[n++] = *w;
 	argv[n++] = binary;
 	argv[n++] = "--control";
 	for (; args && *args && n < 30; args++)
@@ -297,6 +333,8 @@ int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,
 		dup2(out[1], 1);
 		if (o->no_aslr)
 			personality(ADDR_NO_RANDOMIZE);
+		if (o->time_ahead_s > 0)
+			enter_time_namespace(o->time_ahead_s);
 		execve(argv[0], (char *const *)argv, envp);
 		_exit(127);
 	}

@@ -29,7 +29,7 @@ void hb_tmpdir_cleanup(void);
 
 struct svc {
 	pid_t pid;
-	pid_t served; /* the service's own pid, from its "ready PID" (pid's child under a wrap) */
+	pid_t served; /* the service's own pid, from its "ready PID" (pid's child: time_ahead_s) */
 	int in_fd, out_fd;
 	char buf[4096];
 	size_t buflen;
@@ -49,8 +49,12 @@ struct svc_opts {
 	const char *const *env;	 /* extra "NAME=value" entries, or NULL */
 	bool no_aslr;		 /* mapped where a non-PIE build would be, every run alike */
 	pid_t pid;		 /* this pid exactly (clone3's set_tid; root), 0: any */
-	/* a command the service runs under ("unshare", "--time", ...), NULL-ended; NULL: none */
-	const char *const *wrap;
+	/*
+	 * > 0: in a time namespace of its own, its monotonic clocks this many
+	 * seconds ahead (as a restored container is); the service is then the
+	 * child of s->pid, which waits for it (as unshare --time --fork does)
+	 */
+	int64_t time_ahead_s;
 };
 /* The same, as o says; -EEXIST when o->pid is taken. */
 int svc_start_opts(struct svc *s, const char *binary, const struct svc_opts *o,

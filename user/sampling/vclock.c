@@ -6,33 +6,57 @@
  * which changes between releases, so heapbpf does not assume it: it reads
  * the clock, copies the first page of its own [vvar], reads the clock again
  * and, if no tick came between, looks for the one place that holds that
- * reading. A process in another time namespace maps another page there
- * (its clock offsets), so its targets get no address.
+ * reading.
+ *
+ * A process in a time namespace of its own has a page of clock offsets
+ * first, and the kernel's data page at another page of its [vvar], which
+ * page depending on the architecture and the release. That place is found
+ * the same way, once, in a child heapbpf makes in a new time namespace
+ * (offsets zero, so its clock reads the kernel's words unchanged). The
+ * target's samples then carry the kernel's clock, without its offset,
+ * which is taken off its frees' times instead (vclock_monotonic_offset).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "sampling/vclock.h"
 
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
 #define VVAR_NAME "[vvar]"
 #define TRIES	  8
+#define MAX_PAGE  65536
 
+/* in the [vvar] of a process in heapbpf's time namespace, and of one in another; -1: none */
 static long coarse_off = -1;
+static long timens_off = -1;
 
-static uint64_t vvar_start(const struct proc_maps *maps)
+static const struct proc_map *vvar_of(const struct proc_maps *maps)
 {
 	for (size_t i = 0; i < maps->n; i++) {
 		if (maps->v[i].path && !strcmp(maps->v[i].path, VVAR_NAME))
-			return maps->v[i].start;
+			return &maps->v[i];
 	}
-	return 0;
+	return NULL;
+}
+
+static uint64_t vvar_start(const struct proc_maps *maps)
+{
+	const struct proc_map *m = vvar_of(maps);
+
+	return m ? m->start : 0;
 }
 
 /* The one 8-aligned offset of {sec, nsec} in page[0, len), or -1 (none, or more than one). */
@@ -56,12 +80,12 @@ static long find_pair(const unsigned char *page, size_t len, const struct timesp
 
 static void find_offset(void)
 {
-	static unsigned char page[65536];
+	static unsigned char page[MAX_PAGE];
 	struct proc_maps *own = NULL;
 	long psize = sysconf(_SC_PAGESIZE);
 	uint64_t start;
 
-	if (psize <= 0 || (size_t)psize > sizeof(page) || proc_maps__read(getpid(), &own))
+	if (psize <= 0 || psize > MAX_PAGE || proc_maps__read(getpid(), &own))
 		return;
 	start = vvar_start(own);
 	proc_maps__free(own);
@@ -78,6 +102,104 @@ static void find_offset(void)
 		coarse_off = find_pair(page, (size_t)psize, &a);
 		return;
 	}
+}
+
+/*
+ * In the child in a new time namespace: the one place past the first page
+ * of its [vvar] (start, len) that holds its own coarse reading, or -1. A
+ * page is copied through a pipe, so that one the kernel does not back (a
+ * paravirtual clock's page on a machine without one) fails the write with
+ * EFAULT instead of raising SIGBUS. Only system calls and the vDSO: the
+ * child of a process that may have threads.
+ */
+static long search_timens_vvar(uint64_t start, uint64_t len, long psize, int pfd[2])
+{
+	static unsigned char page[MAX_PAGE];
+	long found = -1;
+
+	for (uint64_t p = (uint64_t)psize; p + (uint64_t)psize <= len; p += (uint64_t)psize) {
+		int i;
+
+		for (i = 0; i < TRIES; i++) {
+			struct timespec a, b;
+			ssize_t n;
+			long off;
+
+			clock_gettime(CLOCK_MONOTONIC_COARSE, &a);
+			n = write(pfd[1], (const void *)(uintptr_t)(start + p), (size_t)psize);
+			if (n < 0)
+				break; /* not backed: nothing of ours there */
+			if (n != psize || read(pfd[0], page, (size_t)n) != n)
+				return -1;
+			clock_gettime(CLOCK_MONOTONIC_COARSE, &b);
+			if (a.tv_sec != b.tv_sec || a.tv_nsec != b.tv_nsec)
+				continue; /* a tick between */
+			off = find_pair(page, (size_t)psize, &a);
+			if (off >= 0 && found >= 0)
+				return -1; /* two places: neither is known to be it */
+			if (off >= 0)
+				found = (long)p + off;
+			break;
+		}
+		if (i == TRIES)
+			return -1;
+	}
+	return found;
+}
+
+/*
+ * Makes a child (A) that enters a new time namespace for its children and
+ * forks one (B), which searches its [vvar] (mapped where heapbpf's is: fork
+ * keeps the address) and writes what it found to heapbpf. Needs
+ * CAP_SYS_ADMIN and a kernel with time namespaces (5.6); -1 without.
+ */
+static void find_timens_offset(void)
+{
+	struct proc_maps *own = NULL;
+	const struct proc_map *m;
+	long psize = sysconf(_SC_PAGESIZE), off = -1;
+	uint64_t start = 0, len = 0;
+	int res[2];
+	pid_t a;
+
+	if (psize <= 0 || psize > MAX_PAGE || proc_maps__read(getpid(), &own))
+		return;
+	m = vvar_of(own);
+	if (m) {
+		start = m->start;
+		len = m->end - m->start;
+	}
+	proc_maps__free(own);
+	if (!start || pipe2(res, O_CLOEXEC))
+		return;
+	a = fork();
+	if (a == 0) {
+		int pfd[2];
+		pid_t b;
+
+		close(res[0]);
+		if (unshare(CLONE_NEWTIME))
+			_exit(1);
+		b = fork();
+		if (b == 0) {
+			long found = -1;
+
+			if (!pipe(pfd))
+				found = search_timens_vvar(start, len, psize, pfd);
+			_exit(write(res[1], &found, sizeof(found)) == sizeof(found) ? 0 : 1);
+		}
+		_exit(b > 0 && waitpid(b, NULL, 0) == b ? 0 : 1);
+	}
+	close(res[1]);
+	if (a > 0) {
+		if (read(res[0], &off, sizeof(off)) != sizeof(off))
+			off = -1;
+		/* reaped here, unless a reaper of heapbpf's own took it first */
+		while (waitpid(a, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	close(res[0]);
+	timens_off = off;
 }
 
 /* The offset of {sec, nsec} in the [vvar] mapping, found once in heapbpf's own; -1: none. */
@@ -160,12 +282,27 @@ int64_t vclock_monotonic_offset(pid_t pid)
 	return other - own;
 }
 
+/* The offset in the [vvar] of a process in a time namespace of its own, found once; -1: none. */
+static long timens_offset(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, find_timens_offset);
+	return timens_off;
+}
+
 uint64_t vclock_coarse_addr(pid_t pid, const struct proc_maps *maps)
 {
 	long off = coarse_offset();
 	uint64_t start = maps ? vvar_start(maps) : 0;
 
-	if (off < 0 || !start || !same_time_ns(pid))
+	if (off < 0 || !start)
 		return 0;
-	return start + (uint64_t)off;
+	/*
+	 * heapbpf found the clock in its own first page, so its namespace is the
+	 * initial one; a target in any other has the other layout
+	 */
+	if (!same_time_ns(pid))
+		off = timens_offset();
+	return off < 0 ? 0 : start + (uint64_t)off;
 }

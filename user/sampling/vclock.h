@@ -15,9 +15,11 @@
 
 /*
  * The address in pid's memory (maps: its mappings) of the coarse monotonic
- * clock's {u64 seconds, u64 nanoseconds}, or 0 where it cannot be known:
- * no [vvar] mapping, another time namespace than heapbpf's, or a vDSO
- * data page in which heapbpf does not find its own reading of the clock.
+ * clock's {u64 seconds, u64 nanoseconds}, the kernel's own (no time
+ * namespace's offset added), or 0 where it cannot be known: no [vvar]
+ * mapping, a vDSO data page in which heapbpf does not find its own reading
+ * of the clock, or, for a target in another time namespace, no child of
+ * heapbpf's that could make one and find the clock there.
  */
 uint64_t vclock_coarse_addr(pid_t pid, const struct proc_maps *maps);
 
