@@ -777,7 +777,12 @@ Test(watch, started_before_the_service_waits_for_it)
 	svc.pid = 0;
 }
 
-/* The files heapbpf's "wrote PATH" lines name, in the order said; their number. */
+/*
+ * The profiles heapbpf's "wrote PATH[, NAME...]" lines name, in the order
+ * said; their number. The names after the path (a trigger's RSS breakdown
+ * beside its profile, when one was measured in time) are files of the same
+ * directory: asserted to be there.
+ */
 static int wrote_lines(const char *text, char names[][PATH_MAX], int max)
 {
 	int n = 0;
@@ -785,9 +790,24 @@ static int wrote_lines(const char *text, char names[][PATH_MAX], int max)
 	for (const char *at = strstr(text, "heapbpf: wrote "); at;
 	     at = strstr(at + 1, "heapbpf: wrote ")) {
 		const char *path = at + strlen("heapbpf: wrote ");
+		size_t line = strcspn(path, "\n"), first = strcspn(path, ",\n");
+		char dir[PATH_MAX], other[PATH_MAX + NAME_MAX + 2];
+		struct stat st;
 
-		if (names && n < max)
-			snprintf(names[n], PATH_MAX, "%.*s", (int)strcspn(path, "\n"), path);
+		if (names && n < max) {
+			snprintf(names[n], PATH_MAX, "%.*s", (int)first, path);
+			snprintf(dir, sizeof(dir), "%s", names[n]);
+			*(strrchr(dir, '/') ?: dir) = 0;
+			for (size_t k = first; k < line; k += strcspn(path + k + 1, ",\n") + 1) {
+				const char *name = path + k + 2; /* past ", " */
+				size_t len = strcspn(name, ",\n");
+
+				snprintf(other, sizeof(other), "%s/%.*s", dir,
+					 (int)(len < NAME_MAX ? len : NAME_MAX), name);
+				cr_assert_eq(stat(other, &st), 0, "heapbpf said it wrote %s: %s",
+					     other, strerror(errno));
+			}
+		}
 		n++;
 	}
 	return n;
@@ -798,7 +818,10 @@ static int wrote_lines(const char *text, char names[][PATH_MAX], int max)
  * profiles of one second share their stamp, and each must still be a file
  * of its own (three files for five "wrote" lines before: a profile of the
  * same second was renamed over the one before it). Every line names a file
- * that is there, no two the same.
+ * that is there, no two the same. Sent once the first RSS breakdown is
+ * measured, so that each line also names the breakdown written beside its
+ * profile (on a loaded machine the breakdown had sometimes come first, and
+ * a test reading the line as one path failed).
  */
 Test(watch, profiles_of_one_second_each_get_a_file)
 {
@@ -808,7 +831,15 @@ Test(watch, profiles_of_one_second_each_get_a_file)
 	int n, lines = 0;
 
 	start_service(IDLE_CONF);
-	start_watch(out, NULL);
+	start_watch(out, (const char *[]){ "-v", NULL });
+	for (int w = 0; w < hb_guard_ms(30000); w += 10) {
+		free(text);
+		text = watch_err();
+		if (strstr(text, "RSS breakdown measured"))
+			break;
+		hb_sleep_ms(10);
+	}
+	cr_assert(strstr(text, "RSS breakdown measured"), "no RSS breakdown:\n%s", text);
 	for (int i = 0; i < 5; i++) {
 		cr_assert_eq(kill(watcher, SIGUSR1), 0);
 		/* one at a time: signals sent together may merge into one */
@@ -832,6 +863,7 @@ Test(watch, profiles_of_one_second_each_get_a_file)
 	cr_assert_eq(n, lines, "%d files for %d \"wrote\" lines:\n%s", n, lines, text);
 	cr_assert_eq(hb_count_files(out, "-demand.pb.gz", NULL, 0), 5, "%s", text);
 	cr_assert_eq(hb_count_files(out, "-stop.pb.gz", NULL, 0), 1, "%s", text);
+	cr_assert_eq(hb_count_files(out, "-demand.rss.json", NULL, 0), 5, "%s", text);
 	for (int i = 0; i < lines; i++) {
 		cr_assert_eq(stat(said[i], &st), 0, "heapbpf said it wrote %s: %s", said[i],
 			     strerror(errno));
