@@ -1293,6 +1293,134 @@ def kernels(doc):
                for k, b, bs, ts, r in KERNELS_ROWS])
 
 
+# make test beside another make test (`CI=true bash .ci/run` in fresh clones, two at a
+# time), measured by hand, as bench/run.py cannot: per machine or session, what ran, its
+# runs (run, commit, beside, wall time, result), and what they showed.
+PAIRS = [
+    ('Each run is `CI=true bash .ci/run` (which is `make test`) in a fresh `git clone` of the'
+     ' tree, two clones at once on this 2-core machine (2026-12-07, load average 20 to 50 '
+     "while both ran). Clone B ran over and over while A, then C, ran beside it; B's second "
+     'run found its build done (warm), the others built from nothing (cold). Times are the '
+     "runs' own wall time.",
+     [
+         ['A (cold)',
+          '1cd0c72',
+          "B's first",
+          '2805 s',
+          '1912 passed, 1 failed: `leaks/scenario_with_known_rates` (a longest lifetime of '
+          '287 ms where the example timed 77 ms: docs/analysis.md, Lifetimes)'],
+         ['B, first (cold)',
+          '1cd0c72',
+          'A',
+          '2801 s',
+          '1913 passed, 0 failed'],
+         ['B, second (warm)',
+          '1cd0c72',
+          'C',
+          '1644 s',
+          '1913 passed, 0 failed'],
+         ['C (cold)',
+          'e42aa3d',
+          "B's second and third",
+          '2693 s',
+          '1920 passed, 1 failed: `forks_pidreuse/process_under_a_freed_pid_is_left_alone` (5'
+          ' freed pids in a row taken; now 20 tries, 6410276)'],
+     ],
+     'A cold run beside another takes about 47 minutes here, past the 45 the project allows '
+     "itself; alone, CI's last passing run took 1453 s (stop 39)."),
+    ('Again on a new machine of the same kind (2026-12-07; its Xeon reports "57 bits '
+     'virtual"), each run `CI=true bash .ci/run` in a fresh clone:',
+     [
+         ['G (cold, no fixture cache)',
+          'fe8dbf9',
+          "nothing but this session's own work",
+          '1930 s',
+          '1908 passed, 13 failed: every `rss_versions` test, the fixtures built 57-bit on '
+          'this CPU (pinned to 48 since, 080aca3; 57-bit builds read since 066cbb6); and '
+          '`reach/unknown_521_dev_build_from_dwarf_oracle` (sanitized), heapbpf exit 4, '
+          'events dropped'],
+         ['A (cold, fixtures rebuilt)',
+          '12f4e56',
+          'B',
+          '2906 s',
+          '1935 passed, 0 failed'],
+         ['B (cold, fixtures rebuilt)',
+          '12f4e56',
+          'A',
+          '2907 s',
+          '1934 passed, 1 failed: '
+          '`multi/unit_in_one_process_each_exact_and_one_killed_mid_run` (sanitized), heapbpf'
+          ' not started within the 20 s hang guard (three times longer in the sanitized pass '
+          'since, 0417931)'],
+         ['C (fixtures cached)',
+          '0417931',
+          'D',
+          '2404 s',
+          '1935 passed, 0 failed'],
+         ['D (fixtures cached)',
+          '0417931',
+          'C',
+          '2402 s',
+          '1934 passed, 1 failed: `top/plain_tables_on_a_pipe` (sanitized), three tables '
+          'where it asked four in 4.5 s: a late tick (the test counts one to four since, the '
+          'next commit)'],
+     ],
+     'So a cold run beside another took 48 minutes here, past the 45 the project allows '
+     'itself.'),
+    ('A third session on the same machine (2026-12-07, later): the fixture recipe changed '
+     "(99687fb: jemalloc's symbol-listing compile unoptimized), so E and F rebuilt the "
+     'jemalloc fixtures (one built them, the other waited for its set); the Redis fixture and'
+     ' the fetched Debian sources were still cached. Then each clone ran `make test` a second'
+     ' time, warm, the two side by side again, while this session also booted qemu guests '
+     '(load average 16 to 26).',
+     [
+         ['E (jemalloc fixtures rebuilt)',
+          '99687fb',
+          'F',
+          '2146 s',
+          '1935 passed, 0 failed'],
+         ['F (jemalloc fixtures rebuilt)',
+          '99687fb',
+          'E',
+          '2144 s',
+          '1935 passed, 0 failed'],
+         ['E, second (warm)',
+          '99687fb',
+          "F's second, qemu guests",
+          '1978 s',
+          '1934 passed, 1 failed: `watch/profiles_of_one_second_each_get_a_file`, which read '
+          '"wrote PATH, NAME.rss.json" as one path (the RSS breakdown came first on the '
+          'loaded machine; the test reads both names since, bd5b013)'],
+         ['F, second (warm)',
+          '99687fb',
+          "E's second, qemu guests",
+          '1979 s',
+          '1935 passed, 0 failed'],
+     ],
+     'A run rebuilding the jemalloc fixtures beside another took 36 minutes this time, under '
+     'the 45; the pair of the session before (A, B) took 48, and rebuilt the Redis fixture '
+     "too. The unoptimized listing compile saves about a tenth of each jemalloc build's CPU "
+     '(85 s to 75 s for 5.3.0), too little to account for the difference: the load beside '
+     'them differed. Process accounting (`sa`) over the last 28 minutes of E and F, both '
+     'clones: the compiler (cc1) 11.5 CPU-minutes, clang-tidy 9.7, the example service 5.4, '
+     'the test runners 3.3, heapbpf 2.8. The fixture build runs at a lower priority, so in a '
+     'busy cold run it waits for the tests to finish and the version tests wait for it: the '
+     'jemalloc set took 1748 s of wall time, the 5.3.1 set, alone at the end, 121 s.'),
+]
+
+
+def pairs(doc):
+    """Section 16: make test beside another make test (recorded above, not measured here)."""
+    doc.p("## 16. `make test` beside another `make test`")
+    doc.p()
+    for intro, rows, after in PAIRS:
+        doc.p(intro)
+        doc.p()
+        doc.table(["run", "commit", "beside", "wall time", "result"], rows)
+        doc.p(after)
+        doc.p()
+
+
 def report(R):
     """The whole of BENCHMARKS.md from a results file's content."""
     doc, body = Doc(), Doc()
@@ -1314,6 +1442,7 @@ def report(R):
     watch_rss(R, body)
     watch_rss_redis(R, body)
     kernels(body)
+    pairs(body)
     targets(R, doc)
     return doc.text() + "\n" + body.text()
 
