@@ -1396,6 +1396,10 @@ PAIRS = [
           "E's second, qemu guests",
           '1979 s',
           '1935 passed, 0 failed'],
+         ['G (fixtures cached)', 'bd5b013', 'H; this session\'s arm64 and 5.10 guests', '2434 s',
+          '1935 passed, 0 failed'],
+         ['H (fixtures cached)', 'bd5b013', 'G; the same guests', '2432 s',
+          '1935 passed, 0 failed'],
      ],
      'A run rebuilding the jemalloc fixtures beside another took 36 minutes this time, under '
      'the 45; the pair of the session before (A, B) took 48, and rebuilt the Redis fixture '
