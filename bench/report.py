@@ -1400,6 +1400,10 @@ PAIRS = [
           '1935 passed, 0 failed'],
          ['H (fixtures cached)', 'bd5b013', 'G; the same guests', '2432 s',
           '1935 passed, 0 failed'],
+         ['G, second (pulled to 4db6957)', '4db6957', "H's second", '1438 s',
+          '1935 passed, 0 failed'],
+         ['H, second (pulled to 4db6957)', '4db6957', "G's second", '1440 s',
+          '1935 passed, 0 failed'],
      ],
      'A run rebuilding the jemalloc fixtures beside another took 36 minutes this time, under '
      'the 45; the pair of the session before (A, B) took 48, and rebuilt the Redis fixture '
