@@ -78,46 +78,37 @@ static long find_pair(const unsigned char *page, size_t len, const struct timesp
 	return found;
 }
 
-static void find_offset(void)
+/* heapbpf's own [vvar] (fork keeps it where it is) and the page size; false without one. */
+static bool own_vvar(uint64_t *start, uint64_t *len, long *psize)
 {
-	static unsigned char page[MAX_PAGE];
 	struct proc_maps *own = NULL;
-	long psize = sysconf(_SC_PAGESIZE);
-	uint64_t start;
+	const struct proc_map *m;
 
-	if (psize <= 0 || psize > MAX_PAGE || proc_maps__read(getpid(), &own))
-		return;
-	start = vvar_start(own);
+	*psize = sysconf(_SC_PAGESIZE);
+	if (*psize <= 0 || *psize > MAX_PAGE || proc_maps__read(getpid(), &own))
+		return false;
+	m = vvar_of(own);
+	*start = m ? m->start : 0;
+	*len = m ? m->end - m->start : 0;
 	proc_maps__free(own);
-	if (!start)
-		return;
-	for (int i = 0; i < TRIES; i++) {
-		struct timespec a, b;
-
-		clock_gettime(CLOCK_MONOTONIC_COARSE, &a);
-		memcpy(page, (const void *)(uintptr_t)start, (size_t)psize);
-		clock_gettime(CLOCK_MONOTONIC_COARSE, &b);
-		if (a.tv_sec != b.tv_sec || a.tv_nsec != b.tv_nsec)
-			continue; /* a tick between: the copy may hold either */
-		coarse_off = find_pair(page, (size_t)psize, &a);
-		return;
-	}
+	return *start && *len >= (uint64_t)*psize;
 }
 
 /*
- * In the child in a new time namespace: the one place past the first page
- * of its [vvar] (start, len) that holds its own coarse reading, or -1. A
- * page is copied through a pipe, so that one the kernel does not back (a
- * paravirtual clock's page on a machine without one) fails the write with
- * EFAULT instead of raising SIGBUS. Only system calls and the vDSO: the
- * child of a process that may have threads.
+ * The one place in the pages [from, to) of the [vvar] at start that holds
+ * the caller's own coarse reading, or -1 (none, more than one, or a tick
+ * between every try). A page is copied through the pipe pfd, so that one
+ * the kernel does not back (a paravirtual clock's page on a machine
+ * without one) fails the write with EFAULT instead of raising SIGBUS.
+ * Only system calls and the vDSO: it also runs in a child of a process
+ * that may have threads.
  */
-static long search_timens_vvar(uint64_t start, uint64_t len, long psize, int pfd[2])
+static long search_vvar(uint64_t start, uint64_t from, uint64_t to, long psize, int pfd[2])
 {
 	static unsigned char page[MAX_PAGE];
 	long found = -1;
 
-	for (uint64_t p = (uint64_t)psize; p + (uint64_t)psize <= len; p += (uint64_t)psize) {
+	for (uint64_t p = from; p + (uint64_t)psize <= to; p += (uint64_t)psize) {
 		int i;
 
 		for (i = 0; i < TRIES; i++) {
@@ -133,7 +124,7 @@ static long search_timens_vvar(uint64_t start, uint64_t len, long psize, int pfd
 				return -1;
 			clock_gettime(CLOCK_MONOTONIC_COARSE, &b);
 			if (a.tv_sec != b.tv_sec || a.tv_nsec != b.tv_nsec)
-				continue; /* a tick between */
+				continue; /* a tick between: the copy may hold either */
 			off = find_pair(page, (size_t)psize, &a);
 			if (off >= 0 && found >= 0)
 				return -1; /* two places: neither is known to be it */
@@ -148,29 +139,36 @@ static long search_timens_vvar(uint64_t start, uint64_t len, long psize, int pfd
 }
 
 /*
+ * In heapbpf's own [vvar]: its first page, where a process not in a time
+ * namespace of its own has the clock.
+ */
+static void find_offset(void)
+{
+	uint64_t start, len;
+	long psize;
+	int pfd[2];
+
+	if (!own_vvar(&start, &len, &psize) || pipe2(pfd, O_CLOEXEC))
+		return;
+	coarse_off = search_vvar(start, 0, (uint64_t)psize, psize, pfd);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/*
  * Makes a child (A) that enters a new time namespace for its children and
- * forks one (B), which searches its [vvar] (mapped where heapbpf's is: fork
- * keeps the address) and writes what it found to heapbpf. Needs
+ * forks one (B), which searches the other pages of its [vvar] (the first
+ * holds its clock offsets) and writes what it found to heapbpf. Needs
  * CAP_SYS_ADMIN and a kernel with time namespaces (5.6); -1 without.
  */
 static void find_timens_offset(void)
 {
-	struct proc_maps *own = NULL;
-	const struct proc_map *m;
-	long psize = sysconf(_SC_PAGESIZE), off = -1;
-	uint64_t start = 0, len = 0;
+	uint64_t start, len;
+	long psize, off = -1;
 	int res[2];
 	pid_t a;
 
-	if (psize <= 0 || psize > MAX_PAGE || proc_maps__read(getpid(), &own))
-		return;
-	m = vvar_of(own);
-	if (m) {
-		start = m->start;
-		len = m->end - m->start;
-	}
-	proc_maps__free(own);
-	if (!start || pipe2(res, O_CLOEXEC))
+	if (!own_vvar(&start, &len, &psize) || pipe2(res, O_CLOEXEC))
 		return;
 	a = fork();
 	if (a == 0) {
@@ -185,7 +183,7 @@ static void find_timens_offset(void)
 			long found = -1;
 
 			if (!pipe(pfd))
-				found = search_timens_vvar(start, len, psize, pfd);
+				found = search_vvar(start, (uint64_t)psize, len, psize, pfd);
 			_exit(write(res[1], &found, sizeof(found)) == sizeof(found) ? 0 : 1);
 		}
 		_exit(b > 0 && waitpid(b, NULL, 0) == b ? 0 : 1);
