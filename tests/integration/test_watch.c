@@ -790,7 +790,7 @@ static int wrote_lines(const char *text, char names[][PATH_MAX], int max)
 	for (const char *at = strstr(text, "heapbpf: wrote "); at;
 	     at = strstr(at + 1, "heapbpf: wrote ")) {
 		const char *path = at + strlen("heapbpf: wrote ");
-		size_t line = strcspn(path, "\n"), first = strcspn(path, ",\n");
+		size_t first = strcspn(path, ",\n");
 		char dir[PATH_MAX], other[PATH_MAX + NAME_MAX + 2];
 		struct stat st;
 
@@ -798,12 +798,13 @@ static int wrote_lines(const char *text, char names[][PATH_MAX], int max)
 			snprintf(names[n], PATH_MAX, "%.*s", (int)first, path);
 			snprintf(dir, sizeof(dir), "%s", names[n]);
 			*(strrchr(dir, '/') ?: dir) = 0;
-			for (size_t k = first; k < line; k += strcspn(path + k + 1, ",\n") + 1) {
-				const char *name = path + k + 2; /* past ", " */
-				size_t len = strcspn(name, ",\n");
+			/* each further ", NAME" */
+			for (const char *q = path + first; *q == ',';
+			     q += 2 + strcspn(q + 2, ",\n")) {
+				size_t len = strcspn(q + 2, ",\n");
 
 				snprintf(other, sizeof(other), "%s/%.*s", dir,
-					 (int)(len < NAME_MAX ? len : NAME_MAX), name);
+					 (int)(len < NAME_MAX ? len : NAME_MAX), q + 2);
 				cr_assert_eq(stat(other, &st), 0, "heapbpf said it wrote %s: %s",
 					     other, strerror(errno));
 			}
