@@ -372,13 +372,14 @@ Test(leaks, scenario_with_known_rates)
 }
 
 /*
- * The example in a time namespace of its own (as a restored container is), its monotonic clocks 100000 s ahead of heapbpf's: jemalloc's
- * allocation times in its frees are taken back to heapbpf's clock, and its
- * samples carry the kernel's coarse clock, read at another page of its [vvar]
- * (docs/analysis.md, Lifetimes; docs/kernel.md). Every sampled object of the
- * two timed sites freed, with the median lifetime the example timed. Without
- * the offset, every free read as allocated 100000 s later than any sample
- * and took the newest live one: medians of a few microseconds.
+ * The example in a time namespace of its own (as a restored container is), its
+ * monotonic clocks 100000 s ahead of heapbpf's: jemalloc's allocation times in
+ * its frees are taken back to heapbpf's clock, and its samples carry the
+ * kernel's coarse clock, read at another page of its [vvar] (docs/analysis.md,
+ * Lifetimes; docs/kernel.md). Every sampled object of the two timed sites
+ * freed, with the median lifetime the example timed. Without the offset, every
+ * free read as allocated 100000 s later than any sample and took the newest
+ * live one: medians of a few microseconds.
  */
 Test(leaks, lifetimes_of_a_target_in_another_time_namespace)
 {

@@ -349,11 +349,12 @@ Test(record, samples_of_530_carry_the_coarse_clock)
 }
 
 /*
- * A target in a time namespace of its own (as a restored container is), its monotonic clocks 100000 s ahead of heapbpf's: its vDSO
- * page at the usual place holds its clock offsets, and the clock is at
- * another page, found in a child of heapbpf's in a new time namespace. Each
- * sample carries the kernel's coarse time there, heapbpf's clock and not the
- * target's (its lifetimes: leaks/lifetimes_of_a_target_in_another_time_namespace).
+ * A target in a time namespace of its own (as a restored container is), its
+ * monotonic clocks 100000 s ahead of heapbpf's: its vDSO page at the usual
+ * place holds its clock offsets, and the clock is at another page, found in a
+ * child of heapbpf's in a new time namespace. Each sample carries the kernel's
+ * coarse time there, heapbpf's clock and not the target's (its lifetimes:
+ * leaks/lifetimes_of_a_target_in_another_time_namespace).
  */
 Test(record, samples_in_another_time_namespace_carry_the_kernels_coarse_clock)
 {

@@ -69,7 +69,7 @@ static void alloc_ev_at(struct collector *c, uint32_t stack, uint64_t tctx, uint
 	free(e);
 }
 
-/* Without the probe's coarse clock (another time namespace, version 1 recordings). */
+/* Without the probe's coarse clock (version 1 recordings, a clock heapbpf could not find). */
 static void alloc_ev(struct collector *c, uint32_t stack, uint64_t tctx, uint64_t ptr,
 		     uint64_t usize, uint64_t ts)
 {

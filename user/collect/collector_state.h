@@ -37,8 +37,8 @@ enum free_match {
 
 /*
  * A live sample of a tctx: heapbpf's allocation time, and the coarse clock
- * (jemalloc's) at the probe, 0 where not read (a target in another time
- * namespace, version 1 recordings).
+ * (jemalloc's) at the probe, 0 where not read (version 1 recordings; a
+ * target in another time namespace whose clock heapbpf could not find).
  */
 struct ts_ent {
 	uint64_t ts;
@@ -50,12 +50,13 @@ struct tctx_ent {
 	uint32_t stack;
 	uint32_t live; /* samples heapbpf saw allocated and not yet freed */
 	/*
-	 * Frees by tctx: the live samples' CLOCK_MONOTONIC allocation times
-	 * (with their coarse times at the probe), ascending (one thread's events arrive in order); freed ones marked
-	 * TS_DEAD until the array is compacted. Live entries are in [head, n),
-	 * the first and the last live, dead counts the marks between. The first
-	 * TS_INLINE live inside the entry (cap 0): most tctxs have few, and a
-	 * separate array would cost a cache miss on every event.
+	 * Frees by tctx: the live samples' CLOCK_MONOTONIC allocation times (with
+	 * their coarse times at the probe), ascending (one thread's events arrive in
+	 * order); freed ones marked TS_DEAD until the array is compacted. Live
+	 * entries are in [head, n), the first and the last live, dead counts the
+	 * marks between. The first TS_INLINE live inside the entry (cap 0): most
+	 * tctxs have few, and a separate array would cost a cache miss on every
+	 * event.
 	 */
 	uint32_t head, n, cap, dead;
 	union {

@@ -159,11 +159,11 @@ static void ts_kill(struct tctx_ent *t, uint32_t i)
 }
 
 /*
- * Without the probe's coarse time (a target in another time namespace,
- * version 1 recordings): jemalloc's alloc_time (CLOCK_MONOTONIC_COARSE, up to a tick
- * behind, read just after the probe) against heapbpf's own times: the
- * oldest live one allocated at or after it (less a slack for that read),
- * else the newest one.
+ * Without the probe's coarse time (version 1 recordings; a target in another
+ * time namespace whose clock heapbpf could not find): jemalloc's alloc_time
+ * (CLOCK_MONOTONIC_COARSE, up to a tick behind, read just after the probe)
+ * against heapbpf's own times: the oldest live one allocated at or after it
+ * (less a slack for that read), else the newest one.
  */
 static uint32_t take_by_ts(const struct tctx_ent *t, uint64_t alloc_time)
 {
